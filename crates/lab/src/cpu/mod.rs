@@ -1,0 +1,3 @@
+//! CPU-side costs: system calls (and, later, context switches).
+
+pub mod syscall;

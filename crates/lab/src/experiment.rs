@@ -1,0 +1,149 @@
+//! The experiment contract.
+
+use std::path::PathBuf;
+
+use oslab_model::{Claim, Finding, Measurement, Mode, Params, Plot};
+use oslab_sys::machine::MachineInfo;
+
+/// What an experiment needs from the machine before it can run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Needs {
+    pub root: bool,
+    pub min_cpus: usize,
+    /// Free space in the scratch directory, in bytes (full mode).
+    pub free_disk_bytes: u64,
+}
+
+/// The fixed description of an experiment.
+#[derive(Debug, Clone, Copy)]
+pub struct Meta {
+    /// The one id that names it everywhere: CLI, JSON, database.
+    pub id: &'static str,
+    pub title: &'static str,
+    /// Material section it reproduces ("5"), or "-" for internal ones.
+    pub section: &'static str,
+    /// One line on what it shows.
+    pub summary: &'static str,
+    pub needs: Needs,
+    /// Estimated wall time in seconds on a small machine.
+    pub quick_s: f64,
+    pub full_s: f64,
+    /// Internal experiments (the null pipeline test) are left out of `all`.
+    pub internal: bool,
+}
+
+/// How the user asked for a run.
+#[derive(Debug, Clone)]
+pub struct RunConfig {
+    pub mode: Mode,
+    /// Samples per measurement, overriding the experiment's own count.
+    pub repeat: Option<usize>,
+    pub seed: u64,
+    pub scratch_dir: PathBuf,
+}
+
+impl RunConfig {
+    pub fn quick(&self) -> bool {
+        self.mode == Mode::Quick
+    }
+}
+
+/// Reports progress of a long run; the binary draws it, tests ignore it.
+pub trait Progress: Sync {
+    /// A new stage began ("gettid").
+    fn stage(&self, _message: &str) {}
+    /// Share of this experiment done, 0..=1.
+    fn fraction(&self, _done: f64) {}
+}
+
+/// A progress sink that shows nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}
+
+/// What an experiment sees while it runs.
+pub struct Context<'a> {
+    pub config: &'a RunConfig,
+    pub machine: &'a MachineInfo,
+    pub progress: &'a dyn Progress,
+    pub params: Params,
+}
+
+impl Context<'_> {
+    /// Records a parameter value as run, and returns it.
+    pub fn param<T: serde::Serialize + Copy>(&mut self, name: &str, value: T) -> T {
+        self.params.insert(
+            name.to_string(),
+            serde_json::to_value(value).unwrap_or(serde_json::Value::Null),
+        );
+        value
+    }
+
+    /// The sample count: `--repeat` when given, else `quick` or `full`.
+    pub fn samples(&mut self, quick: usize, full: usize) -> usize {
+        let n = self
+            .config
+            .repeat
+            .unwrap_or(if self.config.quick() { quick } else { full });
+        self.param("samples", n.max(1))
+    }
+}
+
+/// Everything an experiment found.
+#[derive(Debug, Clone, Default)]
+pub struct Output {
+    pub measurements: Vec<Measurement>,
+    pub findings: Vec<Finding>,
+    pub claims: Vec<Claim>,
+    pub plots: Vec<Plot>,
+    pub notes: Vec<String>,
+}
+
+/// A run either produced output or was skipped, with the reason.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Completed(Output),
+    Skipped { reason: String },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error(transparent)]
+    Sys(#[from] oslab_sys::SysError),
+    #[error("{0}")]
+    Failed(String),
+}
+
+/// The one contract every experiment implements.
+pub trait Experiment: Sync {
+    fn meta(&self) -> &Meta;
+    fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError>;
+}
+
+/// A measurement with its summary computed (bootstrap seeded by `seed`).
+pub fn measurement(
+    name: &str,
+    description: &str,
+    unit: &str,
+    samples: Vec<f64>,
+    seed: u64,
+    correction: Option<String>,
+) -> Measurement {
+    Measurement {
+        name: name.into(),
+        description: description.into(),
+        unit: unit.into(),
+        summary: oslab_stats::summarize(&samples, seed),
+        samples,
+        correction,
+    }
+}
+
+/// A finding in one call.
+pub fn finding(name: &str, value: f64, unit: &str, detail: impl Into<String>) -> Finding {
+    Finding {
+        name: name.into(),
+        value,
+        unit: unit.into(),
+        detail: detail.into(),
+    }
+}

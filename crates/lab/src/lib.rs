@@ -1,0 +1,20 @@
+//! The experiments and the harness that runs them.
+//!
+//! An experiment is mostly its idea: it implements [`Experiment`] and returns an
+//! [`Output`]; the [`runner`] owns the environment snapshot, load and steal
+//! recording, timing, statistics and assembling the [`oslab_model::ExperimentResult`].
+#![forbid(unsafe_code)]
+
+pub mod cpu;
+pub mod experiment;
+pub mod harness;
+pub mod load;
+pub mod null;
+pub mod registry;
+pub mod runner;
+
+pub use experiment::{
+    Context, Experiment, LabError, Meta, Needs, NoProgress, Outcome, Output, Progress, RunConfig,
+    finding, measurement,
+};
+pub use registry::{Registry, UnknownId};

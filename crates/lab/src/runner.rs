@@ -1,0 +1,112 @@
+//! Runs one experiment and assembles its result.
+
+use oslab_model::{Environment, ExperimentResult, LoadRecord, SCHEMA_VERSION, Status};
+use oslab_sys::clock::{TIMER_NAME, now_ns, rfc3339_utc, unix_time_s};
+use oslab_sys::fsread::Root;
+use oslab_sys::machine::MachineInfo;
+
+use crate::experiment::{Context, Experiment, LabError, Outcome, Output, Progress, RunConfig};
+use crate::load::LoadMonitor;
+
+pub const OSLAB_VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// Why an experiment cannot run here, checked before it starts.
+pub fn unmet_needs(exp: &dyn Experiment, machine: &MachineInfo, cfg: &RunConfig) -> Option<String> {
+    let n = exp.meta().needs;
+    if n.root && !machine.root {
+        return Some("needs root (run it with sudo); nothing was changed".into());
+    }
+    if n.min_cpus > machine.cpu.logical_cpus {
+        return Some(format!(
+            "needs at least {} CPUs, this machine has {}",
+            n.min_cpus, machine.cpu.logical_cpus
+        ));
+    }
+    if n.free_disk_bytes > 0
+        && let Some(free) = oslab_sys::machine::free_bytes(&cfg.scratch_dir)
+        && free < n.free_disk_bytes
+    {
+        return Some(format!(
+            "needs {} MiB free in {}, only {} MiB are",
+            n.free_disk_bytes >> 20,
+            cfg.scratch_dir.display(),
+            free >> 20
+        ));
+    }
+    None
+}
+
+/// Builds the result from an experiment's outcome; pure, so the pipeline is testable
+/// with a fixed environment and clock.
+pub fn assemble(
+    exp: &dyn Experiment,
+    cfg: &RunConfig,
+    environment: Environment,
+    started_unix_s: f64,
+    duration_s: f64,
+    params: oslab_model::Params,
+    outcome: Result<Outcome, LabError>,
+) -> ExperimentResult {
+    let meta = exp.meta();
+    let (status, out) = match outcome {
+        Ok(Outcome::Completed(o)) => (Status::Completed, o),
+        Ok(Outcome::Skipped { reason }) => (Status::Skipped { reason }, Output::default()),
+        Err(e) => (
+            Status::Failed {
+                error: e.to_string(),
+            },
+            Output::default(),
+        ),
+    };
+    ExperimentResult {
+        schema_version: SCHEMA_VERSION,
+        experiment: meta.id.to_string(),
+        title: meta.title.to_string(),
+        section: meta.section.to_string(),
+        mode: cfg.mode,
+        started_at: rfc3339_utc(started_unix_s),
+        duration_s,
+        params,
+        environment,
+        status,
+        measurements: out.measurements,
+        findings: out.findings,
+        claims: out.claims,
+        plots: out.plots,
+        notes: out.notes,
+    }
+}
+
+/// Runs `exp` on the live machine.
+pub fn run(
+    exp: &dyn Experiment,
+    cfg: &RunConfig,
+    machine: &MachineInfo,
+    progress: &dyn Progress,
+) -> ExperimentResult {
+    let started = unix_time_s();
+    let t0 = now_ns();
+    let monitor = LoadMonitor::start(Root::live());
+    let mut ctx = Context {
+        config: cfg,
+        machine,
+        progress,
+        params: Default::default(),
+    };
+    let outcome = match unmet_needs(exp, machine, cfg) {
+        Some(reason) => Ok(Outcome::Skipped { reason }),
+        None => exp.run(&mut ctx),
+    };
+    let duration_s = (now_ns() - t0) as f64 / 1e9;
+    // The CPU probes keep one CPU busy; that is not "other load".
+    let load: LoadRecord = monitor.finish(machine.cpu.logical_cpus, 1.0);
+    let env = Environment {
+        oslab_version: OSLAB_VERSION.to_string(),
+        machine: machine.clone(),
+        timer: TIMER_NAME.to_string(),
+        load,
+        seed: cfg.seed,
+    };
+    let params = ctx.params;
+    assemble(exp, cfg, env, started, duration_s, params, outcome)
+}

@@ -1,0 +1,18 @@
+//! The one result model of oslab.
+//!
+//! Every experiment returns an [`ExperimentResult`]; the same value is serialised to
+//! JSON (see `docs/results-json.md`), CSV and the database, and rendered to tables,
+//! SVG plots and HTML. Units are in field names (`median` of a measurement is in the
+//! measurement's `unit`; `duration_s`, `size_bytes`, ...).
+#![forbid(unsafe_code)]
+
+mod claim;
+mod plot;
+mod result;
+
+pub use claim::{Claim, Verdict};
+pub use plot::{Axis, Marker, Plot, Scale, Series, SeriesStyle};
+pub use result::{
+    Environment, ExperimentResult, Finding, LoadRecord, Measurement, Mode, Params, ResultSet,
+    SCHEMA_VERSION, Status,
+};

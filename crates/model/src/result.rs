@@ -1,0 +1,123 @@
+use std::collections::BTreeMap;
+
+use oslab_stats::Summary;
+use oslab_sys::machine::MachineInfo;
+use serde::{Deserialize, Serialize};
+
+use crate::claim::Claim;
+use crate::plot::Plot;
+
+/// Version of the JSON layout; bumped on any incompatible change.
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    Quick,
+    Full,
+}
+
+/// Parameter values as run (after --quick and command-line overrides).
+pub type Params = BTreeMap<String, serde_json::Value>;
+
+/// System load around a measurement: a busy or stolen CPU makes figures suspect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct LoadRecord {
+    pub loadavg_before: [f64; 3],
+    pub loadavg_after: [f64; 3],
+    /// Share of all CPUs' time that was busy during the run (ours included).
+    pub cpu_busy_fraction: f64,
+    /// Share of CPU time the hypervisor gave to other guests (/proc/stat steal).
+    pub steal_fraction: f64,
+    /// Set when load or steal was high enough to distrust the figures.
+    pub warning: Option<String>,
+}
+
+/// Where and how a result was measured.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Environment {
+    pub oslab_version: String,
+    pub machine: MachineInfo,
+    /// The clock used for timings.
+    pub timer: String,
+    pub load: LoadRecord,
+    pub seed: u64,
+}
+
+/// One measured quantity: every raw sample plus its summary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Stable name within the experiment, e.g. `gettid`.
+    pub name: String,
+    pub description: String,
+    /// Unit of every sample and of the summary figures, e.g. `ns/call`.
+    pub unit: String,
+    /// Every repetition, in order, never pre-averaged.
+    pub samples: Vec<f64>,
+    pub summary: Option<Summary>,
+    /// What was subtracted from each raw sample, if anything ("loop overhead 0.31 ns").
+    pub correction: Option<String>,
+}
+
+/// A derived number (a detected cache size, a ratio, ...).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Finding {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+    pub detail: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum Status {
+    Completed,
+    Skipped { reason: String },
+    Failed { error: String },
+}
+
+/// Everything one experiment run produced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ExperimentResult {
+    pub schema_version: u32,
+    pub experiment: String,
+    pub title: String,
+    /// The material section it reproduces, e.g. "5".
+    pub section: String,
+    pub mode: Mode,
+    /// RFC 3339 UTC.
+    pub started_at: String,
+    pub duration_s: f64,
+    pub params: Params,
+    pub environment: Environment,
+    pub status: Status,
+    pub measurements: Vec<Measurement>,
+    pub findings: Vec<Finding>,
+    pub claims: Vec<crate::claim::Claim>,
+    pub plots: Vec<Plot>,
+    /// Method notes and caveats a reader should see.
+    pub notes: Vec<String>,
+}
+
+impl ExperimentResult {
+    pub fn measurement(&self, name: &str) -> Option<&Measurement> {
+        self.measurements.iter().find(|m| m.name == name)
+    }
+
+    pub fn finding(&self, name: &str) -> Option<&Finding> {
+        self.findings.iter().find(|f| f.name == name)
+    }
+
+    pub fn claim(&self, id: &str) -> Option<&Claim> {
+        self.claims.iter().find(|c| c.id == id)
+    }
+}
+
+/// What `--json` writes: every result of one invocation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ResultSet {
+    pub schema_version: u32,
+    pub oslab_version: String,
+    pub command: String,
+    pub results: Vec<ExperimentResult>,
+}

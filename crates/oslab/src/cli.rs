@@ -1,0 +1,101 @@
+//! The command-line grammar.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "oslab",
+    version,
+    about = "A lab bench for Linux: measures, explains and simulates what the kernel does on this machine",
+    long_about = "A lab bench for Linux: measures, explains and simulates what the kernel does on \
+this machine, puts the figures beside the textbook's and says which textbook claims hold here.\n\n\
+Every change to the system goes through a journal and is undone on exit, on Ctrl-C, and by \
+'oslab restore' after a crash."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Show this machine: CPUs, caches, memory, kernel and scheduler, hypervisor,
+    /// write-back settings, block devices
+    Info(InfoArgs),
+    /// List every experiment with what it reproduces, whether it needs root, and how long it takes
+    List(ListArgs),
+    /// Run experiments by id, family (e.g. `cpu`) or `all`
+    Run(RunArgs),
+    /// Undo every system change that an interrupted oslab run left behind
+    Restore(RestoreArgs),
+    /// Set sysctls for a while, through the journal: for --for SECONDS, for the life of
+    /// a command given after `--`, or until Ctrl-C; then put them back
+    Tweak(TweakArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Print JSON instead of the readable layout
+    #[arg(long)]
+    pub json: bool,
+    /// Scratch directory whose device and free space to report [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Experiment ids (see `oslab list`), families such as `cpu`, or `all`
+    #[arg(required = true, value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Smaller, faster settings (coarser figures)
+    #[arg(long)]
+    pub quick: bool,
+    /// Write all results as JSON to FILE (`-` for standard output, which then holds only JSON)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write CSV files (samples, summary, findings, claims) of every result into DIR
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// Write every plot as an SVG file into DIR
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
+    /// Samples per measurement, instead of each experiment's own count
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    pub repeat: Option<u64>,
+    /// Seed for everything random (bootstrap resampling, shuffles)
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    /// Scratch directory for experiment files [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Also undo journals of oslab processes that are still running
+    #[arg(long)]
+    pub all: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct TweakArgs {
+    /// Settings as NAME=VALUE, e.g. vm.dirty_background_bytes=33554432
+    #[arg(required = true, value_name = "NAME=VALUE")]
+    pub settings: Vec<String>,
+    /// Restore after this many seconds (default: when the command ends, or on Ctrl-C)
+    #[arg(long = "for", value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// A command to run with the settings in force
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}

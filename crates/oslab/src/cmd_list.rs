@@ -1,0 +1,61 @@
+//! `oslab list`
+
+use oslab_lab::Registry;
+
+use crate::CmdResult;
+use crate::cli::ListArgs;
+use crate::output::print;
+
+fn secs(s: f64) -> String {
+    if s < 60.0 {
+        format!("~{s:.0} s")
+    } else {
+        format!("~{:.0} min", s / 60.0)
+    }
+}
+
+pub fn run(a: ListArgs) -> CmdResult {
+    let reg = Registry::default();
+    if a.json {
+        let v: Vec<serde_json::Value> = reg
+            .all()
+            .map(|e| {
+                let m = e.meta();
+                serde_json::json!({
+                    "id": m.id,
+                    "title": m.title,
+                    "section": m.section,
+                    "summary": m.summary,
+                    "needs_root": m.needs.root,
+                    "quick_s": m.quick_s,
+                    "full_s": m.full_s,
+                    "internal": m.internal,
+                })
+            })
+            .collect();
+        print(&(serde_json::to_string_pretty(&v).expect("serialises") + "\n"));
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = reg
+        .all()
+        .map(|e| {
+            let m = e.meta();
+            vec![
+                m.id.to_string(),
+                m.title.to_string(),
+                m.section.to_string(),
+                if m.needs.root { "yes" } else { "no" }.to_string(),
+                secs(m.quick_s),
+                secs(m.full_s),
+                m.summary.to_string(),
+            ]
+        })
+        .collect();
+    print(&oslab_report::table::simple(
+        &["id", "title", "section", "root", "--quick", "full", "shows"],
+        &rows,
+        &[4, 5],
+    ));
+    print("\n'oslab run ID...' runs experiments; 'oslab run all --quick' runs the whole lab.\n");
+    Ok(0)
+}

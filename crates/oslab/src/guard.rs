@@ -1,0 +1,46 @@
+//! Undo of system changes on every way out: normal exit, signals, panics.
+
+use oslab_sys::journal;
+
+fn report(outcomes: &[journal::UndoOutcome]) {
+    for o in outcomes {
+        match &o.result {
+            Ok(()) => eprintln!("oslab: undone: {}", o.description),
+            Err(e) => eprintln!(
+                "oslab: could not undo '{}': {e}; run 'oslab restore' as root",
+                o.description
+            ),
+        }
+    }
+}
+
+fn on_signal(sig: i32) {
+    eprintln!("\noslab: interrupted (signal {sig}); undoing system changes");
+    report(&journal::finish_global());
+    std::process::exit(128 + sig);
+}
+
+/// Installs the signal watcher and the panic hook. Call first in `main`.
+pub fn install() {
+    oslab_sys::signals::install(on_signal);
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| info.payload().downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("oslab: internal error: {msg}{at}; please report it");
+        report(&journal::finish_global());
+    }));
+}
+
+/// Undoes outstanding changes and exits with `code`.
+pub fn exit(code: i32) -> ! {
+    report(&journal::finish_global());
+    std::process::exit(code);
+}

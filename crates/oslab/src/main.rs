@@ -1,0 +1,48 @@
+//! The oslab command line: wiring only; the work is done in the library crates.
+#![forbid(unsafe_code)]
+
+mod cli;
+mod cmd_info;
+mod cmd_list;
+mod cmd_restore;
+mod cmd_run;
+mod cmd_tweak;
+mod failure;
+mod guard;
+mod output;
+mod progress;
+
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::failure::Failure;
+
+fn main() {
+    guard::install();
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            // --help and --version print and exit 0; bad usage exits 2.
+            let _ = e.print();
+            guard::exit(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let result = match cli.command {
+        Command::Info(a) => cmd_info::run(a),
+        Command::List(a) => cmd_list::run(a),
+        Command::Run(a) => cmd_run::run(a),
+        Command::Restore(a) => cmd_restore::run(a),
+        Command::Tweak(a) => cmd_tweak::run(a),
+    };
+    let code = match result {
+        Ok(code) => code,
+        Err(f) => {
+            eprintln!("oslab: {}", f.message);
+            f.code
+        }
+    };
+    guard::exit(code);
+}
+
+/// Kept for the type's users in submodules.
+pub type CmdResult = Result<i32, Failure>;

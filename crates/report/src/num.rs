@@ -1,0 +1,44 @@
+//! Number formatting shared by every text output.
+
+/// A number with about four significant digits, no exponent for common ranges.
+pub fn fmt(x: f64) -> String {
+    if !x.is_finite() {
+        return x.to_string();
+    }
+    let a = x.abs();
+    if a == 0.0 {
+        "0".into()
+    } else if (x.fract() == 0.0 && a < 1e15) || a >= 10_000.0 {
+        format!("{x:.0}")
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 10.0 {
+        format!("{x:.2}")
+    } else if a >= 0.01 {
+        format!("{x:.3}")
+    } else {
+        format!("{x:.2e}")
+    }
+}
+
+/// A percentage from a fraction: 0.034 -> "3.4 %".
+pub fn pct(fraction: f64) -> String {
+    format!("{:.1} %", fraction * 100.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn significant_digits() {
+        assert_eq!(fmt(0.0), "0");
+        assert_eq!(fmt(3.0), "3");
+        assert_eq!(fmt(61.234), "61.23");
+        assert_eq!(fmt(123.456), "123.5");
+        assert_eq!(fmt(0.3141), "0.314");
+        assert_eq!(fmt(123456.7), "123457");
+        assert_eq!(fmt(0.0001234), "1.23e-4");
+        assert_eq!(pct(0.034), "3.4 %");
+    }
+}

@@ -1,0 +1,123 @@
+//! One summary per measured quantity, as stored in every result.
+
+use serde::{Deserialize, Serialize};
+
+use crate::bootstrap::{BootstrapCi, median_ci};
+use crate::describe::{mad, mean, quantile_sorted, sorted, stddev};
+use crate::outliers::{OutlierRule, mark_outliers};
+
+/// Coefficient of variation above which a measurement is called noisy.
+pub const NOISY_CV: f64 = 0.10;
+
+/// Whether the spread of the samples lets a reader trust the median.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum NoiseVerdict {
+    /// CV at or below [`NOISY_CV`].
+    Steady,
+    /// CV above [`NOISY_CV`]: compare medians with care.
+    Noisy,
+    /// Fewer than three samples: no verdict possible.
+    TooFewSamples,
+}
+
+/// Descriptive statistics of one set of samples.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub n: usize,
+    pub median: f64,
+    pub mean: f64,
+    pub min: f64,
+    pub max: f64,
+    pub p10: f64,
+    pub p90: f64,
+    pub stddev: f64,
+    /// Median absolute deviation (unscaled).
+    pub mad: f64,
+    /// Coefficient of variation: stddev / mean.
+    pub cv: f64,
+    /// 95 % bootstrap confidence interval of the median.
+    pub ci95: BootstrapCi,
+    /// Indices of samples marked as outliers (kept, not dropped).
+    pub outliers: Vec<usize>,
+    pub noise: NoiseVerdict,
+}
+
+/// Number of bootstrap resamples used for every summary.
+pub const RESAMPLES: usize = 2000;
+
+/// Summarises `data`; `None` when it holds no numbers.
+pub fn summarize(data: &[f64], seed: u64) -> Option<Summary> {
+    let s = sorted(data);
+    if s.is_empty() {
+        return None;
+    }
+    let mean = mean(&s)?;
+    let sd = stddev(&s).unwrap_or(0.0);
+    let cv = if mean != 0.0 { sd / mean.abs() } else { 0.0 };
+    let noise = if s.len() < 3 {
+        NoiseVerdict::TooFewSamples
+    } else if cv > NOISY_CV {
+        NoiseVerdict::Noisy
+    } else {
+        NoiseVerdict::Steady
+    };
+    Some(Summary {
+        n: s.len(),
+        median: quantile_sorted(&s, 0.5)?,
+        mean,
+        min: s[0],
+        max: s[s.len() - 1],
+        p10: quantile_sorted(&s, 0.1)?,
+        p90: quantile_sorted(&s, 0.9)?,
+        stddev: sd,
+        mad: mad(&s)?,
+        cv,
+        ci95: median_ci(&s, 0.95, RESAMPLES, seed)?,
+        outliers: mark_outliers(data, OutlierRule::default()),
+        noise,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_of_known_data() {
+        let x: Vec<f64> = (1..=9).map(f64::from).collect();
+        let s = summarize(&x, 7).unwrap();
+        assert_eq!(s.n, 9);
+        assert_eq!(s.median, 5.0);
+        assert_eq!(s.mean, 5.0);
+        assert_eq!((s.min, s.max), (1.0, 9.0));
+        assert_eq!(s.mad, 2.0);
+        assert!((s.p10 - 1.8).abs() < 1e-12);
+        assert!(s.ci95.low <= 5.0 && s.ci95.high >= 5.0);
+        assert_eq!(s.noise, NoiseVerdict::Noisy); // cv = 2.74 / 5
+    }
+
+    #[test]
+    fn steady_data_is_called_steady() {
+        let x: Vec<f64> = (0..30).map(|i| 100.0 + (i % 3) as f64).collect();
+        let s = summarize(&x, 1).unwrap();
+        assert_eq!(s.noise, NoiseVerdict::Steady);
+        assert!(s.outliers.is_empty());
+    }
+
+    #[test]
+    fn outlier_indices_refer_to_the_original_order() {
+        let x = [10.0, 10.5, 9.5, 500.0, 10.2, 9.8, 10.1];
+        let s = summarize(&x, 1).unwrap();
+        assert_eq!(s.outliers, vec![3]);
+    }
+
+    #[test]
+    fn two_samples_get_no_verdict() {
+        assert_eq!(
+            summarize(&[1.0, 2.0], 0).unwrap().noise,
+            NoiseVerdict::TooFewSamples
+        );
+        assert!(summarize(&[], 0).is_none());
+    }
+}

@@ -1,0 +1,532 @@
+//! The change journal: every change oslab makes to the system goes through here.
+//!
+//! Before a change is made, an entry describing how to undo it is appended to a
+//! journal file and synced to disk. Undo runs in reverse order when the run ends
+//! normally, on SIGINT/SIGTERM/SIGHUP and on panic (the binary wires those to
+//! [`finish_global`]); after a `kill -9` the file is still there and
+//! `oslab restore` ([`restore_orphans`]) undoes it.
+//!
+//! One file per process: `journal-PID.jsonl` in [`journal_dir`]. The first line names
+//! the process (pid and start time, so a reused pid is not mistaken for the owner);
+//! every further line is one [`Entry`]. A file exists only while changes are
+//! outstanding: a run that changes nothing leaves nothing behind.
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::{SysError, SysResult};
+use crate::process;
+
+/// How to take one change back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Undo {
+    /// Write `contents` back into `path` (sysctls, sysfs knobs, cgroup files).
+    WriteFile { path: PathBuf, contents: String },
+    /// Unmount a file system oslab mounted.
+    Unmount { target: PathBuf },
+    /// Detach a loop device oslab attached.
+    DetachLoop { device: PathBuf },
+    /// Remove a file or directory tree oslab created.
+    RemovePath { path: PathBuf },
+    /// Remove an empty directory (a cgroup oslab created).
+    RemoveDir { path: PathBuf },
+    /// Nothing can or need be undone (drop_caches); recorded for the record.
+    Nothing,
+}
+
+/// One recorded change.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    pub seq: u64,
+    pub description: String,
+    pub undo: Undo,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Header {
+    oslab_journal: u32,
+    pid: u32,
+    start_time: u64,
+    command: String,
+}
+
+/// What happened when one entry was undone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UndoOutcome {
+    pub description: String,
+    pub result: Result<(), String>,
+}
+
+/// An open journal of this process.
+#[derive(Debug)]
+pub struct Journal {
+    path: PathBuf,
+    file: Option<File>,
+    entries: Vec<Entry>,
+    next_seq: u64,
+}
+
+/// Where journals live: `$OSLAB_JOURNAL_DIR`, else `/run/oslab` for root, else
+/// `$XDG_RUNTIME_DIR/oslab`, else `$TMPDIR/oslab-UID`. /run is cleared at boot, exactly
+/// when every change a journal could undo (sysctls, mounts, loop devices) is gone too.
+pub fn journal_dir() -> PathBuf {
+    if let Some(d) = std::env::var_os("OSLAB_JOURNAL_DIR") {
+        return PathBuf::from(d);
+    }
+    if process::is_root() {
+        return PathBuf::from("/run/oslab");
+    }
+    if let Some(d) = std::env::var_os("XDG_RUNTIME_DIR") {
+        return PathBuf::from(d).join("oslab");
+    }
+    std::env::temp_dir().join(format!("oslab-{}", process::uid()))
+}
+
+impl Journal {
+    /// A journal for this process in `dir`; the file is created on the first change.
+    pub fn new(dir: &Path) -> Journal {
+        Journal {
+            path: dir.join(format!("journal-{}.jsonl", std::process::id())),
+            file: None,
+            entries: Vec::new(),
+            next_seq: 1,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    fn err(&self, detail: impl Into<String>) -> SysError {
+        SysError::Journal {
+            path: self.path.clone(),
+            detail: detail.into(),
+        }
+    }
+
+    fn ensure_file(&mut self) -> SysResult<&mut File> {
+        if self.file.is_none() {
+            if let Some(dir) = self.path.parent() {
+                std::fs::create_dir_all(dir).map_err(|e| self.err(e.to_string()))?;
+            }
+            let pid = std::process::id();
+            let header = Header {
+                oslab_journal: 1,
+                pid,
+                start_time: process::start_time(pid).unwrap_or(0),
+                command: std::env::args().collect::<Vec<_>>().join(" "),
+            };
+            let mut f = OpenOptions::new()
+                .create(true)
+                .write(true)
+                .truncate(true)
+                .open(&self.path)
+                .map_err(|e| self.err(e.to_string()))?;
+            let line = serde_json::to_string(&header).expect("header serialises");
+            writeln!(f, "{line}").map_err(|e| self.err(e.to_string()))?;
+            self.file = Some(f);
+        }
+        Ok(self.file.as_mut().expect("just opened"))
+    }
+
+    /// Records how to undo a change that is about to be made. Returns once the entry
+    /// is on disk, so the change can be made safely afterwards.
+    pub fn record(&mut self, description: impl Into<String>, undo: Undo) -> SysResult<()> {
+        let entry = Entry {
+            seq: self.next_seq,
+            description: description.into(),
+            undo,
+        };
+        let line = serde_json::to_string(&entry).expect("entry serialises");
+        let path = self.path.clone();
+        let f = self.ensure_file()?;
+        writeln!(f, "{line}")
+            .and_then(|_| f.sync_data())
+            .map_err(|e| SysError::Journal {
+                path,
+                detail: e.to_string(),
+            })?;
+        self.next_seq += 1;
+        self.entries.push(entry);
+        Ok(())
+    }
+
+    /// Writes `value` to a file (a sysctl, a sysfs knob), journaling its old contents.
+    pub fn write_file(&mut self, path: &Path, value: &str) -> SysResult<()> {
+        let old = std::fs::read_to_string(path).map_err(|source| SysError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        self.record(
+            format!("write '{}' to {}", value.trim(), path.display()),
+            Undo::WriteFile {
+                path: path.to_path_buf(),
+                contents: old.trim().to_string(),
+            },
+        )?;
+        write_text(path, value)
+    }
+
+    /// Undoes every entry, newest first, and removes the journal file when all
+    /// succeeded (otherwise keeps the failed ones in it for `oslab restore`).
+    pub fn undo_all(&mut self) -> Vec<UndoOutcome> {
+        let entries = std::mem::take(&mut self.entries);
+        self.file = None;
+        settle(&self.path, &entries)
+    }
+}
+
+fn write_text(path: &Path, value: &str) -> SysResult<()> {
+    std::fs::write(path, value).map_err(|source| SysError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+fn rewrite(path: &Path, entries: &[Entry]) -> std::io::Result<()> {
+    let pid = std::process::id();
+    let header = Header {
+        oslab_journal: 1,
+        pid,
+        start_time: process::start_time(pid).unwrap_or(0),
+        command: "kept after failed undo".into(),
+    };
+    let mut text = serde_json::to_string(&header).expect("header serialises") + "\n";
+    for e in entries {
+        text += &(serde_json::to_string(e).expect("entry serialises") + "\n");
+    }
+    std::fs::write(path, text)
+}
+
+/// Undoes the entries of the journal at `path`, then removes the file, or keeps in it
+/// only the entries whose undo failed so that `oslab restore` can try them again.
+fn settle(path: &Path, entries: &[Entry]) -> Vec<UndoOutcome> {
+    let outcomes = undo_entries(entries);
+    // outcomes are newest first; keep the failures in their original order
+    let mut failed: Vec<Entry> = entries
+        .iter()
+        .rev()
+        .zip(&outcomes)
+        .filter(|(_, o)| o.result.is_err())
+        .map(|(e, _)| e.clone())
+        .collect();
+    if failed.is_empty() {
+        let _ = std::fs::remove_file(path);
+    } else {
+        failed.reverse();
+        let _ = rewrite(path, &failed);
+    }
+    outcomes
+}
+
+/// Undoes `entries` newest first; one outcome per entry in that order.
+pub fn undo_entries(entries: &[Entry]) -> Vec<UndoOutcome> {
+    entries
+        .iter()
+        .rev()
+        .map(|e| UndoOutcome {
+            description: e.description.clone(),
+            result: apply_undo(&e.undo).map_err(|err| err.to_string()),
+        })
+        .collect()
+}
+
+fn apply_undo(undo: &Undo) -> SysResult<()> {
+    match undo {
+        Undo::WriteFile { path, contents } => write_text(path, contents),
+        Undo::Unmount { target } => unmount(target),
+        Undo::DetachLoop { device } => detach_loop(device),
+        Undo::RemovePath { path } => match std::fs::symlink_metadata(path) {
+            Err(_) => Ok(()),
+            Ok(m) if m.is_dir() => {
+                std::fs::remove_dir_all(path).map_err(|source| SysError::Write {
+                    path: path.clone(),
+                    source,
+                })
+            }
+            Ok(_) => std::fs::remove_file(path).map_err(|source| SysError::Write {
+                path: path.clone(),
+                source,
+            }),
+        },
+        Undo::RemoveDir { path } => match std::fs::remove_dir(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            r => r.map_err(|source| SysError::Write {
+                path: path.clone(),
+                source,
+            }),
+        },
+        Undo::Nothing => Ok(()),
+    }
+}
+
+fn cpath(p: &Path) -> SysResult<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| SysError::Other(format!("path {} holds a NUL byte", p.display())))
+}
+
+fn unmount(target: &Path) -> SysResult<()> {
+    let c = cpath(target)?;
+    // SAFETY: c is a valid NUL-terminated path.
+    if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        // Not mounted (any more), or gone: nothing to undo.
+        Some(libc::EINVAL) | Some(libc::ENOENT) => Ok(()),
+        // Busy: detach lazily so it goes as soon as the last user leaves.
+        // SAFETY: as above.
+        Some(libc::EBUSY) if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 => Ok(()),
+        _ => Err(SysError::Syscall {
+            call: "umount2",
+            source: err,
+        }),
+    }
+}
+
+const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
+
+fn detach_loop(device: &Path) -> SysResult<()> {
+    use std::os::fd::AsRawFd;
+    let f = match File::open(device) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(SysError::Read {
+                path: device.to_path_buf(),
+                source,
+            });
+        }
+    };
+    // SAFETY: LOOP_CLR_FD takes no argument; the fd is open for the call's duration.
+    if unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD, 0) } == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::ENXIO) => Ok(()), // not attached
+        _ => Err(SysError::Syscall {
+            call: "ioctl(LOOP_CLR_FD)",
+            source: err,
+        }),
+    }
+}
+
+/// What `oslab restore` found and did for one journal file.
+#[derive(Debug, Clone)]
+pub struct RestoredJournal {
+    pub path: PathBuf,
+    pub pid: u32,
+    pub command: String,
+    pub outcomes: Vec<UndoOutcome>,
+}
+
+/// The result of [`restore_orphans`].
+#[derive(Debug, Clone, Default)]
+pub struct RestoreReport {
+    pub restored: Vec<RestoredJournal>,
+    /// Journals of oslab processes still running, left alone.
+    pub live: Vec<(PathBuf, u32)>,
+    /// Files that could not be read as journals.
+    pub unreadable: Vec<(PathBuf, String)>,
+}
+
+fn read_journal(path: &Path) -> Result<(Header, Vec<Entry>), String> {
+    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let header: Header = serde_json::from_str(lines.next().ok_or("empty file")?)
+        .map_err(|e| format!("bad header: {e}"))?;
+    let mut entries = Vec::new();
+    for l in lines {
+        // A line cut short by a crash mid-write is the last one; its change was
+        // never made, because changes are made only after the entry is synced.
+        match serde_json::from_str::<Entry>(l) {
+            Ok(e) => entries.push(e),
+            Err(_) => break,
+        }
+    }
+    Ok((header, entries))
+}
+
+/// Undoes the journals in `dir` left by processes that are no longer running (all of
+/// them, running or not, with `include_live`).
+pub fn restore_orphans(dir: &Path, include_live: bool) -> RestoreReport {
+    let mut report = RestoreReport::default();
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return report;
+    };
+    let mut paths: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("journal-") && n.ends_with(".jsonl"))
+        })
+        .collect();
+    paths.sort();
+    let me = std::process::id();
+    for path in paths {
+        match read_journal(&path) {
+            Err(e) => report.unreadable.push((path, e)),
+            Ok((h, entries)) => {
+                let alive = h.pid != me && process::process_alive(h.pid, h.start_time);
+                if alive && !include_live {
+                    report.live.push((path, h.pid));
+                    continue;
+                }
+                let outcomes = settle(&path, &entries);
+                report.restored.push(RestoredJournal {
+                    path,
+                    pid: h.pid,
+                    command: h.command,
+                    outcomes,
+                });
+            }
+        }
+    }
+    report
+}
+
+static GLOBAL: Mutex<Option<Journal>> = Mutex::new(None);
+
+fn lock() -> MutexGuard<'static, Option<Journal>> {
+    // A panic while holding the lock must not stop the undo that follows it.
+    GLOBAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs `f` with the process-wide journal, opening it on first use.
+pub fn with_global<R>(f: impl FnOnce(&mut Journal) -> SysResult<R>) -> SysResult<R> {
+    let mut g = lock();
+    let j = g.get_or_insert_with(|| Journal::new(&journal_dir()));
+    f(j)
+}
+
+/// Undoes every change of the process-wide journal (normal exit, signal, panic).
+pub fn finish_global() -> Vec<UndoOutcome> {
+    let mut g = lock();
+    match g.as_mut() {
+        Some(j) => j.undo_all(),
+        None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn undo_runs_newest_first_and_removes_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("knob");
+        std::fs::write(&target, "10\n").unwrap();
+        let mut j = Journal::new(dir.path());
+        assert!(!j.path().exists(), "no file before the first change");
+        j.write_file(&target, "20").unwrap();
+        j.write_file(&target, "30").unwrap();
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "30");
+        assert!(j.path().exists());
+        let out = j.undo_all();
+        assert_eq!(out.len(), 2);
+        assert!(out[0].description.contains("'30'"));
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "10");
+        assert!(!j.path().exists());
+    }
+
+    #[test]
+    fn restore_undoes_a_dead_process_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("knob");
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir(&scratch).unwrap();
+        std::fs::write(scratch.join("f"), "x").unwrap();
+        std::fs::write(&target, "new").unwrap();
+        // A journal as a killed process (pid 1 with an impossible start time) left it.
+        let header = r#"{"oslab_journal":1,"pid":1,"start_time":18446744073709551615,"command":"oslab run x"}"#;
+        let e1 = serde_json::to_string(&Entry {
+            seq: 1,
+            description: "scratch".into(),
+            undo: Undo::RemovePath {
+                path: scratch.clone(),
+            },
+        })
+        .unwrap();
+        let e2 = serde_json::to_string(&Entry {
+            seq: 2,
+            description: "knob".into(),
+            undo: Undo::WriteFile {
+                path: target.clone(),
+                contents: "old".into(),
+            },
+        })
+        .unwrap();
+        let jp = dir.path().join("journal-1.jsonl");
+        std::fs::write(&jp, format!("{header}\n{e1}\n{e2}\n{{\"seq\":3,\"desc")).unwrap();
+        let report = restore_orphans(dir.path(), false);
+        assert_eq!(report.restored.len(), 1);
+        assert_eq!(report.restored[0].outcomes.len(), 2);
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "old");
+        assert!(!scratch.exists());
+        assert!(!jp.exists());
+        // Nothing left: a second restore finds nothing.
+        assert!(restore_orphans(dir.path(), false).restored.is_empty());
+    }
+
+    #[test]
+    fn a_live_owner_is_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        // this test's own parent process is alive; use our own pid's parent? Use pid 1.
+        let st = process::start_time(1).unwrap_or(0);
+        let header = format!(r#"{{"oslab_journal":1,"pid":1,"start_time":{st},"command":"init"}}"#);
+        let jp = dir.path().join("journal-1.jsonl");
+        std::fs::write(&jp, format!("{header}\n")).unwrap();
+        let report = restore_orphans(dir.path(), false);
+        if process::start_time(1).is_some() {
+            assert_eq!(report.live.len(), 1);
+            assert!(jp.exists());
+        }
+    }
+
+    #[test]
+    fn a_failed_undo_stays_in_the_journal() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("knob");
+        std::fs::write(&target, "1").unwrap();
+        let mut j = Journal::new(dir.path());
+        j.write_file(&target, "2").unwrap();
+        j.record(
+            "impossible",
+            Undo::WriteFile {
+                path: dir.path().join("no/such/dir/file"),
+                contents: "x".into(),
+            },
+        )
+        .unwrap();
+        let out = j.undo_all();
+        assert!(out[0].result.is_err());
+        assert!(out[1].result.is_ok());
+        assert_eq!(std::fs::read_to_string(&target).unwrap(), "1");
+        let (_, kept) = read_journal(j.path()).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].description, "impossible");
+    }
+
+    #[test]
+    fn garbage_is_reported_not_fatal() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("journal-9.jsonl"), "not json\n").unwrap();
+        let report = restore_orphans(dir.path(), false);
+        assert_eq!(report.unreadable.len(), 1);
+    }
+}

@@ -1,0 +1,23 @@
+//! oslab's window onto Linux.
+//!
+//! Two kinds of code live here and nowhere else:
+//! - pure parsers of /proc and /sys text ([`parse`]), tested on captured samples;
+//! - thin safe wrappers over system calls ([`process`], [`clock`], [`cpuid`]) and the
+//!   [`journal`] through which every change to the system is made and undone.
+//!
+//! Readers of the live system ([`topology`], [`machine`]) take a root directory so the
+//! same code reads this machine (`/`) or a captured tree under `tests/fixtures/`.
+
+pub mod clock;
+pub mod cpuid;
+pub mod error;
+pub mod fsread;
+pub mod journal;
+pub mod machine;
+pub mod parse;
+pub mod process;
+pub mod signals;
+pub mod sysctl;
+pub mod topology;
+
+pub use error::{SysError, SysResult};

@@ -1,0 +1,642 @@
+//! Everything `oslab info` shows, collected into one serialisable value.
+//!
+//! [`collect`] reads a root directory (the live `/`, or a captured fixture tree) plus a
+//! few live-only probes ([`LiveProbes`]: CPUID, privileges, the scratch directory's
+//! device) that tests fill in by hand.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsread::Root;
+use crate::parse::{bracketed_choice, kconfig, meminfo};
+use crate::topology::{self, CacheTopology, LogicalCpu};
+
+/// A value that may be unreadable here, with the reason when it is.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Probed<T> {
+    Value(T),
+    Unavailable(String),
+}
+
+impl<T> Probed<T> {
+    pub fn value(&self) -> Option<&T> {
+        match self {
+            Probed::Value(v) => Some(v),
+            Probed::Unavailable(_) => None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TscFlags {
+    pub constant_tsc: bool,
+    pub nonstop_tsc: bool,
+    pub tsc_known_freq: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CpuSummary {
+    pub model: String,
+    pub vendor: String,
+    pub logical_cpus: usize,
+    pub cores: usize,
+    pub sockets: usize,
+    pub threads_per_core: usize,
+    pub cpus: Vec<LogicalCpu>,
+    /// `/sys/devices/system/cpu/smt/control`: on, off, forceoff, notsupported, notimplemented.
+    pub smt_control: Probed<String>,
+    pub smt_active: Option<bool>,
+    pub tsc: TscFlags,
+    pub mhz: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MemoryInfo {
+    /// The base page size.
+    pub page_bytes: u64,
+    pub total_bytes: u64,
+    pub available_bytes: Option<u64>,
+    pub free_bytes: u64,
+    pub cached_bytes: u64,
+    pub dirty_bytes: u64,
+    pub writeback_bytes: u64,
+    pub huge_page_sizes_bytes: Vec<u64>,
+    pub default_huge_page_bytes: Option<u64>,
+    /// Transparent huge pages mode: always, madvise or never.
+    pub thp_enabled: Option<String>,
+    pub thp_defrag: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SchedulerKind {
+    /// Completely Fair Scheduler, kernels before 6.6.
+    Cfs,
+    /// Earliest Eligible Virtual Deadline First, kernels from 6.6.
+    Eevdf,
+    Unknown,
+}
+
+impl SchedulerKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            SchedulerKind::Cfs => "CFS",
+            SchedulerKind::Eevdf => "EEVDF",
+            SchedulerKind::Unknown => "unknown",
+        }
+    }
+}
+
+/// The fair scheduler a kernel release implies: EEVDF replaced CFS in 6.6.
+pub fn scheduler_for_release(release: &str) -> SchedulerKind {
+    let mut nums = release
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|s| !s.is_empty())
+        .map(|s| s.parse::<u32>().ok());
+    match (nums.next().flatten(), nums.next().flatten()) {
+        (Some(major), Some(minor)) if (major, minor) >= (6, 6) => SchedulerKind::Eevdf,
+        (Some(_), Some(_)) => SchedulerKind::Cfs,
+        _ => SchedulerKind::Unknown,
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Hz {
+    pub hz: u32,
+    /// Where the value came from, e.g. "CONFIG_HZ in /proc/config.gz".
+    pub source: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KernelInfo {
+    pub release: String,
+    pub version: String,
+    pub scheduler: SchedulerKind,
+    /// `/proc/sys/kernel/sched_*` as read.
+    pub sched_knobs: BTreeMap<String, String>,
+    /// `/sys/kernel/debug/sched/*` (base_slice_ns, ...), often refused.
+    pub debug_sched: Probed<BTreeMap<String, String>>,
+    pub hz: Probed<Hz>,
+    pub clocksource: Option<String>,
+    pub available_clocksources: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HypervisorInfo {
+    /// The `hypervisor` flag in /proc/cpuinfo.
+    pub cpu_flag: bool,
+    /// CPUID leaf 0x40000000 signature.
+    pub cpuid_vendor: Option<String>,
+    /// `/sys/hypervisor/type` (Xen and some others).
+    pub sys_hypervisor_type: Option<String>,
+    pub dmi_sys_vendor: Option<String>,
+    pub dmi_product_name: Option<String>,
+    /// Our reading of the above: "KVM", "Hyper-V", ..., or None on bare metal.
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirtySettings {
+    pub dirty_background_ratio: Option<u64>,
+    pub dirty_background_bytes: Option<u64>,
+    pub dirty_ratio: Option<u64>,
+    pub dirty_bytes: Option<u64>,
+    pub dirty_writeback_centisecs: Option<u64>,
+    pub dirty_expire_centisecs: Option<u64>,
+    /// The kernel's own current limits in pages (/proc/vmstat).
+    pub nr_dirty_threshold_pages: Option<u64>,
+    pub nr_dirty_background_threshold_pages: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BlockDevice {
+    pub name: String,
+    /// "MAJOR:MINOR"
+    pub dev: String,
+    pub size_bytes: Option<u64>,
+    pub scheduler: Option<String>,
+    pub rotational: Option<bool>,
+    /// "write back" or "write through" (queue/write_cache).
+    pub write_cache: Option<String>,
+    pub holds_scratch: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScratchInfo {
+    pub dir: PathBuf,
+    pub fs_type: Option<String>,
+    pub mount_point: Option<PathBuf>,
+    pub free_bytes: Option<u64>,
+    /// The whole block device under the scratch directory, if it is on one.
+    pub device: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MachineInfo {
+    pub hostname: String,
+    pub cpu: CpuSummary,
+    pub caches: CacheTopology,
+    pub memory: MemoryInfo,
+    pub kernel: KernelInfo,
+    pub hypervisor: HypervisorInfo,
+    pub dirty: DirtySettings,
+    pub block_devices: Vec<BlockDevice>,
+    pub scratch: ScratchInfo,
+    pub root: bool,
+}
+
+/// Facts only the live system can give; tests supply them by hand.
+#[derive(Debug, Clone, Default)]
+pub struct LiveProbes {
+    pub cpuid_hypervisor: Option<String>,
+    pub is_root: bool,
+    pub scratch_dir: PathBuf,
+    /// (major, minor) of the device holding the scratch directory.
+    pub scratch_dev: Option<(u32, u32)>,
+    pub scratch_free_bytes: Option<u64>,
+    pub page_bytes: u64,
+}
+
+impl LiveProbes {
+    /// Probes this machine, with the scratch directory at `scratch_dir`.
+    pub fn live(scratch_dir: &Path) -> LiveProbes {
+        use std::os::unix::fs::MetadataExt;
+        let dev = std::fs::metadata(scratch_dir).ok().map(|m| {
+            let d = m.dev();
+            (libc::major(d), libc::minor(d))
+        });
+        LiveProbes {
+            cpuid_hypervisor: crate::cpuid::hypervisor_vendor(),
+            is_root: crate::process::is_root(),
+            scratch_dir: scratch_dir.to_path_buf(),
+            scratch_dev: dev,
+            scratch_free_bytes: free_bytes(scratch_dir),
+            page_bytes: page_size(),
+        }
+    }
+}
+
+/// The base page size of this machine.
+pub fn page_size() -> u64 {
+    // SAFETY: sysconf has no memory effects.
+    let p = unsafe { libc::sysconf(libc::_SC_PAGESIZE) };
+    if p > 0 { p as u64 } else { 4096 }
+}
+
+/// Bytes available to an unprivileged user on the file system holding `path`.
+pub fn free_bytes(path: &Path) -> Option<u64> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: an all-zero statvfs is valid output storage.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: c is a valid path and st valid storage.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
+}
+
+fn cpuinfo_fields(text: &str) -> (BTreeMap<String, String>, usize) {
+    // The first processor's block is representative; count the blocks for the total.
+    let mut first = BTreeMap::new();
+    let mut blocks = 0;
+    for block in text.split("\n\n").filter(|b| !b.trim().is_empty()) {
+        blocks += 1;
+        if blocks == 1 {
+            for line in block.lines() {
+                if let Some((k, v)) = line.split_once(':') {
+                    first.insert(k.trim().to_string(), v.trim().to_string());
+                }
+            }
+        }
+    }
+    (first, blocks)
+}
+
+fn cpu_summary(root: &Root) -> CpuSummary {
+    let cpuinfo = root.read("/proc/cpuinfo").unwrap_or_default();
+    let (f, blocks) = cpuinfo_fields(&cpuinfo);
+    let flags: Vec<&str> = f
+        .get("flags")
+        .map(|s| s.split_whitespace().collect())
+        .unwrap_or_default();
+    let has = |x: &str| flags.contains(&x);
+    let cpus = topology::logical_cpus(root);
+    let mut cores: Vec<(Option<u32>, Option<u32>)> =
+        cpus.iter().map(|c| (c.package_id, c.core_id)).collect();
+    cores.sort();
+    cores.dedup();
+    let mut sockets: Vec<Option<u32>> = cpus.iter().map(|c| c.package_id).collect();
+    sockets.sort();
+    sockets.dedup();
+    let logical = if cpus.is_empty() { blocks } else { cpus.len() };
+    let threads_per_core = cpus
+        .iter()
+        .map(|c| c.thread_siblings.len())
+        .max()
+        .unwrap_or(1);
+    CpuSummary {
+        model: f
+            .get("model name")
+            .or_else(|| f.get("Model"))
+            .cloned()
+            .unwrap_or_else(|| "unknown".into()),
+        vendor: f
+            .get("vendor_id")
+            .or_else(|| f.get("CPU implementer"))
+            .cloned()
+            .unwrap_or_else(|| "unknown".into()),
+        logical_cpus: logical,
+        cores: cores.len().max(1),
+        sockets: sockets.len().max(1),
+        threads_per_core,
+        cpus,
+        smt_control: match root.read_trim("/sys/devices/system/cpu/smt/control") {
+            Some(v) => Probed::Value(v),
+            None => Probed::Unavailable("no /sys/devices/system/cpu/smt/control".into()),
+        },
+        smt_active: root
+            .read_u64("/sys/devices/system/cpu/smt/active")
+            .map(|v| v == 1),
+        tsc: TscFlags {
+            constant_tsc: has("constant_tsc"),
+            nonstop_tsc: has("nonstop_tsc"),
+            tsc_known_freq: has("tsc_known_freq"),
+        },
+        mhz: f.get("cpu MHz").and_then(|m| m.parse().ok()),
+    }
+}
+
+fn memory_info(root: &Root, page_bytes: u64) -> MemoryInfo {
+    let m = root
+        .read("/proc/meminfo")
+        .ok()
+        .and_then(|t| meminfo::parse_meminfo(&t).ok());
+    let mut huge: Vec<u64> = root
+        .list("/sys/kernel/mm/hugepages")
+        .iter()
+        .filter_map(|n| {
+            n.strip_prefix("hugepages-")?
+                .strip_suffix("kB")?
+                .parse::<u64>()
+                .ok()
+        })
+        .map(|kb| kb * 1024)
+        .collect();
+    huge.sort_unstable();
+    let thp = |f: &str| {
+        root.read_trim(&format!("/sys/kernel/mm/transparent_hugepage/{f}"))
+            .and_then(|s| bracketed_choice(&s))
+    };
+    MemoryInfo {
+        page_bytes,
+        total_bytes: m.as_ref().map_or(0, |m| m.total_bytes),
+        available_bytes: m.as_ref().and_then(|m| m.available_bytes),
+        free_bytes: m.as_ref().map_or(0, |m| m.free_bytes),
+        cached_bytes: m.as_ref().map_or(0, |m| m.cached_bytes),
+        dirty_bytes: m.as_ref().map_or(0, |m| m.dirty_bytes),
+        writeback_bytes: m.as_ref().map_or(0, |m| m.writeback_bytes),
+        huge_page_sizes_bytes: huge,
+        default_huge_page_bytes: m.as_ref().and_then(|m| m.default_huge_page_bytes),
+        thp_enabled: thp("enabled"),
+        thp_defrag: thp("defrag"),
+    }
+}
+
+fn read_gz(path: &Path) -> Option<String> {
+    let f = std::fs::File::open(path).ok()?;
+    let mut s = String::new();
+    flate2::read::GzDecoder::new(f)
+        .read_to_string(&mut s)
+        .ok()?;
+    Some(s)
+}
+
+fn kernel_hz(root: &Root, release: &str) -> Probed<Hz> {
+    let gz = root.path("/proc/config.gz");
+    if let Some(cfg) = read_gz(&gz)
+        && let Some(hz) = kconfig::config_hz(&cfg)
+    {
+        return Probed::Value(Hz {
+            hz,
+            source: "CONFIG_HZ in /proc/config.gz".into(),
+        });
+    }
+    let boot = format!("/boot/config-{release}");
+    if let Ok(cfg) = root.read(&boot)
+        && let Some(hz) = kconfig::config_hz(&cfg)
+    {
+        return Probed::Value(Hz {
+            hz,
+            source: format!("CONFIG_HZ in {boot}"),
+        });
+    }
+    Probed::Unavailable(
+        "no kernel config (/proc/config.gz or /boot/config-*); the scheduler experiments infer it from the timer tick".into(),
+    )
+}
+
+fn kernel_info(root: &Root, is_root: bool) -> KernelInfo {
+    let release = root
+        .read_trim("/proc/sys/kernel/osrelease")
+        .unwrap_or_else(|| "unknown".into());
+    let mut sched_knobs = BTreeMap::new();
+    for name in root.list("/proc/sys/kernel") {
+        if name.starts_with("sched_")
+            && let Some(v) = root.read_trim(&format!("/proc/sys/kernel/{name}"))
+        {
+            sched_knobs.insert(name, v);
+        }
+    }
+    let dbg = "/sys/kernel/debug/sched";
+    let debug_sched = if !root.exists(dbg) {
+        Probed::Unavailable(if is_root {
+            "not readable: debugfs not mounted, or refused under kernel lockdown".into()
+        } else {
+            "needs root (debugfs)".into()
+        })
+    } else {
+        let mut m = BTreeMap::new();
+        for name in root.list(dbg) {
+            if let Some(v) = root.read_trim(&format!("{dbg}/{name}"))
+                && !v.contains('\n')
+            {
+                m.insert(name, v);
+            }
+        }
+        if m.is_empty() {
+            Probed::Unavailable("present but unreadable (kernel lockdown?)".into())
+        } else {
+            Probed::Value(m)
+        }
+    };
+    let cs = "/sys/devices/system/clocksource/clocksource0";
+    KernelInfo {
+        scheduler: scheduler_for_release(&release),
+        hz: kernel_hz(root, &release),
+        version: root
+            .read_trim("/proc/sys/kernel/version")
+            .unwrap_or_default(),
+        release,
+        sched_knobs,
+        debug_sched,
+        clocksource: root.read_trim(&format!("{cs}/current_clocksource")),
+        available_clocksources: root
+            .read_trim(&format!("{cs}/available_clocksource"))
+            .map(|s| s.split_whitespace().map(String::from).collect())
+            .unwrap_or_default(),
+    }
+}
+
+/// A readable name for a CPUID hypervisor signature.
+pub fn hypervisor_name(signature: &str) -> String {
+    match signature.trim() {
+        "KVMKVMKVM" => "KVM".into(),
+        "Microsoft Hv" => "Hyper-V".into(),
+        "VMwareVMware" => "VMware".into(),
+        "XenVMMXenVMM" => "Xen".into(),
+        "TCGTCGTCGTCG" => "QEMU (TCG emulation)".into(),
+        "bhyve bhyve" => "bhyve".into(),
+        "ACRNACRNACRN" => "ACRN".into(),
+        "QNXQVMBSQG" => "QNX".into(),
+        "VBoxVBoxVBox" => "VirtualBox".into(),
+        "Linux KVM Hv" => "KVM (Hyper-V enlightenments)".into(),
+        other => other.to_string(),
+    }
+}
+
+fn hypervisor_info(root: &Root, cpuid_vendor: Option<String>) -> HypervisorInfo {
+    let cpuinfo = root.read("/proc/cpuinfo").unwrap_or_default();
+    let cpu_flag = cpuinfo
+        .lines()
+        .find(|l| l.starts_with("flags"))
+        .is_some_and(|l| l.split_whitespace().any(|f| f == "hypervisor"));
+    let sys_type = root.read_trim("/sys/hypervisor/type");
+    let dmi_vendor = root.read_trim("/sys/class/dmi/id/sys_vendor");
+    let dmi_product = root.read_trim("/sys/class/dmi/id/product_name");
+    let name = cpuid_vendor
+        .as_deref()
+        .map(hypervisor_name)
+        .or_else(|| sys_type.clone())
+        .or_else(|| {
+            let d = format!(
+                "{} {}",
+                dmi_vendor.clone().unwrap_or_default(),
+                dmi_product.clone().unwrap_or_default()
+            );
+            [
+                "QEMU",
+                "VMware",
+                "VirtualBox",
+                "Microsoft",
+                "Xen",
+                "KVM",
+                "Amazon EC2",
+                "Google",
+            ]
+            .iter()
+            .find(|k| d.contains(*k))
+            .map(|k| k.to_string())
+        })
+        .or_else(|| cpu_flag.then(|| "unknown hypervisor".to_string()));
+    HypervisorInfo {
+        cpu_flag,
+        cpuid_vendor,
+        sys_hypervisor_type: sys_type,
+        dmi_sys_vendor: dmi_vendor,
+        dmi_product_name: dmi_product,
+        name,
+    }
+}
+
+fn vmstat_value(vmstat: &str, key: &str) -> Option<u64> {
+    vmstat.lines().find_map(|l| {
+        let (k, v) = l.split_once(' ')?;
+        (k == key).then(|| v.trim().parse().ok()).flatten()
+    })
+}
+
+fn dirty_settings(root: &Root) -> DirtySettings {
+    let vm = |n: &str| root.read_u64(&format!("/proc/sys/vm/{n}"));
+    let vmstat = root.read("/proc/vmstat").unwrap_or_default();
+    DirtySettings {
+        dirty_background_ratio: vm("dirty_background_ratio"),
+        dirty_background_bytes: vm("dirty_background_bytes"),
+        dirty_ratio: vm("dirty_ratio"),
+        dirty_bytes: vm("dirty_bytes"),
+        dirty_writeback_centisecs: vm("dirty_writeback_centisecs"),
+        dirty_expire_centisecs: vm("dirty_expire_centisecs"),
+        nr_dirty_threshold_pages: vmstat_value(&vmstat, "nr_dirty_threshold"),
+        nr_dirty_background_threshold_pages: vmstat_value(&vmstat, "nr_dirty_background_threshold"),
+    }
+}
+
+fn parse_dev(s: &str) -> Option<(u32, u32)> {
+    let (a, b) = s.trim().split_once(':')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+fn block_devices(root: &Root, scratch_dev: Option<(u32, u32)>) -> Vec<BlockDevice> {
+    root.list("/sys/block")
+        .into_iter()
+        .map(|name| {
+            let b = format!("/sys/block/{name}");
+            let dev = root.read_trim(&format!("{b}/dev")).unwrap_or_default();
+            // The disk holds the scratch directory if it or one of its partitions does.
+            let mut devs = vec![dev.clone()];
+            for sub in root.list(&b) {
+                if sub.starts_with(&name)
+                    && let Some(d) = root.read_trim(&format!("{b}/{sub}/dev"))
+                {
+                    devs.push(d);
+                }
+            }
+            let holds_scratch =
+                scratch_dev.is_some_and(|sd| devs.iter().any(|d| parse_dev(d) == Some(sd)));
+            BlockDevice {
+                size_bytes: root.read_u64(&format!("{b}/size")).map(|s| s * 512),
+                scheduler: root
+                    .read_trim(&format!("{b}/queue/scheduler"))
+                    .and_then(|s| bracketed_choice(&s)),
+                rotational: root
+                    .read_u64(&format!("{b}/queue/rotational"))
+                    .map(|v| v == 1),
+                write_cache: root.read_trim(&format!("{b}/queue/write_cache")),
+                holds_scratch,
+                dev,
+                name,
+            }
+        })
+        .collect()
+}
+
+/// The mount holding `path`: (mount point, fs type), by longest prefix in /proc/mounts.
+pub fn mount_of(mounts: &str, path: &Path) -> Option<(PathBuf, String)> {
+    mounts
+        .lines()
+        .filter_map(|l| {
+            let mut it = l.split_whitespace();
+            let _src = it.next()?;
+            let mp = it.next()?.replace("\\040", " ");
+            let ty = it.next()?;
+            Some((PathBuf::from(mp), ty.to_string()))
+        })
+        .filter(|(mp, _)| path.starts_with(mp))
+        .max_by_key(|(mp, _)| mp.as_os_str().len())
+}
+
+/// Collects the machine description from `root` and the live probes.
+pub fn collect(root: &Root, live: &LiveProbes) -> MachineInfo {
+    let cpu = cpu_summary(root);
+    let caches = topology::cache_topology(root);
+    let mounts = root.read("/proc/mounts").unwrap_or_default();
+    let mount = mount_of(&mounts, &live.scratch_dir);
+    let block_devices = block_devices(root, live.scratch_dev);
+    let scratch_device = block_devices
+        .iter()
+        .find(|b| b.holds_scratch)
+        .map(|b| b.name.clone());
+    MachineInfo {
+        hostname: root
+            .read_trim("/proc/sys/kernel/hostname")
+            .unwrap_or_else(|| "unknown".into()),
+        memory: memory_info(root, live.page_bytes),
+        kernel: kernel_info(root, live.is_root),
+        hypervisor: hypervisor_info(root, live.cpuid_hypervisor.clone()),
+        dirty: dirty_settings(root),
+        scratch: ScratchInfo {
+            dir: live.scratch_dir.clone(),
+            fs_type: mount.as_ref().map(|m| m.1.clone()),
+            mount_point: mount.map(|m| m.0),
+            free_bytes: live.scratch_free_bytes,
+            device: scratch_device,
+        },
+        block_devices,
+        root: live.is_root,
+        cpu,
+        caches,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scheduler_follows_the_release() {
+        assert_eq!(
+            scheduler_for_release("6.18.44-fc-v769"),
+            SchedulerKind::Eevdf
+        );
+        assert_eq!(scheduler_for_release("6.6.0"), SchedulerKind::Eevdf);
+        assert_eq!(scheduler_for_release("6.5.13-generic"), SchedulerKind::Cfs);
+        assert_eq!(
+            scheduler_for_release("5.13.0-52-generic"),
+            SchedulerKind::Cfs
+        );
+        assert_eq!(scheduler_for_release("weird"), SchedulerKind::Unknown);
+    }
+
+    #[test]
+    fn mount_lookup_takes_the_longest_prefix() {
+        let m = "/dev/vda / ext4 rw 0 0\ntmpfs /tmp tmpfs rw 0 0\ntmpfs /tmpx tmpfs rw 0 0\n";
+        assert_eq!(
+            mount_of(m, Path::new("/tmp/a")),
+            Some((PathBuf::from("/tmp"), "tmpfs".into()))
+        );
+        assert_eq!(
+            mount_of(m, Path::new("/var/tmp")),
+            Some((PathBuf::from("/"), "ext4".into()))
+        );
+    }
+
+    #[test]
+    fn hypervisor_names() {
+        assert_eq!(hypervisor_name("KVMKVMKVM"), "KVM");
+        assert_eq!(hypervisor_name("Microsoft Hv"), "Hyper-V");
+    }
+}

@@ -1,0 +1,171 @@
+//! The calling process and thread: raw system calls, CPU placement, usage counters.
+
+use crate::error::{SysError, SysResult};
+
+/// gettid(2) through syscall(2), so no library cache can answer it.
+#[inline]
+pub fn raw_gettid() -> i64 {
+    // SAFETY: gettid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) }
+}
+
+/// getppid(2) through syscall(2).
+#[inline]
+pub fn raw_getppid() -> i64 {
+    // SAFETY: getppid takes no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_getppid) }
+}
+
+/// The CPU the calling thread runs on right now.
+pub fn current_cpu() -> Option<u32> {
+    // SAFETY: sched_getcpu has no arguments.
+    let c = unsafe { libc::sched_getcpu() };
+    (c >= 0).then_some(c as u32)
+}
+
+pub fn is_root() -> bool {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() == 0 }
+}
+
+pub fn uid() -> u32 {
+    // SAFETY: getuid cannot fail.
+    unsafe { libc::getuid() }
+}
+
+/// The CPUs the calling thread may run on.
+pub fn affinity() -> SysResult<Vec<u32>> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: set is valid for the size passed.
+    let rc = unsafe { libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) };
+    if rc != 0 {
+        return Err(SysError::last_os("sched_getaffinity"));
+    }
+    Ok((0..libc::CPU_SETSIZE as u32)
+        // SAFETY: i is below CPU_SETSIZE.
+        .filter(|&i| unsafe { libc::CPU_ISSET(i as usize, &set) })
+        .collect())
+}
+
+/// Restricts the calling thread to `cpus`.
+pub fn set_affinity(cpus: &[u32]) -> SysResult<()> {
+    // SAFETY: an all-zero cpu_set_t is a valid empty set.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        // SAFETY: CPU_SET checks nothing; keep c in range ourselves.
+        if (c as usize) < libc::CPU_SETSIZE as usize {
+            unsafe { libc::CPU_SET(c as usize, &mut set) };
+        }
+    }
+    // SAFETY: set is valid for the size passed.
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) };
+    if rc != 0 {
+        return Err(SysError::last_os("sched_setaffinity"));
+    }
+    Ok(())
+}
+
+/// Pins the calling thread to one CPU and restores its previous affinity when dropped.
+pub struct PinGuard {
+    previous: Vec<u32>,
+}
+
+impl PinGuard {
+    pub fn pin(cpu: u32) -> SysResult<PinGuard> {
+        let previous = affinity()?;
+        set_affinity(&[cpu])?;
+        Ok(PinGuard { previous })
+    }
+}
+
+impl Drop for PinGuard {
+    fn drop(&mut self) {
+        let _ = set_affinity(&self.previous);
+    }
+}
+
+/// Resource usage of the calling thread (getrusage RUSAGE_THREAD).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThreadUsage {
+    pub user_us: u64,
+    pub system_us: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    pub minor_faults: u64,
+    pub major_faults: u64,
+}
+
+impl ThreadUsage {
+    pub fn since(&self, e: &ThreadUsage) -> ThreadUsage {
+        ThreadUsage {
+            user_us: self.user_us.saturating_sub(e.user_us),
+            system_us: self.system_us.saturating_sub(e.system_us),
+            voluntary_switches: self.voluntary_switches.saturating_sub(e.voluntary_switches),
+            involuntary_switches: self
+                .involuntary_switches
+                .saturating_sub(e.involuntary_switches),
+            minor_faults: self.minor_faults.saturating_sub(e.minor_faults),
+            major_faults: self.major_faults.saturating_sub(e.major_faults),
+        }
+    }
+}
+
+fn usage(who: libc::c_int) -> ThreadUsage {
+    // SAFETY: an all-zero rusage is valid output storage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: ru is valid; RUSAGE_THREAD and RUSAGE_SELF are valid selectors.
+    unsafe { libc::getrusage(who, &mut ru) };
+    let us = |tv: libc::timeval| tv.tv_sec as u64 * 1_000_000 + tv.tv_usec as u64;
+    ThreadUsage {
+        user_us: us(ru.ru_utime),
+        system_us: us(ru.ru_stime),
+        voluntary_switches: ru.ru_nvcsw as u64,
+        involuntary_switches: ru.ru_nivcsw as u64,
+        minor_faults: ru.ru_minflt as u64,
+        major_faults: ru.ru_majflt as u64,
+    }
+}
+
+/// Usage of the calling thread.
+pub fn thread_usage() -> ThreadUsage {
+    usage(libc::RUSAGE_THREAD)
+}
+
+/// Usage of the whole process.
+pub fn process_usage() -> ThreadUsage {
+    usage(libc::RUSAGE_SELF)
+}
+
+/// The start time of a process in clock ticks since boot (field 22 of /proc/PID/stat),
+/// which together with the pid identifies a process across pid reuse.
+pub fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // comm (field 2) may hold spaces and parentheses: split after the last ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// Whether the process `pid` started at `start` is still running.
+pub fn process_alive(pid: u32, start: u64) -> bool {
+    start_time(pid) == Some(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn raw_calls_answer() {
+        assert!(raw_gettid() > 0);
+        assert_eq!(raw_getppid(), unsafe { libc::getppid() } as i64);
+    }
+
+    #[test]
+    fn own_start_time_is_known() {
+        let pid = std::process::id();
+        let st = start_time(pid).expect("own stat");
+        assert!(process_alive(pid, st));
+        assert!(!process_alive(pid, st + 1));
+    }
+}

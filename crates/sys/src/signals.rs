@@ -1,0 +1,61 @@
+//! Turning SIGINT, SIGTERM and SIGHUP into an orderly clean-up.
+//!
+//! The signals are blocked in the calling thread (call this first in `main`, before
+//! any thread starts, so every thread inherits the mask) and a dedicated thread waits
+//! for them with sigwait(2) and runs the handler there, in ordinary thread context
+//! where taking locks and doing I/O is safe. Programs oslab starts get the default
+//! mask back through [`unblock_in_child`].
+
+const SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP];
+
+fn signal_set() -> libc::sigset_t {
+    // SAFETY: sigemptyset initialises the set; sigaddset with valid signals.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        for s in SIGNALS {
+            libc::sigaddset(&mut set, s);
+        }
+        set
+    }
+}
+
+/// Blocks the signals and runs `handler(signal)` on a watcher thread when one arrives.
+pub fn install(handler: fn(i32)) {
+    let set = signal_set();
+    // SAFETY: set is initialised; the old mask is not needed.
+    unsafe { libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) };
+    std::thread::Builder::new()
+        .name("oslab-signals".into())
+        .spawn(move || {
+            loop {
+                let mut sig: libc::c_int = 0;
+                // SAFETY: set and sig are valid for the call.
+                if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+                    handler(sig);
+                }
+            }
+        })
+        .expect("spawn the signal thread");
+}
+
+/// Restores the default signal mask; for a child process between fork and exec, or
+/// a forked worker that should die on Ctrl-C like any program.
+pub fn unblock_in_child() {
+    let set = signal_set();
+    // SAFETY: async-signal-safe; set is initialised.
+    unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
+}
+
+/// Makes `cmd` start with the default signal mask, so a program oslab runs dies on
+/// Ctrl-C like it would from a shell (oslab itself keeps the signals blocked).
+pub fn default_mask_for(cmd: &mut std::process::Command) -> &mut std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls pthread_sigmask, which is async-signal-safe.
+    unsafe {
+        cmd.pre_exec(|| {
+            unblock_in_child();
+            Ok(())
+        })
+    }
+}

@@ -1,0 +1,294 @@
+//! CPU and cache topology from sysfs (`/sys/devices/system/cpu`).
+//!
+//! No library covers the cache topology, so it is read here: for every CPU and every
+//! `cache/indexN`, all the fields the kernel exports, then de-duplicated into the
+//! distinct caches of the machine. Every field is optional because kernels, VMs and
+//! architectures leave some out.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::fsread::Root;
+use crate::parse::cpulist::{format_cpulist, parse_cpulist};
+use crate::parse::size::{human_bytes, parse_sysfs_size};
+
+const CPU_DIR: &str = "/sys/devices/system/cpu";
+
+/// One logical CPU's place in the machine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LogicalCpu {
+    pub cpu: u32,
+    pub core_id: Option<u32>,
+    pub package_id: Option<u32>,
+    /// CPUs sharing this CPU's core (`topology/thread_siblings_list`), itself included.
+    pub thread_siblings: Vec<u32>,
+}
+
+/// One `cpuN/cache/indexM` entry as sysfs shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheIndex {
+    pub cpu: u32,
+    pub index: u32,
+    pub level: u8,
+    /// `Data`, `Instruction` or `Unified`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub size_bytes: Option<u64>,
+    pub line_bytes: Option<u64>,
+    pub sets: Option<u64>,
+    pub ways: Option<u64>,
+    pub partitions: Option<u64>,
+    pub id: Option<u64>,
+    pub shared_cpus: Vec<u32>,
+}
+
+/// Whether sets x ways x line x partitions equals the stated size.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "status")]
+pub enum GeometryCheck {
+    Consistent,
+    Inconsistent {
+        computed_bytes: u64,
+    },
+    /// A field needed for the check is missing.
+    Unknown,
+}
+
+/// One physical cache of the machine (an L2 of one core, the shared L3, ...).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DistinctCache {
+    pub level: u8,
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub size_bytes: Option<u64>,
+    pub line_bytes: Option<u64>,
+    pub sets: Option<u64>,
+    pub ways: Option<u64>,
+    pub partitions: Option<u64>,
+    pub id: Option<u64>,
+    pub shared_cpus: Vec<u32>,
+    pub geometry: GeometryCheck,
+    /// e.g. "L2 2 MiB, unified, 16-way, 64 B lines, private to cpu0"
+    pub description: String,
+}
+
+/// The caches of one level and type across the machine: L1d, L2, ...
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheLevel {
+    /// "L1d", "L1i", "L2", "L3"
+    pub name: String,
+    pub level: u8,
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Size of one instance (the largest, if instances differ).
+    pub size_bytes: Option<u64>,
+    pub instances: usize,
+    /// CPUs that share one instance (of the first instance).
+    pub cpus_per_instance: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheTopology {
+    pub per_cpu: Vec<CacheIndex>,
+    pub distinct: Vec<DistinctCache>,
+    pub levels: Vec<CacheLevel>,
+}
+
+impl CacheTopology {
+    /// The size of one instance of the named level ("L1d", "L2", ...).
+    pub fn level_size(&self, name: &str) -> Option<u64> {
+        self.levels
+            .iter()
+            .find(|l| l.name == name)
+            .and_then(|l| l.size_bytes)
+    }
+
+    /// The largest level's name and size: the last-level cache.
+    pub fn last_level(&self) -> Option<&CacheLevel> {
+        self.levels
+            .iter()
+            .filter(|l| l.kind != "Instruction")
+            .max_by_key(|l| l.level)
+    }
+}
+
+/// Online CPUs (from `online`, or every `cpuN` directory when that file is missing).
+pub fn online_cpus(root: &Root) -> Vec<u32> {
+    if let Some(list) = root.read_trim(&format!("{CPU_DIR}/online"))
+        && let Ok(cpus) = parse_cpulist(&list)
+        && !cpus.is_empty()
+    {
+        return cpus;
+    }
+    let mut cpus: Vec<u32> = root
+        .list(CPU_DIR)
+        .iter()
+        .filter_map(|n| n.strip_prefix("cpu")?.parse().ok())
+        .collect();
+    cpus.sort_unstable();
+    cpus
+}
+
+/// Topology of every online CPU.
+pub fn logical_cpus(root: &Root) -> Vec<LogicalCpu> {
+    online_cpus(root)
+        .into_iter()
+        .map(|cpu| {
+            let t = |f: &str| format!("{CPU_DIR}/cpu{cpu}/topology/{f}");
+            let thread_siblings = root
+                .read_trim(&t("thread_siblings_list"))
+                .and_then(|s| parse_cpulist(&s).ok())
+                .unwrap_or_else(|| vec![cpu]);
+            LogicalCpu {
+                cpu,
+                core_id: root.read_u64(&t("core_id")).map(|v| v as u32),
+                package_id: root.read_u64(&t("physical_package_id")).map(|v| v as u32),
+                thread_siblings,
+            }
+        })
+        .collect()
+}
+
+/// Every cache index of every online CPU.
+pub fn cache_indices(root: &Root) -> Vec<CacheIndex> {
+    let mut out = Vec::new();
+    for cpu in online_cpus(root) {
+        let dir = format!("{CPU_DIR}/cpu{cpu}/cache");
+        for name in root.list(&dir) {
+            let Some(index) = name.strip_prefix("index").and_then(|n| n.parse().ok()) else {
+                continue;
+            };
+            let f = |field: &str| format!("{dir}/{name}/{field}");
+            let Some(level) = root.read_u64(&f("level")) else {
+                continue;
+            };
+            out.push(CacheIndex {
+                cpu,
+                index,
+                level: level as u8,
+                kind: root
+                    .read_trim(&f("type"))
+                    .unwrap_or_else(|| "Unknown".into()),
+                size_bytes: root
+                    .read_trim(&f("size"))
+                    .and_then(|s| parse_sysfs_size(&s).ok()),
+                line_bytes: root.read_u64(&f("coherency_line_size")),
+                sets: root.read_u64(&f("number_of_sets")),
+                ways: root.read_u64(&f("ways_of_associativity")),
+                partitions: root.read_u64(&f("physical_line_partition")),
+                id: root.read_u64(&f("id")),
+                shared_cpus: root
+                    .read_trim(&f("shared_cpu_list"))
+                    .and_then(|s| parse_cpulist(&s).ok())
+                    .unwrap_or_else(|| vec![cpu]),
+            });
+        }
+    }
+    out
+}
+
+fn level_name(level: u8, kind: &str) -> String {
+    match kind {
+        "Data" => format!("L{level}d"),
+        "Instruction" => format!("L{level}i"),
+        _ => format!("L{level}"),
+    }
+}
+
+fn geometry(c: &CacheIndex) -> GeometryCheck {
+    match (c.size_bytes, c.sets, c.ways, c.line_bytes, c.partitions) {
+        (Some(size), Some(s), Some(w), Some(l), p) => {
+            let computed = s * w * l * p.unwrap_or(1).max(1);
+            if computed == size {
+                GeometryCheck::Consistent
+            } else {
+                GeometryCheck::Inconsistent {
+                    computed_bytes: computed,
+                }
+            }
+        }
+        _ => GeometryCheck::Unknown,
+    }
+}
+
+fn describe(c: &CacheIndex, all_cpus: usize) -> String {
+    let mut parts = vec![format!(
+        "{} {}",
+        level_name(c.level, &c.kind),
+        c.size_bytes
+            .map(human_bytes)
+            .unwrap_or_else(|| "size unknown".into())
+    )];
+    parts.push(c.kind.to_lowercase());
+    if let Some(w) = c.ways {
+        parts.push(format!("{w}-way"));
+    }
+    if let Some(l) = c.line_bytes {
+        parts.push(format!("{l} B lines"));
+    }
+    let list = format_cpulist(&c.shared_cpus);
+    parts.push(if c.shared_cpus.len() == 1 {
+        format!("private to cpu{list}")
+    } else if c.shared_cpus.len() == all_cpus {
+        format!("shared by all CPUs ({list})")
+    } else {
+        format!("shared by cpus {list}")
+    });
+    parts.join(", ")
+}
+
+/// Groups per-CPU indices into the distinct caches and the per-level summary.
+pub fn build_cache_topology(per_cpu: Vec<CacheIndex>, all_cpus: usize) -> CacheTopology {
+    // A cache instance is identified by level, type and the CPUs that share it; the
+    // `id` field is not exported by every kernel, the sharing list always is.
+    let mut seen: BTreeMap<(u8, String, Vec<u32>), &CacheIndex> = BTreeMap::new();
+    for c in &per_cpu {
+        seen.entry((c.level, c.kind.clone(), c.shared_cpus.clone()))
+            .or_insert(c);
+    }
+    let distinct: Vec<DistinctCache> = seen
+        .values()
+        .map(|c| DistinctCache {
+            level: c.level,
+            kind: c.kind.clone(),
+            size_bytes: c.size_bytes,
+            line_bytes: c.line_bytes,
+            sets: c.sets,
+            ways: c.ways,
+            partitions: c.partitions,
+            id: c.id,
+            shared_cpus: c.shared_cpus.clone(),
+            geometry: geometry(c),
+            description: describe(c, all_cpus),
+        })
+        .collect();
+    let mut levels: BTreeMap<(u8, String), CacheLevel> = BTreeMap::new();
+    for d in &distinct {
+        let e = levels
+            .entry((d.level, d.kind.clone()))
+            .or_insert_with(|| CacheLevel {
+                name: level_name(d.level, &d.kind),
+                level: d.level,
+                kind: d.kind.clone(),
+                size_bytes: d.size_bytes,
+                instances: 0,
+                cpus_per_instance: d.shared_cpus.len(),
+            });
+        e.instances += 1;
+        e.size_bytes = e.size_bytes.max(d.size_bytes);
+    }
+    let mut levels: Vec<CacheLevel> = levels.into_values().collect();
+    // Data before instruction within a level: L1d, L1i, L2, L3.
+    levels.sort_by_key(|l| (l.level, l.kind != "Data", l.kind != "Instruction"));
+    CacheTopology {
+        per_cpu,
+        distinct,
+        levels,
+    }
+}
+
+/// The cache topology of the machine under `root`.
+pub fn cache_topology(root: &Root) -> CacheTopology {
+    build_cache_topology(cache_indices(root), online_cpus(root).len())
+}
