@@ -40,6 +40,8 @@ pub struct RunConfig {
     pub repeat: Option<usize>,
     pub seed: u64,
     pub scratch_dir: PathBuf,
+    /// `--set NAME=VALUE` values, checked against the experiments' settings.
+    pub sets: std::collections::BTreeMap<String, String>,
 }
 
 impl RunConfig {
@@ -78,6 +80,40 @@ impl Context<'_> {
         value
     }
 
+    fn set_value(&self, name: &str, kind: crate::settings::Kind) -> Option<crate::settings::Value> {
+        let text = self.config.sets.get(name)?;
+        crate::settings::parse(name, kind, text).ok()
+    }
+
+    /// A size setting: `--set NAME=...` or the default for the mode.
+    pub fn bytes(&mut self, name: &str, quick: u64, full: u64) -> u64 {
+        let v = match self.set_value(name, crate::settings::Kind::Bytes) {
+            Some(crate::settings::Value::Bytes(b)) => b,
+            _ if self.config.quick() => quick,
+            _ => full,
+        };
+        self.param(name, v)
+    }
+
+    /// A yes/no setting.
+    pub fn flag(&mut self, name: &str, default: bool) -> bool {
+        let v = match self.set_value(name, crate::settings::Kind::Bool) {
+            Some(crate::settings::Value::Bool(b)) => b,
+            _ => default,
+        };
+        self.param(name, v)
+    }
+
+    /// A seconds setting.
+    pub fn seconds(&mut self, name: &str, quick: f64, full: f64) -> f64 {
+        let v = match self.set_value(name, crate::settings::Kind::Seconds) {
+            Some(crate::settings::Value::Seconds(s)) => s,
+            _ if self.config.quick() => quick,
+            _ => full,
+        };
+        self.param(name, v)
+    }
+
     /// The sample count: `--repeat` when given, else `quick` or `full`.
     pub fn samples(&mut self, quick: usize, full: usize) -> usize {
         let n = self
@@ -96,6 +132,8 @@ pub struct Output {
     pub claims: Vec<Claim>,
     pub plots: Vec<Plot>,
     pub notes: Vec<String>,
+    /// sar records sampled during the run.
+    pub system: Vec<oslab_sys::sar::SarRecord>,
 }
 
 /// A run either produced output or was skipped, with the reason.
@@ -116,6 +154,10 @@ pub enum LabError {
 /// The one contract every experiment implements.
 pub trait Experiment: Sync {
     fn meta(&self) -> &Meta;
+    /// Settings `--set` may change.
+    fn settings(&self) -> &'static [crate::settings::Setting] {
+        &[]
+    }
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError>;
 }
 

@@ -8,10 +8,14 @@
 pub mod cpu;
 pub mod experiment;
 pub mod harness;
+pub mod io;
 pub mod load;
 pub mod null;
 pub mod registry;
 pub mod runner;
+pub mod sampler;
+pub mod scratch;
+pub mod settings;
 
 pub use experiment::{
     Context, Experiment, LabError, Meta, Needs, NoProgress, Outcome, Output, Progress, RunConfig,

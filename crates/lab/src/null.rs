@@ -114,6 +114,7 @@ impl Experiment for Null {
                 x_labels: vec![],
             }],
             notes: vec!["the null experiment measures nothing".into()],
+            ..Default::default()
         }))
     }
 }

@@ -29,6 +29,8 @@ impl Default for Registry {
         Registry {
             experiments: vec![
                 Box::new(crate::cpu::syscall::Syscall),
+                Box::new(crate::io::read::IoRead),
+                Box::new(crate::io::write::IoWrite),
                 Box::new(crate::null::Null),
             ],
         }

@@ -74,6 +74,7 @@ pub fn assemble(
         claims: out.claims,
         plots: out.plots,
         notes: out.notes,
+        system: out.system,
     }
 }
 

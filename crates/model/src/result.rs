@@ -97,6 +97,9 @@ pub struct ExperimentResult {
     pub plots: Vec<Plot>,
     /// Method notes and caveats a reader should see.
     pub notes: Vec<String>,
+    /// System statistics sampled during the run (sar fields), for I/O experiments.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub system: Vec<oslab_sys::sar::SarRecord>,
 }
 
 impl ExperimentResult {

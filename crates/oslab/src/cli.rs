@@ -28,6 +28,9 @@ pub enum Command {
     List(ListArgs),
     /// Run experiments by id, family (e.g. `cpu`) or `all`
     Run(RunArgs),
+    /// Live sar-like view of memory, dirty pages, paging, devices, CPU and context
+    /// switches; optionally served in OpenMetrics format for Prometheus
+    Watch(WatchArgs),
     /// Undo every system change that an interrupted oslab run left behind
     Restore(RestoreArgs),
     /// Set sysctls for a while, through the journal: for --for SECONDS, for the life of
@@ -50,6 +53,9 @@ pub struct ListArgs {
     /// Print JSON instead of a table
     #[arg(long)]
     pub json: bool,
+    /// Also list each experiment's settings (for `oslab run --set`)
+    #[arg(long)]
+    pub settings: bool,
 }
 
 #[derive(Debug, Args)]
@@ -78,6 +84,9 @@ pub struct RunArgs {
     /// Scratch directory for experiment files [default: $TMPDIR]
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
+    /// Change an experiment setting, e.g. --set size=512MiB (see `oslab list --settings`)
+    #[arg(long = "set", value_name = "NAME=VALUE")]
+    pub sets: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -98,4 +107,29 @@ pub struct TweakArgs {
     /// A command to run with the settings in force
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Seconds between samples (0.01 to 3600)
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub interval: f64,
+    /// Print one interval and exit
+    #[arg(long, conflicts_with = "count")]
+    pub once: bool,
+    /// Stop after N intervals
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub count: Option<u64>,
+    /// One JSON object per line instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// Only these devices (repeatable); default: every device that moved data
+    #[arg(long = "device", value_name = "NAME")]
+    pub devices: Vec<String>,
+    /// Serve the latest values at http://ADDR/metrics in OpenMetrics text, e.g. 127.0.0.1:9464
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<String>,
+    /// With --prometheus: print nothing, only serve
+    #[arg(long)]
+    pub quiet: bool,
 }

@@ -30,6 +30,9 @@ pub fn run(a: ListArgs) -> CmdResult {
                     "quick_s": m.quick_s,
                     "full_s": m.full_s,
                     "internal": m.internal,
+                    "settings": e.settings().iter().map(|s| serde_json::json!({
+                        "name": s.name, "kind": format!("{:?}", s.kind).to_lowercase(), "help": s.help,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -56,6 +59,27 @@ pub fn run(a: ListArgs) -> CmdResult {
         &rows,
         &[4, 5],
     ));
+    if a.settings {
+        let rows: Vec<Vec<String>> = reg
+            .all()
+            .flat_map(|e| {
+                e.settings().iter().map(move |s| {
+                    vec![
+                        e.meta().id.to_string(),
+                        s.name.to_string(),
+                        format!("{:?}", s.kind).to_lowercase(),
+                        s.help.to_string(),
+                    ]
+                })
+            })
+            .collect();
+        print("\nSettings (oslab run ID --set NAME=VALUE)\n");
+        print(&oslab_report::table::simple(
+            &["experiment", "setting", "kind", "meaning"],
+            &rows,
+            &[],
+        ));
+    }
     print("\n'oslab run ID...' runs experiments; 'oslab run all --quick' runs the whole lab.\n");
     Ok(0)
 }

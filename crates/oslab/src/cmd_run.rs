@@ -56,6 +56,49 @@ fn result_set(results: &[ExperimentResult]) -> ResultSet {
     }
 }
 
+/// Parses `--set` values and checks each against the selected experiments' settings.
+fn check_sets(
+    raw: &[String],
+    experiments: &[&dyn oslab_lab::Experiment],
+) -> Result<std::collections::BTreeMap<String, String>, Failure> {
+    let mut out = std::collections::BTreeMap::new();
+    for s in raw {
+        let (name, value) = s
+            .split_once('=')
+            .ok_or_else(|| Failure::usage(format!("--set {s}: expected NAME=VALUE")))?;
+        let name = name.trim();
+        let owners: Vec<_> = experiments
+            .iter()
+            .filter_map(|e| {
+                e.settings()
+                    .iter()
+                    .find(|st| st.name == name)
+                    .map(|st| (e, st))
+            })
+            .collect();
+        if owners.is_empty() {
+            let known: Vec<String> = experiments
+                .iter()
+                .flat_map(|e| e.settings().iter().map(|st| st.name.to_string()))
+                .collect();
+            return Err(Failure::usage(if known.is_empty() {
+                format!("--set {name}: the selected experiments have no settings")
+            } else {
+                format!(
+                    "--set {name}: no selected experiment has that setting (known: {})",
+                    known.join(", ")
+                )
+            }));
+        }
+        for (_, st) in owners {
+            oslab_lab::settings::parse(name, st.kind, value)
+                .map_err(|e| Failure::usage(format!("--set {e}")))?;
+        }
+        out.insert(name.to_string(), value.trim().to_string());
+    }
+    Ok(out)
+}
+
 pub fn run(a: RunArgs) -> CmdResult {
     let registry = Registry::default();
     let experiments = registry
@@ -76,7 +119,9 @@ pub fn run(a: RunArgs) -> CmdResult {
         ensure_dir(d, "--plots")?;
     }
     let scratch = scratch_base(a.scratch.as_deref())?;
+    let sets = check_sets(&a.sets, &experiments)?;
     let cfg = RunConfig {
+        sets,
         mode: if a.quick { Mode::Quick } else { Mode::Full },
         repeat: a.repeat.map(|n| n as usize),
         seed: a.seed,

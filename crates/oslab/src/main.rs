@@ -7,6 +7,7 @@ mod cmd_list;
 mod cmd_restore;
 mod cmd_run;
 mod cmd_tweak;
+mod cmd_watch;
 mod failure;
 mod guard;
 mod output;
@@ -32,6 +33,7 @@ fn main() {
         Command::List(a) => cmd_list::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Restore(a) => cmd_restore::run(a),
+        Command::Watch(a) => cmd_watch::run(a),
         Command::Tweak(a) => cmd_tweak::run(a),
     };
     let code = match result {

@@ -26,6 +26,7 @@ fn null_result() -> ExperimentResult {
         repeat: None,
         seed: 7,
         scratch_dir: "/tmp".into(),
+        sets: Default::default(),
     };
     let exp = oslab_lab::null::Null;
     let mut ctx = Context {

@@ -190,6 +190,17 @@ pub fn render(m: &MachineInfo) -> String {
         },
     );
     kv("cpu flag", yes(h.cpu_flag).into());
+    if let Some(r) = h.balloon_free_page_reporting {
+        kv(
+            "balloon page reporting",
+            if r {
+                "on (freed memory goes back to the host; first touches of new pages cost more)"
+                    .into()
+            } else {
+                "off".into()
+            },
+        );
+    }
     kv("CPUID signature", opt(&h.cpuid_vendor));
     kv("/sys/hypervisor", opt(&h.sys_hypervisor_type));
     kv(

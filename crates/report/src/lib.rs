@@ -8,3 +8,4 @@ pub mod json;
 pub mod num;
 pub mod svg;
 pub mod table;
+pub mod watch;

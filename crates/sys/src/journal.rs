@@ -140,7 +140,7 @@ impl Journal {
 
     /// Records how to undo a change that is about to be made. Returns once the entry
     /// is on disk, so the change can be made safely afterwards.
-    pub fn record(&mut self, description: impl Into<String>, undo: Undo) -> SysResult<()> {
+    pub fn record(&mut self, description: impl Into<String>, undo: Undo) -> SysResult<u64> {
         let entry = Entry {
             seq: self.next_seq,
             description: description.into(),
@@ -155,8 +155,28 @@ impl Journal {
                 path,
                 detail: e.to_string(),
             })?;
+        let seq = entry.seq;
         self.next_seq += 1;
         self.entries.push(entry);
+        Ok(seq)
+    }
+
+    /// Undoes one entry now (e.g. a scratch directory at the end of its experiment)
+    /// and drops it from the journal; the file goes when nothing is left in it.
+    pub fn undo(&mut self, seq: u64) -> SysResult<()> {
+        let Some(pos) = self.entries.iter().position(|e| e.seq == seq) else {
+            return Ok(());
+        };
+        apply_undo(&self.entries[pos].undo)?;
+        self.entries.remove(pos);
+        if self.entries.is_empty() {
+            self.file = None;
+            let _ = std::fs::remove_file(&self.path);
+        } else {
+            rewrite(&self.path, &self.entries).map_err(|e| self.err(e.to_string()))?;
+            // later appends must go to the rewritten file
+            self.file = OpenOptions::new().append(true).open(&self.path).ok();
+        }
         Ok(())
     }
 
@@ -496,6 +516,27 @@ mod tests {
             assert_eq!(report.live.len(), 1);
             assert!(jp.exists());
         }
+    }
+
+    #[test]
+    fn one_entry_can_be_undone_early() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a");
+        let b = dir.path().join("b");
+        std::fs::write(&a, "").unwrap();
+        std::fs::write(&b, "").unwrap();
+        let mut j = Journal::new(dir.path());
+        let sa = j.record("a", Undo::RemovePath { path: a.clone() }).unwrap();
+        let sb = j.record("b", Undo::RemovePath { path: b.clone() }).unwrap();
+        j.undo(sa).unwrap();
+        assert!(!a.exists() && b.exists());
+        let (_, left) = read_journal(j.path()).unwrap();
+        assert_eq!(left.len(), 1);
+        j.record("c", Undo::Nothing).unwrap();
+        assert_eq!(read_journal(j.path()).unwrap().1.len(), 2);
+        j.undo(sb).unwrap();
+        j.undo_all();
+        assert!(!b.exists() && !j.path().exists());
     }
 
     #[test]

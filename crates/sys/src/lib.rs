@@ -11,11 +11,13 @@
 pub mod clock;
 pub mod cpuid;
 pub mod error;
+pub mod fileio;
 pub mod fsread;
 pub mod journal;
 pub mod machine;
 pub mod parse;
 pub mod process;
+pub mod sar;
 pub mod signals;
 pub mod sysctl;
 pub mod topology;

@@ -137,6 +137,11 @@ pub struct HypervisorInfo {
     pub dmi_product_name: Option<String>,
     /// Our reading of the above: "KVM", "Hyper-V", ..., or None on bare metal.
     pub name: Option<String>,
+    /// Whether a virtio balloon reports freed pages to the host (free page reporting):
+    /// memory the guest frees goes back to the host, so touching it again faults
+    /// on the host. `None` without a virtio balloon.
+    #[serde(default)]
+    pub balloon_free_page_reporting: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -449,6 +454,19 @@ pub fn hypervisor_name(signature: &str) -> String {
     }
 }
 
+/// VIRTIO_BALLOON_F_REPORTING (feature bit 5) of a virtio balloon (device id 5).
+fn balloon_reporting(root: &Root) -> Option<bool> {
+    let dir = "/sys/bus/virtio/devices";
+    root.list(dir).into_iter().find_map(|d| {
+        let id = root.read_trim(&format!("{dir}/{d}/device"))?;
+        if u32::from_str_radix(id.trim_start_matches("0x"), 16).ok()? != 5 {
+            return None;
+        }
+        let bits = root.read_trim(&format!("{dir}/{d}/features"))?;
+        Some(bits.as_bytes().get(5) == Some(&b'1'))
+    })
+}
+
 fn hypervisor_info(root: &Root, cpuid_vendor: Option<String>) -> HypervisorInfo {
     let cpuinfo = root.read("/proc/cpuinfo").unwrap_or_default();
     let cpu_flag = cpuinfo
@@ -484,6 +502,7 @@ fn hypervisor_info(root: &Root, cpuid_vendor: Option<String>) -> HypervisorInfo 
         })
         .or_else(|| cpu_flag.then(|| "unknown hypervisor".to_string()));
     HypervisorInfo {
+        balloon_free_page_reporting: balloon_reporting(root),
         cpu_flag,
         cpuid_vendor,
         sys_hypervisor_type: sys_type,

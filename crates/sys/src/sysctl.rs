@@ -69,6 +69,20 @@ pub fn set(journal: &mut Journal, name: &str, value: &str) -> SysResult<()> {
     std::fs::write(&path, value).map_err(|source| crate::error::SysError::Write { path, source })
 }
 
+/// Writes back all dirty data, then empties the page cache and slab caches
+/// (`vm.drop_caches = 3`). Needs root. Journaled for the record; there is nothing
+/// to undo, the caches refill by themselves.
+pub fn drop_caches(journal: &mut Journal) -> SysResult<()> {
+    // SAFETY: sync has no arguments and cannot fail.
+    unsafe { libc::sync() };
+    journal.record(
+        "vm.drop_caches = 3 (nothing to undo: caches refill by themselves)",
+        Undo::Nothing,
+    )?;
+    let path = Root::live().path("/proc/sys/vm/drop_caches");
+    std::fs::write(&path, "3").map_err(|source| crate::error::SysError::Write { path, source })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

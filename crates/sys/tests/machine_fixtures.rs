@@ -78,6 +78,7 @@ fn this_kvm_guest_as_captured() {
 
     assert!(m.hypervisor.cpu_flag);
     assert_eq!(m.hypervisor.name.as_deref(), Some("KVM"));
+    assert_eq!(m.hypervisor.balloon_free_page_reporting, Some(true));
     assert_eq!(m.memory.thp_enabled.as_deref(), Some("madvise"));
     assert_eq!(m.memory.huge_page_sizes_bytes, vec![2 << 20, 1 << 30]);
     assert_eq!(m.dirty.dirty_ratio, Some(20));
@@ -144,6 +145,7 @@ fn constructed_smt_machine_with_three_levels() {
     assert_eq!(m.kernel.hz.value().map(|h| h.hz), Some(1000));
     assert!(!m.hypervisor.cpu_flag);
     assert_eq!(m.hypervisor.name, None);
+    assert_eq!(m.hypervisor.balloon_free_page_reporting, None);
     assert_eq!(m.hypervisor.dmi_sys_vendor.as_deref(), Some("Dell Inc."));
     assert_eq!(m.memory.thp_enabled.as_deref(), Some("always"));
     assert_eq!(m.memory.default_huge_page_bytes, Some(2 << 20));

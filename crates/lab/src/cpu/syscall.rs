@@ -319,6 +319,7 @@ impl Experiment for Syscall {
                 x_labels: vec![],
             }],
             notes,
+            ..Default::default()
         }))
     }
 }

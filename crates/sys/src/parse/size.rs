@@ -18,6 +18,38 @@ pub fn parse_sysfs_size(text: &str) -> SysResult<u64> {
         .map_err(|_| SysError::parse("size", format!("'{t}' is not a size")))
 }
 
+/// Parses a size a person typed: `4096`, `64K`, `256MiB`, `1.5G`, `2GB` (K, M, G and
+/// T are powers of 1024 with or without `i`/`B`).
+pub fn parse_human_size(text: &str) -> SysResult<u64> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let value: f64 = num
+        .parse()
+        .map_err(|_| SysError::parse("size", format!("'{t}' is not a size such as 256MiB")))?;
+    let mult = match unit
+        .trim()
+        .to_ascii_lowercase()
+        .trim_end_matches('b')
+        .trim_end_matches('i')
+    {
+        "" => 1u64,
+        "k" => 1 << 10,
+        "m" => 1 << 20,
+        "g" => 1 << 30,
+        "t" => 1 << 40,
+        _ => {
+            return Err(SysError::parse(
+                "size",
+                format!("'{t}' has an unknown unit (use K, M, G or T)"),
+            ));
+        }
+    };
+    Ok((value * mult as f64).round() as u64)
+}
+
 /// Formats bytes with binary units: `48 KiB`, `2 MiB`, `1.5 GiB`.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -46,6 +78,17 @@ mod tests {
         assert_eq!(parse_sysfs_size("32M").unwrap(), 32 << 20);
         assert_eq!(parse_sysfs_size("512").unwrap(), 512);
         assert!(parse_sysfs_size("big").is_err());
+    }
+
+    #[test]
+    fn parses_human_sizes() {
+        assert_eq!(parse_human_size("4096").unwrap(), 4096);
+        assert_eq!(parse_human_size("64K").unwrap(), 64 << 10);
+        assert_eq!(parse_human_size("256MiB").unwrap(), 256 << 20);
+        assert_eq!(parse_human_size("1.5G").unwrap(), 3 << 29);
+        assert_eq!(parse_human_size("2GB").unwrap(), 2 << 30);
+        assert!(parse_human_size("lots").is_err());
+        assert!(parse_human_size("5 parsecs").is_err());
     }
 
     #[test]

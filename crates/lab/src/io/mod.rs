@@ -1,0 +1,5 @@
+//! The page cache and the write paths (material section 3).
+
+pub mod probe;
+pub mod read;
+pub mod write;

@@ -1,0 +1,128 @@
+//! `oslab watch`: the sampler, live.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use oslab_report::watch;
+use oslab_sys::clock::{local_hms, monotonic_ns, unix_time_s};
+use oslab_sys::fsread::Root;
+use oslab_sys::sar::{derive, snapshot};
+
+use crate::CmdResult;
+use crate::cli::WatchArgs;
+use crate::failure::Failure;
+use crate::output::print;
+
+const HEADER_EVERY: u64 = 20;
+
+fn serve(listener: TcpListener, latest: Arc<Mutex<String>>) {
+    for stream in listener.incoming().flatten() {
+        let latest = latest.clone();
+        std::thread::spawn(move || answer(stream, &latest));
+    }
+}
+
+fn answer(mut stream: TcpStream, latest: &Mutex<String>) {
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(match stream.try_clone() {
+        Ok(s) => s,
+        Err(_) => return,
+    });
+    let mut request = String::new();
+    if reader.read_line(&mut request).is_err() {
+        return;
+    }
+    // Skip the headers.
+    let mut line = String::new();
+    while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
+        line.clear();
+    }
+    let path = request.split_whitespace().nth(1).unwrap_or("");
+    let (status, ctype, body) =
+        if request.starts_with("GET ") && (path == "/metrics" || path.starts_with("/metrics?")) {
+            let body = latest.lock().map(|s| s.clone()).unwrap_or_default();
+            if body.is_empty() {
+                (
+                    "503 Service Unavailable",
+                    "text/plain",
+                    "no interval sampled yet\n".to_string(),
+                )
+            } else {
+                ("200 OK", watch::OPENMETRICS_CONTENT_TYPE, body)
+            }
+        } else {
+            (
+                "404 Not Found",
+                "text/plain",
+                "oslab serves /metrics\n".to_string(),
+            )
+        };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+}
+
+pub fn run(a: WatchArgs) -> CmdResult {
+    if !(a.interval.is_finite() && (0.01..=3600.0).contains(&a.interval)) {
+        return Err(Failure::usage(format!(
+            "--interval {} is out of range: give 0.01 to 3600 seconds",
+            a.interval
+        )));
+    }
+    if a.quiet && a.prometheus.is_none() {
+        return Err(Failure::usage("--quiet only makes sense with --prometheus"));
+    }
+    let latest = Arc::new(Mutex::new(String::new()));
+    if let Some(addr) = &a.prometheus {
+        let listener = TcpListener::bind(addr)
+            .map_err(|e| Failure::usage(format!("cannot listen on {addr}: {e}")))?;
+        let bound = listener
+            .local_addr()
+            .map_err(|e| Failure::runtime(e.to_string()))?;
+        eprintln!("oslab: serving OpenMetrics at http://{bound}/metrics");
+        let l = latest.clone();
+        std::thread::Builder::new()
+            .name("oslab-metrics".into())
+            .spawn(move || serve(listener, l))
+            .map_err(|e| Failure::runtime(e.to_string()))?;
+    }
+    let count = if a.once { Some(1) } else { a.count };
+    let root = Root::live();
+    let step = (a.interval * 1e9) as u64;
+    let mut prev = snapshot(&root);
+    let origin = prev.t_ns;
+    let mut n = 0u64;
+    let text = !a.json && !a.quiet;
+    loop {
+        // Sleep to the next point of a fixed grid so the intervals do not drift.
+        let target = origin + (n + 1) * step;
+        let now = monotonic_ns();
+        if target > now {
+            std::thread::sleep(Duration::from_nanos(target - now));
+        }
+        let cur = snapshot(&root);
+        if let Some(r) = derive(&prev, &cur, origin) {
+            if let Ok(mut l) = latest.lock() {
+                *l = watch::openmetrics(&r);
+            }
+            if a.json && !a.quiet {
+                print(&watch::json_line(unix_time_s(), &r));
+            } else if text {
+                if n % HEADER_EVERY == 0 {
+                    print(&watch::header());
+                }
+                let devices = watch::shown_devices(&r, &a.devices);
+                print(&watch::line(&local_hms(), &r, &devices));
+            }
+        }
+        prev = cur;
+        n += 1;
+        if count.is_some_and(|c| n >= c) {
+            return Ok(0);
+        }
+    }
+}

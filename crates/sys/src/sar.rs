@@ -1,0 +1,369 @@
+//! System statistics the way `sar` reports them, from /proc snapshots.
+//!
+//! A [`Snapshot`] is the raw counters of one instant, parsed from the text of
+//! /proc/vmstat, /proc/meminfo, /proc/diskstats, /proc/stat and /proc/loadavg.
+//! [`derive`] turns two snapshots into one [`SarRecord`] of rates and levels with the
+//! same definitions sysstat uses (sar -B, -d, -r, -w, -q, -u):
+//! - paging: pgpgin/s and pgpgout/s in KiB/s (vmstat's pgpgin/pgpgout are KiB),
+//!   fault/s, majflt/s, pgfree/s, pgscank/s, pgscand/s, pgsteal/s, and
+//!   %vmeff = pgsteal / (pgscank + pgscand);
+//! - devices: tps, rkB/s, wkB/s, dkB/s, areq-sz (KiB per request), aqu-sz (weighted
+//!   time in queue / interval), await (ms per request), %util (time busy / interval);
+//! - memory levels in KiB; context switches per second; the run queue.
+//!
+//! Counters that go backwards are handled: a 32-bit counter that wrapped (previous
+//! value below 2^32) adds 2^32, anything else (a device re-created, a counter reset)
+//! counts from zero. A device present in only one of the two snapshots has no rates
+//! for that interval.
+
+use std::collections::BTreeMap;
+
+use procfs_core::{FromRead, VmStat};
+use serde::{Deserialize, Serialize};
+
+use crate::error::{SysError, SysResult};
+use crate::fsread::Root;
+use crate::parse::meminfo::{MemSnapshot, parse_meminfo};
+use crate::parse::procstat::{CpuTimes, cpu_times};
+
+/// Raw per-device counters from one /proc/diskstats line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DiskCounters {
+    pub reads: u64,
+    pub sectors_read: u64,
+    pub read_ms: u64,
+    pub writes: u64,
+    pub sectors_written: u64,
+    pub write_ms: u64,
+    pub in_flight: u64,
+    pub busy_ms: u64,
+    pub weighted_ms: u64,
+    pub discards: u64,
+    pub sectors_discarded: u64,
+    pub discard_ms: u64,
+}
+
+/// The counters of one instant.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Snapshot {
+    /// CLOCK_MONOTONIC time of the reading, ns.
+    pub t_ns: u64,
+    pub vmstat: BTreeMap<String, u64>,
+    pub mem: Option<MemSnapshot>,
+    pub disks: BTreeMap<String, DiskCounters>,
+    pub cpu: CpuTimes,
+    pub ctxt: u64,
+    pub procs_running: u64,
+    pub procs_blocked: u64,
+    pub loadavg: [f64; 3],
+    pub tasks_total: u64,
+}
+
+const VMSTAT_KEYS: [&str; 16] = [
+    "pgpgin",
+    "pgpgout",
+    "pgfault",
+    "pgmajfault",
+    "pgfree",
+    "pgscan_kswapd",
+    "pgscan_direct",
+    "pgsteal_kswapd",
+    "pgsteal_direct",
+    "nr_dirty",
+    "nr_writeback",
+    "nr_dirty_threshold",
+    "nr_dirty_background_threshold",
+    "nr_dirtied",
+    "nr_written",
+    "pswpout",
+];
+
+/// Parses /proc/vmstat, keeping the counters oslab uses.
+pub fn parse_vmstat(text: &str) -> SysResult<BTreeMap<String, u64>> {
+    let v = VmStat::from_read(text.as_bytes())
+        .map_err(|e| SysError::parse("/proc/vmstat", e.to_string()))?;
+    Ok(VMSTAT_KEYS
+        .iter()
+        .filter_map(|k| v.0.get(*k).map(|x| (k.to_string(), (*x).max(0) as u64)))
+        .collect())
+}
+
+/// Parses /proc/diskstats; lines that do not parse are skipped.
+pub fn parse_diskstats(text: &str) -> BTreeMap<String, DiskCounters> {
+    text.lines()
+        .filter_map(|l| procfs_core::DiskStat::from_line(l).ok())
+        .map(|d| {
+            (
+                d.name.clone(),
+                DiskCounters {
+                    reads: d.reads,
+                    sectors_read: d.sectors_read,
+                    read_ms: d.time_reading,
+                    writes: d.writes,
+                    sectors_written: d.sectors_written,
+                    write_ms: d.time_writing,
+                    in_flight: d.in_progress,
+                    busy_ms: d.time_in_progress,
+                    weighted_ms: d.weighted_time_in_progress,
+                    discards: d.discards.unwrap_or(0),
+                    sectors_discarded: d.sectors_discarded.unwrap_or(0),
+                    discard_ms: d.time_discarding.unwrap_or(0),
+                },
+            )
+        })
+        .collect()
+}
+
+fn stat_field(stat: &str, key: &str) -> u64 {
+    stat.lines()
+        .find_map(|l| l.strip_prefix(key)?.trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// The texts a snapshot is made of; all optional so a missing file degrades a field.
+#[derive(Debug, Clone, Default)]
+pub struct SnapshotTexts {
+    pub vmstat: String,
+    pub meminfo: String,
+    pub diskstats: String,
+    pub stat: String,
+    pub loadavg: String,
+}
+
+impl SnapshotTexts {
+    pub fn read(root: &Root) -> SnapshotTexts {
+        let r = |p: &str| root.read(p).unwrap_or_default();
+        SnapshotTexts {
+            vmstat: r("/proc/vmstat"),
+            meminfo: r("/proc/meminfo"),
+            diskstats: r("/proc/diskstats"),
+            stat: r("/proc/stat"),
+            loadavg: r("/proc/loadavg"),
+        }
+    }
+}
+
+/// Builds a snapshot from the texts, stamped `t_ns`.
+pub fn snapshot_from(texts: &SnapshotTexts, t_ns: u64) -> Snapshot {
+    let mut la = texts.loadavg.split_whitespace();
+    let mut next_f = || la.next().and_then(|x| x.parse().ok()).unwrap_or(0.0);
+    let loadavg = [next_f(), next_f(), next_f()];
+    let tasks_total = texts
+        .loadavg
+        .split_whitespace()
+        .nth(3)
+        .and_then(|x| x.split_once('/'))
+        .and_then(|(_, t)| t.parse().ok())
+        .unwrap_or(0);
+    Snapshot {
+        t_ns,
+        vmstat: parse_vmstat(&texts.vmstat).unwrap_or_default(),
+        mem: parse_meminfo(&texts.meminfo).ok(),
+        disks: parse_diskstats(&texts.diskstats),
+        cpu: cpu_times(&texts.stat).unwrap_or_default(),
+        ctxt: stat_field(&texts.stat, "ctxt"),
+        procs_running: stat_field(&texts.stat, "procs_running"),
+        procs_blocked: stat_field(&texts.stat, "procs_blocked"),
+        loadavg,
+        tasks_total,
+    }
+}
+
+/// Reads a snapshot of the live system now.
+pub fn snapshot(root: &Root) -> Snapshot {
+    let t = crate::clock::monotonic_ns();
+    snapshot_from(&SnapshotTexts::read(root), t)
+}
+
+/// The increase of a counter, allowing for a 32-bit wrap or a reset.
+pub fn counter_delta(prev: u64, cur: u64) -> u64 {
+    if cur >= prev {
+        cur - prev
+    } else if prev <= u64::from(u32::MAX) {
+        cur + (1u64 << 32) - prev
+    } else {
+        cur
+    }
+}
+
+/// sar -B
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Paging {
+    pub pgpgin_kb_s: f64,
+    pub pgpgout_kb_s: f64,
+    pub fault_s: f64,
+    pub majflt_s: f64,
+    pub pgfree_s: f64,
+    pub pgscank_s: f64,
+    pub pgscand_s: f64,
+    pub pgsteal_s: f64,
+    /// pgsteal / (pgscank + pgscand) in percent; 0 when nothing was scanned.
+    pub vmeff_pct: f64,
+}
+
+/// sar -d, one device
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct DeviceRates {
+    pub tps: f64,
+    pub rkb_s: f64,
+    pub wkb_s: f64,
+    pub dkb_s: f64,
+    /// Average request size, KiB.
+    pub areq_kb: f64,
+    /// Average queue size.
+    pub aqu_sz: f64,
+    /// Average time per request (queue + service), ms.
+    pub await_ms: f64,
+    pub util_pct: f64,
+}
+
+/// sar -r (levels in KiB) plus Writeback.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Memory {
+    pub kbmemfree: u64,
+    pub kbavail: u64,
+    pub kbbuffers: u64,
+    pub kbcached: u64,
+    pub kbdirty: u64,
+    pub kbwriteback: u64,
+}
+
+/// sar -u (all CPUs), in percent.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct CpuPct {
+    pub user: f64,
+    pub nice: f64,
+    pub system: f64,
+    pub iowait: f64,
+    pub steal: f64,
+    pub idle: f64,
+}
+
+/// One interval, as sar would print it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct SarRecord {
+    /// End of the interval, seconds since the first snapshot of the series.
+    pub t_s: f64,
+    pub interval_s: f64,
+    pub paging: Paging,
+    pub devices: BTreeMap<String, DeviceRates>,
+    pub memory: Memory,
+    pub cpu: CpuPct,
+    pub cswch_s: f64,
+    pub runq_sz: u64,
+    pub blocked: u64,
+    pub plist_sz: u64,
+    pub ldavg_1: f64,
+}
+
+fn rate(prev: &BTreeMap<String, u64>, cur: &BTreeMap<String, u64>, key: &str, dt: f64) -> f64 {
+    match (prev.get(key), cur.get(key)) {
+        (Some(a), Some(b)) => counter_delta(*a, *b) as f64 / dt,
+        _ => 0.0,
+    }
+}
+
+fn device_rates(a: &DiskCounters, b: &DiskCounters, dt_s: f64) -> DeviceRates {
+    let d = |x: u64, y: u64| counter_delta(x, y) as f64;
+    let ios = d(a.reads, b.reads) + d(a.writes, b.writes) + d(a.discards, b.discards);
+    let rsec = d(a.sectors_read, b.sectors_read);
+    let wsec = d(a.sectors_written, b.sectors_written);
+    let dsec = d(a.sectors_discarded, b.sectors_discarded);
+    let ticks = d(a.read_ms, b.read_ms) + d(a.write_ms, b.write_ms) + d(a.discard_ms, b.discard_ms);
+    let dt_ms = dt_s * 1000.0;
+    DeviceRates {
+        tps: ios / dt_s,
+        rkb_s: rsec / 2.0 / dt_s,
+        wkb_s: wsec / 2.0 / dt_s,
+        dkb_s: dsec / 2.0 / dt_s,
+        areq_kb: if ios > 0.0 {
+            (rsec + wsec + dsec) / 2.0 / ios
+        } else {
+            0.0
+        },
+        aqu_sz: d(a.weighted_ms, b.weighted_ms) / dt_ms,
+        await_ms: if ios > 0.0 { ticks / ios } else { 0.0 },
+        util_pct: (d(a.busy_ms, b.busy_ms) / dt_ms * 100.0).min(100.0),
+    }
+}
+
+/// The record for the interval from `prev` to `cur`; `origin_ns` is the time of the
+/// series' first snapshot. `None` when no time passed.
+pub fn derive(prev: &Snapshot, cur: &Snapshot, origin_ns: u64) -> Option<SarRecord> {
+    if cur.t_ns <= prev.t_ns {
+        return None;
+    }
+    let dt = (cur.t_ns - prev.t_ns) as f64 / 1e9;
+    let (pv, cv) = (&prev.vmstat, &cur.vmstat);
+    let scank = rate(pv, cv, "pgscan_kswapd", dt);
+    let scand = rate(pv, cv, "pgscan_direct", dt);
+    let steal = rate(pv, cv, "pgsteal_kswapd", dt) + rate(pv, cv, "pgsteal_direct", dt);
+    let paging = Paging {
+        pgpgin_kb_s: rate(pv, cv, "pgpgin", dt),
+        pgpgout_kb_s: rate(pv, cv, "pgpgout", dt),
+        fault_s: rate(pv, cv, "pgfault", dt),
+        majflt_s: rate(pv, cv, "pgmajfault", dt),
+        pgfree_s: rate(pv, cv, "pgfree", dt),
+        pgscank_s: scank,
+        pgscand_s: scand,
+        pgsteal_s: steal,
+        vmeff_pct: if scank + scand > 0.0 {
+            (steal / (scank + scand) * 100.0).min(100.0)
+        } else {
+            0.0
+        },
+    };
+    let devices = cur
+        .disks
+        .iter()
+        .filter_map(|(name, b)| Some((name.clone(), device_rates(prev.disks.get(name)?, b, dt))))
+        .collect();
+    let memory = cur
+        .mem
+        .as_ref()
+        .map(|m| Memory {
+            kbmemfree: m.free_bytes / 1024,
+            kbavail: m.available_bytes.unwrap_or(0) / 1024,
+            kbbuffers: m.buffers_bytes / 1024,
+            kbcached: m.cached_bytes / 1024,
+            kbdirty: m.dirty_bytes / 1024,
+            kbwriteback: m.writeback_bytes / 1024,
+        })
+        .unwrap_or_default();
+    let c = cur.cpu.since(&prev.cpu);
+    let total = c.total().max(1) as f64;
+    let pct = |x: u64| x as f64 * 100.0 / total;
+    Some(SarRecord {
+        t_s: cur.t_ns.saturating_sub(origin_ns) as f64 / 1e9,
+        interval_s: dt,
+        paging,
+        devices,
+        memory,
+        cpu: CpuPct {
+            user: pct(c.user),
+            nice: pct(c.nice),
+            system: pct(c.system + c.irq + c.softirq),
+            iowait: pct(c.iowait),
+            steal: pct(c.steal),
+            idle: pct(c.idle),
+        },
+        cswch_s: counter_delta(prev.ctxt, cur.ctxt) as f64 / dt,
+        runq_sz: cur.procs_running,
+        blocked: cur.procs_blocked,
+        plist_sz: cur.tasks_total,
+        ldavg_1: cur.loadavg[0],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counters_wrap_and_reset() {
+        assert_eq!(counter_delta(10, 15), 5);
+        assert_eq!(counter_delta(u64::from(u32::MAX) - 1, 3), 5);
+        // a 64-bit counter cannot have wrapped: treat as a reset
+        assert_eq!(counter_delta(1 << 40, 7), 7);
+    }
+}
