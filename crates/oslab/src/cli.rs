@@ -31,6 +31,9 @@ pub enum Command {
     /// Live sar-like view of memory, dirty pages, paging, devices, CPU and context
     /// switches; optionally served in OpenMetrics format for Prometheus
     Watch(WatchArgs),
+    /// Dirty-page write back: the limits the kernel applies, and tuning advice
+    #[command(subcommand)]
+    Dirty(DirtyCommand),
     /// Undo every system change that an interrupted oslab run left behind
     Restore(RestoreArgs),
     /// Set sysctls for a while, through the journal: for --for SECONDS, for the life of
@@ -132,4 +135,25 @@ pub struct WatchArgs {
     /// With --prometheus: print nothing, only serve
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum DirtyCommand {
+    /// The background and hard dirty limits as the running kernel computes them,
+    /// checked against the kernel's own figures, and the material's rules tested
+    Explain(ExplainArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Do not test the rules live (as root they are tested by changing sysctls
+    /// through the journal for a few seconds)
+    #[arg(long)]
+    pub no_live: bool,
+    /// Where rule d writes its 1 MiB test file [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
 }

@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod cmd_dirty;
 mod cmd_info;
 mod cmd_list;
 mod cmd_restore;
@@ -33,6 +34,7 @@ fn main() {
         Command::List(a) => cmd_list::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Restore(a) => cmd_restore::run(a),
+        Command::Dirty(c) => cmd_dirty::run(c),
         Command::Watch(a) => cmd_watch::run(a),
         Command::Tweak(a) => cmd_tweak::run(a),
     };

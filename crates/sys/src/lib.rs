@@ -10,6 +10,7 @@
 
 pub mod clock;
 pub mod cpuid;
+pub mod dirty;
 pub mod error;
 pub mod fileio;
 pub mod fsread;

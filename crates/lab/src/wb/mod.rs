@@ -1,0 +1,3 @@
+//! Dirty pages and write back on the real kernel (material section 4).
+
+pub mod explain;

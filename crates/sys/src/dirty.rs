@@ -1,0 +1,256 @@
+//! The kernel's dirty-memory limits, computed the way mm/page-writeback.c does.
+//!
+//! - dirtyable memory = free pages - min(free, totalreserve_pages) + active file +
+//!   inactive file (+ 1 so it is never 0); highmem is not counted (none on 64-bit);
+//! - ratios are first converted to parts per PAGE_SIZE (`ratio * PAGE_SIZE / 100`,
+//!   integer) and then applied: `thresh = ratio_pp * dirtyable / PAGE_SIZE`;
+//! - a non-zero `*_bytes` wins: `thresh = DIV_ROUND_UP(bytes, PAGE_SIZE)`;
+//! - if the background limit is not below the hard one it becomes half of it;
+//! - real-time and deadline tasks get `x += x/4 + dirty_limit/32` on both, where
+//!   dirty_limit is the domain's smoothed hard limit (taken here as the hard limit);
+//! - writers run free while dirty + writeback stays under (thresh + bg_thresh) / 2.
+//!
+//! totalreserve_pages is summed from /proc/zoneinfo as calculate_totalreserve_pages()
+//! does: per zone, the largest lowmem_reserve ("protection") plus the high watermark,
+//! at most the zone's managed pages. The kernel publishes its own result for a normal
+//! task as nr_dirty_threshold and nr_dirty_background_threshold in /proc/vmstat.
+
+use serde::{Deserialize, Serialize};
+
+/// The inputs of the computation, in pages unless named otherwise.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DirtyInputs {
+    pub page_bytes: u64,
+    pub free_pages: u64,
+    pub totalreserve_pages: u64,
+    pub active_file_pages: u64,
+    pub inactive_file_pages: u64,
+    pub dirty_ratio: u64,
+    pub dirty_bytes: u64,
+    pub dirty_background_ratio: u64,
+    pub dirty_background_bytes: u64,
+}
+
+/// The limits for one kind of task, in pages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Limits {
+    pub thresh: u64,
+    pub bg_thresh: u64,
+    /// (thresh + bg_thresh) / 2: below this a writer is never paused.
+    pub freerun: u64,
+}
+
+/// Everything [`compute`] derives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct DirtyLimits {
+    pub dirtyable_pages: u64,
+    pub normal: Limits,
+    pub realtime: Limits,
+    /// The background limit was not below the hard one and was halved.
+    pub bg_halved: bool,
+    pub thresh_from_bytes: bool,
+    pub bg_from_bytes: bool,
+}
+
+/// dirtyable memory in pages (global_dirtyable_memory()).
+pub fn dirtyable_pages(i: &DirtyInputs) -> u64 {
+    let free = i.free_pages - i.free_pages.min(i.totalreserve_pages);
+    free + i.active_file_pages + i.inactive_file_pages + 1
+}
+
+fn limits(thresh: u64, bg: u64) -> Limits {
+    Limits {
+        thresh,
+        bg_thresh: bg,
+        freerun: (thresh + bg) / 2,
+    }
+}
+
+/// The background and hard limits for normal and real-time tasks.
+pub fn compute(i: &DirtyInputs) -> DirtyLimits {
+    let page = i.page_bytes.max(1);
+    let avail = dirtyable_pages(i);
+    let ratio = i.dirty_ratio * page / 100;
+    let bg_ratio = i.dirty_background_ratio * page / 100;
+    let thresh = if i.dirty_bytes > 0 {
+        i.dirty_bytes.div_ceil(page)
+    } else {
+        ratio * avail / page
+    };
+    let mut bg = if i.dirty_background_bytes > 0 {
+        i.dirty_background_bytes.div_ceil(page)
+    } else {
+        bg_ratio * avail / page
+    };
+    let bg_halved = bg >= thresh;
+    if bg_halved {
+        bg = thresh / 2;
+    }
+    let dirty_limit = thresh;
+    let rt_bg = bg + bg / 4 + dirty_limit / 32;
+    let rt_thresh = thresh + thresh / 4 + dirty_limit / 32;
+    DirtyLimits {
+        dirtyable_pages: avail,
+        normal: limits(thresh, bg),
+        realtime: limits(rt_thresh, rt_bg),
+        bg_halved,
+        thresh_from_bytes: i.dirty_bytes > 0,
+        bg_from_bytes: i.dirty_background_bytes > 0,
+    }
+}
+
+/// totalreserve_pages from /proc/zoneinfo text.
+pub fn totalreserve_pages(zoneinfo: &str) -> u64 {
+    let mut total = 0;
+    let mut zone: Option<(u64, u64, u64)> = None; // (high, managed, max protection)
+    let flush = |z: Option<(u64, u64, u64)>, total: &mut u64| {
+        if let Some((high, managed, prot)) = z {
+            *total += (prot + high).min(managed);
+        }
+    };
+    for line in zoneinfo.lines() {
+        let t = line.trim();
+        if line.starts_with("Node ") {
+            flush(zone.take(), &mut total);
+            zone = Some((0, 0, 0));
+        } else if let Some(z) = zone.as_mut() {
+            let mut it = t.split_whitespace();
+            match (it.next(), it.next()) {
+                // "high 54" is the zone watermark; per-cpu lines read "high:"
+                (Some("high"), Some(v)) => z.0 = v.parse().unwrap_or(0),
+                (Some("managed"), Some(v)) => z.1 = v.parse().unwrap_or(0),
+                (Some("protection:"), _) => {
+                    z.2 = t
+                        .trim_start_matches("protection:")
+                        .trim()
+                        .trim_matches(|c| c == '(' || c == ')')
+                        .split(',')
+                        .filter_map(|x| x.trim().parse::<u64>().ok())
+                        .max()
+                        .unwrap_or(0);
+                }
+                _ => {}
+            }
+        }
+    }
+    flush(zone, &mut total);
+    total
+}
+
+fn field(text: &str, key: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let mut it = l.split_whitespace();
+        (it.next()? == key).then(|| it.next()?.parse().ok())?
+    })
+}
+
+/// The inputs from /proc texts and the sysctl values. Free memory is MemFree from
+/// meminfo (the kernel's NR_FREE_PAGES as si_meminfo reports it).
+pub fn inputs_from(
+    meminfo: &str,
+    vmstat: &str,
+    zoneinfo: &str,
+    sysctls: [u64; 4],
+    page_bytes: u64,
+) -> Option<DirtyInputs> {
+    let kb = |k: &str| -> Option<u64> {
+        meminfo.lines().find_map(|l| {
+            l.strip_prefix(&format!("{k}:"))?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        })
+    };
+    let [
+        dirty_ratio,
+        dirty_bytes,
+        dirty_background_ratio,
+        dirty_background_bytes,
+    ] = sysctls;
+    Some(DirtyInputs {
+        page_bytes,
+        free_pages: kb("MemFree")? * 1024 / page_bytes,
+        totalreserve_pages: totalreserve_pages(zoneinfo),
+        active_file_pages: field(vmstat, "nr_active_file")?,
+        inactive_file_pages: field(vmstat, "nr_inactive_file")?,
+        dirty_ratio,
+        dirty_bytes,
+        dirty_background_ratio,
+        dirty_background_bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn base() -> DirtyInputs {
+        DirtyInputs {
+            page_bytes: 4096,
+            free_pages: 1_000_000,
+            totalreserve_pages: 30_000,
+            active_file_pages: 50_000,
+            inactive_file_pages: 20_000,
+            dirty_ratio: 20,
+            dirty_bytes: 0,
+            dirty_background_ratio: 10,
+            dirty_background_bytes: 0,
+        }
+    }
+
+    #[test]
+    fn ratios_of_dirtyable_memory() {
+        let l = compute(&base());
+        assert_eq!(l.dirtyable_pages, 1_040_001);
+        // 20 % -> 819 per 4096, 10 % -> 409 per 4096 (integer, like the kernel)
+        assert_eq!(l.normal.thresh, 819 * 1_040_001 / 4096);
+        assert_eq!(l.normal.bg_thresh, 409 * 1_040_001 / 4096);
+        assert_eq!(l.normal.freerun, (l.normal.thresh + l.normal.bg_thresh) / 2);
+        assert!(!l.bg_halved);
+    }
+
+    #[test]
+    fn bytes_win_and_round_up() {
+        let mut i = base();
+        i.dirty_bytes = 64 << 20;
+        i.dirty_background_bytes = (32 << 20) + 1;
+        let l = compute(&i);
+        assert_eq!(l.normal.thresh, 16384);
+        assert_eq!(l.normal.bg_thresh, 8193);
+        assert!(l.thresh_from_bytes && l.bg_from_bytes);
+    }
+
+    #[test]
+    fn background_not_below_hard_is_halved() {
+        let mut i = base();
+        i.dirty_background_ratio = 30;
+        let l = compute(&i);
+        assert!(l.bg_halved);
+        assert_eq!(l.normal.bg_thresh, l.normal.thresh / 2);
+    }
+
+    #[test]
+    fn realtime_boost_is_a_quarter_plus_a_thirty_second() {
+        let mut i = base();
+        i.dirty_bytes = 64 << 20;
+        i.dirty_background_bytes = 32 << 20;
+        let l = compute(&i);
+        assert_eq!(l.realtime.thresh, 16384 + 4096 + 512);
+        assert_eq!(l.realtime.bg_thresh, 8192 + 2048 + 512);
+    }
+
+    #[test]
+    fn reserve_never_exceeds_free() {
+        let mut i = base();
+        i.free_pages = 10;
+        assert_eq!(dirtyable_pages(&i), 70_001);
+    }
+
+    #[test]
+    fn totalreserve_from_zoneinfo() {
+        let z = "Node 0, zone      DMA\n  pages free     3840\n        high     54\n        managed  3840\n        protection: (0, 3018, 6858, 6858)\n  pagesets\n              high:     0\nNode 0, zone    DMA32\n  pages free     772808\n        high     11130\n        managed  772808\n        protection: (0, 0, 3840, 3840)\n              high:     4637\nNode 0, zone   Normal\n        high     14156\n        managed  983040\n        protection: (0, 0, 0, 0)\nNode 0, zone  Movable\n        high     32\n        managed  0\n        protection: (0, 0, 0, 0)\n";
+        // DMA capped at managed 3840; DMA32 3840 + 11130; Normal 14156; Movable 0
+        assert_eq!(totalreserve_pages(z), 3840 + 14970 + 14156);
+    }
+}
