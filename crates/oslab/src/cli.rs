@@ -34,6 +34,9 @@ pub enum Command {
     /// Dirty-page write back: the limits the kernel applies, and tuning advice
     #[command(subcommand)]
     Dirty(DirtyCommand),
+    /// A slow, throttled block device for write-back experiments (root)
+    #[command(subcommand)]
+    Testbed(TestbedCommand),
     /// Undo every system change that an interrupted oslab run left behind
     Restore(RestoreArgs),
     /// Set sysctls for a while, through the journal: for --for SECONDS, for the life of
@@ -154,6 +157,29 @@ pub struct ExplainArgs {
     #[arg(long)]
     pub no_live: bool,
     /// Where rule d writes its 1 MiB test file [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TestbedCommand {
+    /// Build it: loop device over a sparse file, ext4, write bandwidth cap; measures itself
+    Up(TestbedUpArgs),
+    /// Take it down (also done by `oslab restore`)
+    Down,
+    /// Show the testbed that is up, if any
+    Status,
+}
+
+#[derive(Debug, Args)]
+pub struct TestbedUpArgs {
+    /// Write bandwidth cap, e.g. 10MiB/s
+    #[arg(long, value_name = "RATE")]
+    pub bandwidth: String,
+    /// Size of the sparse image
+    #[arg(long, value_name = "SIZE", default_value = "2GiB")]
+    pub size: String,
+    /// Where the image and mount point go [default: $TMPDIR]
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
 }

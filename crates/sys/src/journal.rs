@@ -98,6 +98,31 @@ impl Journal {
         }
     }
 
+    /// A journal with a fixed name (`journal-NAME.jsonl`) for changes meant to outlive
+    /// this process, such as a testbed left up; `oslab restore` undoes it once its
+    /// creator has exited, and [`Journal::load`] lets a later command take it over.
+    pub fn named(dir: &Path, name: &str) -> Journal {
+        Journal {
+            path: dir.join(format!("journal-{name}.jsonl")),
+            file: None,
+            entries: Vec::new(),
+            next_seq: 1,
+        }
+    }
+
+    /// Takes over an existing named journal (its entries are undone by `undo_all`).
+    pub fn load(dir: &Path, name: &str) -> SysResult<Option<Journal>> {
+        let mut j = Journal::named(dir, name);
+        if !j.path.exists() {
+            return Ok(None);
+        }
+        let (_, entries) = read_journal(&j.path).map_err(|e| j.err(e))?;
+        j.next_seq = entries.iter().map(|e| e.seq).max().unwrap_or(0) + 1;
+        j.entries = entries;
+        j.file = OpenOptions::new().append(true).open(&j.path).ok();
+        Ok(Some(j))
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

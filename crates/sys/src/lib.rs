@@ -8,6 +8,7 @@
 //! Readers of the live system ([`topology`], [`machine`]) take a root directory so the
 //! same code reads this machine (`/`) or a captured tree under `tests/fixtures/`.
 
+pub mod blockdev;
 pub mod clock;
 pub mod cpuid;
 pub mod dirty;

@@ -1,0 +1,116 @@
+//! `oslab testbed up | down | status`
+
+use oslab_lab::wb::testbed::{self, Testbed, parse_bandwidth};
+use oslab_sys::journal::{Journal, Undo, journal_dir};
+use oslab_sys::parse::size::{human_bytes, parse_human_size};
+
+use crate::CmdResult;
+use crate::cli::{TestbedCommand, TestbedUpArgs};
+use crate::cmd_info::scratch_base;
+use crate::failure::{EXIT_PRIVILEGE, Failure};
+use crate::output::print;
+
+const NAME: &str = "testbed";
+
+fn state_path() -> std::path::PathBuf {
+    journal_dir().join("testbed.json")
+}
+
+/// The testbed left up by `oslab testbed up`, if any.
+pub fn current() -> Option<Testbed> {
+    serde_json::from_str(&std::fs::read_to_string(state_path()).ok()?).ok()
+}
+
+fn describe(tb: &Testbed) -> String {
+    format!(
+        "testbed up: {} ({}) over {} ({} sparse), ext4 mounted on {}\n  write cap {}/s, measured {:.1} MiB/s sustained write back\n",
+        tb.device.display(),
+        tb.dev,
+        tb.image.display(),
+        human_bytes(tb.size_bytes),
+        tb.mount.display(),
+        human_bytes(tb.bandwidth_bytes_s),
+        tb.measured_bytes_s / (1 << 20) as f64
+    )
+}
+
+fn up(a: TestbedUpArgs) -> CmdResult {
+    let bw = parse_bandwidth(&a.bandwidth).map_err(|e| Failure::usage(format!("--bandwidth {e}")))?;
+    let size = parse_human_size(&a.size)
+        .ok()
+        .filter(|s| *s >= 64 << 20)
+        .ok_or_else(|| Failure::usage(format!("--size {}: give at least 64MiB", a.size)))?;
+    let base = scratch_base(a.scratch.as_deref())?;
+    if let Some(why) = testbed::unavailable() {
+        return Err(Failure {
+            code: EXIT_PRIVILEGE,
+            message: format!("{why}; nothing was changed"),
+        });
+    }
+    if Journal::load(&journal_dir(), NAME).ok().flatten().is_some() {
+        return Err(Failure::usage(
+            "a testbed is already up ('oslab testbed status'); take it down first with 'oslab testbed down'",
+        ));
+    }
+    let mut j = Journal::named(&journal_dir(), NAME);
+    j.record(
+        "testbed description".to_string(),
+        Undo::RemovePath { path: state_path() },
+    )
+    .map_err(|e| Failure::runtime(e.to_string()))?;
+    eprintln!("oslab: building the testbed and measuring it (a few seconds)");
+    let r = testbed::up(&base, size, bw, &mut |d, u| j.record(d, u));
+    match r {
+        Ok(tb) => {
+            let text = serde_json::to_string_pretty(&tb).expect("serialises");
+            std::fs::write(state_path(), text).map_err(|e| Failure::runtime(e.to_string()))?;
+            print(&describe(&tb));
+            print("take it down with 'oslab testbed down' (or 'oslab restore')\n");
+            Ok(0)
+        }
+        Err(e) => {
+            for o in j.undo_all() {
+                if let Err(err) = o.result {
+                    eprintln!("oslab: could not undo '{}': {err}", o.description);
+                }
+            }
+            Err(Failure::runtime(format!("testbed not built: {e}; every step was undone")))
+        }
+    }
+}
+
+fn down() -> CmdResult {
+    match Journal::load(&journal_dir(), NAME).map_err(|e| Failure::runtime(e.to_string()))? {
+        None => {
+            print("no testbed is up\n");
+            Ok(0)
+        }
+        Some(mut j) => {
+            let mut failed = 0;
+            for o in j.undo_all() {
+                match o.result {
+                    Ok(()) => print(&format!("undone: {}\n", o.description)),
+                    Err(e) => {
+                        failed += 1;
+                        print(&format!("FAILED: {}: {e}\n", o.description));
+                    }
+                }
+            }
+            Ok(if failed > 0 { 1 } else { 0 })
+        }
+    }
+}
+
+pub fn run(c: TestbedCommand) -> CmdResult {
+    match c {
+        TestbedCommand::Up(a) => up(a),
+        TestbedCommand::Down => down(),
+        TestbedCommand::Status => {
+            match current() {
+                Some(tb) => print(&describe(&tb)),
+                None => print("no testbed is up\n"),
+            }
+            Ok(0)
+        }
+    }
+}
