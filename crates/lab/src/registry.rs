@@ -31,6 +31,8 @@ impl Default for Registry {
                 Box::new(crate::cpu::syscall::Syscall),
                 Box::new(crate::io::read::IoRead),
                 Box::new(crate::io::write::IoWrite),
+                Box::new(crate::wb::background::Background),
+                Box::new(crate::wb::periodic::Periodic),
                 Box::new(crate::null::Null),
             ],
         }

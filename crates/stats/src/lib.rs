@@ -13,6 +13,7 @@
 pub mod bootstrap;
 pub mod describe;
 pub mod outliers;
+pub mod sawtooth;
 pub mod summary;
 
 pub use bootstrap::{BootstrapCi, median_ci};

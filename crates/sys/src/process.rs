@@ -151,6 +151,26 @@ pub fn process_alive(pid: u32, start: u64) -> bool {
     start_time(pid) == Some(start)
 }
 
+
+/// Makes the calling thread SCHED_FIFO at `priority` (1-99). Needs root or
+/// CAP_SYS_NICE. Affects only this thread, which ends with the experiment.
+pub fn set_fifo(priority: i32) -> SysResult<()> {
+    let p = libc::sched_param {
+        sched_priority: priority,
+    };
+    // SAFETY: p is valid; 0 is the calling thread.
+    if unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &p) } != 0 {
+        return Err(SysError::last_os("sched_setscheduler"));
+    }
+    Ok(())
+}
+
+/// sync(2): write back every dirty page of every file system.
+pub fn sync_all() {
+    // SAFETY: no arguments, cannot fail.
+    unsafe { libc::sync() };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

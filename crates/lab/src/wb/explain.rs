@@ -66,41 +66,12 @@ pub fn live_inputs() -> Result<DirtyInputs, LabError> {
     })
 }
 
-/// Sets a sysctl through the journal, runs `f`, and puts the sysctl back.
+/// Sets sysctls through the journal, runs `f`, and puts them back.
 fn with_sysctls<T>(settings: &[(&str, String)], f: impl FnOnce() -> T) -> Result<T, LabError> {
-    let mut seqs = Vec::new();
-    for (name, value) in settings {
-        let seq = journal::with_global(|j| {
-            let undo = sysctl::undo_for(&Root::live(), name)?;
-            let seq = j.record(
-                format!("sysctl {name} = {value} (dirty explain test)"),
-                undo,
-            )?;
-            std::fs::write(Root::live().path(&sysctl::sysctl_path(name)), value).map_err(
-                |source| oslab_sys::SysError::Write {
-                    path: sysctl::sysctl_path(name).into(),
-                    source,
-                },
-            )?;
-            Ok(seq)
-        });
-        match seq {
-            Ok(s) => seqs.push(s),
-            Err(e) => {
-                restore(&seqs);
-                return Err(e.into());
-            }
-        }
-    }
+    let knobs = super::knobs::Knobs::set(settings)?;
     let out = f();
-    restore(&seqs);
+    drop(knobs);
     Ok(out)
-}
-
-fn restore(seqs: &[u64]) {
-    for s in seqs.iter().rev() {
-        let _ = journal::with_global(|j| j.undo(*s));
-    }
 }
 
 fn not_testable(id: &str, text: &str, expectation: &str, why: &str) -> Claim {
