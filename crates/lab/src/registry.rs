@@ -33,6 +33,8 @@ impl Default for Registry {
                 Box::new(crate::io::write::IoWrite),
                 Box::new(crate::wb::background::Background),
                 Box::new(crate::wb::periodic::Periodic),
+                Box::new(crate::wb::cases::Cases),
+                Box::new(crate::wb::throttle::Throttle),
                 Box::new(crate::null::Null),
             ],
         }

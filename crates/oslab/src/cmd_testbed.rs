@@ -35,7 +35,8 @@ fn describe(tb: &Testbed) -> String {
 }
 
 fn up(a: TestbedUpArgs) -> CmdResult {
-    let bw = parse_bandwidth(&a.bandwidth).map_err(|e| Failure::usage(format!("--bandwidth {e}")))?;
+    let bw =
+        parse_bandwidth(&a.bandwidth).map_err(|e| Failure::usage(format!("--bandwidth {e}")))?;
     let size = parse_human_size(&a.size)
         .ok()
         .filter(|s| *s >= 64 << 20)
@@ -74,7 +75,9 @@ fn up(a: TestbedUpArgs) -> CmdResult {
                     eprintln!("oslab: could not undo '{}': {err}", o.description);
                 }
             }
-            Err(Failure::runtime(format!("testbed not built: {e}; every step was undone")))
+            Err(Failure::runtime(format!(
+                "testbed not built: {e}; every step was undone"
+            )))
         }
     }
 }

@@ -112,7 +112,9 @@ mod tests {
     #[test]
     fn a_single_drop_to_zero() {
         let t: Vec<f64> = (0..50).map(f64::from).collect();
-        let y: Vec<f64> = (0..50).map(|i| if i <= 30 { i as f64 } else { 0.0 }).collect();
+        let y: Vec<f64> = (0..50)
+            .map(|i| if i <= 30 { i as f64 } else { 0.0 })
+            .collect();
         let s = sawtooth(&t, &y, 5.0);
         assert_eq!(s.peaks, vec![[30.0, 30.0]]);
         assert_eq!(s.troughs, vec![[31.0, 0.0]]);

@@ -41,7 +41,10 @@ fn run(cmd: &mut Command, what: &str) -> SysResult<()> {
 /// Attaches `image` to `device` with direct I/O (no second copy in the page cache).
 pub fn attach_loop(device: &Path, image: &Path) -> SysResult<()> {
     run(
-        Command::new("losetup").arg("--direct-io=on").arg(device).arg(image),
+        Command::new("losetup")
+            .arg("--direct-io=on")
+            .arg(device)
+            .arg(image),
         "losetup",
     )
 }
@@ -49,7 +52,9 @@ pub fn attach_loop(device: &Path, image: &Path) -> SysResult<()> {
 /// Makes an ext4 file system on `device`, quietly.
 pub fn mkfs_ext4(device: &Path) -> SysResult<()> {
     run(
-        Command::new("mkfs.ext4").args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"]).arg(device),
+        Command::new("mkfs.ext4")
+            .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
+            .arg(device),
         "mkfs.ext4",
     )
 }

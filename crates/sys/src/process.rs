@@ -151,7 +151,6 @@ pub fn process_alive(pid: u32, start: u64) -> bool {
     start_time(pid) == Some(start)
 }
 
-
 /// Makes the calling thread SCHED_FIFO at `priority` (1-99). Needs root or
 /// CAP_SYS_NICE. Affects only this thread, which ends with the experiment.
 pub fn set_fifo(priority: i32) -> SysResult<()> {

@@ -15,16 +15,32 @@ static META: Meta = Meta {
     title: "Background write back: Dirty saws under the background limit",
     section: "4",
     summary: "periodic flush off, background limit in bytes, a steady writer: peaks, troughs, period vs prediction",
-    needs: Needs { root: true, min_cpus: 1, free_disk_bytes: 0 },
+    needs: Needs {
+        root: true,
+        min_cpus: 1,
+        free_disk_bytes: 0,
+    },
     quick_s: 25.0,
     full_s: 60.0,
     internal: false,
 };
 
 static SETTINGS: [Setting; 3] = [
-    Setting { name: "rate", kind: Kind::Bytes, help: "writer rate per second (default 4MiB)" },
-    Setting { name: "background", kind: Kind::Bytes, help: "vm.dirty_background_bytes (default 32MiB); the hard limit is twice it" },
-    Setting { name: "duration", kind: Kind::Seconds, help: "seconds of writing (default 60, quick 25)" },
+    Setting {
+        name: "rate",
+        kind: Kind::Bytes,
+        help: "writer rate per second (default 4MiB)",
+    },
+    Setting {
+        name: "background",
+        kind: Kind::Bytes,
+        help: "vm.dirty_background_bytes (default 32MiB); the hard limit is twice it",
+    },
+    Setting {
+        name: "duration",
+        kind: Kind::Seconds,
+        help: "seconds of writing (default 60, quick 25)",
+    },
 ];
 
 /// MIN_WRITEBACK_PAGES in fs/fs-writeback.c: 4 MiB.
@@ -67,7 +83,8 @@ impl Experiment for Background {
             ("vm.dirty_background_bytes", bg.to_string()),
             ("vm.dirty_bytes", hard.to_string()),
         ];
-        let (polls, saw, lat) = run_sawtooth(ctx, META.id, &knobs, rate, Duration::from_secs_f64(secs))?;
+        let (polls, saw, lat) =
+            run_sawtooth(ctx, META.id, &knobs, rate, Duration::from_secs_f64(secs))?;
         let (findings, claim) = compare(
             &saw,
             &p,
@@ -81,7 +98,11 @@ impl Experiment for Background {
             text: "After the background flush Dirty falls to about 0 and climbs again".into(),
             source: "material 4 (seed 001, experiment A: 83-85 MB, then ~0)".into(),
             expectation: "troughs below 10 % of the peak".into(),
-            observed: format!("troughs {:.1} MiB, peaks {:.1} MiB", saw.trough_median.unwrap_or(f64::NAN), saw.peak_median.unwrap_or(f64::NAN)),
+            observed: format!(
+                "troughs {:.1} MiB, peaks {:.1} MiB",
+                saw.trough_median.unwrap_or(f64::NAN),
+                saw.peak_median.unwrap_or(f64::NAN)
+            ),
             verdict: if saw.peaks.is_empty() {
                 oslab_model::Verdict::NotTestable
             } else if to_zero {
@@ -104,7 +125,16 @@ impl Experiment for Background {
             human_bytes(bg),
             human_bytes(hard)
         )];
-        Ok(output(&polls, &p, vec![claim, author], findings, "Dirty with periodic write back off", notes, &lat, ctx.config.seed))
+        Ok(output(
+            &polls,
+            &p,
+            vec![claim, author],
+            findings,
+            "Dirty with periodic write back off",
+            notes,
+            &lat,
+            ctx.config.seed,
+        ))
     }
 }
 

@@ -1,9 +1,11 @@
 //! Dirty pages and write back on the real kernel (material section 4).
 
 pub mod background;
+pub mod cases;
 pub mod explain;
+pub mod knobs;
 pub mod periodic;
 pub mod sawexp;
-pub mod knobs;
-pub mod trace;
 pub mod testbed;
+pub mod throttle;
+pub mod trace;

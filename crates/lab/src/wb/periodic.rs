@@ -15,17 +15,37 @@ static META: Meta = Meta {
     title: "Periodic write back: Dirty drops to ~0 every expire + (up to) one interval",
     section: "4",
     summary: "limits far away, expire and writeback intervals set, a steady writer: peaks and period vs prediction",
-    needs: Needs { root: true, min_cpus: 1, free_disk_bytes: 0 },
+    needs: Needs {
+        root: true,
+        min_cpus: 1,
+        free_disk_bytes: 0,
+    },
     quick_s: 25.0,
     full_s: 60.0,
     internal: false,
 };
 
 static SETTINGS: [Setting; 4] = [
-    Setting { name: "rate", kind: Kind::Bytes, help: "writer rate per second (default 4MiB)" },
-    Setting { name: "expire", kind: Kind::Seconds, help: "vm.dirty_expire_centisecs in seconds (default 10)" },
-    Setting { name: "interval", kind: Kind::Seconds, help: "vm.dirty_writeback_centisecs in seconds (default 5)" },
-    Setting { name: "duration", kind: Kind::Seconds, help: "seconds of writing (default 60, quick 25)" },
+    Setting {
+        name: "rate",
+        kind: Kind::Bytes,
+        help: "writer rate per second (default 4MiB)",
+    },
+    Setting {
+        name: "expire",
+        kind: Kind::Seconds,
+        help: "vm.dirty_expire_centisecs in seconds (default 10)",
+    },
+    Setting {
+        name: "interval",
+        kind: Kind::Seconds,
+        help: "vm.dirty_writeback_centisecs in seconds (default 5)",
+    },
+    Setting {
+        name: "duration",
+        kind: Kind::Seconds,
+        help: "seconds of writing (default 60, quick 25)",
+    },
 ];
 
 pub fn predict(rate: u64, expire_s: f64, interval_s: f64) -> Prediction {
@@ -59,10 +79,17 @@ impl Experiment for Periodic {
         let knobs = [
             ("vm.dirty_background_bytes", far.to_string()),
             ("vm.dirty_bytes", (far * 2).to_string()),
-            ("vm.dirty_expire_centisecs", ((expire * 100.0).round() as u64).to_string()),
-            ("vm.dirty_writeback_centisecs", ((interval * 100.0).round() as u64).to_string()),
+            (
+                "vm.dirty_expire_centisecs",
+                ((expire * 100.0).round() as u64).to_string(),
+            ),
+            (
+                "vm.dirty_writeback_centisecs",
+                ((interval * 100.0).round() as u64).to_string(),
+            ),
         ];
-        let (polls, saw, lat) = run_sawtooth(ctx, META.id, &knobs, rate, Duration::from_secs_f64(secs))?;
+        let (polls, saw, lat) =
+            run_sawtooth(ctx, META.id, &knobs, rate, Duration::from_secs_f64(secs))?;
         let (findings, claim) = compare(
             &saw,
             &p,
@@ -76,7 +103,16 @@ impl Experiment for Periodic {
             human_bytes(far),
             human_bytes(far * 2)
         )];
-        Ok(output(&polls, &p, vec![claim], findings, "Dirty under periodic write back", notes, &lat, ctx.config.seed))
+        Ok(output(
+            &polls,
+            &p,
+            vec![claim],
+            findings,
+            "Dirty under periodic write back",
+            notes,
+            &lat,
+            ctx.config.seed,
+        ))
     }
 }
 

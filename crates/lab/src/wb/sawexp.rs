@@ -62,12 +62,18 @@ pub fn dirty_plot(polls: &[Poll], p: &Prediction, title: &str) -> Plot {
             Series {
                 name: "test file dirty (cachestat)".into(),
                 style: SeriesStyle::Line,
-                points: polls.iter().map(|x| [x.t_s, mib(x.files_dirty_bytes)]).collect(),
+                points: polls
+                    .iter()
+                    .map(|x| [x.t_s, mib(x.files_dirty_bytes)])
+                    .collect(),
             },
             Series {
                 name: "Writeback".into(),
                 style: SeriesStyle::Line,
-                points: polls.iter().map(|x| [x.t_s, mib(x.writeback_bytes)]).collect(),
+                points: polls
+                    .iter()
+                    .map(|x| [x.t_s, mib(x.writeback_bytes)])
+                    .collect(),
             },
             Series {
                 name: "predicted peak".into(),
@@ -93,7 +99,11 @@ pub fn run_sawtooth(
     rate: u64,
     duration: Duration,
 ) -> Result<(Vec<Poll>, Sawtooth, Vec<f64>), LabError> {
-    let scratch = Scratch::create(&ctx.config.scratch_dir, id, rate * duration.as_secs().max(1) * 2 + (64 << 20))?;
+    let scratch = Scratch::create(
+        &ctx.config.scratch_dir,
+        id,
+        rate * duration.as_secs().max(1) * 2 + (64 << 20),
+    )?;
     trace::settle();
     let _k = Knobs::set(knobs)?;
     let chunk = (rate / 10).max(4096) as usize;
@@ -105,7 +115,9 @@ pub fn run_sawtooth(
         fifo_priority: None,
     };
     let progress = ctx.progress;
-    let (traces, polls) = trace::run(vec![writer], duration, Duration::from_millis(100), &|f| progress.fraction(f));
+    let (traces, polls) = trace::run(vec![writer], duration, Duration::from_millis(100), &|f| {
+        progress.fraction(f)
+    });
     drop(_k);
     if let Some(e) = traces.first().and_then(|t| t.error.clone()) {
         return Err(LabError::Failed(format!("writer: {e}")));
@@ -114,7 +126,10 @@ pub fn run_sawtooth(
     let y: Vec<f64> = polls.iter().map(|p| mib(p.dirty_bytes)).collect();
     let min_drop = (mib(rate) * 0.5).max(1.0);
     let saw = sawtooth(&t, &y, min_drop);
-    let lat = traces.first().map(|t| t.latency_ms.clone()).unwrap_or_default();
+    let lat = traces
+        .first()
+        .map(|t| t.latency_ms.clone())
+        .unwrap_or_default();
     Ok((polls, saw, lat))
 }
 
@@ -127,30 +142,76 @@ pub fn compare(
     source: &str,
 ) -> (Vec<oslab_model::Finding>, Claim) {
     let mut f = vec![
-        finding("predicted_peak_mib", p.peak_mib, "MiB", "from the settings and the kernel's rules"),
+        finding(
+            "predicted_peak_mib",
+            p.peak_mib,
+            "MiB",
+            "from the settings and the kernel's rules",
+        ),
         finding("predicted_trough_mib", p.trough_mib, "MiB", ""),
         finding("predicted_period_s", p.period_s, "s", ""),
         finding("predicted_first_peak_s", p.first_peak_s, "s", ""),
-        finding("peaks", saw.peaks.len() as f64, "count", "drops of Dirty found in the series"),
+        finding(
+            "peaks",
+            saw.peaks.len() as f64,
+            "count",
+            "drops of Dirty found in the series",
+        ),
     ];
     let m = |x: Option<f64>| x.unwrap_or(f64::NAN);
-    f.push(finding("peak_mib", m(saw.peak_median), "MiB", format!("median of {} peaks", saw.peaks.len())));
-    f.push(finding("trough_mib", m(saw.trough_median), "MiB", "median trough"));
-    f.push(finding("period_s", m(saw.period), "s", "median time between peaks"));
-    f.push(finding("first_peak_s", m(saw.first_peak_t), "s", "time of the first peak"));
+    f.push(finding(
+        "peak_mib",
+        m(saw.peak_median),
+        "MiB",
+        format!("median of {} peaks", saw.peaks.len()),
+    ));
+    f.push(finding(
+        "trough_mib",
+        m(saw.trough_median),
+        "MiB",
+        "median trough",
+    ));
+    f.push(finding(
+        "period_s",
+        m(saw.period),
+        "s",
+        "median time between peaks",
+    ));
+    f.push(finding(
+        "first_peak_s",
+        m(saw.first_peak_t),
+        "s",
+        "time of the first peak",
+    ));
     let (ep, et, eper) = (
         saw.peak_median.map(|x| rel_err(x, p.peak_mib)),
-        saw.trough_median.map(|x| (x - p.trough_mib).abs() / p.peak_mib.max(1e-9)),
+        saw.trough_median
+            .map(|x| (x - p.trough_mib).abs() / p.peak_mib.max(1e-9)),
         saw.period.map(|x| rel_err(x, p.period_s)),
     );
     if let Some(e) = ep {
-        f.push(finding("peak_error", e, "fraction", "|measured - predicted| / predicted"));
+        f.push(finding(
+            "peak_error",
+            e,
+            "fraction",
+            "|measured - predicted| / predicted",
+        ));
     }
     if let Some(e) = et {
-        f.push(finding("trough_error", e, "fraction", "|measured - predicted| / predicted peak"));
+        f.push(finding(
+            "trough_error",
+            e,
+            "fraction",
+            "|measured - predicted| / predicted peak",
+        ));
     }
     if let Some(e) = eper {
-        f.push(finding("period_error", e, "fraction", "|measured - predicted| / predicted"));
+        f.push(finding(
+            "period_error",
+            e,
+            "fraction",
+            "|measured - predicted| / predicted",
+        ));
     }
     let within = |e: Option<f64>| e.is_some_and(|e| e <= 0.10);
     let verdict = if saw.peaks.len() < 2 {
@@ -198,7 +259,12 @@ pub fn output(
     seed: u64,
 ) -> Outcome {
     if let Some(max) = lat.iter().copied().reduce(f64::max) {
-        findings.push(finding("max_write_ms", max, "ms", "slowest write() of the writer"));
+        findings.push(finding(
+            "max_write_ms",
+            max,
+            "ms",
+            "slowest write() of the writer",
+        ));
     }
     Outcome::Completed(Output {
         measurements: vec![crate::experiment::measurement(

@@ -87,9 +87,13 @@ pub fn up(
     }
     let mut seqs = Vec::new();
     let dir = base.join(format!("oslab-testbed-{}", std::process::id()));
-    seqs.push(record(format!("testbed directory {}", dir.display()), Undo::RemovePath { path: dir.clone() })?);
+    seqs.push(record(
+        format!("testbed directory {}", dir.display()),
+        Undo::RemovePath { path: dir.clone() },
+    )?);
     let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt).map_err(|e| LabError::Failed(format!("{}: {e}", mnt.display())))?;
+    std::fs::create_dir_all(&mnt)
+        .map_err(|e| LabError::Failed(format!("{}: {e}", mnt.display())))?;
     let image = dir.join("disk.img");
     std::fs::File::create(&image)
         .and_then(|f| f.set_len(size_bytes))
@@ -101,7 +105,10 @@ pub fn up(
     let mut last_err = None;
     for _ in 0..5 {
         let d = blockdev::free_loop_device()?;
-        seqs.push(record(format!("loop device {} over {}", d.display(), image.display()), Undo::DetachLoop { device: d.clone() })?);
+        seqs.push(record(
+            format!("loop device {} over {}", d.display(), image.display()),
+            Undo::DetachLoop { device: d.clone() },
+        )?);
         match blockdev::attach_loop(&d, &image) {
             Ok(()) => {
                 device = d;
@@ -115,7 +122,12 @@ pub fn up(
         return Err(e.into());
     }
     blockdev::mkfs_ext4(&device)?;
-    seqs.push(record(format!("mount {} on {}", device.display(), mnt.display()), Undo::Unmount { target: mnt.clone() })?);
+    seqs.push(record(
+        format!("mount {} on {}", device.display(), mnt.display()),
+        Undo::Unmount {
+            target: mnt.clone(),
+        },
+    )?);
     blockdev::mount_ext4(&device, &mnt)?;
     let dev = blockdev::dev_numbers(&device)?;
     seqs.push(record(
@@ -125,9 +137,11 @@ pub fn up(
             contents: format!("{dev} 0"),
         },
     )?);
-    std::fs::write(THROTTLE_FILE, format!("{dev} {bandwidth_bytes_s}")).map_err(|source| SysError::Write {
-        path: THROTTLE_FILE.into(),
-        source,
+    std::fs::write(THROTTLE_FILE, format!("{dev} {bandwidth_bytes_s}")).map_err(|source| {
+        SysError::Write {
+            path: THROTTLE_FILE.into(),
+            source,
+        }
     })?;
     let mut tb = Testbed {
         dir,
@@ -167,7 +181,11 @@ pub fn measure_bandwidth(tb: &Testbed) -> Result<f64, LabError> {
 }
 
 /// A testbed for the lifetime of one experiment, on the process journal.
-pub fn up_for_run(base: &Path, size_bytes: u64, bandwidth_bytes_s: u64) -> Result<Testbed, LabError> {
+pub fn up_for_run(
+    base: &Path,
+    size_bytes: u64,
+    bandwidth_bytes_s: u64,
+) -> Result<Testbed, LabError> {
     let mut seqs_made = Vec::new();
     let r = up(base, size_bytes, bandwidth_bytes_s, &mut |d, u| {
         let s = journal::with_global(|j| j.record(d, u))?;

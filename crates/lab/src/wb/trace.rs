@@ -60,7 +60,11 @@ fn run_writer(spec: WriterSpec, start: u64, stop: Arc<AtomicBool>) -> WriterTrac
         return tr;
     }
     let buf = AlignedBuf::new(spec.chunk, spec.chunk as u64);
-    let mut f = match std::fs::OpenOptions::new().create(true).append(true).open(&spec.path) {
+    let mut f = match std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(&spec.path)
+    {
         Ok(f) => f,
         Err(e) => {
             tr.error = Some(format!("{}: {e}", spec.path.display()));
@@ -145,13 +149,18 @@ pub fn run(
         }
         polls.push(poll_once(start, &files, page));
         k += 1;
-        progress(((monotonic_ns().saturating_sub(start)) as f64 / duration.as_nanos() as f64).min(1.0));
+        progress(
+            ((monotonic_ns().saturating_sub(start)) as f64 / duration.as_nanos() as f64).min(1.0),
+        );
         if monotonic_ns() >= end || handles.iter().all(|h| h.is_finished()) {
             break;
         }
     }
     stop.store(true, Ordering::Relaxed);
-    let traces = handles.into_iter().map(|h| h.join().unwrap_or_default()).collect();
+    let traces = handles
+        .into_iter()
+        .map(|h| h.join().unwrap_or_default())
+        .collect();
     (traces, polls)
 }
 
