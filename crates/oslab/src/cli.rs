@@ -145,6 +145,39 @@ pub enum DirtyCommand {
     /// The background and hard dirty limits as the running kernel computes them,
     /// checked against the kernel's own figures, and the material's rules tested
     Explain(ExplainArgs),
+    /// Recommend vm.dirty_* settings from the device's bandwidth and the workload's
+    /// dirtying rate, with the reasoning and the predicted Dirty curve
+    Advise(AdviseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// The device's sustained write bandwidth, e.g. 50MiB/s (default: measured by
+    /// writing 256 MiB and syncing it in the scratch directory)
+    #[arg(long, value_name = "RATE", conflicts_with = "testbed")]
+    pub device_bandwidth: Option<String>,
+    /// Advise for the testbed that is up ('oslab testbed up')
+    #[arg(long)]
+    pub testbed: bool,
+    /// The workload's dirtying rate, e.g. 4MiB/s (default: measured from
+    /// /proc/vmstat nr_dirtied over --window seconds)
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
+    /// Seconds to watch the running system for its dirtying rate
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    pub window: f64,
+    /// The longest a writer should be held back at the hard limit, seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub target_latency: f64,
+    /// Apply the settings (root; journaled: 'oslab restore' puts the old ones back)
+    #[arg(long)]
+    pub apply: bool,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Where to measure the device [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

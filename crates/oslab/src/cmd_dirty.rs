@@ -4,7 +4,7 @@ use oslab_lab::wb::explain::{Explanation, bytes, explain};
 use oslab_report::table::simple;
 
 use crate::CmdResult;
-use crate::cli::{DirtyCommand, ExplainArgs};
+use crate::cli::{AdviseArgs, DirtyCommand, ExplainArgs};
 use crate::cmd_info::scratch_base;
 use crate::failure::Failure;
 use crate::output::print;
@@ -12,6 +12,7 @@ use crate::output::print;
 pub fn run(c: DirtyCommand) -> CmdResult {
     match c {
         DirtyCommand::Explain(a) => run_explain(a),
+        DirtyCommand::Advise(a) => run_advise(a),
     }
 }
 
@@ -127,6 +128,145 @@ fn run_explain(a: ExplainArgs) -> CmdResult {
         print(&(serde_json::to_string_pretty(&e).expect("serialises") + "\n"));
     } else {
         print(&render(&e));
+    }
+    Ok(0)
+}
+
+fn rate_arg(flag: &str, text: &str) -> Result<f64, Failure> {
+    oslab_lab::wb::testbed::parse_bandwidth(text)
+        .map(|b| b as f64)
+        .or_else(|_| {
+            oslab_sys::parse::size::parse_human_size(text.trim().trim_end_matches("/s"))
+                .map(|b| b as f64)
+                .map_err(|_| ())
+        })
+        .map_err(|_| Failure::usage(format!("{flag} {text}: not a rate such as 4MiB/s")))
+}
+
+/// Writes 256 MiB into `dir` and syncs it: the sustained write-back bandwidth.
+fn measure_device(dir: &std::path::Path) -> Result<f64, Failure> {
+    use std::io::Write;
+    let path = dir.join(format!("oslab-advise-{}.dat", std::process::id()));
+    let bytes: u64 = 256 << 20;
+    let chunk = vec![0x5au8; 1 << 20];
+    let t0 = oslab_sys::clock::monotonic_ns();
+    let r = (|| -> std::io::Result<()> {
+        let mut f = std::fs::File::create(&path)?;
+        for _ in 0..(bytes >> 20) {
+            f.write_all(&chunk)?;
+        }
+        f.sync_all()
+    })();
+    let secs = (oslab_sys::clock::monotonic_ns() - t0) as f64 / 1e9;
+    let _ = std::fs::remove_file(&path);
+    r.map_err(|e| Failure::runtime(format!("measuring the device in {}: {e}", dir.display())))?;
+    Ok(bytes as f64 / secs)
+}
+
+fn nr_dirtied() -> Option<u64> {
+    let t = std::fs::read_to_string("/proc/vmstat").ok()?;
+    t.lines()
+        .find_map(|l| l.strip_prefix("nr_dirtied ")?.trim().parse().ok())
+}
+
+fn run_advise(a: AdviseArgs) -> CmdResult {
+    use oslab_lab::wb::advise::{AdviceInputs, advise};
+    if !(a.target_latency.is_finite() && a.target_latency > 0.0) {
+        return Err(Failure::usage(
+            "--target-latency must be a positive number of seconds",
+        ));
+    }
+    if !(a.window.is_finite() && (0.5..=600.0).contains(&a.window)) {
+        return Err(Failure::usage("--window must be 0.5 to 600 seconds"));
+    }
+    let (device_bw, device_src) = if let Some(t) = &a.device_bandwidth {
+        (rate_arg("--device-bandwidth", t)?, "given".to_string())
+    } else if a.testbed {
+        let tb = crate::cmd_testbed::current().ok_or_else(|| {
+            Failure::usage(
+                "no testbed is up: start one with 'oslab testbed up --bandwidth 10MiB/s'",
+            )
+        })?;
+        (
+            oslab_lab::wb::testbed::measure_bandwidth(&tb)
+                .map_err(|e| Failure::runtime(e.to_string()))?,
+            format!("measured on the testbed {}", tb.device.display()),
+        )
+    } else {
+        let dir = scratch_base(a.scratch.as_deref())?;
+        eprintln!(
+            "oslab: measuring the device under {} (256 MiB written and synced)",
+            dir.display()
+        );
+        (
+            measure_device(&dir)?,
+            format!("measured in {}", dir.display()),
+        )
+    };
+    let (rate, rate_src) = if let Some(t) = &a.rate {
+        (rate_arg("--rate", t)?, "given".to_string())
+    } else {
+        eprintln!("oslab: watching the dirtying rate for {} s", a.window);
+        let before =
+            nr_dirtied().ok_or_else(|| Failure::runtime("no nr_dirtied in /proc/vmstat"))?;
+        std::thread::sleep(std::time::Duration::from_secs_f64(a.window));
+        let after = nr_dirtied().unwrap_or(before);
+        (
+            (after.saturating_sub(before) * oslab_sys::machine::page_size()) as f64 / a.window,
+            format!("measured over {} s (nr_dirtied)", a.window),
+        )
+    };
+    let advice = advise(AdviceInputs {
+        device_bytes_s: device_bw,
+        dirty_rate_bytes_s: rate,
+        target_latency_s: a.target_latency,
+    });
+    if a.json {
+        print(&(serde_json::to_string_pretty(&advice).expect("serialises") + "\n"));
+    } else {
+        let mib = |b: f64| b / (1u64 << 20) as f64;
+        let mut out = format!(
+            "device writes {:.1} MiB/s ({device_src}); workload dirties {:.2} MiB/s ({rate_src}); target wait {} s\n\n",
+            mib(device_bw),
+            mib(rate),
+            a.target_latency
+        );
+        for r in &advice.reasons {
+            out.push_str(&format!("  - {r}\n"));
+        }
+        out.push_str(&format!("\npredicted: {}\n", advice.prediction));
+        for w in &advice.warnings {
+            out.push_str(&format!("warning: {w}\n"));
+        }
+        out.push_str("\nto apply (as root):\n");
+        for (k, v) in advice.sysctl_lines() {
+            out.push_str(&format!("  sysctl -w {k}={v}\n"));
+        }
+        print(&out);
+    }
+    if a.apply {
+        if !oslab_sys::process::is_root() {
+            return Err(Failure {
+                code: crate::failure::EXIT_PRIVILEGE,
+                message: "--apply needs root; nothing was changed".into(),
+            });
+        }
+        let dir = oslab_sys::journal::journal_dir();
+        if oslab_sys::journal::Journal::load(&dir, "advise")
+            .ok()
+            .flatten()
+            .is_some()
+        {
+            return Err(Failure::usage(
+                "advice applied earlier is still in force; 'oslab restore' puts the old settings back first",
+            ));
+        }
+        let mut j = oslab_sys::journal::Journal::named(&dir, "advise");
+        for (k, v) in advice.sysctl_lines() {
+            oslab_sys::sysctl::set(&mut j, &k, &v)
+                .map_err(|e| Failure::runtime(format!("{k}: {e}")))?;
+        }
+        print("applied; 'oslab restore' puts the previous settings back\n");
     }
     Ok(0)
 }

@@ -67,6 +67,10 @@ pub struct UndoOutcome {
 pub struct Journal {
     path: PathBuf,
     file: Option<File>,
+    /// An exclusive lock on `system.lock` in the journal directory, held while this
+    /// journal has changes outstanding, so two oslab processes never change (and
+    /// restore) the same settings at once.
+    lock: Option<File>,
     entries: Vec<Entry>,
     next_seq: u64,
 }
@@ -93,6 +97,7 @@ impl Journal {
         Journal {
             path: dir.join(format!("journal-{}.jsonl", std::process::id())),
             file: None,
+            lock: None,
             entries: Vec::new(),
             next_seq: 1,
         }
@@ -105,6 +110,7 @@ impl Journal {
         Journal {
             path: dir.join(format!("journal-{name}.jsonl")),
             file: None,
+            lock: None,
             entries: Vec::new(),
             next_seq: 1,
         }
@@ -119,6 +125,7 @@ impl Journal {
         let (_, entries) = read_journal(&j.path).map_err(|e| j.err(e))?;
         j.next_seq = entries.iter().map(|e| e.seq).max().unwrap_or(0) + 1;
         j.entries = entries;
+        j.take_lock()?;
         j.file = OpenOptions::new().append(true).open(&j.path).ok();
         Ok(Some(j))
     }
@@ -138,11 +145,47 @@ impl Journal {
         }
     }
 
+    /// Takes the system-wide change lock, waiting (and saying so) if another oslab
+    /// process holds it.
+    fn take_lock(&mut self) -> SysResult<()> {
+        use std::os::fd::AsRawFd;
+        if self.lock.is_some() {
+            return Ok(());
+        }
+        // One lock for the whole machine whatever the journal directory (root), so
+        // runs with different OSLAB_JOURNAL_DIR still exclude each other.
+        let lock_path = if process::is_root() {
+            PathBuf::from("/run/oslab-system.lock")
+        } else {
+            self.path
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("system.lock")
+        };
+        let f = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(lock_path)
+            .map_err(|e| self.err(e.to_string()))?;
+        // SAFETY: a valid fd; flock has no memory effects.
+        if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            eprintln!("oslab: another oslab run is changing the system; waiting for it to finish");
+            // SAFETY: as above.
+            if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX) } != 0 {
+                return Err(self.err(std::io::Error::last_os_error().to_string()));
+            }
+        }
+        self.lock = Some(f);
+        Ok(())
+    }
+
     fn ensure_file(&mut self) -> SysResult<&mut File> {
         if self.file.is_none() {
             if let Some(dir) = self.path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| self.err(e.to_string()))?;
             }
+            self.take_lock()?;
             let pid = std::process::id();
             let header = Header {
                 oslab_journal: 1,
@@ -197,6 +240,7 @@ impl Journal {
         if self.entries.is_empty() {
             self.file = None;
             let _ = std::fs::remove_file(&self.path);
+            self.lock = None;
         } else {
             rewrite(&self.path, &self.entries).map_err(|e| self.err(e.to_string()))?;
             // later appends must go to the rewritten file
@@ -226,7 +270,9 @@ impl Journal {
     pub fn undo_all(&mut self) -> Vec<UndoOutcome> {
         let entries = std::mem::take(&mut self.entries);
         self.file = None;
-        settle(&self.path, &entries)
+        let outcomes = settle(&self.path, &entries);
+        self.lock = None;
+        outcomes
     }
 }
 

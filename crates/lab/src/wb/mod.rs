@@ -1,5 +1,6 @@
 //! Dirty pages and write back on the real kernel (material section 4).
 
+pub mod advise;
 pub mod background;
 pub mod cases;
 pub mod explain;

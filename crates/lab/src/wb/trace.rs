@@ -74,12 +74,11 @@ fn run_writer(spec: WriterSpec, start: u64, stop: Arc<AtomicBool>) -> WriterTrac
     let step = spec.period.as_nanos() as u64;
     let mut k = 0u64;
     while !stop.load(Ordering::Relaxed) && spec.count.is_none_or(|c| k < c) {
-        if step > 0 {
-            let target = start + k * step;
-            let now = monotonic_ns();
-            if target > now {
-                std::thread::sleep(Duration::from_nanos(target - now));
-            }
+        // Periodic writers keep to their grid; bulk writers only wait for the start.
+        let target = start + k * step;
+        let now = monotonic_ns();
+        if target > now {
+            std::thread::sleep(Duration::from_nanos(target - now));
         }
         let t0 = monotonic_ns();
         if let Err(e) = f.write_all(buf.as_slice()) {

@@ -1,0 +1,184 @@
+//! `oslab dirty advise`: the material's "flush in units the device can absorb" made
+//! quantitative.
+//!
+//! Given the device's sustained write bandwidth B, the workload's dirtying rate R and
+//! a target for the longest a writer should be held back, T:
+//! - background limit = about 1 s of device bandwidth (B x 1 s, at least 4 MiB): one
+//!   background flush is a second of device work;
+//! - hard limit = background + 2 x B x T: the free-run ceiling (the midpoint) then sits
+//!   B x T above the background limit, so a writer that reaches the hard limit waits
+//!   about T for the device to bring Dirty back to the ceiling;
+//! - expire = background / R (1 s to 30 s): the periodic pass never finds more than
+//!   one background flush worth of old data; writeback interval = expire / 2 (1-5 s).
+//! The predicted Dirty curve comes from the same rules the wb experiments check.
+
+use serde::Serialize;
+
+use super::background;
+use super::periodic;
+
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct AdviceInputs {
+    pub device_bytes_s: f64,
+    pub dirty_rate_bytes_s: f64,
+    pub target_latency_s: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Advice {
+    pub inputs: AdviceInputs,
+    pub dirty_background_bytes: u64,
+    pub dirty_bytes: u64,
+    pub dirty_expire_centisecs: u64,
+    pub dirty_writeback_centisecs: u64,
+    /// Plain-words reasoning, one line per setting.
+    pub reasons: Vec<String>,
+    /// What Dirty should do under these settings.
+    pub prediction: String,
+    pub warnings: Vec<String>,
+}
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+fn round_mib(b: f64) -> u64 {
+    ((b / MIB).round().max(1.0) as u64) << 20
+}
+
+pub fn advise(i: AdviceInputs) -> Advice {
+    let b = i.device_bytes_s.max(MIB);
+    let r = i.dirty_rate_bytes_s.max(0.0);
+    let t = i.target_latency_s.clamp(0.05, 60.0);
+    let bg = round_mib(b.max(4.0 * MIB));
+    let hard = round_mib(bg as f64 + 2.0 * b * t).max(bg * 2);
+    let expire_s = if r > 0.0 {
+        (bg as f64 / r).clamp(1.0, 30.0)
+    } else {
+        30.0
+    };
+    let writeback_s = (expire_s / 2.0).clamp(1.0, 5.0);
+    let mut warnings = Vec::new();
+    if r > b {
+        warnings.push(format!(
+            "the workload dirties {:.1} MiB/s but the device writes {:.1} MiB/s: writers will be throttled whatever the settings",
+            r / MIB,
+            b / MIB
+        ));
+    }
+    let reasons = vec![
+        format!(
+            "dirty_background_bytes {} MiB: about one second of the device's {:.1} MiB/s, so each background flush is a second of device work",
+            bg >> 20,
+            b / MIB
+        ),
+        format!(
+            "dirty_bytes {} MiB: the free-run ceiling ({} MiB) sits {:.1} s of device work above the background limit, so a writer at the hard limit waits about {t:.1} s",
+            hard >> 20,
+            (bg + hard) >> 21,
+            (hard - bg) as f64 / 2.0 / b
+        ),
+        format!(
+            "dirty_expire_centisecs {}: at {:.1} MiB/s the periodic pass then finds at most one background flush worth of old data",
+            (expire_s * 100.0).round(),
+            r / MIB
+        ),
+        format!(
+            "dirty_writeback_centisecs {}: half the expire time, so old data waits at most {:.1} s",
+            (writeback_s * 100.0).round(),
+            expire_s + writeback_s
+        ),
+    ];
+    let prediction = if r <= 0.0 {
+        "no dirtying measured: Dirty stays near 0".to_string()
+    } else {
+        let per = periodic::predict(r as u64, expire_s, writeback_s);
+        if per.peak_mib * MIB < bg as f64 {
+            format!(
+                "the periodic pass flushes first: Dirty climbs to about {:.1} MiB and drops to ~0 every {:.1} s",
+                per.peak_mib, per.period_s
+            )
+        } else {
+            let p = background::predict(r as u64, bg, hard);
+            format!(
+                "the background flusher holds Dirty between about {:.1} and {:.1} MiB, flushing every {:.1} s (first after {:.1} s)",
+                p.trough_mib, p.peak_mib, p.period_s, p.first_peak_s
+            )
+        }
+    };
+    Advice {
+        inputs: i,
+        dirty_background_bytes: bg,
+        dirty_bytes: hard,
+        dirty_expire_centisecs: (expire_s * 100.0).round() as u64,
+        dirty_writeback_centisecs: (writeback_s * 100.0).round() as u64,
+        reasons,
+        prediction,
+        warnings,
+    }
+}
+
+impl Advice {
+    /// `sysctl -w` lines that apply the advice (ratios first: the pairs are exclusive).
+    pub fn sysctl_lines(&self) -> Vec<(String, String)> {
+        vec![
+            (
+                "vm.dirty_background_bytes".into(),
+                self.dirty_background_bytes.to_string(),
+            ),
+            ("vm.dirty_bytes".into(), self.dirty_bytes.to_string()),
+            (
+                "vm.dirty_expire_centisecs".into(),
+                self.dirty_expire_centisecs.to_string(),
+            ),
+            (
+                "vm.dirty_writeback_centisecs".into(),
+                self.dirty_writeback_centisecs.to_string(),
+            ),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ten_mib_device_gets_ten_mib_flushes() {
+        let a = advise(AdviceInputs {
+            device_bytes_s: 10.0 * MIB,
+            dirty_rate_bytes_s: 2.0 * MIB,
+            target_latency_s: 1.0,
+        });
+        assert_eq!(a.dirty_background_bytes, 10 << 20);
+        assert_eq!(a.dirty_bytes, 30 << 20);
+        assert_eq!(a.dirty_expire_centisecs, 500);
+        assert_eq!(a.dirty_writeback_centisecs, 250);
+        assert!(a.warnings.is_empty());
+        assert_eq!(a.sysctl_lines().len(), 4);
+    }
+
+    #[test]
+    fn a_faster_device_flushes_in_bigger_units_and_less_often() {
+        let slow = advise(AdviceInputs {
+            device_bytes_s: 10.0 * MIB,
+            dirty_rate_bytes_s: 4.0 * MIB,
+            target_latency_s: 1.0,
+        });
+        let fast = advise(AdviceInputs {
+            device_bytes_s: 100.0 * MIB,
+            dirty_rate_bytes_s: 4.0 * MIB,
+            target_latency_s: 1.0,
+        });
+        assert!(fast.dirty_background_bytes > slow.dirty_background_bytes);
+        assert!(fast.dirty_expire_centisecs > slow.dirty_expire_centisecs);
+    }
+
+    #[test]
+    fn outrunning_the_device_is_a_warning() {
+        let a = advise(AdviceInputs {
+            device_bytes_s: 10.0 * MIB,
+            dirty_rate_bytes_s: 20.0 * MIB,
+            target_latency_s: 1.0,
+        });
+        assert_eq!(a.warnings.len(), 1);
+    }
+}

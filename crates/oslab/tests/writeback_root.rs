@@ -1,0 +1,306 @@
+//! The write-back lab on the real kernel (root): experiments end to end on short
+//! runs, and the system exactly as before afterwards, also after kill -9 at several
+//! points and `oslab restore`. Skips itself without root.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use assert_cmd::cargo::cargo_bin;
+
+/// The tests here change global settings and compare snapshots of them: one at a time.
+static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn serial() -> std::sync::MutexGuard<'static, ()> {
+    SERIAL.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn is_root() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("Uid:"))
+                .map(|l| l.split_whitespace().nth(2) == Some("0"))
+        })
+        .unwrap_or(false)
+}
+
+/// Everything the lab may change: dirty sysctls, loop devices, throttles, mounts.
+fn system_state() -> String {
+    let mut s = String::new();
+    for k in [
+        "dirty_background_ratio",
+        "dirty_background_bytes",
+        "dirty_ratio",
+        "dirty_bytes",
+        "dirty_writeback_centisecs",
+        "dirty_expire_centisecs",
+    ] {
+        s += &format!(
+            "{k}={}\n",
+            std::fs::read_to_string(format!("/proc/sys/vm/{k}"))
+                .unwrap()
+                .trim()
+        );
+    }
+    let loops = Command::new("losetup")
+        .arg("-a")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default();
+    s += &format!("loops:\n{loops}");
+    s += &format!(
+        "throttle:\n{}",
+        std::fs::read_to_string("/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device")
+            .unwrap_or_default()
+    );
+    let mounts: String = std::fs::read_to_string("/proc/mounts")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains("oslab"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    s + "mounts:\n" + &mounts
+}
+
+fn oslab(journal: &std::path::Path) -> Command {
+    let mut c = Command::new(cargo_bin("oslab"));
+    c.env("OSLAB_JOURNAL_DIR", journal);
+    c
+}
+
+fn json_run(
+    journal: &std::path::Path,
+    scratch: &std::path::Path,
+    args: &[&str],
+) -> serde_json::Value {
+    let out = oslab(journal)
+        .args(args)
+        .arg("--scratch")
+        .arg(scratch)
+        .args(["--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn claim_verdict(r: &serde_json::Value, id: &str) -> String {
+    r["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == id)
+        .unwrap()["verdict"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn experiments_run_and_leave_nothing_changed() {
+    let _serial = serial();
+    if !is_root() {
+        eprintln!("skipped: the write-back lab needs root");
+        return;
+    }
+    let journal = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let before = system_state();
+
+    let v = json_run(
+        journal.path(),
+        scratch.path(),
+        &[
+            "run",
+            "wb.periodic",
+            "--quick",
+            "--set",
+            "expire=2",
+            "--set",
+            "interval=1",
+            "--set",
+            "duration=7",
+        ],
+    );
+    let r = &v["results"][0];
+    assert_eq!(r["status"]["state"], "completed");
+    assert!(
+        ["holds", "differs", "not_testable"]
+            .contains(&claim_verdict(r, "periodic-expiry").as_str())
+    );
+    assert_eq!(system_state(), before);
+
+    let v = json_run(
+        journal.path(),
+        scratch.path(),
+        &[
+            "run",
+            "wb.background",
+            "--quick",
+            "--set",
+            "duration=12",
+            "--set",
+            "background=16MiB",
+        ],
+    );
+    let r = &v["results"][0];
+    assert_eq!(r["status"]["state"], "completed");
+    assert!(
+        r["plots"][0]["series"][0]["points"]
+            .as_array()
+            .unwrap()
+            .len()
+            > 50,
+        "10 Hz trace"
+    );
+    assert_eq!(system_state(), before);
+
+    let v = json_run(
+        journal.path(),
+        scratch.path(),
+        &["run", "wb.throttle", "--quick", "--set", "duration=4"],
+    );
+    let r = &v["results"][0];
+    assert_eq!(r["status"]["state"], "completed");
+    let lat = r["measurements"][0]["samples"].as_array().unwrap();
+    assert!(!lat.is_empty() && lat.iter().all(|x| x.as_f64().unwrap() >= 0.0));
+    assert_eq!(system_state(), before);
+    assert_eq!(
+        std::fs::read_dir(scratch.path()).unwrap().count(),
+        0,
+        "no files left"
+    );
+    assert_eq!(
+        std::fs::read_dir(journal.path()).unwrap().count(),
+        0,
+        "no journal left"
+    );
+}
+
+#[test]
+fn kill_9_at_any_point_is_undone_by_restore() {
+    let _serial = serial();
+    if !is_root() {
+        eprintln!("skipped: the write-back lab needs root");
+        return;
+    }
+    let before = system_state();
+    // While the testbed is built, while knobs are set and writers run, a bit later.
+    for delay_ms in [300u64, 1500, 4000] {
+        let journal = tempfile::tempdir().unwrap();
+        let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+        let mut child = oslab(journal.path())
+            .args([
+                "run",
+                "wb.throttle",
+                "--quick",
+                "--set",
+                "duration=10",
+                "--scratch",
+            ])
+            .arg(scratch.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(delay_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let out = oslab(journal.path()).arg("restore").output().unwrap();
+        assert!(
+            out.status.success(),
+            "restore after {delay_ms} ms: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        // a lazily detached loop device can take a moment to go
+        let t = Instant::now();
+        while system_state() != before && t.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        assert_eq!(
+            system_state(),
+            before,
+            "after kill -9 at {delay_ms} ms and restore"
+        );
+        assert_eq!(
+            std::fs::read_dir(scratch.path()).unwrap().count(),
+            0,
+            "scratch emptied"
+        );
+    }
+}
+
+#[test]
+fn explain_matches_the_kernel() {
+    let _serial = serial();
+    let journal = tempfile::tempdir().unwrap();
+    let out = Command::new(cargo_bin("oslab"))
+        .env("OSLAB_JOURNAL_DIR", journal.path())
+        .args(["dirty", "explain", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let ours = v["limits"]["normal"]["thresh"].as_f64().unwrap();
+    let kernel = v["kernel_thresh"].as_f64().unwrap();
+    assert!((ours - kernel).abs() / kernel < 0.01, "{ours} vs {kernel}");
+    let rules = v["rules"].as_array().unwrap();
+    assert_eq!(rules.len(), 5);
+    if is_root() {
+        // rule c is a fact of every kernel since 2.6.29
+        let c = rules
+            .iter()
+            .find(|r| r["id"] == "rule-c-bytes-override")
+            .unwrap();
+        assert_eq!(c["verdict"], "holds");
+    } else {
+        assert!(
+            rules
+                .iter()
+                .filter(|r| r["verdict"] == "not_testable")
+                .count()
+                >= 4
+        );
+    }
+}
+
+#[test]
+fn advise_from_given_rates() {
+    let out = Command::new(cargo_bin("oslab"))
+        .args([
+            "dirty",
+            "advise",
+            "--device-bandwidth",
+            "10MiB/s",
+            "--rate",
+            "2MiB/s",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["dirty_background_bytes"], 10 << 20);
+    assert_eq!(v["dirty_bytes"], 30 << 20);
+    let bad = Command::new(cargo_bin("oslab"))
+        .args([
+            "dirty",
+            "advise",
+            "--device-bandwidth",
+            "fast",
+            "--rate",
+            "1MiB/s",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(bad.status.code(), Some(2));
+}
