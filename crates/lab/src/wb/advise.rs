@@ -10,6 +10,7 @@
 //!   about T for the device to bring Dirty back to the ceiling;
 //! - expire = background / R (1 s to 30 s): the periodic pass never finds more than
 //!   one background flush worth of old data; writeback interval = expire / 2 (1-5 s).
+//!
 //! The predicted Dirty curve comes from the same rules the wb experiments check.
 
 use serde::Serialize;
