@@ -16,6 +16,7 @@ pub mod runner;
 pub mod sampler;
 pub mod scratch;
 pub mod settings;
+pub mod simrun;
 pub mod wb;
 
 pub use experiment::{

@@ -34,6 +34,9 @@ pub enum Command {
     /// Dirty-page write back: the limits the kernel applies, and tuning advice
     #[command(subcommand)]
     Dirty(DirtyCommand),
+    /// The write-back simulator: the kernel's rules and the WCALL policies, fast
+    #[command(subcommand)]
+    Sim(SimCommand),
     /// A slow, throttled block device for write-back experiments (root)
     #[command(subcommand)]
     Testbed(TestbedCommand),
@@ -215,4 +218,68 @@ pub struct TestbedUpArgs {
     /// Where the image and mount point go [default: $TMPDIR]
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SimCommand {
+    /// List the built-in scenarios
+    List,
+    /// Run a scenario (a built-in name or a TOML file) under one or more policies
+    Run(SimRunArgs),
+    /// Run a scenario for many values of one setting, on all CPUs
+    Sweep(SimSweepArgs),
+    /// Run wb.background and wb.periodic on the real kernel and the simulator, and
+    /// report how far apart they are (root)
+    Validate(SimOutArgs),
+    /// Measure the simulator's own speed
+    Bench,
+}
+
+#[derive(Debug, Args)]
+pub struct SimOutArgs {
+    /// Write the results as JSON to FILE (`-` for standard output)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write CSV files into DIR
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// Write SVG plots into DIR
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SimRunArgs {
+    /// A built-in scenario (`oslab sim list`) or a scenario file (.toml)
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+    /// Policies to compare (repeatable): vanilla, wcall, wcall-fair [default: all three]
+    #[arg(long = "policy", value_name = "POLICY")]
+    pub policies: Vec<String>,
+    /// Change a setting, e.g. --set bandwidth=20MiB/s (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub out: SimOutArgs,
+}
+
+#[derive(Debug, Args)]
+pub struct SimSweepArgs {
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+    /// The setting and its values: KEY=V1,V2,... or KEY=FROM..TO (with --steps)
+    #[arg(long, value_name = "KEY=VALUES")]
+    pub vary: String,
+    /// Points between FROM and TO
+    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..=100000))]
+    pub steps: u64,
+    /// The policy to sweep under
+    #[arg(long, value_name = "POLICY", default_value = "vanilla")]
+    pub policy: String,
+    /// Other settings (repeatable)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
 }

@@ -99,25 +99,18 @@ fn check_sets(
     Ok(out)
 }
 
+/// Where results go.
+pub struct Outputs {
+    pub json: Option<PathBuf>,
+    pub csv: Option<PathBuf>,
+    pub plots: Option<PathBuf>,
+}
+
 pub fn run(a: RunArgs) -> CmdResult {
     let registry = Registry::default();
     let experiments = registry
         .resolve(&a.ids)
         .map_err(|e| Failure::usage(e.to_string()))?;
-    let json = match &a.json {
-        Some(p) if p.as_os_str() == "-" => Some(JsonTarget::Stdout),
-        Some(p) => {
-            check_file_target(p, "--json")?;
-            Some(JsonTarget::File(p.clone()))
-        }
-        None => None,
-    };
-    if let Some(d) = &a.csv {
-        ensure_dir(d, "--csv")?;
-    }
-    if let Some(d) = &a.plots {
-        ensure_dir(d, "--plots")?;
-    }
     let scratch = scratch_base(a.scratch.as_deref())?;
     let sets = check_sets(&a.sets, &experiments)?;
     let cfg = RunConfig {
@@ -125,15 +118,43 @@ pub fn run(a: RunArgs) -> CmdResult {
         mode: if a.quick { Mode::Quick } else { Mode::Full },
         repeat: a.repeat.map(|n| n as usize),
         seed: a.seed,
-        scratch_dir: scratch.clone(),
+        scratch_dir: scratch,
     };
-    let machine = machine::collect(&Root::live(), &LiveProbes::live(&scratch));
+    let outputs = Outputs {
+        json: a.json,
+        csv: a.csv,
+        plots: a.plots,
+    };
+    execute(&experiments, &outputs, &cfg)
+}
+
+/// Runs experiments, printing tables and writing every requested output.
+pub fn execute(
+    experiments: &[&dyn oslab_lab::Experiment],
+    outputs: &Outputs,
+    cfg: &RunConfig,
+) -> CmdResult {
+    let json = match &outputs.json {
+        Some(p) if p.as_os_str() == "-" => Some(JsonTarget::Stdout),
+        Some(p) => {
+            check_file_target(p, "--json")?;
+            Some(JsonTarget::File(p.clone()))
+        }
+        None => None,
+    };
+    if let Some(d) = &outputs.csv {
+        ensure_dir(d, "--csv")?;
+    }
+    if let Some(d) = &outputs.plots {
+        ensure_dir(d, "--plots")?;
+    }
+    let machine = machine::collect(&Root::live(), &LiveProbes::live(&cfg.scratch_dir));
     let tables = !matches!(json, Some(JsonTarget::Stdout));
 
     let mut results: Vec<ExperimentResult> = Vec::new();
-    for exp in &experiments {
+    for exp in experiments {
         let bar = Bar::new(exp.meta().id);
-        let r = runner::run(*exp, &cfg, &machine, &bar);
+        let r = runner::run(*exp, cfg, &machine, &bar);
         bar.finish();
         if tables {
             print(&oslab_report::table::render_result(&r));
@@ -141,7 +162,12 @@ pub fn run(a: RunArgs) -> CmdResult {
         }
         results.push(r);
         // Written after every experiment, so an interrupted run keeps what it finished.
-        write_outputs(&results, json.as_ref(), a.csv.as_ref(), a.plots.as_ref())?;
+        write_outputs(
+            &results,
+            json.as_ref(),
+            outputs.csv.as_ref(),
+            outputs.plots.as_ref(),
+        )?;
     }
     if let Some(JsonTarget::Stdout) = json {
         print(&oslab_report::json::to_json(&result_set(&results)));

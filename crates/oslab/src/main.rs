@@ -7,6 +7,7 @@ mod cmd_info;
 mod cmd_list;
 mod cmd_restore;
 mod cmd_run;
+mod cmd_sim;
 mod cmd_testbed;
 mod cmd_tweak;
 mod cmd_watch;
@@ -35,6 +36,7 @@ fn main() {
         Command::List(a) => cmd_list::run(a),
         Command::Run(a) => cmd_run::run(a),
         Command::Restore(a) => cmd_restore::run(a),
+        Command::Sim(c) => cmd_sim::run(c),
         Command::Testbed(c) => cmd_testbed::run(c),
         Command::Dirty(c) => cmd_dirty::run(c),
         Command::Watch(a) => cmd_watch::run(a),

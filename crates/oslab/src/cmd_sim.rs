@@ -1,0 +1,223 @@
+//! `oslab sim ...`
+
+use std::path::Path;
+
+use oslab_lab::RunConfig;
+use oslab_lab::simrun::{SimExperiment, SimValidate, configure, sweep};
+use oslab_model::Mode;
+use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
+use oslab_wbsim::{Policy, simulate};
+
+use crate::CmdResult;
+use crate::cli::{SimCommand, SimOutArgs, SimRunArgs, SimSweepArgs};
+use crate::cmd_run::{Outputs, execute};
+use crate::failure::Failure;
+use crate::output::print;
+
+fn load(name: &str) -> Result<Scenario, Failure> {
+    if name.ends_with(".toml") || Path::new(name).is_file() {
+        let text = std::fs::read_to_string(name)
+            .map_err(|e| Failure::usage(format!("cannot read scenario file {name}: {e}")))?;
+        return scenario::from_toml(name, &text).map_err(Failure::usage);
+    }
+    scenario::find(name).ok_or_else(|| {
+        let names: Vec<String> = scenario::builtin().into_iter().map(|s| s.name).collect();
+        Failure::usage(format!(
+            "unknown scenario '{name}' (built in: {}; or give a .toml file)",
+            names.join(", ")
+        ))
+    })
+}
+
+fn sets(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    raw.iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| Failure::usage(format!("--set {s}: expected KEY=VALUE")))
+        })
+        .collect()
+}
+
+fn policy(s: &str) -> Result<Policy, Failure> {
+    Policy::parse(s).ok_or_else(|| {
+        Failure::usage(format!(
+            "unknown policy '{s}' (use vanilla, wcall or wcall-fair)"
+        ))
+    })
+}
+
+fn config() -> RunConfig {
+    RunConfig {
+        mode: Mode::Full,
+        repeat: None,
+        seed: 1,
+        scratch_dir: std::env::temp_dir(),
+        sets: Default::default(),
+    }
+}
+
+fn outputs(o: SimOutArgs) -> Outputs {
+    Outputs {
+        json: o.json,
+        csv: o.csv,
+        plots: o.plots,
+    }
+}
+
+fn run_one(a: SimRunArgs) -> CmdResult {
+    let s = load(&a.scenario)?;
+    let c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    let policies: Vec<Policy> = if a.policies.is_empty() {
+        vec![Policy::Vanilla, Policy::Wcall, Policy::WcallFair]
+    } else {
+        a.policies
+            .iter()
+            .map(|p| policy(p))
+            .collect::<Result<_, _>>()?
+    };
+    let exp = SimExperiment::new(&s, c, policies);
+    execute(&[&exp], &outputs(a.out), &config())
+}
+
+/// The values of `--vary`: a list, or a range split into `steps` points.
+fn values(vary: &str, steps: u64) -> Result<(String, Vec<String>), Failure> {
+    let (key, spec) = vary.split_once('=').ok_or_else(|| {
+        Failure::usage(format!("--vary {vary}: expected KEY=V1,V2 or KEY=FROM..TO"))
+    })?;
+    if let Some((a, b)) = spec.split_once("..") {
+        let (lo, hi) = match (parse_bytes(a), parse_bytes(b)) {
+            (Some(lo), Some(hi)) if hi > lo => (lo as f64, hi as f64),
+            _ => {
+                return Err(Failure::usage(format!(
+                    "--vary {vary}: FROM..TO must be two numbers, FROM below TO"
+                )));
+            }
+        };
+        let v = (0..steps)
+            .map(|i| {
+                format!(
+                    "{}",
+                    (lo + (hi - lo) * i as f64 / (steps - 1) as f64).round() as u64
+                )
+            })
+            .collect();
+        Ok((key.to_string(), v))
+    } else {
+        Ok((
+            key.to_string(),
+            spec.split(',').map(|x| x.trim().to_string()).collect(),
+        ))
+    }
+}
+
+fn run_sweep(a: SimSweepArgs) -> CmdResult {
+    let s = load(&a.scenario)?;
+    let mut c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    c.policy = policy(&a.policy)?;
+    let (key, vals) = values(&a.vary, a.steps)?;
+    let t0 = std::time::Instant::now();
+    let points = sweep(&c, &key, &vals).map_err(|e| Failure::usage(format!("--vary {e}")))?;
+    let secs = t0.elapsed().as_secs_f64();
+    if a.json {
+        print(&(serde_json::to_string_pretty(&points).expect("serialises") + "\n"));
+        return Ok(0);
+    }
+    let rows: Vec<Vec<String>> = points
+        .iter()
+        .map(|p| {
+            vec![
+                p.value.clone(),
+                format!("{:.1}", p.p99_ms),
+                format!("{:.1}", p.max_ms),
+                p.over_200.to_string(),
+                format!("{:.1}", p.peak_dirty_mib),
+            ]
+        })
+        .collect();
+    print(&format!(
+        "{} ({}), {key} varied, first writer's write() latency:\n",
+        s.name,
+        c.policy.name()
+    ));
+    print(&oslab_report::table::simple(
+        &[
+            key.as_str(),
+            "p99 ms",
+            "max ms",
+            "over 200 ms",
+            "peak dirty+wb MiB",
+        ],
+        &rows,
+        &[1, 2, 3, 4],
+    ));
+    print(&format!(
+        "\n{} settings simulated in {secs:.2} s on {} threads\n",
+        points.len(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    ));
+    Ok(0)
+}
+
+fn bench() -> CmdResult {
+    let mut text = String::new();
+    let c = scenario::find("paper-fig2").expect("built in").config;
+    for p in [Policy::Vanilla, Policy::Wcall, Policy::WcallFair] {
+        let mut c = c.clone();
+        c.policy = p;
+        let mut times = Vec::new();
+        let mut events = 0;
+        for _ in 0..30 {
+            let t = std::time::Instant::now();
+            events = simulate(&c).events;
+            times.push(t.elapsed().as_secs_f64());
+        }
+        let m = oslab_stats::median(&times).unwrap_or(0.0);
+        text.push_str(&format!(
+            "paper-fig2 ({}): {:.3} ms per run (median of 30), {events} events, {:.1} M events/s on one core\n",
+            p.name(),
+            m * 1e3,
+            events as f64 / m / 1e6
+        ));
+    }
+    let (k, v) = values("dirty_bytes=16MiB..512MiB", 1000)?;
+    let mut sc = scenario::find("testbed-fig2").expect("built in").config;
+    sc.duration_s = 15.0;
+    let t = std::time::Instant::now();
+    let n = sweep(&sc, &k, &v).map_err(Failure::runtime)?.len();
+    text.push_str(&format!(
+        "sweep of {n} settings (testbed-fig2, 15 s each): {:.2} s on {} threads\n",
+        t.elapsed().as_secs_f64(),
+        std::thread::available_parallelism().map_or(1, |n| n.get())
+    ));
+    print(&text);
+    Ok(0)
+}
+
+pub fn run(c: SimCommand) -> CmdResult {
+    match c {
+        SimCommand::List => {
+            let rows: Vec<Vec<String>> = scenario::builtin()
+                .into_iter()
+                .map(|s| vec![s.name, s.title, s.description])
+                .collect();
+            print(&oslab_report::table::simple(
+                &["scenario", "title", "what"],
+                &rows,
+                &[],
+            ));
+            print(
+                "\n'oslab sim run NAME' compares vanilla, wcall and wcall-fair; a .toml file works too (docs/sim-scenarios.md)\n",
+            );
+            Ok(0)
+        }
+        SimCommand::Run(a) => run_one(a),
+        SimCommand::Sweep(a) => run_sweep(a),
+        SimCommand::Validate(o) => {
+            let mut cfg = config();
+            cfg.mode = Mode::Quick;
+            execute(&[&SimValidate], &outputs(o), &cfg)
+        }
+        SimCommand::Bench => bench(),
+    }
+}

@@ -1,0 +1,135 @@
+//! `oslab sim` end to end: scenarios, TOML files, policies, sweeps, errors.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+
+fn oslab() -> Command {
+    Command::cargo_bin("oslab").unwrap()
+}
+
+#[test]
+fn list_names_the_paper_and_material_scenarios() {
+    oslab()
+        .args(["sim", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("paper-fig2").and(predicate::str::contains("material-a")));
+}
+
+#[test]
+fn a_run_compares_the_three_policies() {
+    let out = oslab()
+        .args(["sim", "run", "paper-fig2", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &v["results"][0];
+    assert_eq!(r["experiment"], "sim.paper-fig2");
+    for p in ["vanilla", "wcall", "wcall-fair"] {
+        let m = r["measurements"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["name"] == format!("latency.{p}.rt55"))
+            .unwrap_or_else(|| panic!("{p}"));
+        assert_eq!(
+            m["samples"].as_array().unwrap().len(),
+            700,
+            "every write of the paper's workload"
+        );
+    }
+    let plots: Vec<&str> = r["plots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    assert!(plots.contains(&"average") && plots.contains(&"latency-wcall"));
+}
+
+#[test]
+fn toml_scenarios_and_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("mine.toml");
+    std::fs::write(
+        &f,
+        r#"
+rules = "linux-6"
+dirtyable_bytes = 1073741824
+duration_s = 3.0
+cpus = 2
+[sysctls]
+dirty_bytes = 33554432
+dirty_background_bytes = 16777216
+[device]
+bandwidth_bytes_s = 10485760.0
+[[writers]]
+name = "w"
+type = "bulk"
+chunk = 524288
+class = { normal = { nice = 0 } }
+"#,
+    )
+    .unwrap();
+    oslab()
+        .args(["sim", "run"])
+        .arg(&f)
+        .args(["--policy", "vanilla"])
+        .assert()
+        .success();
+    std::fs::write(&f, "rules = \"linux-6\"\n").unwrap();
+    oslab()
+        .args(["sim", "run"])
+        .arg(&f)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("mine.toml"));
+    oslab()
+        .args(["sim", "run", "paper-fig99"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown scenario"));
+    oslab()
+        .args(["sim", "run", "paper-fig2", "--policy", "greedy"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("unknown policy"));
+    oslab()
+        .args(["sim", "run", "paper-fig2", "--set", "bandwidth=fast"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn a_sweep_returns_every_point_in_order() {
+    let out = oslab()
+        .args([
+            "sim",
+            "sweep",
+            "testbed-fig2",
+            "--vary",
+            "dirty_bytes=16MiB..128MiB",
+            "--steps",
+            "8",
+            "--set",
+            "duration=5",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let pts = v.as_array().unwrap();
+    assert_eq!(pts.len(), 8);
+    assert_eq!(pts[0]["value"], (16u64 << 20).to_string());
+    assert_eq!(pts[7]["value"], (128u64 << 20).to_string());
+}

@@ -1,0 +1,23 @@
+//! wbsim: a discrete-event simulator of dirty-page write back.
+//!
+//! Writers dirty pages of their own files; the page cache keeps dirty bytes per
+//! inode with the time it was first dirtied, charged to the writer's group; the
+//! flusher runs the periodic (expiry) pass and background write back in chunks; the
+//! kernel's throttling pauses writers (rate-based with the 200 ms cap on `linux-6`,
+//! synchronous write back by the writer on `linux-2.6.26`); a device serves write
+//! requests at a bandwidth with a per-request latency. Policies ([`policy`]) decide,
+//! before a write proceeds, whether its group must wait: `vanilla` never, `wcall`
+//! as the WCALL paper's Algorithm 1, `wcall-fair` as our improvement.
+//!
+//! Time is in integer nanoseconds; a run is deterministic for its configuration.
+#![forbid(unsafe_code)]
+
+pub mod config;
+pub mod engine;
+pub mod policy;
+pub mod rules;
+pub mod scenario;
+
+pub use config::{Class, Config, DeviceCfg, Kind, RuleSet, Sysctls, WriterCfg};
+pub use engine::{Outcome, WriterResult, simulate};
+pub use policy::Policy;

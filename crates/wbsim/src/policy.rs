@@ -1,0 +1,274 @@
+//! Write-cache allocation per priority group: one implementation for the simulator
+//! and the real governor.
+//!
+//! `wcall` is Algorithm 1 of the WCALL paper (material section 7): with weights 4, 2
+//! and 1 for RT-HIGH, RT-LOW and NORMAL, a group's share is
+//! tasks x weight x dirty pages over the sum of that product across groups, and its
+//! limits are the global limits times its share. A writer whose group is over its
+//! hard limit blocks HZ/10 and retries; the global limits still apply.
+//!
+//! Degenerate cases the paper leaves open, defined here:
+//! - the sum is 0 (nothing dirty anywhere): no group limit, everyone proceeds;
+//! - a group with no dirty pages has share 0 and limit 0, but it is not over it
+//!   (0 > 0 is false), so its first write proceeds; from then on it has a share;
+//! - one group alone: share 1, its limits are the global ones.
+//!
+//! `wcall-fair` (ours): shares by tasks x weight only, so a group that starts writing
+//! is not at zero; groups with no active writer get nothing and their space flows to
+//! the others; every active group keeps a floor of 1/(4 x active groups); the shares
+//! divide the free-run ceiling (not the hard limit) and are held against each
+//! group's dirty + writeback bytes, so that together the groups stay where the
+//! kernel pauses nobody; and a group over its limit has its own files written back
+//! at once (group-targeted write back) and retries every 10 ms. The highest-priority
+//! group present is never held back by the policy: its share is the room the others
+//! must leave it.
+
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Policy {
+    #[default]
+    Vanilla,
+    Wcall,
+    WcallFair,
+}
+
+impl Policy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Policy::Vanilla => "vanilla",
+            Policy::Wcall => "wcall",
+            Policy::WcallFair => "wcall-fair",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Policy> {
+        match s {
+            "vanilla" => Some(Policy::Vanilla),
+            "wcall" => Some(Policy::Wcall),
+            "wcall-fair" => Some(Policy::WcallFair),
+            _ => None,
+        }
+    }
+
+    /// Whether an over-limit group's files are written back at once.
+    pub fn targets_write_back(self) -> bool {
+        self == Policy::WcallFair
+    }
+}
+
+pub const WEIGHT_RT_HIGH: u64 = 4;
+pub const WEIGHT_RT_LOW: u64 = 2;
+pub const WEIGHT_NORMAL: u64 = 1;
+
+/// The paper's weight for a group name.
+pub fn weight(group: &str) -> u64 {
+    match group {
+        "rt-high" => WEIGHT_RT_HIGH,
+        "rt-low" => WEIGHT_RT_LOW,
+        _ => WEIGHT_NORMAL,
+    }
+}
+
+/// What the policy needs to know of a group now.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct GroupState {
+    /// Writers of the group that are writing.
+    pub tasks: u64,
+    pub weight: u64,
+    /// Dirty bytes charged to the group.
+    pub dirty: u64,
+    /// Bytes of the group under write back.
+    #[serde(default)]
+    pub writeback: u64,
+}
+
+/// A group's share and limits.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct GroupLimit {
+    pub share: f64,
+    pub bg: u64,
+    pub hard: u64,
+    /// No limit applies (vanilla, or nothing dirty anywhere under wcall).
+    pub unlimited: bool,
+}
+
+/// The limits of every group under `policy`, given the global (bg, hard) limits.
+pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -> Vec<GroupLimit> {
+    let unlimited = GroupLimit {
+        share: 1.0,
+        bg,
+        hard,
+        unlimited: true,
+    };
+    match policy {
+        Policy::Vanilla => vec![unlimited; groups.len()],
+        Policy::Wcall => {
+            let totals: Vec<f64> = groups
+                .iter()
+                .map(|g| (g.tasks * g.weight) as f64 * g.dirty as f64)
+                .collect();
+            let base: f64 = totals.iter().sum();
+            if base == 0.0 {
+                return vec![unlimited; groups.len()];
+            }
+            totals
+                .iter()
+                .map(|t| {
+                    let share = t / base;
+                    GroupLimit {
+                        share,
+                        bg: (bg as f64 * share) as u64,
+                        hard: (hard as f64 * share) as u64,
+                        unlimited: false,
+                    }
+                })
+                .collect()
+        }
+        Policy::WcallFair => {
+            let active: Vec<bool> = groups.iter().map(|g| g.tasks > 0).collect();
+            let n_active = active.iter().filter(|a| **a).count();
+            if n_active == 0 {
+                return vec![unlimited; groups.len()];
+            }
+            let floor = 1.0 / (4.0 * n_active as f64);
+            let raw: Vec<f64> = groups.iter().map(|g| (g.tasks * g.weight) as f64).collect();
+            let sum: f64 = raw.iter().sum();
+            // floor every active group, then scale so the shares add up to 1
+            let floored: Vec<f64> = raw
+                .iter()
+                .zip(&active)
+                .map(|(r, a)| if *a { (r / sum).max(floor) } else { 0.0 })
+                .collect();
+            let norm: f64 = floored.iter().sum();
+            let top = groups
+                .iter()
+                .filter(|g| g.tasks > 0)
+                .map(|g| g.weight)
+                .max()
+                .unwrap_or(0);
+            floored
+                .iter()
+                .zip(groups)
+                .map(|(s, g)| {
+                    let share = s / norm;
+                    if g.tasks > 0 && g.weight == top {
+                        // the highest priority present is never held back by the
+                        // policy; its share is what the others must leave free
+                        GroupLimit {
+                            share,
+                            bg,
+                            hard,
+                            unlimited: true,
+                        }
+                    } else if g.tasks == 0 {
+                        // idle: whatever it still has dirty is allowed to drain
+                        GroupLimit {
+                            share: 0.0,
+                            bg: 0,
+                            hard: u64::MAX,
+                            unlimited: false,
+                        }
+                    } else {
+                        GroupLimit {
+                            share,
+                            bg: (bg as f64 * share) as u64,
+                            hard: (hard as f64 * share) as u64,
+                            unlimited: false,
+                        }
+                    }
+                })
+                .collect()
+        }
+    }
+}
+
+/// Whether a group's writer must wait before its next write (WCALL: its dirty pages
+/// over its hard limit).
+pub fn over(limit: &GroupLimit, group_dirty: u64) -> bool {
+    !limit.unlimited && group_dirty > limit.hard
+}
+
+/// The test each policy applies: `wcall` counts the group's dirty pages, as the
+/// paper; `wcall-fair` its whole footprint, dirty plus under write back, because on
+/// a slow device pages under write back still count against everyone's limit.
+pub fn over_policy(policy: Policy, limit: &GroupLimit, g: &GroupState) -> bool {
+    match policy {
+        Policy::WcallFair => over(limit, g.dirty + g.writeback),
+        _ => over(limit, g.dirty),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn g(tasks: u64, weight: u64, dirty: u64) -> GroupState {
+        GroupState {
+            tasks,
+            weight,
+            dirty,
+            writeback: 0,
+        }
+    }
+
+    #[test]
+    fn wcall_algorithm_1_by_hand() {
+        // one rt-high task with 100 dirty, two rt-low tasks with 200 dirty, one normal with 400
+        let l = group_limits(
+            Policy::Wcall,
+            &[g(1, 4, 100), g(2, 2, 200), g(1, 1, 400)],
+            1000,
+            2000,
+        );
+        // totals 400, 800, 400 -> shares 1/4, 1/2, 1/4
+        assert_eq!(l[0].share, 0.25);
+        assert_eq!(l[1].share, 0.5);
+        assert_eq!((l[1].bg, l[1].hard), (500, 1000));
+        assert!(over(&l[2], 501));
+        assert!(!over(&l[2], 500));
+    }
+
+    #[test]
+    fn wcall_degenerate_cases() {
+        // nothing dirty anywhere: no limits
+        let l = group_limits(Policy::Wcall, &[g(1, 4, 0), g(2, 2, 0)], 10, 20);
+        assert!(l.iter().all(|x| x.unlimited));
+        // a group with no dirty pages has share 0 but is not over it
+        let l = group_limits(Policy::Wcall, &[g(1, 4, 0), g(2, 2, 50)], 10, 20);
+        assert_eq!(l[0].share, 0.0);
+        assert!(!over(&l[0], 0));
+        // one group alone gets the global limits
+        let l = group_limits(Policy::Wcall, &[g(3, 1, 7)], 10, 20);
+        assert_eq!((l[0].share, l[0].bg, l[0].hard), (1.0, 10, 20));
+    }
+
+    #[test]
+    fn fair_shares_ignore_dirty_pages_and_keep_a_floor() {
+        let l = group_limits(
+            Policy::WcallFair,
+            &[g(1, 4, 0), g(2, 2, 1000), g(0, 1, 50)],
+            1000,
+            2000,
+        );
+        // rt-high 4, rt-low 4 -> half each; the idle normal group gets nothing; the
+        // top group (rt-high) is not held back at all
+        assert!((l[0].share - 0.5).abs() < 1e-12);
+        assert!(l[0].unlimited && !over(&l[0], u64::MAX));
+        assert!((l[1].share - 0.5).abs() < 1e-12);
+        assert!(over(&l[1], 1001));
+        assert_eq!(l[2].share, 0.0);
+        assert!(!over(&l[2], 50), "an idle group's leftovers may drain");
+        // a light group is lifted to the floor of 1/(4 x 2)
+        let l = group_limits(Policy::WcallFair, &[g(1, 4, 0), g(1, 100, 0)], 1000, 2000);
+        assert!(l[0].share > 0.1, "{}", l[0].share);
+        assert!((l.iter().map(|x| x.share).sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn vanilla_never_limits() {
+        let l = group_limits(Policy::Vanilla, &[g(1, 4, 1 << 30)], 1, 2);
+        assert!(!over(&l[0], u64::MAX));
+    }
+}

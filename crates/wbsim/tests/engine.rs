@@ -1,0 +1,176 @@
+//! Hand-checked small cases and properties of the simulator.
+
+use oslab_wbsim::config::{MIB, MS};
+use oslab_wbsim::engine::{MAX_PAUSE_NS, linux6_pause};
+use oslab_wbsim::rules::Thresholds;
+use oslab_wbsim::{
+    Class, Config, DeviceCfg, Kind, Policy, RuleSet, Sysctls, WriterCfg, scenario, simulate,
+};
+
+fn writer(kind: Kind) -> WriterCfg {
+    WriterCfg {
+        name: "w".into(),
+        kind,
+        class: Class::Normal { nice: 0 },
+        group: None,
+        fsync_every: None,
+        start_ms: 0.0,
+    }
+}
+
+fn base(sysctls: Sysctls, writers: Vec<WriterCfg>, duration_s: f64) -> Config {
+    Config {
+        rules: RuleSet::Linux6,
+        dirtyable_bytes: 8 << 30,
+        sysctls,
+        device: DeviceCfg {
+            bandwidth_bytes_s: 1000.0 * MIB as f64,
+            request_latency_ns: 0,
+            max_request_bytes: 512 << 10,
+            queue_bytes: 1 << 40,
+        },
+        copy_bytes_s: 2.0e9,
+        writers,
+        duration_s,
+        policy: Policy::Vanilla,
+        sample_ms: 100.0,
+        wcall_block_ms: 100.0,
+        cpus: 2,
+    }
+}
+
+fn rate(bytes_per_s: f64) -> WriterCfg {
+    writer(Kind::Rate {
+        bytes_per_s,
+        chunk: (bytes_per_s / 10.0) as u64,
+    })
+}
+
+fn saw_of(out: &oslab_wbsim::Outcome) -> oslab_stats::sawtooth::Sawtooth {
+    let t: Vec<f64> = out.samples.iter().map(|x| x.t_s).collect();
+    let y: Vec<f64> = out
+        .samples
+        .iter()
+        .map(|x| x.dirty as f64 / MIB as f64)
+        .collect();
+    oslab_stats::sawtooth::sawtooth(&t, &y, 2.0)
+}
+
+#[test]
+fn background_sawtooth_as_on_the_real_kernel() {
+    // writeback-kernel.md: 32 MiB background, 64 MiB hard, 4 MiB/s, writeback off:
+    // peaks 32 MiB, troughs ~20 MiB, 3.0 s period, first peak at 8 s
+    let s = Sysctls {
+        dirty_bytes: 64 * MIB,
+        dirty_background_bytes: 32 * MIB,
+        dirty_writeback_centisecs: 0,
+        ..Default::default()
+    };
+    let saw = saw_of(&simulate(&base(s, vec![rate(4.0 * MIB as f64)], 40.0)));
+    assert!((saw.peak_median.unwrap() - 32.0).abs() < 0.5, "{saw:?}");
+    assert!((saw.trough_median.unwrap() - 20.0).abs() < 0.6, "{saw:?}");
+    assert!((saw.period.unwrap() - 3.0).abs() < 0.15, "{saw:?}");
+    assert!((saw.first_peak_t.unwrap() - 8.0).abs() < 0.2);
+}
+
+#[test]
+fn one_write_expires_exactly_at_the_expiry_boundary() {
+    // one write at t=0, expire 10 s, flusher every 5 s from the first dirtying:
+    // not written at 5 s (age 5 < 10), written at 10 s
+    let s = Sysctls {
+        dirty_expire_centisecs: 1000,
+        dirty_writeback_centisecs: 500,
+        ..Default::default()
+    };
+    let w = writer(Kind::Periodic {
+        bytes: MIB,
+        period_ms: 1000.0,
+        count: 1,
+    });
+    let out = simulate(&base(s, vec![w], 15.0));
+    let dirty_at = |t: f64| out.samples.iter().find(|x| x.t_s >= t).unwrap().dirty;
+    assert_eq!(dirty_at(5.05), MIB, "still dirty after the first wake-up");
+    assert_eq!(dirty_at(9.85), MIB);
+    assert_eq!(dirty_at(10.05), 0, "gone right after the expiry");
+    assert_eq!(out.bytes_written, MIB);
+}
+
+#[test]
+fn periodic_expiry_period_and_peak() {
+    // material B on a fast disk, 4 MiB/s: every 10 s, peaks of ~40 MiB
+    let s = Sysctls {
+        dirty_background_bytes: 1 << 30,
+        dirty_bytes: 2 << 30,
+        dirty_expire_centisecs: 1000,
+        dirty_writeback_centisecs: 500,
+        ..Default::default()
+    };
+    let saw = saw_of(&simulate(&base(s, vec![rate(4.0 * MIB as f64)], 45.0)));
+    assert!((saw.period.unwrap() - 10.0).abs() < 0.3, "{saw:?}");
+    assert!((saw.peak_median.unwrap() - 40.0).abs() < 1.5, "{saw:?}");
+    assert!(saw.trough_median.unwrap() < 1.0);
+}
+
+#[test]
+fn pauses_are_capped_at_200_ms() {
+    let lim = Thresholds {
+        bg: 32 * MIB,
+        hard: 64 * MIB,
+    };
+    // just under the hard limit, a slow device and many writers: still 200 ms at most
+    assert_eq!(
+        linux6_pause(64 * MIB - 1, lim, 512 << 10, MIB as f64, 16),
+        MAX_PAUSE_NS
+    );
+    // at the setpoint a lone writer pauses bytes / bandwidth
+    let setpoint = (lim.freerun() + lim.hard) / 2;
+    let p = linux6_pause(setpoint, lim, MIB, 10.0 * MIB as f64, 1);
+    assert!((p as f64 - 100.0 * MS as f64).abs() < 1e6, "{p}");
+    // at or over the limit the writer sleeps the full MAX_PAUSE and tries again
+    assert_eq!(linux6_pause(64 * MIB, lim, 4096, 1e12, 1), MAX_PAUSE_NS);
+}
+
+#[test]
+fn bytes_are_conserved_and_time_moves_forward() {
+    for s in scenario::builtin() {
+        for p in [Policy::Vanilla, Policy::Wcall, Policy::WcallFair] {
+            let mut c = s.config.clone();
+            c.policy = p;
+            c.duration_s = c.duration_s.min(20.0);
+            let out = simulate(&c);
+            assert_eq!(
+                out.bytes_dirtied,
+                out.bytes_written + out.end_dirty + out.end_writeback,
+                "{} {}",
+                s.name,
+                p.name()
+            );
+            assert!(out.samples.windows(2).all(|w| w[1].t_s > w[0].t_s));
+            for w in &out.writers {
+                assert!(
+                    w.latency_ms.iter().all(|l| *l >= 0.0),
+                    "{} {}",
+                    s.name,
+                    w.name
+                );
+                assert!(w.issue_s.windows(2).all(|x| x[1] >= x[0]));
+            }
+        }
+    }
+}
+
+#[test]
+fn deterministic_for_a_configuration() {
+    let c = scenario::find("paper-fig2").unwrap().config;
+    let a = serde_json::to_string(&simulate(&c)).unwrap();
+    let b = serde_json::to_string(&simulate(&c)).unwrap();
+    assert_eq!(a, b);
+}
+
+#[test]
+fn the_paper_problem_appears_on_vanilla() {
+    let c = scenario::find("testbed-fig2").unwrap().config;
+    let out = simulate(&c);
+    let p99 = oslab_stats::quantile(&out.writers[0].latency_ms, 0.99).unwrap();
+    assert!(p99 > 50.0, "vanilla p99 {p99}");
+}
