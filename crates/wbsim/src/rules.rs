@@ -22,30 +22,24 @@ pub fn thresholds(rules: RuleSet, s: &Sysctls, dirtyable: u64) -> (Thresholds, T
     let pages = dirtyable / PAGE;
     match rules {
         RuleSet::Linux6 => {
-            let ratio = s.dirty_ratio * PAGE / 100;
-            let bg_ratio = s.dirty_background_ratio * PAGE / 100;
-            let hard = if s.dirty_bytes > 0 {
-                s.dirty_bytes.div_ceil(PAGE)
-            } else {
-                ratio * pages / PAGE
+            // the same arithmetic `oslab dirty explain` checks against the kernel
+            let l = oslab_sys::dirty::compute(&oslab_sys::dirty::DirtyInputs {
+                page_bytes: PAGE,
+                // dirtyable_pages() adds one page so it is never 0
+                free_pages: pages.saturating_sub(1),
+                totalreserve_pages: 0,
+                active_file_pages: 0,
+                inactive_file_pages: 0,
+                dirty_ratio: s.dirty_ratio,
+                dirty_bytes: s.dirty_bytes,
+                dirty_background_ratio: s.dirty_background_ratio,
+                dirty_background_bytes: s.dirty_background_bytes,
+            });
+            let t = |x: oslab_sys::dirty::Limits| Thresholds {
+                bg: x.bg_thresh * PAGE,
+                hard: x.thresh * PAGE,
             };
-            let mut bg = if s.dirty_background_bytes > 0 {
-                s.dirty_background_bytes.div_ceil(PAGE)
-            } else {
-                bg_ratio * pages / PAGE
-            };
-            if bg >= hard {
-                bg = hard / 2;
-            }
-            let n = Thresholds {
-                bg: bg * PAGE,
-                hard: hard * PAGE,
-            };
-            let rt = Thresholds {
-                bg: (bg + bg / 4 + hard / 32) * PAGE,
-                hard: (hard + hard / 4 + hard / 32) * PAGE,
-            };
-            (n, rt)
+            (t(l.normal), t(l.realtime))
         }
         RuleSet::Linux2626 => {
             // get_dirty_limits(): no *_bytes, a 5 % floor, background at most half.

@@ -360,25 +360,7 @@ pub fn apply_set(c: &mut Config, key: &str, value: &str) -> Result<(), String> {
 
 /// "64MiB", "1G", "4096", "40MiB/s" -> bytes.
 pub fn parse_bytes(s: &str) -> Option<u64> {
-    let t = s.trim().trim_end_matches("/s");
-    let split = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (n, u) = t.split_at(split);
-    let v: f64 = n.parse().ok()?;
-    let m = match u
-        .trim()
-        .to_ascii_lowercase()
-        .trim_end_matches('b')
-        .trim_end_matches('i')
-    {
-        "" => 1u64,
-        "k" => 1 << 10,
-        "m" => 1 << 20,
-        "g" => 1 << 30,
-        _ => return None,
-    };
-    Some((v * m as f64) as u64)
+    oslab_sys::parse::size::parse_human_size(s.trim().trim_end_matches("/s")).ok()
 }
 
 #[cfg(test)]
