@@ -1,22 +1,14 @@
 //! The journal against the real kernel: a sysctl changed through it comes back after
 //! a normal end, Ctrl-C, and kill -9 followed by `oslab restore`. Needs root.
 
+mod common;
+use common::is_root;
+
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const KNOB: &str = "/proc/sys/vm/dirty_expire_centisecs";
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
-}
 
 fn read_knob() -> String {
     std::fs::read_to_string(KNOB).unwrap().trim().to_string()

@@ -2,6 +2,9 @@
 //! runs, and the system exactly as before afterwards, also after kill -9 at several
 //! points and `oslab restore`. Skips itself without root.
 
+mod common;
+use common::is_root;
+
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,17 +15,6 @@ static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn is_root() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("Uid:"))
-                .map(|l| l.split_whitespace().nth(2) == Some("0"))
-        })
-        .unwrap_or(false)
 }
 
 /// Everything the lab may change: dirty sysctls, loop devices, throttles, mounts.
