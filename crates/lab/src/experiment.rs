@@ -95,6 +95,16 @@ impl Context<'_> {
         self.param(name, v)
     }
 
+    /// A whole-number setting.
+    pub fn count(&mut self, name: &str, quick: u64, full: u64) -> u64 {
+        let v = match self.set_value(name, crate::settings::Kind::Count) {
+            Some(crate::settings::Value::Count(n)) => n,
+            _ if self.config.quick() => quick,
+            _ => full,
+        };
+        self.param(name, v)
+    }
+
     /// A yes/no setting.
     pub fn flag(&mut self, name: &str, default: bool) -> bool {
         let v = match self.set_value(name, crate::settings::Kind::Bool) {

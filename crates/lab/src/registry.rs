@@ -29,6 +29,8 @@ impl Default for Registry {
         Registry {
             experiments: vec![
                 Box::new(crate::cpu::syscall::Syscall),
+                Box::new(crate::cpu::ctxsw::Ctxsw),
+                Box::new(crate::cpu::ctxsw_ws::CtxswWs),
                 Box::new(crate::io::read::IoRead),
                 Box::new(crate::io::write::IoWrite),
                 Box::new(crate::wb::background::Background),
@@ -132,7 +134,7 @@ mod tests {
                 .collect()
         };
         assert_eq!(ids(&["cpu.syscall"]), vec!["cpu.syscall"]);
-        assert_eq!(ids(&["cpu"]), vec!["cpu.syscall"]);
+        assert_eq!(ids(&["cpu"]), vec!["cpu.syscall", "cpu.ctxsw", "cpu.ctxsw-ws"]);
         assert!(!ids(&["all"]).contains(&"null"));
         assert_eq!(ids(&["null", "null"]), vec!["null"]);
     }

@@ -6,31 +6,20 @@ use std::time::Duration;
 
 use assert_cmd::cargo::cargo_bin;
 
+mod common;
+use common::{json_output, named};
+
 fn run_json(args: &[&str], scratch: &std::path::Path) -> serde_json::Value {
-    let out = Command::new(cargo_bin("oslab"))
-        .args(args)
-        .arg("--scratch")
-        .arg(scratch)
-        .args(["--json", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_output(
+        Command::new(cargo_bin("oslab"))
+            .args(args)
+            .arg("--scratch")
+            .arg(scratch),
+    )
 }
 
 fn finding(r: &serde_json::Value, name: &str) -> f64 {
-    r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|f| f["name"] == name)
-        .unwrap_or_else(|| panic!("finding {name}"))["value"]
-        .as_f64()
-        .unwrap()
+    named(&r["findings"], name)["value"].as_f64().unwrap()
 }
 
 fn scratch_dir() -> tempfile::TempDir {

@@ -3,7 +3,7 @@
 //! points and `oslab restore`. Skips itself without root.
 
 mod common;
-use common::is_root;
+use common::{is_root, json_output};
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -66,19 +66,7 @@ fn json_run(
     scratch: &std::path::Path,
     args: &[&str],
 ) -> serde_json::Value {
-    let out = oslab(journal)
-        .args(args)
-        .arg("--scratch")
-        .arg(scratch)
-        .args(["--json", "-"])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    serde_json::from_slice(&out.stdout).unwrap()
+    json_output(oslab(journal).args(args).arg("--scratch").arg(scratch))
 }
 
 fn claim_verdict(r: &serde_json::Value, id: &str) -> String {

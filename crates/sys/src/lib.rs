@@ -18,6 +18,7 @@ pub mod fsread;
 pub mod journal;
 pub mod machine;
 pub mod parse;
+pub mod pingpong;
 pub mod process;
 pub mod sar;
 pub mod signals;

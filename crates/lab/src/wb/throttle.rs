@@ -85,14 +85,7 @@ impl Experiment for Throttle {
         }
         let bw = ctx.bytes("bandwidth", 10 << 20, 10 << 20);
         parse_bandwidth(&bw.to_string()).map_err(LabError::Failed)?;
-        let writers = ctx
-            .config
-            .sets
-            .get("writers")
-            .and_then(|v| v.parse::<usize>().ok())
-            .unwrap_or(2)
-            .clamp(1, 16);
-        ctx.param("writers", writers);
+        let writers = ctx.count("writers", 2, 2).clamp(1, 16) as usize;
         let secs = ctx.seconds("duration", 15.0, 40.0);
         ctx.progress.stage("building the testbed");
         let size = (bw as f64 * secs * 1.5) as u64 + (512 << 20);

@@ -1,0 +1,409 @@
+//! Two tasks handing control to each other, for context-switch measurements.
+//!
+//! Everything that runs between fork and exit in the child is a raw system call or
+//! an atomic on shared memory: no allocation, no locks, nothing that a fork of a
+//! threaded process could leave locked.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+use crate::error::{SysError, SysResult};
+
+/// How the two sides wake each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mechanism {
+    /// FUTEX_WAIT / FUTEX_WAKE on a shared word.
+    Futex,
+    /// One byte each way through two pipes.
+    Pipe,
+}
+
+/// Whether the peer is a forked process or a thread of this one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tasks {
+    Processes,
+    Threads,
+}
+
+/// What one run measured.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PingPong {
+    /// Wall time of each batch, ns.
+    pub batch_ns: Vec<u64>,
+    pub batches: usize,
+    pub round_trips_per_batch: u64,
+    /// Voluntary / involuntary switches of the measuring side over all batches.
+    pub own_voluntary: u64,
+    pub own_involuntary: u64,
+    /// The same for the peer.
+    pub peer_voluntary: u64,
+    pub peer_involuntary: u64,
+    /// Where each side was seen running (sched_getcpu, sampled per batch).
+    pub own_cpus: u64,
+    pub peer_cpus: u64,
+}
+
+pub const MAX_BATCHES: usize = 64;
+
+/// The page both sides share.
+#[repr(C)]
+struct Shared {
+    turn: AtomicU32,
+    stop: AtomicU32,
+    peer_vol: AtomicU64,
+    peer_invol: AtomicU64,
+    peer_cpus: AtomicU64,
+    /// Bytes of working set each side writes between switches.
+    ws_len: AtomicU64,
+    ws_ptr: AtomicU64,
+}
+
+fn futex_wait(word: &AtomicU32, val: u32) {
+    // SAFETY: word is a valid, aligned u32 in memory both sides map.
+    unsafe {
+        libc::syscall(
+            libc::SYS_futex,
+            word.as_ptr(),
+            libc::FUTEX_WAIT,
+            val,
+            std::ptr::null::<libc::timespec>(),
+        )
+    };
+}
+
+fn futex_wake(word: &AtomicU32) {
+    // SAFETY: as above.
+    unsafe { libc::syscall(libc::SYS_futex, word.as_ptr(), libc::FUTEX_WAKE, 1) };
+}
+
+/// Cost probes: a FUTEX_WAKE with no waiter, a FUTEX_WAIT that returns at once
+/// (value mismatch).
+pub fn futex_wake_nobody(word: &AtomicU32) {
+    futex_wake(word)
+}
+
+pub fn futex_wait_mismatch(word: &AtomicU32) {
+    futex_wait(word, word.load(Ordering::Relaxed).wrapping_add(1))
+}
+
+fn rusage_thread() -> (u64, u64) {
+    // SAFETY: zeroed rusage is valid output storage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer, RUSAGE_THREAD.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    (ru.ru_nvcsw as u64, ru.ru_nivcsw as u64)
+}
+
+fn cpu_bit() -> u64 {
+    // SAFETY: no arguments.
+    let c = unsafe { libc::sched_getcpu() };
+    if (0..64).contains(&c) { 1u64 << c } else { 0 }
+}
+
+fn pin(cpu: Option<u32>) {
+    if let Some(c) = cpu {
+        // SAFETY: zeroed cpu_set_t is valid; CPU_SET within range.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(c as usize, &mut set);
+            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+        }
+    }
+}
+
+fn touch(sh: &Shared) {
+    let len = sh.ws_len.load(Ordering::Relaxed) as usize;
+    if len > 0 {
+        let p = sh.ws_ptr.load(Ordering::Relaxed) as *mut u8;
+        // SAFETY: the working set is a shared mapping of len bytes set up before start.
+        unsafe { std::ptr::write_bytes(p, 0x5a, len) };
+    }
+}
+
+/// The peer's side: wait for its turn, touch the working set, hand back.
+fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
+    let (v0, i0) = rusage_thread();
+    let mut cpus = 0u64;
+    let mut byte = [0u8; 1];
+    let mut n = 0u64;
+    loop {
+        match mech {
+            Mechanism::Futex => {
+                while sh.turn.load(Ordering::Acquire) == 0 {
+                    if sh.stop.load(Ordering::Relaxed) != 0 {
+                        break;
+                    }
+                    futex_wait(&sh.turn, 0);
+                }
+            }
+            Mechanism::Pipe => {
+                // SAFETY: a valid pipe fd and a one-byte buffer.
+                let r = unsafe { libc::read(fds.0, byte.as_mut_ptr().cast(), 1) };
+                if r != 1 {
+                    break;
+                }
+            }
+        }
+        if sh.stop.load(Ordering::Relaxed) != 0 {
+            break;
+        }
+        touch(sh);
+        if n % 1024 == 0 {
+            cpus |= cpu_bit();
+        }
+        n += 1;
+        match mech {
+            Mechanism::Futex => {
+                sh.turn.store(0, Ordering::Release);
+                futex_wake(&sh.turn);
+            }
+            Mechanism::Pipe => {
+                // SAFETY: as above.
+                unsafe { libc::write(fds.1, byte.as_ptr().cast(), 1) };
+            }
+        }
+    }
+    let (v1, i1) = rusage_thread();
+    sh.peer_vol.store(v1 - v0, Ordering::Relaxed);
+    sh.peer_invol.store(i1 - i0, Ordering::Relaxed);
+    sh.peer_cpus.store(cpus, Ordering::Relaxed);
+}
+
+fn mmap_shared(len: usize) -> SysResult<*mut u8> {
+    // SAFETY: a fresh shared anonymous mapping; checked for failure.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(SysError::last_os("mmap"));
+    }
+    Ok(p as *mut u8)
+}
+
+/// Runs `batches` batches of `round_trips` round trips between this thread and a
+/// peer (process or thread), each side pinned to its CPU if given, each side
+/// writing `ws_bytes` of a shared working set before handing over.
+#[allow(clippy::too_many_arguments)]
+pub fn run(
+    tasks: Tasks,
+    mech: Mechanism,
+    own_cpu: Option<u32>,
+    peer_cpu: Option<u32>,
+    round_trips: u64,
+    batches: usize,
+    warmup: u64,
+    ws_bytes: usize,
+) -> SysResult<PingPong> {
+    let batches = batches.clamp(1, MAX_BATCHES);
+    let page = 4096usize;
+    let sh_ptr = mmap_shared(page)?;
+    // SAFETY: the page is zeroed, aligned and large enough; atomics are valid at 0.
+    let sh: &Shared = unsafe { &*(sh_ptr as *const Shared) };
+    let ws = if ws_bytes > 0 {
+        mmap_shared(ws_bytes)?
+    } else {
+        std::ptr::null_mut()
+    };
+    sh.ws_len.store(ws_bytes as u64, Ordering::Relaxed);
+    sh.ws_ptr.store(ws as u64, Ordering::Relaxed);
+    let mut p1 = [0i32; 2];
+    let mut p2 = [0i32; 2];
+    if mech == Mechanism::Pipe {
+        // SAFETY: arrays of two fds.
+        if unsafe { libc::pipe(p1.as_mut_ptr()) } != 0
+            || unsafe { libc::pipe(p2.as_mut_ptr()) } != 0
+        {
+            return Err(SysError::last_os("pipe"));
+        }
+    }
+    let previous = crate::process::affinity().ok();
+    let fds = if mech == Mechanism::Pipe {
+        [p1[0], p1[1], p2[0], p2[1]]
+    } else {
+        [-1; 4]
+    };
+    let cleanup = move |sh_ptr: *mut u8, ws: *mut u8, skip_fd: i32| {
+        // SAFETY: unmapping what was mapped above, once; closing our own fds.
+        unsafe {
+            libc::munmap(sh_ptr.cast(), page);
+            if !ws.is_null() {
+                libc::munmap(ws.cast(), ws_bytes);
+            }
+            for fd in fds {
+                if fd >= 0 && fd != skip_fd {
+                    libc::close(fd);
+                }
+            }
+        }
+    };
+
+    // start the peer
+    let mut child_pid = 0;
+    let mut thread = None;
+    match tasks {
+        Tasks::Processes => {
+            // SAFETY: the child only makes raw system calls and exits with _exit.
+            let pid = unsafe { libc::fork() };
+            if pid < 0 {
+                cleanup(sh_ptr, ws, -1);
+                return Err(SysError::last_os("fork"));
+            }
+            if pid == 0 {
+                crate::signals::unblock_in_child();
+                if mech == Mechanism::Pipe {
+                    // SAFETY: the child's copies of the ends only the parent uses.
+                    unsafe {
+                        libc::close(p1[1]);
+                        libc::close(p2[0]);
+                    }
+                }
+                pin(peer_cpu);
+                peer_loop(sh, mech, (p1[0], p2[1]));
+                // SAFETY: leave without running destructors or atexit handlers.
+                unsafe { libc::_exit(0) };
+            }
+            child_pid = pid;
+        }
+        Tasks::Threads => {
+            let addr = sh_ptr as usize;
+            let fds = (p1[0], p2[1]);
+            thread = Some(std::thread::spawn(move || {
+                pin(peer_cpu);
+                // SAFETY: the page outlives the thread (joined before unmapping).
+                let sh: &Shared = unsafe { &*(addr as *const Shared) };
+                peer_loop(sh, mech, fds);
+            }));
+        }
+    }
+    pin(own_cpu);
+
+    let mut byte = [0u8; 1];
+    let mut one_round_trip = || {
+        touch(sh);
+        match mech {
+            Mechanism::Futex => {
+                sh.turn.store(1, Ordering::Release);
+                futex_wake(&sh.turn);
+                while sh.turn.load(Ordering::Acquire) == 1 {
+                    futex_wait(&sh.turn, 1);
+                }
+            }
+            Mechanism::Pipe => {
+                // SAFETY: valid fds and buffer.
+                unsafe {
+                    libc::write(p1[1], byte.as_ptr().cast(), 1);
+                    libc::read(p2[0], byte.as_mut_ptr().cast(), 1);
+                }
+            }
+        }
+    };
+    for _ in 0..warmup {
+        one_round_trip();
+    }
+    let mut out = PingPong {
+        batch_ns: vec![0; batches],
+        batches,
+        round_trips_per_batch: round_trips,
+        ..Default::default()
+    };
+    let (v0, i0) = rusage_thread();
+    let mut cpus = 0u64;
+    for b in 0..batches {
+        let t0 = crate::clock::monotonic_ns();
+        for _ in 0..round_trips {
+            one_round_trip();
+        }
+        out.batch_ns[b] = crate::clock::monotonic_ns() - t0;
+        cpus |= cpu_bit();
+    }
+    let (v1, i1) = rusage_thread();
+    out.own_voluntary = v1 - v0;
+    out.own_involuntary = i1 - i0;
+    out.own_cpus = cpus;
+
+    // stop the peer
+    sh.stop.store(1, Ordering::Release);
+    match mech {
+        Mechanism::Futex => {
+            sh.turn.store(1, Ordering::Release);
+            futex_wake(&sh.turn);
+        }
+        Mechanism::Pipe => {
+            // SAFETY: one more byte; the peer reads it, sees stop and leaves.
+            unsafe { libc::write(p1[1], byte.as_ptr().cast(), 1) };
+        }
+    }
+    if tasks == Tasks::Processes {
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(child_pid, &mut status, 0) };
+    } else if let Some(t) = thread {
+        let _ = t.join();
+    }
+    out.peer_voluntary = sh.peer_vol.load(Ordering::Relaxed);
+    out.peer_involuntary = sh.peer_invol.load(Ordering::Relaxed);
+    out.peer_cpus = sh.peer_cpus.load(Ordering::Relaxed);
+    if let Some(p) = previous {
+        let _ = crate::process::set_affinity(&p);
+    }
+    cleanup(sh_ptr, ws, -1);
+    Ok(out)
+}
+
+/// A non-blocking pipe for the syscall-cost probe.
+pub fn nonblocking_pipe(fds: &mut [i32; 2]) -> bool {
+    // SAFETY: fds has room for two descriptors.
+    unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK) == 0 }
+}
+
+/// One byte written into and read back out of a non-blocking pipe.
+pub fn pipe_write_read(fds: &[i32; 2]) {
+    let mut b = [0u8; 1];
+    // SAFETY: valid fds and buffer.
+    unsafe {
+        libc::write(fds[1], b.as_ptr().cast(), 1);
+        libc::read(fds[0], b.as_mut_ptr().cast(), 1);
+    }
+}
+
+pub fn close_pipe(fds: &[i32; 2]) {
+    for fd in fds {
+        if *fd > 0 {
+            // SAFETY: closing our own descriptor.
+            unsafe { libc::close(*fd) };
+        }
+    }
+}
+
+/// Times writing a shared anonymous mapping of `ws_bytes` once, as the ping-pong
+/// sides do, with no switching: `samples` figures of ns per write, each the mean
+/// over `per_sample` writes after one warm-up write.
+pub fn time_writes(ws_bytes: usize, per_sample: u64, samples: usize) -> SysResult<Vec<f64>> {
+    if ws_bytes == 0 {
+        return Ok(vec![0.0; samples]);
+    }
+    let p = mmap_shared(ws_bytes)?;
+    // SAFETY: p maps ws_bytes writable bytes until the munmap below.
+    let write = || unsafe { std::ptr::write_bytes(p, 0x5a, ws_bytes) };
+    write();
+    let per_sample = per_sample.max(1);
+    let out = (0..samples)
+        .map(|_| {
+            let t0 = crate::clock::monotonic_ns();
+            for _ in 0..per_sample {
+                write();
+                std::hint::black_box(p);
+            }
+            (crate::clock::monotonic_ns() - t0) as f64 / per_sample as f64
+        })
+        .collect();
+    // SAFETY: unmapping what was mapped above.
+    unsafe { libc::munmap(p.cast(), ws_bytes) };
+    Ok(out)
+}
