@@ -60,7 +60,7 @@ static META: Meta = Meta {
         free_disk_bytes: 0,
     },
     quick_s: 12.0,
-    full_s: 60.0,
+    full_s: 200.0,
     internal: false,
 };
 
