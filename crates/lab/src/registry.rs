@@ -37,6 +37,7 @@ impl Default for Registry {
                 Box::new(crate::wb::periodic::Periodic),
                 Box::new(crate::wb::cases::Cases),
                 Box::new(crate::wb::throttle::Throttle),
+                Box::new(crate::wb::wcall_overhead::WcallOverhead),
                 Box::new(crate::null::Null),
             ],
         }
@@ -134,7 +135,10 @@ mod tests {
                 .collect()
         };
         assert_eq!(ids(&["cpu.syscall"]), vec!["cpu.syscall"]);
-        assert_eq!(ids(&["cpu"]), vec!["cpu.syscall", "cpu.ctxsw", "cpu.ctxsw-ws"]);
+        assert_eq!(
+            ids(&["cpu"]),
+            vec!["cpu.syscall", "cpu.ctxsw", "cpu.ctxsw-ws"]
+        );
         assert!(!ids(&["all"]).contains(&"null"));
         assert_eq!(ids(&["null", "null"]), vec!["null"]);
     }

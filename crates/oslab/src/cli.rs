@@ -40,6 +40,10 @@ pub enum Command {
     /// A slow, throttled block device for write-back experiments (root)
     #[command(subcommand)]
     Testbed(TestbedCommand),
+    /// WCALL, the priority-aware write-cache governor: run programs under it, run
+    /// it as a daemon, watch it
+    #[command(subcommand)]
+    Wcall(WcallCommand),
     /// Undo every system change that an interrupted oslab run left behind
     Restore(RestoreArgs),
     /// Set sysctls for a while, through the journal: for --for SECONDS, for the life of
@@ -282,4 +286,119 @@ pub struct SimSweepArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WcallCommand {
+    /// Run CMD (and its children) under the governor: a running daemon's, or one of
+    /// its own for as long as CMD runs
+    Run(WcallRunArgs),
+    /// Run a governor until Ctrl-C; programs join it with `oslab wcall run --name NAME`
+    Daemon(WcallDaemonArgs),
+    /// The governors running on this machine: groups, tasks, dirty and writeback
+    /// bytes, shares, limits, time held back, writes delayed
+    Status(WcallStatusArgs),
+    /// Govern a process that is already running (explains why this mechanism cannot)
+    Attach(WcallAttachArgs),
+    /// One writer process for the wb.wcall experiment (prints its trace as JSON)
+    #[command(hide = true)]
+    Writer(WcallWriterArgs),
+    /// Times small pwrite() calls for wb.wcall-overhead (prints ns per call per batch)
+    #[command(hide = true)]
+    BenchWrites(WcallBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WcallBenchArgs {
+    #[arg(long)]
+    pub file: PathBuf,
+    #[arg(long, default_value_t = 15)]
+    pub batches: usize,
+    #[arg(long, default_value_t = 20_000)]
+    pub per_batch: u64,
+}
+
+#[derive(Debug, Args)]
+pub struct WcallPolicyArgs {
+    /// Allocation policy: wcall (the paper's Algorithm 1) or wcall-fair (shares of
+    /// the free-run ceiling, over-share groups pushed to the device)
+    #[arg(long, value_name = "POLICY", default_value = "wcall-fair")]
+    pub policy: String,
+    /// How long a held writer waits before it looks again under wcall (the paper's HZ/10)
+    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    pub block_ms: f64,
+    /// Milliseconds between the coordinator's passes
+    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    pub interval_ms: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct WcallRunArgs {
+    /// The group of CMD's processes: rt-high, rt-low, normal, or auto (from each
+    /// process's scheduling class: real-time priority above 50, 1-50, not real-time)
+    #[arg(long, value_name = "GROUP", default_value = "auto")]
+    pub group: String,
+    /// Join the running daemon of this name instead of starting a governor
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub policy: WcallPolicyArgs,
+    /// The program and its arguments
+    #[arg(last = true, required = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WcallDaemonArgs {
+    /// The governor's name, for `oslab wcall run --name` and `status`
+    #[arg(long, value_name = "NAME", default_value = "default")]
+    pub name: String,
+    #[command(flatten)]
+    pub policy: WcallPolicyArgs,
+    /// Stop after this many seconds (default: on Ctrl-C)
+    #[arg(long = "for", value_name = "SECONDS")]
+    pub duration: Option<f64>,
+    /// Print a status line every this many seconds (0: never)
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    pub every: f64,
+}
+
+#[derive(Debug, Args)]
+pub struct WcallStatusArgs {
+    /// Only the governor of this name
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct WcallAttachArgs {
+    /// The running process
+    #[arg(value_name = "PID")]
+    pub pid: u32,
+}
+
+#[derive(Debug, Args)]
+pub struct WcallWriterArgs {
+    #[arg(long)]
+    pub file: PathBuf,
+    #[arg(long, default_value = "512KiB")]
+    pub chunk: String,
+    /// Milliseconds between writes (0: back to back)
+    #[arg(long, default_value_t = 20.0)]
+    pub period_ms: f64,
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Stop after this many seconds
+    #[arg(long)]
+    pub duration: Option<f64>,
+    #[arg(long)]
+    pub fifo: Option<i32>,
+    #[arg(long)]
+    pub nice: Option<i32>,
+    /// Common start time (CLOCK_MONOTONIC ns) shared by the writers of one run
+    #[arg(long)]
+    pub start_at: Option<u64>,
 }

@@ -14,7 +14,24 @@ fn report(outcomes: &[journal::UndoOutcome]) {
     }
 }
 
+type Hook = Box<dyn Fn() + Send>;
+
+static ON_INTERRUPT: std::sync::Mutex<Vec<Hook>> = std::sync::Mutex::new(Vec::new());
+
+/// Runs `f` when oslab is interrupted, before it exits (e.g. to tell governed
+/// programs that their governor is stopping).
+pub fn on_interrupt(f: impl Fn() + Send + 'static) {
+    if let Ok(mut v) = ON_INTERRUPT.lock() {
+        v.push(Box::new(f));
+    }
+}
+
 fn on_signal(sig: i32) {
+    if let Ok(v) = ON_INTERRUPT.lock() {
+        for f in v.iter() {
+            f();
+        }
+    }
     eprintln!("\noslab: interrupted (signal {sig}); undoing system changes");
     report(&journal::finish_global());
     std::process::exit(128 + sig);

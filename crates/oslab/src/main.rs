@@ -11,6 +11,7 @@ mod cmd_sim;
 mod cmd_testbed;
 mod cmd_tweak;
 mod cmd_watch;
+mod cmd_wcall;
 mod failure;
 mod guard;
 mod output;
@@ -41,6 +42,7 @@ fn main() {
         Command::Dirty(c) => cmd_dirty::run(c),
         Command::Watch(a) => cmd_watch::run(a),
         Command::Tweak(a) => cmd_tweak::run(a),
+        Command::Wcall(c) => cmd_wcall::run(c),
     };
     let code = match result {
         Ok(code) => code,

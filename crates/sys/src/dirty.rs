@@ -181,6 +181,32 @@ pub fn inputs_from(
     })
 }
 
+/// The inputs read from this machine now: /proc/meminfo, /proc/vmstat,
+/// /proc/zoneinfo and the four vm.dirty* sysctls. None when one cannot be read.
+pub fn live_inputs() -> Option<DirtyInputs> {
+    let root = crate::fsread::Root::live();
+    let r = |p: &str| root.read(p).unwrap_or_default();
+    let vm = |name: &str| -> Option<u64> {
+        crate::sysctl::read(&root, &format!("vm.{name}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    inputs_from(
+        &r("/proc/meminfo"),
+        &r("/proc/vmstat"),
+        &r("/proc/zoneinfo"),
+        [
+            vm("dirty_ratio")?,
+            vm("dirty_bytes")?,
+            vm("dirty_background_ratio")?,
+            vm("dirty_background_bytes")?,
+        ],
+        crate::machine::page_size(),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -164,6 +164,16 @@ pub fn set_fifo(priority: i32) -> SysResult<()> {
     Ok(())
 }
 
+/// Sets the nice value of the calling thread (Linux applies setpriority with
+/// who = 0 to the calling thread only).
+pub fn set_nice(nice: i32) -> SysResult<()> {
+    // SAFETY: no pointers; PRIO_PROCESS with who 0 is the caller.
+    if unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, nice) } != 0 {
+        return Err(SysError::last_os("setpriority"));
+    }
+    Ok(())
+}
+
 /// sync(2): write back every dirty page of every file system.
 pub fn sync_all() {
     // SAFETY: no arguments, cannot fail.

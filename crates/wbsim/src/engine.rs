@@ -390,15 +390,16 @@ impl<'a> Sim<'a> {
         if self.cfg.policy != Policy::Vanilla {
             let g = self.group_of_writer[w];
             let states = self.group_states();
-            let (bg, hard) = match self.cfg.policy {
-                // wcall-fair shares the free-run ceiling, so that together the groups
-                // never push anyone into the kernel's throttle
-                Policy::WcallFair => (self.normal.bg, self.normal.freerun()),
-                _ => (self.normal.bg, self.limits_of(w).hard),
-            };
-            let limits = policy::group_limits(self.cfg.policy, &states, bg, hard);
-            if policy::over_policy(self.cfg.policy, &limits[g], &states[g]) {
-                let wait = if self.cfg.policy.targets_write_back() {
+            let gate = policy::gates(
+                self.cfg.policy,
+                &states,
+                self.normal.bg,
+                self.limits_of(w).hard,
+                self.normal.freerun(),
+                (self.cfg.wcall_block_ms * MS as f64) as u64,
+            )[g];
+            if gate.hold {
+                if gate.push {
                     // write this group's files back now, then look again shortly
                     for i in 0..self.inodes.len() {
                         if self.inodes[i].group == g && self.inodes[i].dirty > 0 {
@@ -406,10 +407,8 @@ impl<'a> Sim<'a> {
                             self.submit(i, d);
                         }
                     }
-                    10 * MS
-                } else {
-                    (self.cfg.wcall_block_ms * MS as f64) as u64
-                };
+                }
+                let wait = gate.retry_ns;
                 self.out.writers[w].policy_wait_ms += wait as f64 / MS as f64;
                 self.push(self.now + wait, Ev::Issue(w));
                 return;

@@ -200,6 +200,56 @@ pub fn over_policy(policy: Policy, limit: &GroupLimit, g: &GroupState) -> bool {
     }
 }
 
+/// How long a held writer of `wcall-fair` waits before it looks again.
+pub const FAIR_RETRY_NS: u64 = 10_000_000;
+
+/// What the policy tells one group's writers now.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Gate {
+    pub limit: GroupLimit,
+    /// Writers of the group wait before their next write.
+    pub hold: bool,
+    /// The group's files are to be written back now.
+    pub push: bool,
+    /// How long a held writer waits before it looks again, ns.
+    pub retry_ns: u64,
+}
+
+/// The gate of every group, from the kernel's global limits (bytes): `wcall`
+/// divides the hard limit as the paper does and blocks `wcall_block_ns` (HZ/10);
+/// `wcall-fair` divides the free-run ceiling, pushes an over-limit group's files
+/// and retries every 10 ms. The simulator and the governor both decide here.
+pub fn gates(
+    policy: Policy,
+    groups: &[GroupState],
+    bg: u64,
+    hard: u64,
+    freerun: u64,
+    wcall_block_ns: u64,
+) -> Vec<Gate> {
+    let basis = match policy {
+        Policy::WcallFair => freerun,
+        _ => hard,
+    };
+    group_limits(policy, groups, bg, basis)
+        .into_iter()
+        .zip(groups)
+        .map(|(limit, g)| {
+            let hold = policy != Policy::Vanilla && over_policy(policy, &limit, g);
+            Gate {
+                limit,
+                hold,
+                push: hold && policy.targets_write_back(),
+                retry_ns: if policy.targets_write_back() {
+                    FAIR_RETRY_NS
+                } else {
+                    wcall_block_ns
+                },
+            }
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -264,6 +314,26 @@ mod tests {
         let l = group_limits(Policy::WcallFair, &[g(1, 4, 0), g(1, 100, 0)], 1000, 2000);
         assert!(l[0].share > 0.1, "{}", l[0].share);
         assert!((l.iter().map(|x| x.share).sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn gates_pick_the_basis_and_the_wait_per_policy() {
+        let groups = [g(1, 4, 10), g(2, 2, 30)];
+        // wcall: totals 40 and 120 -> shares 1/4, 3/4 of the hard limit 100
+        let w = gates(Policy::Wcall, &groups, 50, 100, 75, 100_000_000);
+        assert_eq!(w[1].limit.hard, 75);
+        assert!(!w[1].hold, "30 dirty is under 75");
+        assert!(!w[0].push && w[0].retry_ns == 100_000_000);
+        // wcall-fair: half each of the free-run ceiling 40; rt-low is over at 30 > 20
+        let f = gates(Policy::WcallFair, &groups, 50, 100, 40, 100_000_000);
+        assert_eq!(f[1].limit.hard, 20);
+        assert!(f[1].hold && f[1].push && f[1].retry_ns == FAIR_RETRY_NS);
+        assert!(!f[0].hold, "the top group is never held");
+        assert!(
+            gates(Policy::Vanilla, &groups, 0, 0, 0, 1)
+                .iter()
+                .all(|x| !x.hold)
+        );
     }
 
     #[test]

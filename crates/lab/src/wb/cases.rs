@@ -162,6 +162,7 @@ impl Experiment for Cases {
                     period: Duration::from_millis(100),
                     count: None,
                     fifo_priority: None,
+                    nice: None,
                 };
                 let progress = ctx.progress;
                 let (traces, polls) = trace::run(

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use oslab_model::{Claim, Verdict};
-use oslab_sys::dirty::{DirtyInputs, DirtyLimits, compute, inputs_from};
+use oslab_sys::dirty::{DirtyInputs, DirtyLimits, compute};
 use oslab_sys::fsread::Root;
 use oslab_sys::journal;
 use oslab_sys::parse::size::human_bytes;
@@ -47,22 +47,11 @@ fn vmstat_value(key: &str) -> Option<u64> {
 
 /// Reads the inputs on the live system.
 pub fn live_inputs() -> Result<DirtyInputs, LabError> {
-    let root = Root::live();
-    let r = |p: &str| root.read(p).unwrap_or_default();
-    inputs_from(
-        &r("/proc/meminfo"),
-        &r("/proc/vmstat"),
-        &r("/proc/zoneinfo"),
-        [
-            vm("dirty_ratio")?,
-            vm("dirty_bytes")?,
-            vm("dirty_background_ratio")?,
-            vm("dirty_background_bytes")?,
-        ],
-        oslab_sys::machine::page_size(),
-    )
-    .ok_or_else(|| {
-        LabError::Failed("cannot read /proc/meminfo, /proc/vmstat or /proc/zoneinfo".into())
+    oslab_sys::dirty::live_inputs().ok_or_else(|| {
+        LabError::Failed(
+            "cannot read /proc/meminfo, /proc/vmstat, /proc/zoneinfo or the vm.dirty* sysctls"
+                .into(),
+        )
     })
 }
 

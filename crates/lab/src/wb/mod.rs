@@ -10,3 +10,4 @@ pub mod sawexp;
 pub mod testbed;
 pub mod throttle;
 pub mod trace;
+pub mod wcall_overhead;

@@ -113,6 +113,7 @@ pub fn run_sawtooth(
         period: Duration::from_millis(100),
         count: None,
         fifo_priority: None,
+        nice: None,
     };
     let progress = ctx.progress;
     let (traces, polls) = trace::run(vec![writer], duration, Duration::from_millis(100), &|f| {

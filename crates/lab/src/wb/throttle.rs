@@ -104,6 +104,7 @@ impl Experiment for Throttle {
                     period: Duration::ZERO,
                     count: None,
                     fifo_priority: None,
+                    nice: None,
                 })
                 .collect();
             let progress = ctx.progress;

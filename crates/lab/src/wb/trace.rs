@@ -27,6 +27,8 @@ pub struct WriterSpec {
     pub count: Option<u64>,
     /// SCHED_FIFO priority, if the writer should be real-time.
     pub fifo_priority: Option<i32>,
+    /// Nice value for a writer that is not real-time (the paper's Fig. 7 uses 4).
+    pub nice: Option<i32>,
 }
 
 /// What a writer saw.
@@ -51,8 +53,16 @@ pub struct Poll {
     pub files_writeback_bytes: u64,
 }
 
-fn run_writer(spec: WriterSpec, start: u64, stop: Arc<AtomicBool>) -> WriterTrace {
+/// Runs one writer on the calling thread from `start` (CLOCK_MONOTONIC ns) until
+/// its count is done or `stop` is set.
+pub fn run_writer(spec: WriterSpec, start: u64, stop: Arc<AtomicBool>) -> WriterTrace {
     let mut tr = WriterTrace::default();
+    if let Some(n) = spec.nice
+        && let Err(e) = oslab_sys::process::set_nice(n)
+    {
+        tr.error = Some(format!("nice {n}: {e}"));
+        return tr;
+    }
     if let Some(p) = spec.fifo_priority
         && let Err(e) = oslab_sys::process::set_fifo(p)
     {

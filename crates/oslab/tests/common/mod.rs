@@ -33,3 +33,43 @@ pub fn named<'a>(list: &'a serde_json::Value, name: &str) -> &'a serde_json::Val
         .find(|m| m["name"] == name || m["id"] == name)
         .unwrap_or_else(|| panic!("{name} missing"))
 }
+
+/// The governor's interposer for the tests, built from the current source into a
+/// folder of its own: `cargo test` does not build a cdylib that nothing links, and
+/// its crate needs only libc, so this takes seconds.
+pub fn preload_lib() -> std::path::PathBuf {
+    static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BUILT
+        .get_or_init(|| {
+            let target = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("preload");
+            let status = std::process::Command::new(env!("CARGO"))
+                .args([
+                    "build",
+                    "--quiet",
+                    "-p",
+                    "oslab-wcall-preload",
+                    "--target-dir",
+                ])
+                .arg(&target)
+                .current_dir(env!("CARGO_MANIFEST_DIR"))
+                .status()
+                .expect("cargo runs");
+            assert!(status.success(), "building the interposer failed");
+            target.join("debug").join("liboslab_wcall.so")
+        })
+        .clone()
+}
+
+/// Compiles a C file from tests/fixtures with the system compiler.
+pub fn compile_c(source: &str, out: &std::path::Path, extra: &[&str]) -> bool {
+    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(source);
+    std::process::Command::new("cc")
+        .args(["-O2", "-o"])
+        .arg(out)
+        .arg(src)
+        .args(extra)
+        .status()
+        .is_ok_and(|s| s.success())
+}

@@ -1,0 +1,364 @@
+//! `oslab wcall`: the WCALL governor from the command line.
+
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use oslab_sys::parse::size::{human_bytes, parse_human_size};
+use oslab_wbsim::policy::Policy;
+use oslab_wcall::launch;
+use oslab_wcall::service::{self, Governor, Options};
+use oslab_wcall::shm::{Mapped, group_number};
+use oslab_wcall::view::{Snapshot, snapshot};
+
+use crate::CmdResult;
+use crate::cli::{
+    WcallAttachArgs, WcallBenchArgs, WcallCommand, WcallDaemonArgs, WcallPolicyArgs, WcallRunArgs,
+    WcallStatusArgs, WcallWriterArgs,
+};
+use crate::failure::Failure;
+
+pub fn run(c: WcallCommand) -> CmdResult {
+    match c {
+        WcallCommand::Run(a) => run_governed(a),
+        WcallCommand::Daemon(a) => daemon(a),
+        WcallCommand::Status(a) => status(a),
+        WcallCommand::Attach(a) => attach(a),
+        WcallCommand::Writer(a) => writer(a),
+        WcallCommand::BenchWrites(a) => bench_writes(a),
+    }
+}
+
+fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
+    let policy = match Policy::parse(&p.policy) {
+        Some(Policy::Vanilla) | None => {
+            return Err(Failure::usage(format!(
+                "unknown policy '{}': use wcall or wcall-fair",
+                p.policy
+            )));
+        }
+        Some(x) => x,
+    };
+    let ms = |name: &str, v: f64, lo: f64| {
+        if v.is_finite() && v >= lo && v <= 10_000.0 {
+            Ok(Duration::from_secs_f64(v / 1000.0))
+        } else {
+            Err(Failure::usage(format!(
+                "--{name} {v} is out of range ({lo} to 10000 ms)"
+            )))
+        }
+    };
+    Ok(Options {
+        policy,
+        block_ns: ms("block-ms", p.block_ms, 1.0)?.as_nanos() as u64,
+        interval: ms("interval-ms", p.interval_ms, 1.0)?,
+        fifo_priority: oslab_sys::process::is_root().then_some(90),
+    })
+}
+
+fn start(name: &str, o: Options) -> Result<Governor, Failure> {
+    let g = Governor::start(name, o)
+        .map_err(|e| Failure::runtime(format!("cannot start the governor: {e}")))?;
+    if let Ok(release) = g.releaser() {
+        crate::guard::on_interrupt(release);
+    }
+    Ok(g)
+}
+
+fn run_governed(a: WcallRunArgs) -> CmdResult {
+    if group_number(&a.group).is_none() {
+        return Err(Failure::usage(format!(
+            "unknown group '{}': use rt-high, rt-low, normal or auto",
+            a.group
+        )));
+    }
+    let opts = options(&a.policy)?;
+    let lib = launch::preload_path().map_err(Failure::runtime)?;
+    let program = &a.command[0];
+    let Some(path) = launch::resolve(program) else {
+        return Err(Failure::usage(format!("no program '{program}' found")));
+    };
+    if launch::is_static(&path) == Some(true) {
+        eprintln!(
+            "oslab wcall: {} is statically linked: the interposer cannot reach it, so it runs ungoverned",
+            path.display()
+        );
+    }
+    let (own, table) = match &a.name {
+        Some(name) => {
+            let found = service::discover()
+                .into_iter()
+                .find(|f| &f.name == name)
+                .ok_or_else(|| {
+                    Failure::runtime(format!(
+                        "no governor named '{name}' is running (start one with `oslab wcall daemon --name {name}`)"
+                    ))
+                })?;
+            (None, found.path)
+        }
+        None => {
+            let g = start(&format!("run-{}", std::process::id()), opts)?;
+            let p = g.path().to_path_buf();
+            (Some(g), p)
+        }
+    };
+    let mut cmd = std::process::Command::new(&path);
+    cmd.args(&a.command[1..]);
+    for (k, v) in launch::env(&lib, &table, &a.group) {
+        cmd.env(k, v);
+    }
+    let status = oslab_sys::signals::default_mask_for(&mut cmd)
+        .status()
+        .map_err(|e| Failure::runtime(format!("cannot run '{program}': {e}")))?;
+    if let Some(g) = own {
+        let s = g.finish();
+        eprint!("{}", summary(&s));
+    }
+    Ok(status.code().unwrap_or(1))
+}
+
+/// What the governor did, for people.
+fn summary(s: &Snapshot) -> String {
+    let mut out = format!("oslab wcall: policy {}\n", s.policy);
+    for g in s
+        .groups
+        .iter()
+        .filter(|g| g.writes + g.passed_through + g.mmap_writable > 0)
+    {
+        out += &format!(
+            "  {:8} {} writes ({}), {} delayed, held {:.0} ms in all, files pushed {} times\n",
+            g.group,
+            g.writes,
+            human_bytes(g.bytes),
+            g.delayed_writes,
+            g.held_ms,
+            g.pushes
+        );
+        if g.passed_through > 0 {
+            out += &format!(
+                "           {} writes passed through (O_DIRECT or not a regular file)\n",
+                g.passed_through
+            );
+        }
+        if g.mmap_writable > 0 {
+            out += &format!(
+                "           {} shared writable file mappings: their stores were not governed\n",
+                g.mmap_writable
+            );
+        }
+    }
+    out
+}
+
+fn daemon(a: WcallDaemonArgs) -> CmdResult {
+    let opts = options(&a.policy)?;
+    if a.name.is_empty() || a.name.contains('/') || a.name.len() > 64 {
+        return Err(Failure::usage("--name must be 1-64 characters without '/'"));
+    }
+    if service::discover().iter().any(|f| f.name == a.name) {
+        return Err(Failure::runtime(format!(
+            "a governor named '{}' is already running (see `oslab wcall status`)",
+            a.name
+        )));
+    }
+    let g = start(&a.name, opts)?;
+    eprintln!(
+        "oslab wcall: governor '{}' ({}) running as pid {}; govern programs with `oslab wcall run --name {} -- CMD`; Ctrl-C stops it",
+        a.name,
+        opts.policy.name(),
+        std::process::id(),
+        a.name
+    );
+    let end = a
+        .duration
+        .map(|d| oslab_sys::clock::monotonic_ns() + (d.max(0.0) * 1e9) as u64);
+    let every = Duration::from_secs_f64(if a.every > 0.0 {
+        a.every.min(3600.0)
+    } else {
+        1.0
+    });
+    loop {
+        std::thread::sleep(every);
+        if a.every > 0.0 {
+            eprintln!("{}", status_line(&g.snapshot()));
+        }
+        if end.is_some_and(|e| oslab_sys::clock::monotonic_ns() >= e) {
+            break;
+        }
+    }
+    let s = g.finish();
+    eprint!("{}", summary(&s));
+    Ok(0)
+}
+
+fn status_line(s: &Snapshot) -> String {
+    let groups: Vec<String> = s
+        .groups
+        .iter()
+        .map(|g| {
+            format!(
+                "{} {}t {}/{}{}",
+                g.group,
+                g.tasks,
+                human_bytes(g.dirty_bytes + g.writeback_bytes),
+                g.limit_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
+                if g.held { " HELD" } else { "" }
+            )
+        })
+        .collect();
+    format!(
+        "{} dirty {} writeback {} | {}",
+        oslab_sys::clock::local_hms(),
+        human_bytes(s.global_dirty_bytes),
+        human_bytes(s.global_writeback_bytes),
+        groups.join(" | ")
+    )
+}
+
+fn status(a: WcallStatusArgs) -> CmdResult {
+    let found: Vec<_> = service::discover()
+        .into_iter()
+        .filter(|f| a.name.as_ref().is_none_or(|n| &f.name == n))
+        .collect();
+    let mut snaps = Vec::new();
+    for f in &found {
+        match Mapped::open(&f.path) {
+            Ok(m) => snaps.push((f, snapshot(m.table(), oslab_sys::clock::monotonic_ns()))),
+            Err(e) => eprintln!(
+                "oslab wcall: cannot read governor '{}' (pid {}): {e}",
+                f.name, f.pid
+            ),
+        }
+    }
+    if a.json {
+        let v: Vec<_> = snaps
+            .iter()
+            .map(|(f, s)| serde_json::json!({"name": f.name, "pid": f.pid, "status": s}))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        return Ok(0);
+    }
+    if snaps.is_empty() {
+        println!(
+            "no governor is running (start one: oslab wcall daemon, or oslab wcall run -- CMD)"
+        );
+        return Ok(0);
+    }
+    for (f, s) in &snaps {
+        println!(
+            "governor '{}' pid {} policy {} ({} passes{}); global Dirty {} Writeback {}; kernel limits: background {}, free-run {}, hard {}",
+            f.name,
+            f.pid,
+            s.policy,
+            s.passes,
+            if s.coordinator_alive {
+                ""
+            } else {
+                ", NOT RESPONDING"
+            },
+            human_bytes(s.global_dirty_bytes),
+            human_bytes(s.global_writeback_bytes),
+            human_bytes(s.bg_thresh_bytes),
+            human_bytes(s.freerun_bytes),
+            human_bytes(s.thresh_bytes)
+        );
+        let rows: Vec<Vec<String>> = s
+            .groups
+            .iter()
+            .map(|g| {
+                vec![
+                    g.group.clone(),
+                    format!("{}/{}", g.tasks, g.processes),
+                    human_bytes(g.dirty_bytes),
+                    human_bytes(g.writeback_bytes),
+                    format!("{:.3}", g.share),
+                    g.limit_bytes
+                        .map(human_bytes)
+                        .unwrap_or_else(|| "none".into()),
+                    if g.held { "yes".into() } else { "no".into() },
+                    format!("{:.0}", g.held_ms),
+                    g.delayed_writes.to_string(),
+                    g.writes.to_string(),
+                ]
+            })
+            .collect();
+        print!(
+            "{}",
+            oslab_report::table::simple(
+                &[
+                    "group",
+                    "tasks/procs",
+                    "dirty",
+                    "writeback",
+                    "share",
+                    "limit",
+                    "held now",
+                    "held ms",
+                    "delayed",
+                    "writes"
+                ],
+                &rows,
+                &[1, 2, 3, 4, 5, 7, 8, 9]
+            )
+        );
+        println!();
+    }
+    Ok(0)
+}
+
+fn attach(a: WcallAttachArgs) -> CmdResult {
+    if !std::path::Path::new(&format!("/proc/{}", a.pid)).exists() {
+        return Err(Failure::usage(format!("there is no process {}", a.pid)));
+    }
+    Err(Failure::runtime(format!(
+        "cannot govern running process {}: the governor enforces through an LD_PRELOAD interposer, \
+which a program loads only when it starts (oslab does not inject code with ptrace). \
+Restart it as `oslab wcall run [--name NAME] -- CMD`",
+        a.pid
+    )))
+}
+
+fn writer(a: WcallWriterArgs) -> CmdResult {
+    let chunk = parse_human_size(&a.chunk)
+        .map_err(|e| Failure::usage(format!("--chunk: {e}")))?
+        .clamp(1, 1 << 30) as usize;
+    let spec = oslab_lab::wb::trace::WriterSpec {
+        path: a.file.clone(),
+        chunk,
+        period: Duration::from_secs_f64(a.period_ms.max(0.0) / 1000.0),
+        count: a.count,
+        fifo_priority: a.fifo,
+        nice: a.nice,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let start = a.start_at.unwrap_or_else(oslab_sys::clock::monotonic_ns);
+    if let Some(d) = a.duration {
+        let s = stop.clone();
+        let end = start + (d.max(0.0) * 1e9) as u64;
+        std::thread::spawn(move || {
+            let now = oslab_sys::clock::monotonic_ns();
+            std::thread::sleep(Duration::from_nanos(end.saturating_sub(now)));
+            s.store(true, std::sync::atomic::Ordering::Relaxed);
+        });
+    }
+    let trace = oslab_lab::wb::trace::run_writer(spec, start, stop);
+    println!(
+        "{}",
+        serde_json::to_string(&trace).map_err(|e| Failure::runtime(e.to_string()))?
+    );
+    Ok(if trace.error.is_some() { 1 } else { 0 })
+}
+
+fn bench_writes(a: WcallBenchArgs) -> CmdResult {
+    let v = oslab_lab::wb::wcall_overhead::time_pwrites(
+        &a.file,
+        a.batches.clamp(1, 1000),
+        a.per_batch.clamp(1, 10_000_000),
+    )
+    .map_err(|e| Failure::runtime(format!("{}: {e}", a.file.display())))?;
+    println!(
+        "{}",
+        serde_json::to_string(&v).map_err(|e| Failure::runtime(e.to_string()))?
+    );
+    Ok(0)
+}

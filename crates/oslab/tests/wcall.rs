@@ -1,0 +1,294 @@
+//! The WCALL governor end to end on programs oslab did not write (dd, a C program):
+//! every byte arrives, every write variant is seen, and what the interposer cannot
+//! cover is reported. No timing is asserted.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use assert_cmd::cargo::cargo_bin;
+use common::{compile_c, preload_lib};
+
+fn oslab() -> Command {
+    let mut c = Command::new(cargo_bin("oslab"));
+    c.env("OSLAB_WCALL_LIB", preload_lib());
+    c.env(
+        "OSLAB_JOURNAL_DIR",
+        std::env::temp_dir().join("oslab-wcall-tests"),
+    );
+    c
+}
+
+fn workdir() -> tempfile::TempDir {
+    tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap()
+}
+
+fn writer_program(dir: &Path, static_link: bool) -> PathBuf {
+    let exe = dir.join(if static_link {
+        "writer-static"
+    } else {
+        "writer"
+    });
+    let extra: &[&str] = if static_link { &["-static"] } else { &[] };
+    assert!(
+        compile_c("wcall_writer.c", &exe, extra),
+        "cc could not build the test program (install gcc and libc6-dev)"
+    );
+    exe
+}
+
+/// What the C program writes: `count` records of 4096 bytes, record i all (i % 251).
+fn expected(count: usize) -> Vec<u8> {
+    (0..count)
+        .flat_map(|i| std::iter::repeat_n((i % 251) as u8, 4096))
+        .collect()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn dd_under_the_governor_keeps_every_byte() {
+    let dir = workdir();
+    let input = dir.path().join("in");
+    let data: Vec<u8> = (0..(8u32 << 20))
+        .map(|i| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    std::fs::write(&input, &data).unwrap();
+    let out_path = dir.path().join("out");
+    let o = oslab()
+        .args(["wcall", "run", "--group", "normal", "--", "dd", "bs=64K"])
+        .arg(format!("if={}", input.display()))
+        .arg(format!("of={}", out_path.display()))
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&out_path).unwrap(),
+        data,
+        "every byte arrived"
+    );
+    // dd wrote 128 blocks of 64 KiB through write(); its messages on stderr are
+    // not regular files and pass through
+    assert!(
+        stderr(&o).contains("normal   128 writes (8 MiB)"),
+        "{}",
+        stderr(&o)
+    );
+}
+
+#[test]
+fn a_c_program_is_governed_through_every_write_variant() {
+    let dir = workdir();
+    let exe = writer_program(dir.path(), false);
+    let out_path = dir.path().join("data");
+    let o = oslab()
+        .args([
+            "wcall", "run", "--group", "rt-low", "--policy", "wcall", "--",
+        ])
+        .arg(&exe)
+        .arg(&out_path)
+        .args(["64", "0", "mixed"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&out_path).unwrap(), expected(64));
+    let e = stderr(&o);
+    assert!(e.contains("policy wcall\n"), "{e}");
+    assert!(
+        e.contains("rt-low   64 writes (256 KiB)"),
+        "write, pwrite, writev and pwritev all counted: {e}"
+    );
+}
+
+#[test]
+fn auto_groups_follow_the_scheduling_class() {
+    let dir = workdir();
+    let exe = writer_program(dir.path(), false);
+    let out_path = dir.path().join("data");
+    let o = oslab()
+        .args(["wcall", "run", "--"])
+        .arg(&exe)
+        .arg(&out_path)
+        .args(["8", "0", "mixed"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("normal   8 writes"),
+        "not real-time: normal; {}",
+        stderr(&o)
+    );
+    if common::is_root() {
+        let o = oslab()
+            .args(["wcall", "run", "--", "chrt", "-f", "55"])
+            .arg(&exe)
+            .arg(&out_path)
+            .args(["8", "0", "mixed"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert!(
+            stderr(&o).contains("rt-high  8 writes"),
+            "SCHED_FIFO 55 is rt-high: {}",
+            stderr(&o)
+        );
+    }
+}
+
+#[test]
+fn what_the_interposer_cannot_cover_is_reported() {
+    let dir = workdir();
+    let exe = writer_program(dir.path(), false);
+    // shared writable mappings: stores are not write calls
+    let p = dir.path().join("mapped");
+    let o = oslab()
+        .args(["wcall", "run", "--"])
+        .arg(&exe)
+        .arg(&p)
+        .args(["16", "0", "mmap"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&p).unwrap(), expected(16));
+    assert!(
+        stderr(&o).contains("stores into it are not governed"),
+        "{}",
+        stderr(&o)
+    );
+    // O_DIRECT does not dirty the page cache: passed through, counted
+    let p = dir.path().join("direct");
+    let o = oslab()
+        .args(["wcall", "run", "--"])
+        .arg(&exe)
+        .arg(&p)
+        .args(["16", "0", "direct"])
+        .output()
+        .unwrap();
+    if o.status.success() {
+        assert_eq!(std::fs::read(&p).unwrap(), expected(16));
+        assert!(
+            stderr(&o).contains("16 writes passed through"),
+            "{}",
+            stderr(&o)
+        );
+    } else {
+        // a file system without O_DIRECT (tmpfs) refuses the open itself
+        assert!(stderr(&o).contains("open"), "{}", stderr(&o));
+    }
+    // a static binary never loads the interposer
+    if let Some(st) = std::panic::catch_unwind(|| writer_program(dir.path(), true)).ok() {
+        let p = dir.path().join("static");
+        let o = oslab()
+            .args(["wcall", "run", "--"])
+            .arg(&st)
+            .arg(&p)
+            .args(["4", "0", "mixed"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", stderr(&o));
+        assert_eq!(std::fs::read(&p).unwrap(), expected(4));
+        assert!(
+            stderr(&o).contains("is statically linked"),
+            "{}",
+            stderr(&o)
+        );
+        assert!(
+            !stderr(&o).contains(" writes ("),
+            "nothing was governed: {}",
+            stderr(&o)
+        );
+    }
+}
+
+fn wait_for_governor(name: &str) -> serde_json::Value {
+    for _ in 0..100 {
+        let o = oslab()
+            .args(["wcall", "status", "--json", "--name", name])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        if v.as_array().is_some_and(|a| !a.is_empty()) {
+            return v;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("governor {name} did not show up");
+}
+
+#[test]
+fn writers_carry_on_when_the_coordinator_is_killed() {
+    let dir = workdir();
+    let exe = writer_program(dir.path(), false);
+    let name = format!("kill-{}", std::process::id());
+    let mut daemon = oslab()
+        .args(["wcall", "daemon", "--every", "0", "--name", &name])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let v = wait_for_governor(&name);
+    assert_eq!(v[0]["status"]["policy"], "wcall-fair");
+    assert_eq!(v[0]["status"]["groups"].as_array().unwrap().len(), 3);
+    let out_path = dir.path().join("data");
+    // 300 records, 10 ms apart: about 3 s, the daemon dies after 0.5 s
+    let writer = oslab()
+        .args(["wcall", "run", "--name", &name, "--"])
+        .arg(&exe)
+        .arg(&out_path)
+        .args(["300", "10000", "mixed"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    let o = writer.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(&out_path).unwrap(),
+        expected(300),
+        "nothing lost"
+    );
+    let e = stderr(&o);
+    assert_eq!(e.matches("proceed ungoverned").count(), 1, "said once: {e}");
+    assert!(e.contains("not responding"), "{e}");
+}
+
+#[test]
+fn bad_input_and_attach_get_one_sentence() {
+    let o = oslab()
+        .args(["wcall", "run", "--group", "vip", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("unknown group 'vip'"));
+    let o = oslab()
+        .args(["wcall", "run", "--policy", "vanilla", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = oslab()
+        .args(["wcall", "run", "--", "no-such-program-xyz"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no program 'no-such-program-xyz'"));
+    let o = oslab()
+        .args(["wcall", "run", "--name", "nobody-runs-this", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("no governor named 'nobody-runs-this'"));
+    let o = oslab()
+        .args(["wcall", "attach", &std::process::id().to_string()])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("LD_PRELOAD"), "{}", stderr(&o));
+    for o in [&o] {
+        assert!(!stderr(o).contains("panicked"));
+    }
+}

@@ -1,0 +1,370 @@
+//! The table the WCALL coordinator and the governed processes share: an anonymous
+//! memory file the coordinator holds, mapped by both. Every field is an atomic, so no locks cross process boundaries;
+//! each process writes its counters into its own slot, so the write path of one
+//! process never contends with another's.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+
+pub const MAGIC: u64 = u64::from_le_bytes(*b"oslabwc1");
+pub const VERSION: u32 = 1;
+pub const GROUPS: usize = 3;
+pub const MAX_PROCS: usize = 512;
+pub const MAX_FILES: usize = 1024;
+
+/// Environment variables that carry the governor to a program and its children.
+pub const ENV_SHM: &str = "OSLAB_WCALL_SHM";
+pub const ENV_GROUP: &str = "OSLAB_WCALL_GROUP";
+
+/// Group numbers, highest priority first (the paper's RT-HIGH, RT-LOW, NON-RT).
+pub const RT_HIGH: u32 = 0;
+pub const RT_LOW: u32 = 1;
+pub const NORMAL: u32 = 2;
+/// In ENV_GROUP: classify by scheduling class and priority.
+pub const AUTO: u32 = 3;
+
+pub const GROUP_NAMES: [&str; GROUPS] = ["rt-high", "rt-low", "normal"];
+
+/// Writers trust the coordinator's hold flags only while it ran this recently.
+pub const MAX_SILENCE_NS: u64 = 1_000_000_000;
+
+/// CLOCK_MONOTONIC in ns (the coordinator's heartbeat clock).
+#[inline]
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec to fill; CLOCK_MONOTONIC always exists.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// A group number from its name (`auto` included).
+pub fn group_number(name: &str) -> Option<u32> {
+    match name {
+        "rt-high" => Some(RT_HIGH),
+        "rt-low" => Some(RT_LOW),
+        "normal" => Some(NORMAL),
+        "auto" => Some(AUTO),
+        _ => None,
+    }
+}
+
+/// The paper's classification: RT priority above 50 is RT-HIGH, 1..=50 RT-LOW,
+/// anything not real-time NORMAL.
+pub fn classify(policy: i32, rt_priority: i32) -> u32 {
+    if policy == libc::SCHED_FIFO || policy == libc::SCHED_RR {
+        if rt_priority > 50 { RT_HIGH } else { RT_LOW }
+    } else {
+        NORMAL
+    }
+}
+
+#[repr(C)]
+pub struct Header {
+    pub magic: AtomicU64,
+    pub version: AtomicU32,
+    /// 0 vanilla (monitor only), 1 wcall, 2 wcall-fair.
+    pub policy: AtomicU32,
+    pub coordinator_pid: AtomicU32,
+    /// Set when the coordinator stops cleanly: writers proceed without asking.
+    pub stopped: AtomicU32,
+    /// CLOCK_MONOTONIC ns of the coordinator's last pass.
+    pub heartbeat_ns: AtomicU64,
+    /// Global Dirty, Writeback and the kernel's limits at the last pass, bytes.
+    pub global_dirty: AtomicU64,
+    pub global_writeback: AtomicU64,
+    pub bg_thresh: AtomicU64,
+    pub thresh: AtomicU64,
+    pub freerun: AtomicU64,
+    pub passes: AtomicU64,
+    _pad: [u64; 4],
+}
+
+/// What the coordinator decided for a group, and its totals.
+#[repr(C, align(128))]
+pub struct GroupSlot {
+    /// 1: writers of the group wait before writing.
+    pub hold: AtomicU32,
+    pub tasks: AtomicU32,
+    /// How long a held writer waits before it looks again, ns.
+    pub retry_ns: AtomicU64,
+    /// Share in millionths; u64::MAX limit means none.
+    pub share_ppm: AtomicU64,
+    pub limit_bytes: AtomicU64,
+    pub dirty_bytes: AtomicU64,
+    pub writeback_bytes: AtomicU64,
+    /// Times the coordinator pushed the group's files (sync_file_range).
+    pub pushes: AtomicU64,
+}
+
+/// One governed process's counters; pid 0 marks a free slot.
+#[repr(C, align(128))]
+pub struct ProcSlot {
+    pub pid: AtomicU32,
+    pub group: AtomicU32,
+    pub last_write_ns: AtomicU64,
+    pub writes: AtomicU64,
+    pub bytes: AtomicU64,
+    pub delayed_writes: AtomicU64,
+    pub held_ns: AtomicU64,
+    /// Writes the governor let through untouched: O_DIRECT, not a regular file.
+    pub passed_through: AtomicU64,
+    /// Shared writable mappings of regular files (stores the governor cannot see).
+    pub mmap_writable: AtomicU64,
+    /// 1 once the process found the coordinator gone.
+    pub ungoverned: AtomicU32,
+    pub alive: AtomicU32,
+}
+
+pub const FILE_FREE: u32 = 0;
+pub const FILE_CLAIMED: u32 = 1;
+pub const FILE_READY: u32 = 2;
+
+/// A regular file some governed process writes: the coordinator opens it through
+/// /proc/PID/fd/FD to read its page-cache state and to push it.
+#[repr(C)]
+pub struct FileSlot {
+    pub state: AtomicU32,
+    pub group: AtomicU32,
+    pub pid: AtomicU32,
+    pub fd: AtomicU32,
+    pub dev: AtomicU64,
+    pub ino: AtomicU64,
+}
+
+#[repr(C)]
+pub struct Table {
+    pub header: Header,
+    pub groups: [GroupSlot; GROUPS],
+    pub procs: [ProcSlot; MAX_PROCS],
+    pub files: [FileSlot; MAX_FILES],
+}
+
+pub const TABLE_BYTES: usize = std::mem::size_of::<Table>();
+
+impl Table {
+    /// Whether a writer may trust the hold flags: the coordinator ran within
+    /// `max_age_ns` and has not stopped.
+    pub fn coordinator_alive(&self, now_ns: u64, max_age_ns: u64) -> bool {
+        self.header.stopped.load(Ordering::Relaxed) == 0
+            && now_ns.saturating_sub(self.header.heartbeat_ns.load(Ordering::Relaxed)) <= max_age_ns
+    }
+
+    /// Tells every governed process that nobody governs any more: no group is held.
+    pub fn release(&self) {
+        for g in &self.groups {
+            g.hold.store(0, Ordering::Release);
+        }
+        self.header.stopped.store(1, Ordering::Release);
+    }
+
+    /// Claims a process slot for `pid` (reusing a dead one when the table is full).
+    pub fn claim_proc(&self, pid: u32, group: u32) -> Option<usize> {
+        for (i, p) in self.procs.iter().enumerate() {
+            if p.pid.load(Ordering::Relaxed) == 0
+                && p.pid
+                    .compare_exchange(0, pid, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                p.group.store(group, Ordering::Relaxed);
+                p.alive.store(1, Ordering::Release);
+                return Some(i);
+            }
+        }
+        None
+    }
+
+    /// Registers a file by (dev, ino) once: a file already in the table keeps its
+    /// first group. Returns false when the table is full.
+    pub fn register_file(&self, dev: u64, ino: u64, group: u32, pid: u32, fd: u32) -> bool {
+        for f in &self.files {
+            if f.state.load(Ordering::Acquire) == FILE_READY
+                && f.dev.load(Ordering::Relaxed) == dev
+                && f.ino.load(Ordering::Relaxed) == ino
+            {
+                return true;
+            }
+        }
+        for f in &self.files {
+            if f.state.load(Ordering::Relaxed) == FILE_FREE
+                && f.state
+                    .compare_exchange(FILE_FREE, FILE_CLAIMED, Ordering::AcqRel, Ordering::Relaxed)
+                    .is_ok()
+            {
+                f.dev.store(dev, Ordering::Relaxed);
+                f.ino.store(ino, Ordering::Relaxed);
+                f.group.store(group, Ordering::Relaxed);
+                f.pid.store(pid, Ordering::Relaxed);
+                f.fd.store(fd, Ordering::Relaxed);
+                f.state.store(FILE_READY, Ordering::Release);
+                return true;
+            }
+        }
+        false
+    }
+}
+
+/// A mapping of the table.
+pub struct Mapped {
+    ptr: *mut Table,
+}
+
+// SAFETY: the table is only atomics; sharing it between threads is what it is for.
+unsafe impl Send for Mapped {}
+// SAFETY: as above.
+unsafe impl Sync for Mapped {}
+
+impl Mapped {
+    /// Creates a table in an anonymous memory file named `oslab-wcall-NAME` and maps
+    /// it. The file is what other processes open, as /proc/PID/fd/FD; it lives as
+    /// long as the returned File is open, so nothing is ever left behind.
+    pub fn create_memfd(name: &str) -> std::io::Result<(Mapped, std::fs::File)> {
+        use std::os::fd::FromRawFd;
+        let cname = std::ffi::CString::new(format!("oslab-wcall-{name}"))
+            .map_err(|_| std::io::Error::other("a governor name cannot hold a NUL byte"))?;
+        // SAFETY: a NUL-terminated name; the fd is checked and then owned by File.
+        let fd = unsafe { libc::memfd_create(cname.as_ptr(), 0) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: fd is a fresh descriptor that nothing else owns.
+        let f = unsafe { std::fs::File::from_raw_fd(fd) };
+        f.set_len(TABLE_BYTES as u64)?;
+        let m = Self::map_fd(fd)?;
+        let t = m.table();
+        t.header.version.store(VERSION, Ordering::Relaxed);
+        t.header
+            .coordinator_pid
+            .store(std::process::id(), Ordering::Relaxed);
+        t.header.magic.store(MAGIC, Ordering::Release);
+        Ok((m, f))
+    }
+
+    /// Maps an existing table; an error when it is not one of ours.
+    pub fn open(path: &std::path::Path) -> std::io::Result<Mapped> {
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(path)?;
+        if f.metadata()?.len() < TABLE_BYTES as u64 {
+            return Err(std::io::Error::other(
+                "not an oslab wcall table (too small)",
+            ));
+        }
+        let m = Self::map_fd(std::os::fd::AsRawFd::as_raw_fd(&f))?;
+        let h = &m.table().header;
+        if h.magic.load(Ordering::Acquire) != MAGIC || h.version.load(Ordering::Relaxed) != VERSION
+        {
+            return Err(std::io::Error::other(
+                "not an oslab wcall table (bad magic or version)",
+            ));
+        }
+        Ok(m)
+    }
+
+    /// Maps `fd` (a table file) shared, read-write.
+    pub fn map_fd(fd: i32) -> std::io::Result<Mapped> {
+        // SAFETY: a fresh shared mapping of an fd we were given; checked below.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                TABLE_BYTES,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd,
+                0,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(Mapped { ptr: p.cast() })
+    }
+
+    pub fn table(&self) -> &Table {
+        // SAFETY: ptr maps TABLE_BYTES of a file whose content is only atomics (all
+        // bit patterns valid) for as long as self lives.
+        unsafe { &*self.ptr }
+    }
+
+    /// Leaves the mapping in place for the rest of the process (the interposer's
+    /// table lives as long as the program).
+    pub fn leak(self) -> &'static Table {
+        let p = self.ptr;
+        std::mem::forget(self);
+        // SAFETY: never unmapped from here on.
+        unsafe { &*p }
+    }
+}
+
+impl Drop for Mapped {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping once.
+        unsafe { libc::munmap(self.ptr.cast(), TABLE_BYTES) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_paper_classification() {
+        assert_eq!(classify(libc::SCHED_FIFO, 55), RT_HIGH);
+        assert_eq!(classify(libc::SCHED_FIFO, 50), RT_LOW);
+        assert_eq!(classify(libc::SCHED_RR, 1), RT_LOW);
+        assert_eq!(classify(libc::SCHED_OTHER, 0), NORMAL);
+        assert_eq!(classify(libc::SCHED_BATCH, 0), NORMAL);
+        assert_eq!(group_number("auto"), Some(AUTO));
+        assert_eq!(group_number("rt-mid"), None);
+    }
+
+    #[test]
+    fn create_open_and_register() {
+        let (m, f) = Mapped::create_memfd("test").unwrap();
+        let path = std::path::PathBuf::from(format!(
+            "/proc/self/fd/{}",
+            std::os::fd::AsRawFd::as_raw_fd(&f)
+        ));
+        let other = Mapped::open(&path).unwrap();
+        let i = m.table().claim_proc(42, NORMAL).unwrap();
+        assert_eq!(
+            other.table().procs[i].pid.load(Ordering::Relaxed),
+            42,
+            "one table, two mappings"
+        );
+        assert!(m.table().register_file(1, 2, NORMAL, 42, 3));
+        assert!(
+            other.table().register_file(1, 2, RT_HIGH, 43, 4),
+            "already there"
+        );
+        let ready: Vec<_> = m
+            .table()
+            .files
+            .iter()
+            .filter(|f| f.state.load(Ordering::Relaxed) == FILE_READY)
+            .collect();
+        assert_eq!(ready.len(), 1);
+        assert_eq!(
+            ready[0].group.load(Ordering::Relaxed),
+            NORMAL,
+            "the first group keeps it"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("junk"), vec![0u8; TABLE_BYTES]).unwrap();
+        assert!(Mapped::open(&dir.path().join("junk")).is_err());
+        assert!(Mapped::open(&dir.path().join("absent")).is_err());
+    }
+
+    #[test]
+    fn a_stale_heartbeat_means_ungoverned() {
+        let (m, _f) = Mapped::create_memfd("test").unwrap();
+        let t = m.table();
+        t.header.heartbeat_ns.store(1_000, Ordering::Relaxed);
+        assert!(t.coordinator_alive(1_500, 1_000));
+        assert!(!t.coordinator_alive(5_000, 1_000));
+        t.header.stopped.store(1, Ordering::Relaxed);
+        assert!(!t.coordinator_alive(1_500, 1_000));
+    }
+}

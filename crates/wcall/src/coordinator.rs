@@ -1,0 +1,297 @@
+//! The coordinator: the paper's three modules in user space.
+//!
+//! - Monitoring: which governed processes are alive and writing (their group comes
+//!   from the table), each group's dirty and writeback bytes exactly, from
+//!   cachestat() on the files its processes write, and the global Dirty, Writeback
+//!   and the kernel's limits as `oslab dirty explain` computes them.
+//! - Allocation: `oslab_wbsim::policy::gates`, the same code the simulator runs.
+//! - Control: the hold flag of each group, which the interposer checks before every
+//!   write, and for `wcall-fair` a push of an over-share group's files with
+//!   sync_file_range(SYNC_FILE_RANGE_WRITE), which starts write back without waiting.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
+use std::sync::atomic::Ordering;
+
+use oslab_sys::clock::monotonic_ns;
+use oslab_sys::fileio::cachestat;
+use oslab_wbsim::policy::{self, GroupState, Policy};
+
+use crate::shm::{FILE_FREE, FILE_READY, GROUPS, MAX_FILES, Mapped, Table};
+
+/// A writer counts as an active task of its group for this long after a write.
+pub const ACTIVE_NS: u64 = 1_000_000_000;
+/// The paper's block: HZ/10 (100 ms at the paper's HZ = 1000).
+pub const WCALL_BLOCK_NS: u64 = 100_000_000;
+/// The kernel limits are read again at most this often (zoneinfo is long).
+const LIMITS_EVERY_NS: u64 = 100_000_000;
+
+pub fn policy_code(p: Policy) -> u32 {
+    match p {
+        Policy::Vanilla => 0,
+        Policy::Wcall => 1,
+        Policy::WcallFair => 2,
+    }
+}
+
+pub fn policy_of(code: u32) -> Policy {
+    match code {
+        1 => Policy::Wcall,
+        2 => Policy::WcallFair,
+        _ => Policy::Vanilla,
+    }
+}
+
+/// The global picture of one pass.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Global {
+    pub dirty: u64,
+    pub writeback: u64,
+    pub bg: u64,
+    pub hard: u64,
+    pub freerun: u64,
+}
+
+pub struct Coordinator {
+    map: Mapped,
+    policy: Policy,
+    block_ns: u64,
+    files: Vec<Option<File>>,
+    page: u64,
+    limits: Global,
+    limits_at: u64,
+}
+
+fn process_exists(pid: u32) -> bool {
+    // SAFETY: signal 0 only checks for existence and permission.
+    let r = unsafe { libc::kill(pid as i32, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+fn meminfo_dirty_writeback() -> (u64, u64) {
+    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
+    let kb = |k: &str| -> u64 {
+        text.lines()
+            .find_map(|l| l.strip_prefix(k)?.split_whitespace().next()?.parse().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    (kb("Dirty:"), kb("Writeback:"))
+}
+
+impl Coordinator {
+    pub fn new(map: Mapped, policy: Policy, block_ns: u64) -> Coordinator {
+        let t = map.table();
+        t.header
+            .policy
+            .store(policy_code(policy), Ordering::Relaxed);
+        t.header
+            .heartbeat_ns
+            .store(monotonic_ns(), Ordering::Release);
+        Coordinator {
+            map,
+            policy,
+            block_ns,
+            files: (0..MAX_FILES).map(|_| None).collect(),
+            page: oslab_sys::machine::page_size(),
+            limits: Global::default(),
+            limits_at: 0,
+        }
+    }
+
+    pub fn table(&self) -> &Table {
+        self.map.table()
+    }
+
+    /// One pass of monitoring, allocation and control; returns the groups' states.
+    pub fn tick(&mut self) -> [GroupState; GROUPS] {
+        let now = monotonic_ns();
+        let global = self.global(now);
+        let t = self.map.table();
+        let mut states = [GroupState::default(); GROUPS];
+        for (g, s) in states.iter_mut().enumerate() {
+            s.weight = policy::weight(crate::shm::GROUP_NAMES[g]);
+        }
+        for p in &t.procs {
+            let pid = p.pid.load(Ordering::Acquire);
+            if pid == 0 || p.alive.load(Ordering::Relaxed) == 0 {
+                continue;
+            }
+            if !process_exists(pid) {
+                p.alive.store(0, Ordering::Relaxed);
+                continue;
+            }
+            let g = p.group.load(Ordering::Relaxed) as usize;
+            let last = p.last_write_ns.load(Ordering::Relaxed);
+            if g < GROUPS && last > 0 && now.saturating_sub(last) <= ACTIVE_NS {
+                states[g].tasks += 1;
+            }
+        }
+        for (i, f) in t.files.iter().enumerate() {
+            if f.state.load(Ordering::Acquire) != FILE_READY {
+                continue;
+            }
+            let pid = f.pid.load(Ordering::Relaxed);
+            if self.files[i].is_none() {
+                self.files[i] = open_registered(f);
+                if self.files[i].is_none() {
+                    // the writer closed it or is gone before we looked: forget it
+                    f.state.store(FILE_FREE, Ordering::Release);
+                    continue;
+                }
+            }
+            let g = (f.group.load(Ordering::Relaxed) as usize).min(GROUPS - 1);
+            let Some(file) = &self.files[i] else { continue };
+            let (d, w) = match cachestat(file) {
+                Ok(cs) => (cs.dirty * self.page, cs.writeback * self.page),
+                Err(_) => (0, 0),
+            };
+            states[g].dirty += d;
+            states[g].writeback += w;
+            if d + w == 0 && !process_exists(pid) {
+                self.files[i] = None;
+                f.state.store(FILE_FREE, Ordering::Release);
+            }
+        }
+        let gates = policy::gates(
+            self.policy,
+            &states,
+            global.bg,
+            global.hard,
+            global.freerun,
+            self.block_ns,
+        );
+        for (g, gate) in gates.iter().enumerate() {
+            let slot = &t.groups[g];
+            slot.tasks.store(states[g].tasks as u32, Ordering::Relaxed);
+            slot.dirty_bytes.store(states[g].dirty, Ordering::Relaxed);
+            slot.writeback_bytes
+                .store(states[g].writeback, Ordering::Relaxed);
+            slot.share_ppm
+                .store((gate.limit.share * 1e6) as u64, Ordering::Relaxed);
+            let limit = if gate.limit.unlimited {
+                u64::MAX
+            } else {
+                gate.limit.hard
+            };
+            slot.limit_bytes.store(limit, Ordering::Relaxed);
+            slot.retry_ns.store(gate.retry_ns, Ordering::Relaxed);
+            slot.hold.store(gate.hold as u32, Ordering::Release);
+            if gate.push {
+                self.push(g as u32);
+                slot.pushes.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        let h = &t.header;
+        h.global_dirty.store(global.dirty, Ordering::Relaxed);
+        h.global_writeback
+            .store(global.writeback, Ordering::Relaxed);
+        h.bg_thresh.store(global.bg, Ordering::Relaxed);
+        h.thresh.store(global.hard, Ordering::Relaxed);
+        h.freerun.store(global.freerun, Ordering::Relaxed);
+        h.passes.fetch_add(1, Ordering::Relaxed);
+        h.heartbeat_ns.store(monotonic_ns(), Ordering::Release);
+        states
+    }
+
+    fn global(&mut self, now: u64) -> Global {
+        if self.limits_at == 0 || now - self.limits_at >= LIMITS_EVERY_NS {
+            if let Some(i) = oslab_sys::dirty::live_inputs() {
+                let l = oslab_sys::dirty::compute(&i).normal;
+                self.limits = Global {
+                    bg: l.bg_thresh * self.page,
+                    hard: l.thresh * self.page,
+                    freerun: l.freerun * self.page,
+                    ..Global::default()
+                };
+            }
+            self.limits_at = now;
+        }
+        let (dirty, writeback) = meminfo_dirty_writeback();
+        Global {
+            dirty,
+            writeback,
+            ..self.limits
+        }
+    }
+
+    /// Starts write back of every file of group `g`, without waiting for it.
+    fn push(&self, g: u32) {
+        let t = self.map.table();
+        for (i, f) in t.files.iter().enumerate() {
+            if f.state.load(Ordering::Acquire) == FILE_READY
+                && f.group.load(Ordering::Relaxed) == g
+                && let Some(file) = &self.files[i]
+            {
+                // SAFETY: a valid fd; offset 0, length 0 means to the end of the file.
+                unsafe {
+                    libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE)
+                };
+            }
+        }
+    }
+
+    /// Tells the governed processes that nobody governs any more.
+    pub fn stop(&self) {
+        self.map.table().release();
+    }
+}
+
+/// Opens a registered file through the writer's fd, checking it is the same file.
+fn open_registered(f: &crate::shm::FileSlot) -> Option<File> {
+    let path = format!(
+        "/proc/{}/fd/{}",
+        f.pid.load(Ordering::Relaxed),
+        f.fd.load(Ordering::Relaxed)
+    );
+    let file = File::open(path).ok()?;
+    let m = file.metadata().ok()?;
+    (m.dev() == f.dev.load(Ordering::Relaxed) && m.ino() == f.ino.load(Ordering::Relaxed))
+        .then_some(file)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::{NORMAL, RT_HIGH};
+    use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn a_pass_charges_a_files_dirty_pages_to_its_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let (map, _memfd) = Mapped::create_memfd("test").unwrap();
+        let mut c = Coordinator::new(map, Policy::WcallFair, WCALL_BLOCK_NS);
+        let path = dir.path().join("data");
+        let mut f = File::create(&path).unwrap();
+        f.write_all(&vec![1u8; 1 << 20]).unwrap();
+        let m = f.metadata().unwrap();
+        let me = std::process::id();
+        let t = c.table();
+        let slot = t.claim_proc(me, NORMAL).unwrap();
+        t.procs[slot]
+            .last_write_ns
+            .store(monotonic_ns(), Ordering::Relaxed);
+        assert!(t.register_file(m.dev(), m.ino(), NORMAL, me, f.as_raw_fd() as u32));
+        let s = c.tick();
+        assert_eq!(s[NORMAL as usize].tasks, 1);
+        assert_eq!(s[RT_HIGH as usize].tasks, 0);
+        // the MiB just written is dirty or already under write back, unless the
+        // flusher was very quick; it is never charged to another group
+        assert!(s[NORMAL as usize].dirty + s[NORMAL as usize].writeback <= 1 << 20);
+        assert_eq!(s[RT_HIGH as usize].dirty, 0);
+        let h = &c.table().header;
+        assert!(h.thresh.load(Ordering::Relaxed) > 0, "kernel limits read");
+        assert_eq!(h.passes.load(Ordering::Relaxed), 1);
+        // a lone group of the top weight present is never held
+        assert_eq!(
+            c.table().groups[NORMAL as usize]
+                .hold
+                .load(Ordering::Relaxed),
+            0
+        );
+        c.stop();
+        assert!(!c.table().coordinator_alive(monotonic_ns(), u64::MAX));
+    }
+}

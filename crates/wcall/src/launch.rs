@@ -1,0 +1,124 @@
+//! Starting a program under the governor: where the interposer is, the environment
+//! that carries it to the program and its children, and the programs it cannot
+//! reach (statically linked ones).
+
+use std::path::{Path, PathBuf};
+
+/// The file name of the interposer cdylib.
+pub const PRELOAD_NAME: &str = "liboslab_wcall.so";
+/// Overrides where the interposer is looked for.
+pub const ENV_LIB: &str = "OSLAB_WCALL_LIB";
+
+/// The interposer: $OSLAB_WCALL_LIB, or next to the oslab executable (or in its
+/// deps/ folder, or one folder up, as cargo lays out test binaries).
+pub fn preload_path() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os(ENV_LIB) {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(format!("{ENV_LIB}={} is not a file", p.display()))
+        };
+    }
+    let exe = std::env::current_exe().map_err(|e| format!("cannot find oslab's own path: {e}"))?;
+    let dir = exe.parent().unwrap_or(Path::new("."));
+    let candidates = [
+        dir.join(PRELOAD_NAME),
+        dir.join("deps").join(PRELOAD_NAME),
+        dir.join("..").join(PRELOAD_NAME),
+    ];
+    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
+        format!(
+            "the interposer {PRELOAD_NAME} is not next to {} (build the workspace: cargo build --release)",
+            exe.display()
+        )
+    })
+}
+
+/// The program a command name runs: itself when it has a slash, else from PATH.
+pub fn resolve(program: &str) -> Option<PathBuf> {
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return p.is_file().then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// Whether an ELF file has no program interpreter (PT_INTERP), so the dynamic
+/// loader, and with it LD_PRELOAD, never runs. None when it is not a 64-bit
+/// little-endian ELF (a script, say: its interpreter is what runs).
+pub fn is_static_elf(bytes: &[u8]) -> Option<bool> {
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+        return None;
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
+    let u64_at = |o: usize| {
+        bytes
+            .get(o..o + 8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap_or([0; 8])) as usize)
+    };
+    let phoff = u64_at(32)?;
+    let (phentsize, phnum) = (u16_at(54), u16_at(56));
+    for i in 0..phnum {
+        let o = phoff + i * phentsize;
+        let kind = bytes.get(o..o + 4)?;
+        if u32::from_le_bytes(kind.try_into().ok()?) == 3 {
+            return Some(false);
+        }
+    }
+    Some(true)
+}
+
+/// Reads enough of `path` to tell whether it is a static ELF.
+pub fn is_static(path: &Path) -> Option<bool> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(path).ok()?;
+    let mut head = vec![0u8; 64 * 1024];
+    let n = f.read(&mut head).ok()?;
+    head.truncate(n);
+    is_static_elf(&head)
+}
+
+/// The environment for a governed program: the interposer first in LD_PRELOAD
+/// (keeping what was there), the table and the group.
+pub fn env(lib: &Path, table: &Path, group: &str) -> Vec<(String, String)> {
+    let mut preload = lib.display().to_string();
+    if let Ok(old) = std::env::var("LD_PRELOAD")
+        && !old.is_empty()
+    {
+        preload = format!("{preload}:{old}");
+    }
+    vec![
+        ("LD_PRELOAD".into(), preload),
+        (crate::shm::ENV_SHM.into(), table.display().to_string()),
+        (crate::shm::ENV_GROUP.into(), group.into()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn elf_interpreter_tells_static_from_dynamic() {
+        // this test binary is dynamically linked (Rust links glibc dynamically)
+        let me = std::env::current_exe().unwrap();
+        assert_eq!(is_static(&me), Some(false));
+        assert_eq!(is_static_elf(b"#!/bin/sh\necho hi\n"), None);
+        // a minimal ELF header with no program headers: nothing to interpret it
+        let mut h = vec![0u8; 64];
+        h[..4].copy_from_slice(b"\x7fELF");
+        h[4] = 2;
+        h[5] = 1;
+        assert_eq!(is_static_elf(&h), Some(true));
+    }
+
+    #[test]
+    fn programs_resolve_from_path() {
+        assert!(resolve("sh").is_some());
+        assert!(resolve("surely-no-such-program-here").is_none());
+    }
+}

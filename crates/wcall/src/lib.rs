@@ -1,0 +1,12 @@
+//! WCALL as a user-space governor (material section 7): the table shared with the
+//! interposer, the coordinator, and launching governed programs. The interposer
+//! itself is the cdylib crate `oslab-wcall-preload` (liboslab_wcall.so).
+
+pub mod coordinator;
+pub mod launch;
+pub mod service;
+pub mod view;
+
+/// The table shared with the interposer.
+pub use oslab_wcall_table as shm;
+pub use oslab_wcall_table::MAX_SILENCE_NS;

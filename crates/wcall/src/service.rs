@@ -1,0 +1,156 @@
+//! A running governor: the table, and the coordinator on its own thread passing
+//! every `interval`. Used by `oslab wcall run`, `oslab wcall daemon` and the
+//! `wb.wcall` experiment.
+
+use std::os::fd::AsRawFd;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use oslab_sys::clock::monotonic_ns;
+use oslab_wbsim::policy::Policy;
+
+use crate::coordinator::Coordinator;
+use crate::shm::Mapped;
+use crate::view::{Snapshot, snapshot};
+
+pub struct Governor {
+    _memfd: std::fs::File,
+    path: PathBuf,
+    view: Mapped,
+    stop: Arc<AtomicBool>,
+    handle: Option<std::thread::JoinHandle<Coordinator>>,
+}
+
+/// How the coordinator runs.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    pub policy: Policy,
+    /// The wcall block (HZ/10 in the paper).
+    pub block_ns: u64,
+    pub interval: Duration,
+    /// Run the coordinator thread SCHED_FIFO at this priority (needs root), so
+    /// busy writers cannot delay its passes.
+    pub fifo_priority: Option<i32>,
+}
+
+impl Governor {
+    pub fn start(name: &str, o: Options) -> std::io::Result<Governor> {
+        let (map, memfd) = Mapped::create_memfd(name)?;
+        let path = PathBuf::from(format!(
+            "/proc/{}/fd/{}",
+            std::process::id(),
+            memfd.as_raw_fd()
+        ));
+        let view = Mapped::open(&path)?;
+        let mut coordinator = Coordinator::new(map, o.policy, o.block_ns);
+        coordinator.tick();
+        let stop = Arc::new(AtomicBool::new(false));
+        let s = stop.clone();
+        let handle = std::thread::Builder::new()
+            .name("wcall-coordinator".into())
+            .spawn(move || {
+                if let Some(p) = o.fifo_priority {
+                    let _ = oslab_sys::process::set_fifo(p);
+                }
+                let step = o.interval.as_nanos().max(1_000_000) as u64;
+                let mut next = monotonic_ns() + step;
+                while !s.load(Ordering::Relaxed) {
+                    let now = monotonic_ns();
+                    if next > now {
+                        std::thread::sleep(Duration::from_nanos(next - now));
+                    }
+                    next += step;
+                    coordinator.tick();
+                }
+                coordinator.stop();
+                coordinator
+            })?;
+        Ok(Governor {
+            _memfd: memfd,
+            path,
+            view,
+            stop,
+            handle: Some(handle),
+        })
+    }
+
+    /// The path a governed program opens the table by (OSLAB_WCALL_SHM).
+    pub fn path(&self) -> &std::path::Path {
+        &self.path
+    }
+
+    /// Something that can tell the governed programs the governor stopped, from
+    /// anywhere (a signal handler thread, say).
+    pub fn releaser(&self) -> std::io::Result<impl Fn() + Send + 'static> {
+        let m = Mapped::open(&self.path)?;
+        Ok(move || m.table().release())
+    }
+
+    pub fn snapshot(&self) -> Snapshot {
+        snapshot(self.view.table(), monotonic_ns())
+    }
+
+    /// Stops the coordinator (governed programs then proceed ungoverned) and returns
+    /// the last picture.
+    pub fn finish(mut self) -> Snapshot {
+        self.halt();
+        self.snapshot()
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Governor {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// A governor found running on this machine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub name: String,
+    pub pid: u32,
+    pub path: PathBuf,
+}
+
+/// Governors running now: processes holding a memory file called oslab-wcall-NAME.
+pub fn discover() -> Vec<Found> {
+    let mut out = Vec::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return out;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let Ok(target) = std::fs::read_link(fd.path()) else {
+                continue;
+            };
+            let t = target.to_string_lossy();
+            if let Some(rest) = t.strip_prefix("/memfd:oslab-wcall-") {
+                let name = rest.trim_end_matches(" (deleted)").to_string();
+                if name != "test" {
+                    out.push(Found {
+                        name,
+                        pid,
+                        path: fd.path(),
+                    });
+                }
+            }
+        }
+    }
+    out.sort_by_key(|f| f.pid);
+    out
+}

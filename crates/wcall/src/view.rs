@@ -1,0 +1,91 @@
+//! A snapshot of the table for `oslab wcall status` and for results.
+
+use std::sync::atomic::Ordering;
+
+use serde::Serialize;
+
+use crate::shm::{GROUP_NAMES, GROUPS, Table};
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct GroupView {
+    pub group: String,
+    pub tasks: u32,
+    pub processes: u32,
+    pub dirty_bytes: u64,
+    pub writeback_bytes: u64,
+    /// Share of the divided limit, 0..1.
+    pub share: f64,
+    /// None: no limit applies.
+    pub limit_bytes: Option<u64>,
+    pub held: bool,
+    pub held_ms: f64,
+    pub delayed_writes: u64,
+    pub writes: u64,
+    pub bytes: u64,
+    pub pushes: u64,
+    pub passed_through: u64,
+    pub mmap_writable: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct Snapshot {
+    pub policy: String,
+    pub coordinator_pid: u32,
+    pub coordinator_alive: bool,
+    pub passes: u64,
+    pub global_dirty_bytes: u64,
+    pub global_writeback_bytes: u64,
+    pub bg_thresh_bytes: u64,
+    pub thresh_bytes: u64,
+    pub freerun_bytes: u64,
+    pub groups: Vec<GroupView>,
+}
+
+pub fn snapshot(t: &Table, now_ns: u64) -> Snapshot {
+    let h = &t.header;
+    let mut groups: Vec<GroupView> = (0..GROUPS)
+        .map(|g| {
+            let s = &t.groups[g];
+            let limit = s.limit_bytes.load(Ordering::Relaxed);
+            GroupView {
+                group: GROUP_NAMES[g].into(),
+                tasks: s.tasks.load(Ordering::Relaxed),
+                dirty_bytes: s.dirty_bytes.load(Ordering::Relaxed),
+                writeback_bytes: s.writeback_bytes.load(Ordering::Relaxed),
+                share: s.share_ppm.load(Ordering::Relaxed) as f64 / 1e6,
+                limit_bytes: (limit != u64::MAX).then_some(limit),
+                held: s.hold.load(Ordering::Relaxed) != 0,
+                pushes: s.pushes.load(Ordering::Relaxed),
+                ..GroupView::default()
+            }
+        })
+        .collect();
+    for p in &t.procs {
+        if p.pid.load(Ordering::Relaxed) == 0 {
+            continue;
+        }
+        let g = (p.group.load(Ordering::Relaxed) as usize).min(GROUPS - 1);
+        let v = &mut groups[g];
+        v.processes += p.alive.load(Ordering::Relaxed);
+        v.held_ms += p.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        v.delayed_writes += p.delayed_writes.load(Ordering::Relaxed);
+        v.writes += p.writes.load(Ordering::Relaxed);
+        v.bytes += p.bytes.load(Ordering::Relaxed);
+        v.passed_through += p.passed_through.load(Ordering::Relaxed);
+        v.mmap_writable += p.mmap_writable.load(Ordering::Relaxed);
+    }
+    Snapshot {
+        policy: crate::coordinator::policy_of(h.policy.load(Ordering::Relaxed))
+            .name()
+            .into(),
+        coordinator_pid: h.coordinator_pid.load(Ordering::Relaxed),
+        coordinator_alive: t.coordinator_alive(now_ns, crate::MAX_SILENCE_NS),
+        passes: h.passes.load(Ordering::Relaxed),
+        global_dirty_bytes: h.global_dirty.load(Ordering::Relaxed),
+        global_writeback_bytes: h.global_writeback.load(Ordering::Relaxed),
+        bg_thresh_bytes: h.bg_thresh.load(Ordering::Relaxed),
+        thresh_bytes: h.thresh.load(Ordering::Relaxed),
+        freerun_bytes: h.freerun.load(Ordering::Relaxed),
+        groups,
+    }
+}
