@@ -37,6 +37,7 @@ impl Default for Registry {
                 Box::new(crate::wb::periodic::Periodic),
                 Box::new(crate::wb::cases::Cases),
                 Box::new(crate::wb::throttle::Throttle),
+                Box::new(crate::wb::wcall::WbWcall),
                 Box::new(crate::wb::wcall_overhead::WcallOverhead),
                 Box::new(crate::null::Null),
             ],

@@ -15,13 +15,15 @@
 //!
 //! `wcall-fair` (ours): shares by tasks x weight only, so a group that starts writing
 //! is not at zero; groups with no active writer get nothing and their space flows to
-//! the others; every active group keeps a floor of 1/(4 x active groups); the shares
-//! divide the free-run ceiling (not the hard limit) and are held against each
-//! group's dirty + writeback bytes, so that together the groups stay where the
-//! kernel pauses nobody; and a group over its limit has its own files written back
-//! at once (group-targeted write back) and retries every 10 ms. The highest-priority
-//! group present is never held back by the policy: its share is the room the others
-//! must leave it.
+//! the others; every active group keeps a floor of 1/(4 x active groups). The
+//! highest-priority group present is never held back by the policy. Every other
+//! active group may use, of the free-run ceiling (not the hard limit), what the
+//! groups above it do not already occupy (their dirty + writeback bytes), divided
+//! among the held-back groups by their shares; it is held against its own dirty +
+//! writeback bytes. So together the groups stay where the kernel pauses nobody,
+//! whatever the top group writes, and the others get exactly the room it leaves.
+//! A group over its limit has its own files written back at once (group-targeted
+//! write back) and retries every 10 ms.
 
 use serde::{Deserialize, Serialize};
 
@@ -148,6 +150,12 @@ pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -
                 .map(|g| g.weight)
                 .max()
                 .unwrap_or(0);
+            let held_share: f64 = floored
+                .iter()
+                .zip(groups)
+                .filter(|(_, g)| g.tasks > 0 && g.weight != top)
+                .map(|(s, _)| s / norm)
+                .sum();
             floored
                 .iter()
                 .zip(groups)
@@ -155,7 +163,7 @@ pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -
                     let share = s / norm;
                     if g.tasks > 0 && g.weight == top {
                         // the highest priority present is never held back by the
-                        // policy; its share is what the others must leave free
+                        // policy; what it occupies is taken from the others' room
                         GroupLimit {
                             share,
                             bg,
@@ -171,10 +179,16 @@ pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -
                             unlimited: false,
                         }
                     } else {
+                        let above: u64 = groups
+                            .iter()
+                            .filter(|h| h.weight > g.weight)
+                            .map(|h| h.dirty + h.writeback)
+                            .sum();
+                        let part = share / held_share;
                         GroupLimit {
                             share,
-                            bg: (bg as f64 * share) as u64,
-                            hard: (hard as f64 * share) as u64,
+                            bg: (bg.saturating_sub(above) as f64 * part) as u64,
+                            hard: (hard.saturating_sub(above) as f64 * part) as u64,
                             unlimited: false,
                         }
                     }
@@ -194,9 +208,14 @@ pub fn over(limit: &GroupLimit, group_dirty: u64) -> bool {
 /// paper; `wcall-fair` its whole footprint, dirty plus under write back, because on
 /// a slow device pages under write back still count against everyone's limit.
 pub fn over_policy(policy: Policy, limit: &GroupLimit, g: &GroupState) -> bool {
+    over(limit, charged(policy, g))
+}
+
+/// The bytes a policy holds against a group's limit.
+pub fn charged(policy: Policy, g: &GroupState) -> u64 {
     match policy {
-        Policy::WcallFair => over(limit, g.dirty + g.writeback),
-        _ => over(limit, g.dirty),
+        Policy::WcallFair => g.dirty + g.writeback,
+        _ => g.dirty,
     }
 }
 
@@ -303,11 +322,13 @@ mod tests {
             2000,
         );
         // rt-high 4, rt-low 4 -> half each; the idle normal group gets nothing; the
-        // top group (rt-high) is not held back at all
+        // top group (rt-high) is not held back at all, and with nothing of its own
+        // dirty it leaves rt-low, the only group held back, the whole ceiling
         assert!((l[0].share - 0.5).abs() < 1e-12);
         assert!(l[0].unlimited && !over(&l[0], u64::MAX));
         assert!((l[1].share - 0.5).abs() < 1e-12);
-        assert!(over(&l[1], 1001));
+        assert_eq!(l[1].hard, 2000);
+        assert!(over(&l[1], 2001));
         assert_eq!(l[2].share, 0.0);
         assert!(!over(&l[2], 50), "an idle group's leftovers may drain");
         // a light group is lifted to the floor of 1/(4 x 2)
@@ -324,9 +345,19 @@ mod tests {
         assert_eq!(w[1].limit.hard, 75);
         assert!(!w[1].hold, "30 dirty is under 75");
         assert!(!w[0].push && w[0].retry_ns == 100_000_000);
-        // wcall-fair: half each of the free-run ceiling 40; rt-low is over at 30 > 20
+        // wcall-fair: rt-low may use the free-run ceiling 40 less rt-high's 10, and
+        // its 30 is not over that; at 35 it is
         let f = gates(Policy::WcallFair, &groups, 50, 100, 40, 100_000_000);
-        assert_eq!(f[1].limit.hard, 20);
+        assert_eq!(f[1].limit.hard, 30);
+        assert!(!f[1].hold);
+        let f = gates(
+            Policy::WcallFair,
+            &[g(1, 4, 10), g(2, 2, 35)],
+            50,
+            100,
+            40,
+            100_000_000,
+        );
         assert!(f[1].hold && f[1].push && f[1].retry_ns == FAIR_RETRY_NS);
         assert!(!f[0].hold, "the top group is never held");
         assert!(
@@ -334,6 +365,33 @@ mod tests {
                 .iter()
                 .all(|x| !x.hold)
         );
+    }
+
+    #[test]
+    fn fair_lower_groups_get_what_the_top_leaves() {
+        let mut top = g(1, 4, 300);
+        top.writeback = 200;
+        // rt-low (2 tasks x 2) and normal (1 x 1) share the 1000 - 500 left:
+        // shares 4/9 and 1/9 before the floor of 1/12; held share 5/9
+        let l = group_limits(Policy::WcallFair, &[top, g(2, 2, 0), g(1, 1, 0)], 500, 1000);
+        assert!(l[0].unlimited);
+        let sum = l[1].hard + l[2].hard;
+        assert!(
+            (497..=500).contains(&sum),
+            "the held groups split exactly the room left: {sum}"
+        );
+        assert!(
+            l[1].hard > 3 * l[2].hard,
+            "by their shares: {} vs {}",
+            l[1].hard,
+            l[2].hard
+        );
+        // a top group over the ceiling leaves nothing: the others wait
+        let mut big = g(1, 4, 1200);
+        big.writeback = 0;
+        let l = group_limits(Policy::WcallFair, &[big, g(1, 1, 1)], 500, 1000);
+        assert_eq!(l[1].hard, 0);
+        assert!(over(&l[1], 1));
     }
 
     #[test]

@@ -179,33 +179,36 @@ fn warn_ungoverned(t: &Table, slot: &ProcSlot) {
     }
 }
 
-/// The gate in front of a governed write: returns the slot to count it in.
+/// The gate in front of a governed write of `n` bytes: returns the slot to count
+/// it in.
 #[inline]
-fn before(fd: c_int) -> Option<&'static ProcSlot> {
+fn before(fd: c_int, n: u64) -> Option<(&'static ProcSlot, &'static shm::GroupSlot)> {
     let t = table()?;
     let slot = my_slot(t)?;
     if classify_fd(t, fd, slot) != GOVERNED {
         slot.passed_through.fetch_add(1, Ordering::Relaxed);
         return None;
     }
-    if WARNED_GONE.load(Ordering::Relaxed) {
-        return Some(slot);
-    }
     let g = (slot.group.load(Ordering::Relaxed) as usize).min(shm::GROUPS - 1);
     let group = &t.groups[g];
     let now = monotonic_ns();
-    if group.hold.load(Ordering::Acquire) == 0 {
+    // seen writing: the coordinator counts the group's active tasks from this
+    slot.last_write_ns.store(now, Ordering::Relaxed);
+    if WARNED_GONE.load(Ordering::Relaxed) {
+        return Some((slot, group));
+    }
+    if !group.must_wait(n) {
         if slot.writes.load(Ordering::Relaxed) % 64 == 0
             && !t.coordinator_alive(now, MAX_SILENCE_NS)
         {
             warn_ungoverned(t, slot);
         }
-        return Some(slot);
+        return Some((slot, group));
     }
     slot.delayed_writes.fetch_add(1, Ordering::Relaxed);
     let start = now;
     let mut now = now;
-    while group.hold.load(Ordering::Acquire) != 0 {
+    while group.must_wait(n) {
         if !t.coordinator_alive(now, MAX_SILENCE_NS) {
             warn_ungoverned(t, slot);
             break;
@@ -223,19 +226,30 @@ fn before(fd: c_int) -> Option<&'static ProcSlot> {
         now = monotonic_ns();
     }
     slot.held_ns.fetch_add(now - start, Ordering::Relaxed);
-    Some(slot)
+    slot.last_write_ns.store(now, Ordering::Relaxed);
+    Some((slot, group))
 }
 
 #[inline]
-fn after(slot: Option<&ProcSlot>, written: ssize_t) -> ssize_t {
-    if let Some(s) = slot
+fn after(gated: Option<(&ProcSlot, &shm::GroupSlot)>, written: ssize_t) -> ssize_t {
+    if let Some((s, g)) = gated
         && written > 0
     {
         s.writes.fetch_add(1, Ordering::Relaxed);
         s.bytes.fetch_add(written as u64, Ordering::Relaxed);
-        s.last_write_ns.store(monotonic_ns(), Ordering::Relaxed);
+        g.pending_bytes.fetch_add(written as u64, Ordering::Release);
     }
     written
+}
+
+/// Bytes an iovec array asks to write.
+fn iov_bytes(iov: *const iovec, cnt: c_int) -> u64 {
+    if iov.is_null() || cnt <= 0 {
+        return 0;
+    }
+    // SAFETY: the caller passes cnt valid iovecs, as writev(2) requires.
+    let v = unsafe { std::slice::from_raw_parts(iov, cnt as usize) };
+    v.iter().map(|x| x.iov_len as u64).sum()
 }
 
 /// The next definition of `name` after ours (libc's), looked up once.
@@ -272,9 +286,9 @@ pub unsafe extern "C" fn write(fd: c_int, buf: *const c_void, n: size_t) -> ssiz
         c"write",
         unsafe extern "C" fn(c_int, *const c_void, size_t) -> ssize_t
     );
-    let slot = before(fd);
+    let gated = before(fd, n as u64);
     // SAFETY: the caller's arguments, passed on.
-    after(slot, unsafe { f(fd, buf, n) })
+    after(gated, unsafe { f(fd, buf, n) })
 }
 
 /// # Safety
@@ -285,9 +299,9 @@ pub unsafe extern "C" fn pwrite(fd: c_int, buf: *const c_void, n: size_t, off: o
         c"pwrite",
         unsafe extern "C" fn(c_int, *const c_void, size_t, off_t) -> ssize_t
     );
-    let slot = before(fd);
+    let gated = before(fd, n as u64);
     // SAFETY: as above.
-    after(slot, unsafe { f(fd, buf, n, off) })
+    after(gated, unsafe { f(fd, buf, n, off) })
 }
 
 /// # Safety
@@ -303,9 +317,9 @@ pub unsafe extern "C" fn pwrite64(
         c"pwrite64",
         unsafe extern "C" fn(c_int, *const c_void, size_t, libc::off64_t) -> ssize_t
     );
-    let slot = before(fd);
+    let gated = before(fd, n as u64);
     // SAFETY: as above.
-    after(slot, unsafe { f(fd, buf, n, off) })
+    after(gated, unsafe { f(fd, buf, n, off) })
 }
 
 /// # Safety
@@ -316,9 +330,9 @@ pub unsafe extern "C" fn writev(fd: c_int, iov: *const iovec, cnt: c_int) -> ssi
         c"writev",
         unsafe extern "C" fn(c_int, *const iovec, c_int) -> ssize_t
     );
-    let slot = before(fd);
+    let gated = before(fd, iov_bytes(iov, cnt));
     // SAFETY: as above.
-    after(slot, unsafe { f(fd, iov, cnt) })
+    after(gated, unsafe { f(fd, iov, cnt) })
 }
 
 /// # Safety
@@ -329,9 +343,9 @@ pub unsafe extern "C" fn pwritev(fd: c_int, iov: *const iovec, cnt: c_int, off: 
         c"pwritev",
         unsafe extern "C" fn(c_int, *const iovec, c_int, off_t) -> ssize_t
     );
-    let slot = before(fd);
+    let gated = before(fd, iov_bytes(iov, cnt));
     // SAFETY: as above.
-    after(slot, unsafe { f(fd, iov, cnt, off) })
+    after(gated, unsafe { f(fd, iov, cnt, off) })
 }
 
 /// # Safety
@@ -347,9 +361,9 @@ pub unsafe extern "C" fn pwritev64(
         c"pwritev64",
         unsafe extern "C" fn(c_int, *const iovec, c_int, libc::off64_t) -> ssize_t
     );
-    let slot = before(fd);
+    let gated = before(fd, iov_bytes(iov, cnt));
     // SAFETY: as above.
-    after(slot, unsafe { f(fd, iov, cnt, off) })
+    after(gated, unsafe { f(fd, iov, cnt, off) })
 }
 
 /// # Safety
@@ -366,9 +380,9 @@ pub unsafe extern "C" fn pwritev2(
         c"pwritev2",
         unsafe extern "C" fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t
     );
-    let slot = before(fd);
+    let gated = before(fd, iov_bytes(iov, cnt));
     // SAFETY: as above.
-    after(slot, unsafe { f(fd, iov, cnt, off, flags) })
+    after(gated, unsafe { f(fd, iov, cnt, off, flags) })
 }
 
 /// # Safety
@@ -385,9 +399,9 @@ pub unsafe extern "C" fn pwritev64v2(
         c"pwritev64v2",
         unsafe extern "C" fn(c_int, *const iovec, c_int, libc::off64_t, c_int) -> ssize_t
     );
-    let slot = before(fd);
+    let gated = before(fd, iov_bytes(iov, cnt));
     // SAFETY: as above.
-    after(slot, unsafe { f(fd, iov, cnt, off, flags) })
+    after(gated, unsafe { f(fd, iov, cnt, off, flags) })
 }
 
 /// A closed descriptor number may come back as another file: forget what it was.

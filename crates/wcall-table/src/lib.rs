@@ -96,6 +96,37 @@ pub struct GroupSlot {
     pub writeback_bytes: AtomicU64,
     /// Times the coordinator pushed the group's files (sync_file_range).
     pub pushes: AtomicU64,
+    /// What the policy held against the limit at the last pass (dirty, or dirty +
+    /// writeback), bytes.
+    pub charged_bytes: AtomicU64,
+    /// Bytes the group's writers wrote since the last pass: the writers add, the
+    /// coordinator takes off what its measurement covered.
+    pub pending_bytes: AtomicU64,
+    /// The limit the group gets once it has a writer, while it has none yet (so a
+    /// group that starts writing is limited from its first write).
+    pub limit_if_active: AtomicU64,
+}
+
+impl GroupSlot {
+    /// Whether a write of `n` bytes would take the group over its limit, by the
+    /// last pass's figures plus what was written since.
+    pub fn would_exceed(&self, n: u64) -> bool {
+        let limit = if self.tasks.load(Ordering::Relaxed) == 0 {
+            self.limit_if_active.load(Ordering::Relaxed)
+        } else {
+            self.limit_bytes.load(Ordering::Relaxed)
+        };
+        let used =
+            self.charged_bytes.load(Ordering::Relaxed) + self.pending_bytes.load(Ordering::Relaxed);
+        // a group with nothing outstanding may always write once: a single write
+        // larger than the limit must not wait forever
+        limit != u64::MAX && used > 0 && used + n > limit
+    }
+
+    /// Whether a writer of the group must wait now.
+    pub fn must_wait(&self, n: u64) -> bool {
+        self.hold.load(Ordering::Acquire) != 0 || self.would_exceed(n)
+    }
 }
 
 /// One governed process's counters; pid 0 marks a free slot.
@@ -155,6 +186,8 @@ impl Table {
     pub fn release(&self) {
         for g in &self.groups {
             g.hold.store(0, Ordering::Release);
+            g.limit_bytes.store(u64::MAX, Ordering::Relaxed);
+            g.limit_if_active.store(u64::MAX, Ordering::Relaxed);
         }
         self.header.stopped.store(1, Ordering::Release);
     }
@@ -355,6 +388,32 @@ mod tests {
         std::fs::write(dir.path().join("junk"), vec![0u8; TABLE_BYTES]).unwrap();
         assert!(Mapped::open(&dir.path().join("junk")).is_err());
         assert!(Mapped::open(&dir.path().join("absent")).is_err());
+    }
+
+    #[test]
+    fn a_write_that_would_exceed_the_limit_waits() {
+        let (m, _f) = Mapped::create_memfd("test").unwrap();
+        let g = &m.table().groups[0];
+        g.tasks.store(1, Ordering::Relaxed);
+        g.limit_bytes.store(1000, Ordering::Relaxed);
+        g.charged_bytes.store(600, Ordering::Relaxed);
+        g.pending_bytes.store(300, Ordering::Relaxed);
+        assert!(!g.must_wait(100), "exactly at the limit");
+        assert!(g.must_wait(101));
+        // no writer seen yet: the limit it would have applies
+        g.tasks.store(0, Ordering::Relaxed);
+        g.limit_if_active.store(u64::MAX, Ordering::Relaxed);
+        assert!(!g.must_wait(1 << 30));
+        g.limit_if_active.store(0, Ordering::Relaxed);
+        assert!(g.must_wait(1));
+        g.charged_bytes.store(0, Ordering::Relaxed);
+        g.pending_bytes.store(0, Ordering::Relaxed);
+        assert!(
+            !g.must_wait(1 << 30),
+            "nothing outstanding: one write may go"
+        );
+        m.table().release();
+        assert!(!g.must_wait(1 << 30), "a stopped governor holds nobody");
     }
 
     #[test]

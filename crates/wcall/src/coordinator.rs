@@ -109,6 +109,12 @@ impl Coordinator {
         let now = monotonic_ns();
         let global = self.global(now);
         let t = self.map.table();
+        // what the writers reported before this measurement; taken off afterwards
+        let pending: Vec<u64> = t
+            .groups
+            .iter()
+            .map(|g| g.pending_bytes.load(Ordering::Acquire))
+            .collect();
         let mut states = [GroupState::default(); GROUPS];
         for (g, s) in states.iter_mut().enumerate() {
             s.weight = policy::weight(crate::shm::GROUP_NAMES[g]);
@@ -154,30 +160,23 @@ impl Coordinator {
                 f.state.store(FILE_FREE, Ordering::Release);
             }
         }
-        let gates = policy::gates(
-            self.policy,
-            &states,
-            global.bg,
-            global.hard,
-            global.freerun,
-            self.block_ns,
-        );
+        let gates = self.gates(&states, &global);
         for (g, gate) in gates.iter().enumerate() {
             let slot = &t.groups[g];
             slot.tasks.store(states[g].tasks as u32, Ordering::Relaxed);
             slot.dirty_bytes.store(states[g].dirty, Ordering::Relaxed);
             slot.writeback_bytes
                 .store(states[g].writeback, Ordering::Relaxed);
+            slot.charged_bytes
+                .store(policy::charged(self.policy, &states[g]), Ordering::Relaxed);
             slot.share_ppm
                 .store((gate.limit.share * 1e6) as u64, Ordering::Relaxed);
-            let limit = if gate.limit.unlimited {
-                u64::MAX
-            } else {
-                gate.limit.hard
-            };
-            slot.limit_bytes.store(limit, Ordering::Relaxed);
+            slot.limit_bytes.store(limit_of(gate), Ordering::Relaxed);
+            slot.limit_if_active
+                .store(self.limit_if_active(&states, g, &global), Ordering::Relaxed);
             slot.retry_ns.store(gate.retry_ns, Ordering::Relaxed);
             slot.hold.store(gate.hold as u32, Ordering::Release);
+            slot.pending_bytes.fetch_sub(pending[g], Ordering::AcqRel);
             if gate.push {
                 self.push(g as u32);
                 slot.pushes.fetch_add(1, Ordering::Relaxed);
@@ -193,6 +192,27 @@ impl Coordinator {
         h.passes.fetch_add(1, Ordering::Relaxed);
         h.heartbeat_ns.store(monotonic_ns(), Ordering::Release);
         states
+    }
+
+    /// The limit group `g` would have with one writer (it has none now).
+    fn limit_if_active(&self, states: &[GroupState; GROUPS], g: usize, global: &Global) -> u64 {
+        if states[g].tasks > 0 {
+            return limit_of(&self.gates(states, global)[g]);
+        }
+        let mut with = *states;
+        with[g].tasks = 1;
+        limit_of(&self.gates(&with, global)[g])
+    }
+
+    fn gates(&self, states: &[GroupState], global: &Global) -> Vec<policy::Gate> {
+        policy::gates(
+            self.policy,
+            states,
+            global.bg,
+            global.hard,
+            global.freerun,
+            self.block_ns,
+        )
     }
 
     fn global(&mut self, now: u64) -> Global {
@@ -235,6 +255,15 @@ impl Coordinator {
     /// Tells the governed processes that nobody governs any more.
     pub fn stop(&self) {
         self.map.table().release();
+    }
+}
+
+/// The limit a gate sets, u64::MAX for none (vanilla, a top or an idle group).
+fn limit_of(gate: &policy::Gate) -> u64 {
+    if gate.limit.unlimited || gate.limit.hard == u64::MAX {
+        u64::MAX
+    } else {
+        gate.limit.hard
     }
 }
 

@@ -10,4 +10,5 @@ pub mod sawexp;
 pub mod testbed;
 pub mod throttle;
 pub mod trace;
+pub mod wcall;
 pub mod wcall_overhead;

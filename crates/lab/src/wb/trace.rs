@@ -104,7 +104,7 @@ pub fn run_writer(spec: WriterSpec, start: u64, stop: Arc<AtomicBool>) -> Writer
     tr
 }
 
-fn poll_once(start: u64, files: &[PathBuf], page: u64) -> Poll {
+pub fn poll_once(start: u64, files: &[PathBuf], page: u64) -> Poll {
     let m = oslab_sys::fsread::Root::live()
         .read("/proc/meminfo")
         .ok()
