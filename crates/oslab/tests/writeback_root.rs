@@ -284,3 +284,78 @@ fn advise_from_given_rates() {
         .unwrap();
     assert_eq!(bad.status.code(), Some(2));
 }
+
+#[test]
+fn wcall_evaluation_runs_every_cell_and_leaves_nothing_changed() {
+    let _serial = serial();
+    if !is_root() {
+        eprintln!("skipped: the WCALL evaluation needs root (testbed, SCHED_FIFO writers)");
+        return;
+    }
+    let journal = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let before = system_state();
+    let r = json_output(
+        oslab(journal.path())
+            .env("OSLAB_WCALL_LIB", common::preload_lib())
+            .args([
+                "run",
+                "wb.wcall",
+                "--quick",
+                "--set",
+                "writes=30",
+                "--scratch",
+            ])
+            .arg(scratch.path()),
+    )["results"][0]
+        .clone();
+    assert_eq!(r["status"]["state"], "completed", "{}", r["status"]);
+    for p in ["vanilla", "wcall", "wcall-fair"] {
+        for (s, n) in [
+            ("alone", 30),
+            ("rt45x2", 30),
+            ("bulkx2", 30),
+            ("fig7-nice4", 42),
+        ] {
+            let m = common::named(&r["measurements"], &format!("latency.{p}.{s}"));
+            assert_eq!(
+                m["samples"].as_array().unwrap().len(),
+                n,
+                "{p} {s}: every write timed"
+            );
+        }
+    }
+    for id in [
+        "vanilla-stalls-the-high-writer",
+        "wcall-keeps-latency",
+        "wcall-fair-keeps-latency",
+        "fig7-no-overhead",
+    ] {
+        assert!(
+            ["holds", "differs"].contains(&claim_verdict(&r, id).as_str()),
+            "{id}"
+        );
+    }
+    let plots: Vec<&str> = r["plots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["id"].as_str().unwrap())
+        .collect();
+    for id in [
+        "fig4-vanilla",
+        "fig5-wcall",
+        "fig5-wcall-fair",
+        "fig6-mean",
+        "fig7-nice4",
+        "dirty-wcall-fair",
+    ] {
+        assert!(plots.contains(&id), "plot {id}");
+    }
+    assert_eq!(system_state(), before);
+    assert_eq!(
+        std::fs::read_dir(scratch.path()).unwrap().count(),
+        0,
+        "no files left"
+    );
+}

@@ -523,21 +523,31 @@ fn report(cells: &[Cell], tb: &Testbed, writes: u64, runs: usize, seed: u64) -> 
                     format!("both competitors together over the RT-55 writer's span; the device leaves them {:.1} MiB/s ({:.0} %)", left / (1 << 20) as f64, if left > 0.0 { m / left * 100.0 } else { 0.0 }),
                 ));
             }
-            let held: Vec<String> = cells
+            // what the governor held back, per group, over all runs
+            let mut held: Vec<(String, f64, u64, u64)> = Vec::new();
+            for g in cells
                 .iter()
                 .filter(|c| c.policy == p && c.scenario == s)
                 .filter_map(|c| c.governor.as_ref())
-                .flat_map(|g| {
-                    g.groups.iter().filter(|x| x.writes > 0).map(|x| {
-                        format!(
-                            "{} held {:.0} ms / {} delayed",
-                            x.group, x.held_ms, x.delayed_writes
-                        )
-                    })
-                })
-                .collect();
+                .flat_map(|g| g.groups.iter().filter(|x| x.writes > 0))
+            {
+                match held.iter_mut().find(|h| h.0 == g.group) {
+                    Some(h) => {
+                        h.1 += g.held_ms;
+                        h.2 += g.delayed_writes;
+                        h.3 += g.writes;
+                    }
+                    None => held.push((g.group.clone(), g.held_ms, g.delayed_writes, g.writes)),
+                }
+            }
             if !held.is_empty() {
-                notes.push(format!("{key}: governor {}", held.join("; ")));
+                let parts: Vec<String> = held
+                    .iter()
+                    .map(|(g, ms, d, w)| {
+                        format!("{g} held {ms:.0} ms in all, {d} of {w} writes delayed")
+                    })
+                    .collect();
+                notes.push(format!("{key} ({runs} run(s)): {}", parts.join("; ")));
             }
             if let Some(sim) = predict(s, p, tb.measured_bytes_s, writes) {
                 let r = latency_row(&sim);
@@ -582,11 +592,16 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
             .iter()
             .find(|c| c.policy == p && c.scenario == s && c.run == run)
     };
-    let alone_p99 = |run: usize| {
-        cell(Policy::Vanilla, Scenario::Alone, run)
-            .map(|c| latency_row(&c.first().latency_ms)[3])
-            .unwrap_or(0.0)
-    };
+    // The reference is the RT-55 writer alone under vanilla, all runs pooled: a
+    // p99 of a few hundred writes rests on a handful of them and moved 0.2-2.2 ms
+    // between runs here, too little to judge one run by.
+    let alone_lat: Vec<f64> = cells
+        .iter()
+        .filter(|c| c.policy == Policy::Vanilla && c.scenario == Scenario::Alone)
+        .flat_map(|c| c.first().latency_ms.clone())
+        .collect();
+    let alone_pooled = latency_row(&alone_lat)[3];
+    let alone_p99 = |_run: usize| alone_pooled;
     let target_runs = |p: Policy| -> (usize, Vec<String>) {
         let mut ok = 0;
         let mut seen = Vec::new();
@@ -600,11 +615,11 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
                 if let Some(c) = cell(p, s, run) {
                     let r = latency_row(&c.first().latency_ms);
                     seen.push(format!(
-                        "run {} {}: p99 {:.1} ms (alone {:.1}), {} over 200 ms",
+                        "run {} {}: p99 {:.1} ms (limit {:.1}), {} over 200 ms",
                         run + 1,
                         s.name(),
                         r[3],
-                        a,
+                        2.0 * a,
                         r[5]
                     ));
                 }
@@ -642,12 +657,12 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
             id: format!("{}-keeps-latency", p.name()),
             text: format!("Under the governor ({}) the high-priority writer keeps its latency among competitors", p.name()),
             source: "material 7 (paper Fig. 5/6); issue 6 targets".into(),
-            expectation: format!("in every run: p99 within 2x of alone and no write over 200 ms, with RT-45 and with bulk competitors ({runs} of {runs})"),
+            expectation: format!("in every run: p99 within 2x of the writer's p99 alone (vanilla, all runs pooled: {alone_pooled:.1} ms) and no write over 200 ms, with RT-45 and with bulk competitors ({runs} of {runs})"),
             observed: format!("{ok} of {runs} runs met it: {}", seen.join("; ")),
             verdict: if ok == runs { Verdict::Holds } else { Verdict::Differs },
             why: match (p, ok == runs) {
                 (_, true) => "the over-share groups waited, so global dirty memory stayed below where the kernel throttles".into(),
-                (Policy::Wcall, false) => "Algorithm 1 shares out dirty pages in proportion to tasks x weight x dirty pages; with 1x4 = 2x2 the groups get equal shares and the competitors are held only once the global limit is near, too late for the kernel's throttle".into(),
+                (Policy::Wcall, false) => "Algorithm 1 divides the hard limit by tasks x weight x dirty pages, so shares follow whoever dirtied most; it holds any group over its share for HZ/10, the high-priority group included (see the notes), and holds the competitors only near the hard limit, past the point where the kernel already throttles".into(),
                 _ => "see the per-run figures".into(),
             },
         });
