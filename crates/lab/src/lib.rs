@@ -10,6 +10,7 @@ pub mod experiment;
 pub mod harness;
 pub mod io;
 pub mod load;
+pub mod mem;
 pub mod null;
 pub mod registry;
 pub mod runner;

@@ -12,6 +12,7 @@
 
 pub mod bootstrap;
 pub mod describe;
+pub mod levels;
 pub mod outliers;
 pub mod sawtooth;
 pub mod summary;

@@ -1,0 +1,8 @@
+//! The memory hierarchy (material sections 1-2): cache levels and TLB reach found by
+//! measurement, bandwidth, and locality.
+
+pub mod bandwidth;
+pub mod latency;
+pub mod locality;
+pub mod sweep;
+pub mod tlb;

@@ -1,0 +1,62 @@
+//! The memory-hierarchy experiments end to end on small sweeps: structure and
+//! invariants, never timings.
+
+mod common;
+use common::{json_output, named};
+
+fn run(args: &[&str]) -> serde_json::Value {
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    cmd.args(args);
+    json_output(&mut cmd)["results"].clone()
+}
+
+#[test]
+fn memory_family_runs_and_reports_levels() {
+    let r = run(&[
+        "run",
+        "mem",
+        "--quick",
+        "--repeat",
+        "1",
+        "--set",
+        "max_size=8MiB",
+    ]);
+    let ids: Vec<&str> = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["experiment"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        ["mem.latency", "mem.bandwidth", "mem.tlb", "mem.locality"]
+    );
+    for x in r.as_array().unwrap() {
+        assert_eq!(x["status"]["state"], "completed", "{}", x["experiment"]);
+    }
+    let lat = &r[0];
+    let plot = &lat["plots"][0];
+    assert_eq!(plot["x"]["scale"], "log2");
+    let small = plot["series"][0]["points"].as_array().unwrap();
+    assert_eq!(small.len(), 53, "1 KiB to 8 MiB at 4 points per octave");
+    assert!(small.iter().all(|p| p[1].as_f64().unwrap() > 0.0));
+    // at least the first level and the last plateau are found on any machine
+    named(&lat["measurements"], "ns.level1");
+    assert!(
+        lat["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f["name"].as_str().unwrap().starts_with("effective."))
+    );
+    let loc = &r[3];
+    for n in ["16KiB", "256MiB"] {
+        assert!(
+            named(&loc["findings"], &format!("ratio.{n}"))["value"]
+                .as_f64()
+                .unwrap()
+                > 0.0
+        );
+    }
+    assert!(named(&r[2]["findings"], "page_walk_ns")["value"].is_number());
+}

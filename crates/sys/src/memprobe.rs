@@ -1,0 +1,275 @@
+//! Memory probes: a buffer on 4 KiB or transparent huge pages, a dependent pointer
+//! chase through one random cycle (so no prefetcher can guess the next line), and
+//! sequential read and write sweeps.
+
+use crate::error::{SysError, SysResult};
+
+const HUGE: usize = 2 << 20;
+
+/// An anonymous, private, prefaulted buffer aligned to 2 MiB.
+pub struct Buffer {
+    base: *mut u8,
+    map_len: usize,
+    ptr: *mut u8,
+    len: usize,
+    pub huge_requested: bool,
+}
+
+impl Buffer {
+    /// Maps `len` bytes; `huge` asks for transparent huge pages (MADV_HUGEPAGE),
+    /// otherwise they are refused (MADV_NOHUGEPAGE) so the buffer is on 4 KiB pages.
+    pub fn new(len: usize, huge: bool) -> SysResult<Buffer> {
+        let len = len.max(4096).next_multiple_of(4096);
+        let map_len = len + HUGE;
+        // SAFETY: a fresh private anonymous mapping; checked for failure.
+        let base = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                map_len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+                -1,
+                0,
+            )
+        };
+        if base == libc::MAP_FAILED {
+            return Err(SysError::last_os("mmap"));
+        }
+        let base = base as *mut u8;
+        let offset = (HUGE - (base as usize % HUGE)) % HUGE;
+        // SAFETY: offset < HUGE and map_len = len + HUGE, so ptr..ptr+len is mapped.
+        let ptr = unsafe { base.add(offset) };
+        let advice = if huge {
+            libc::MADV_HUGEPAGE
+        } else {
+            libc::MADV_NOHUGEPAGE
+        };
+        // SAFETY: advising our own mapping; failure only means no huge pages.
+        unsafe { libc::madvise(ptr.cast(), len, advice) };
+        // SAFETY: prefault every page of our mapping by writing it.
+        unsafe { std::ptr::write_bytes(ptr, 0, len) };
+        Ok(Buffer {
+            base,
+            map_len,
+            ptr,
+            len,
+            huge_requested: huge,
+        })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: ptr..ptr+len is our mapping, borrowed mutably through self.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: as above, shared.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    /// Bytes of this buffer the kernel backs with huge pages now
+    /// (AnonHugePages of its mapping in /proc/self/smaps).
+    pub fn anon_huge_bytes(&self) -> Option<u64> {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
+        anon_huge_in(
+            &smaps,
+            self.base as u64,
+            self.base as u64 + self.map_len as u64,
+        )
+    }
+
+    /// Links `lines` (line indices, all below len / stride) into one chase: the
+    /// word at line `order[i]` points to line `order[i + 1]`, the last to the first.
+    /// Offsets must be multiples of 8 and keep every word inside the buffer (lines
+    /// and offsets that do not are clamped into it).
+    pub fn link(
+        &mut self,
+        order: &[u32],
+        stride: usize,
+        offset_of: impl Fn(usize) -> usize,
+    ) -> Chase<'_> {
+        let base = self.ptr;
+        let last = self.len.saturating_sub(8);
+        let addr = |i: usize| {
+            let line = order[i] as usize;
+            let at = ((line * stride + offset_of(line)) & !7).min(last);
+            // SAFETY: at is within the buffer and 8-aligned (the buffer is 2 MiB aligned).
+            unsafe { base.add(at) }
+        };
+        for i in 0..order.len() {
+            let here = addr(i) as *mut usize;
+            let next = addr((i + 1) % order.len()) as usize;
+            // SAFETY: an aligned word inside the buffer (offsets are multiples of 8).
+            unsafe { here.write(next) };
+        }
+        Chase {
+            start: if order.is_empty() {
+                base as *const usize
+            } else {
+                addr(0) as *const usize
+            },
+            _buf: std::marker::PhantomData,
+        }
+    }
+}
+
+/// A linked chase through a buffer, valid while the buffer is borrowed.
+pub struct Chase<'a> {
+    start: *const usize,
+    _buf: std::marker::PhantomData<&'a mut Buffer>,
+}
+
+impl Chase<'_> {
+    /// Follows the chase `steps` times; returns ns per step.
+    pub fn time(&self, steps: u64) -> f64 {
+        chase(self.start, steps)
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        // SAFETY: unmapping our own mapping once.
+        unsafe { libc::munmap(self.base.cast(), self.map_len) };
+    }
+}
+
+/// AnonHugePages (bytes) of the mappings of an smaps text that lie in [from, to).
+pub fn anon_huge_in(smaps: &str, from: u64, to: u64) -> Option<u64> {
+    let mut inside = false;
+    let mut total = None;
+    for l in smaps.lines() {
+        if let Some((range, _)) = l.split_once(' ')
+            && let Some((a, b)) = range.split_once('-')
+            && let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16))
+        {
+            inside = a < to && b > from;
+            continue;
+        }
+        if inside && let Some(v) = l.strip_prefix("AnonHugePages:") {
+            let kb: u64 = v.split_whitespace().next()?.parse().ok()?;
+            total = Some(total.unwrap_or(0) + kb * 1024);
+        }
+    }
+    total
+}
+
+/// A single random cycle over 0..n (Sattolo's algorithm), from a seed.
+pub fn sattolo(n: usize, seed: u64) -> Vec<u32> {
+    let mut next: Vec<u32> = (0..n as u32).collect();
+    let mut s = seed | 1;
+    let mut rnd = || {
+        // xorshift64*: enough to defeat prefetchers, reproducible from the seed
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        s.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    };
+    for i in (1..n).rev() {
+        let j = (rnd() % i as u64) as usize;
+        next.swap(i, j);
+    }
+    // next[] is a permutation with one cycle; walk it to get the visiting order
+    let mut order = Vec::with_capacity(n);
+    let mut at = 0usize;
+    for _ in 0..n {
+        order.push(at as u32);
+        at = next[at] as usize;
+    }
+    order
+}
+
+#[inline(never)]
+fn chase(start: *const usize, steps: u64) -> f64 {
+    let mut p = start;
+    let t0 = crate::clock::monotonic_ns();
+    for _ in 0..steps {
+        // SAFETY: every word of the chase holds the address of the next one.
+        p = unsafe { *p } as *const usize;
+    }
+    let t1 = crate::clock::monotonic_ns();
+    std::hint::black_box(p);
+    (t1 - t0) as f64 / steps.max(1) as f64
+}
+
+/// Reads every 8-byte word of `b` once; returns a checksum to keep it alive.
+#[inline(never)]
+pub fn read_sweep(b: &[u8]) -> u64 {
+    let (_, words, _) = // SAFETY: u8 to u64 reinterpretation of aligned plain data.
+        unsafe { b.align_to::<u64>() };
+    words.iter().fold(0u64, |a, w| a.wrapping_add(*w))
+}
+
+/// Writes every byte of `b`.
+#[inline(never)]
+pub fn write_sweep(b: &mut [u8], v: u8) {
+    b.fill(v);
+    std::hint::black_box(b);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sattolo_is_one_cycle_over_everything() {
+        for n in [1, 2, 3, 10, 1000] {
+            let o = sattolo(n, 42);
+            let mut seen = vec![false; n];
+            for &x in &o {
+                assert!(!seen[x as usize], "visited twice");
+                seen[x as usize] = true;
+            }
+            assert!(seen.iter().all(|s| *s));
+        }
+        assert_ne!(sattolo(100, 1), sattolo(100, 2));
+        assert_eq!(sattolo(100, 7), sattolo(100, 7));
+    }
+
+    #[test]
+    fn a_chase_visits_the_cycle() {
+        let mut b = Buffer::new(64 * 64, false).unwrap();
+        let order = sattolo(64, 3);
+        let c = b.link(&order, 64, |_| 0);
+        // after 64 steps the chase is back where it started
+        let mut p = c.start;
+        for _ in 0..64 {
+            p = unsafe { *p } as *const usize;
+        }
+        assert_eq!(p, c.start);
+        assert!(c.time(1000) > 0.0);
+    }
+
+    #[test]
+    fn smaps_huge_pages_of_a_range() {
+        let smaps = "7f0000000000-7f0000400000 rw-p 00000000 00:00 0\nSize: 4096 kB\nAnonHugePages:   2048 kB\n\
+7f0000400000-7f0000800000 rw-p 00000000 00:00 0\nAnonHugePages:   4096 kB\n";
+        assert_eq!(
+            anon_huge_in(smaps, 0x7f0000000000, 0x7f0000400000),
+            Some(2048 * 1024)
+        );
+        assert_eq!(
+            anon_huge_in(smaps, 0x7f0000000000, 0x7f0000800000),
+            Some(6144 * 1024)
+        );
+        assert_eq!(anon_huge_in(smaps, 0x1000, 0x2000), None);
+    }
+
+    #[test]
+    fn sweeps_touch_everything() {
+        let mut b = vec![0u8; 4096];
+        write_sweep(&mut b, 1);
+        assert!(b.iter().all(|x| *x == 1));
+        let v = vec![1u64; 512];
+        let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_le_bytes()).collect();
+        // alignment of a Vec<u8> may split the words; the sum covers the aligned part
+        assert!(read_sweep(&bytes) <= 512);
+    }
+}
