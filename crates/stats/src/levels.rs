@@ -13,9 +13,9 @@ pub struct Level {
     /// Smallest and largest x on the plateau.
     pub from_x: f64,
     pub to_x: f64,
-    /// Where the curve leaves the plateau (it has risen by `rise` over it), by
-    /// geometric interpolation between the two points around the crossing; None for
-    /// the last plateau.
+    /// Where the curve leaves the plateau: where it crosses the geometric middle
+    /// between this plateau and the next (by default), interpolated between the two
+    /// points around the crossing; None for the last plateau.
     pub edge_x: Option<f64>,
     /// Value of the next plateau over this one (how big the step is).
     pub step: Option<f64>,
@@ -33,8 +33,8 @@ pub struct Options {
     pub flat_ratio: f64,
     /// Neighbouring plateaus closer than this ratio are one level.
     pub merge_ratio: f64,
-    /// The rise over a plateau that marks its edge.
-    pub rise: f64,
+    /// Where between this plateau and the next (in log, 0..1) the edge is put.
+    pub edge_fraction: f64,
 }
 
 impl Default for Options {
@@ -43,7 +43,7 @@ impl Default for Options {
             min_points: 4,
             flat_ratio: 1.35,
             merge_ratio: 1.5,
-            rise: 1.25,
+            edge_fraction: 0.5,
         }
     }
 }
@@ -130,7 +130,18 @@ pub fn detect(x: &[f64], y: &[f64], o: Options) -> Vec<Level> {
     if n == 0 {
         return vec![];
     }
-    let z: Vec<f64> = y[..n].iter().map(|v| v.max(1e-12).ln()).collect();
+    let raw: Vec<f64> = y[..n].iter().map(|v| v.max(1e-12).ln()).collect();
+    // a running median of three removes single-point spikes (a point measured while
+    // something else ran); a real step, which spans several points, survives it
+    let z: Vec<f64> = (0..n)
+        .map(|i| {
+            if i == 0 || i + 1 == n {
+                raw[i]
+            } else {
+                median(&mut [raw[i - 1], raw[i], raw[i + 1]])
+            }
+        })
+        .collect();
     let sigma = noise(&z);
     let penalty = (8.0 * sigma * sigma).max(0.02);
     let flat = o.flat_ratio.ln();
@@ -160,7 +171,6 @@ pub fn detect(x: &[f64], y: &[f64], o: Options) -> Vec<Level> {
             k += 1;
         }
     }
-    let rise = o.rise.ln();
     let mut out = Vec::new();
     for (k, &(a, b)) in plateaus.iter().enumerate() {
         let zl = level(a, b);
@@ -169,15 +179,19 @@ pub fn detect(x: &[f64], y: &[f64], o: Options) -> Vec<Level> {
             None => (None, None, None),
             Some(&(c, d)) => {
                 let zn = level(c, d);
-                // first point past the plateau that has risen by `rise`
-                let cross = (a..n).find(|&i| i > b.saturating_sub(1) && z[i] > zl + rise);
+                let mark = zl + o.edge_fraction.clamp(0.0, 1.0) * (zn - zl);
+                // first point past the plateau beyond the mark
+                let up = zn > zl;
+                let cross = (a..n).find(|&i| {
+                    i > b.saturating_sub(1) && if up { z[i] > mark } else { z[i] < mark }
+                });
                 let edge = cross.map(|i| {
                     if i == 0 {
                         return x[0];
                     }
                     let (x0, x1, z0, z1) = (x[i - 1].ln(), x[i].ln(), z[i - 1], z[i]);
-                    let t = if z1 > z0 {
-                        ((zl + rise - z0) / (z1 - z0)).clamp(0.0, 1.0)
+                    let t = if z1 != z0 {
+                        ((mark - z0) / (z1 - z0)).clamp(0.0, 1.0)
                     } else {
                         1.0
                     };
@@ -256,6 +270,16 @@ mod tests {
             let l = detect(&x, &y, Options::default());
             assert_eq!(l.len(), 4, "seed {seed}: {l:?}");
         }
+    }
+
+    #[test]
+    fn single_spikes_do_not_make_levels() {
+        let x = sizes(20);
+        let edges = [32.0 * 1024.0, 1048576.0, 32.0 * 1048576.0];
+        let mut y = stairs(&x, &edges, &[1.0, 3.5, 12.0, 80.0]);
+        y[30] *= 5.0;
+        y[50] *= 3.0;
+        assert_eq!(detect(&x, &y, Options::default()).len(), 4);
     }
 
     #[test]

@@ -151,7 +151,6 @@ impl Experiment for MemTlb {
             &ratio,
             levels::Options {
                 merge_ratio: 1.2,
-                rise: 1.15,
                 ..Default::default()
             },
         )
