@@ -27,8 +27,9 @@ pub struct Level {
 /// The tuning of [`detect`].
 #[derive(Debug, Clone, Copy)]
 pub struct Options {
-    /// Fewest points a segment may have (about one octave of sizes).
-    pub min_points: usize,
+    /// Narrowest a segment may be, in octaves of x (log2), whatever the density of
+    /// points there.
+    pub min_octaves: f64,
     /// A segment whose values span more than this ratio is a ramp, not a plateau.
     pub flat_ratio: f64,
     /// Neighbouring plateaus closer than this ratio are one level.
@@ -40,7 +41,7 @@ pub struct Options {
 impl Default for Options {
     fn default() -> Self {
         Options {
-            min_points: 4,
+            min_octaves: 0.75,
             flat_ratio: 1.35,
             merge_ratio: 1.5,
             edge_fraction: 0.5,
@@ -62,13 +63,13 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Splits z into segments minimising squared error around each segment's mean plus
-/// `penalty` per segment; returns (first, last) index pairs.
-pub fn segment(z: &[f64], min_points: usize, penalty: f64) -> Vec<(usize, usize)> {
-    let n = z.len();
+/// `penalty` per segment, each at least `min_span` wide in `lx` (log2 x); returns
+/// (first, last) index pairs.
+pub fn segment(lx: &[f64], z: &[f64], min_span: f64, penalty: f64) -> Vec<(usize, usize)> {
+    let n = z.len().min(lx.len());
     if n == 0 {
         return vec![];
     }
-    let m = min_points.clamp(1, n);
     let mut s1 = vec![0.0; n + 1];
     let mut s2 = vec![0.0; n + 1];
     for i in 0..n {
@@ -86,8 +87,8 @@ pub fn segment(z: &[f64], min_points: usize, penalty: f64) -> Vec<(usize, usize)
     best[0] = 0.0;
     for j in 1..=n {
         for i in 0..j {
-            // every segment has at least m points, except one that is the whole curve
-            if j - i < m && !(i == 0 && j == n) {
+            // every segment spans at least min_span, except one that is the whole curve
+            if lx[j - 1] - lx[i] < min_span && !(i == 0 && j == n) {
                 continue;
             }
             if !best[i].is_finite() {
@@ -146,7 +147,8 @@ pub fn detect(x: &[f64], y: &[f64], o: Options) -> Vec<Level> {
     let penalty = (8.0 * sigma * sigma).max(0.02);
     let flat = o.flat_ratio.ln();
     // plateaus: flat segments, by their own median level
-    let mut plateaus: Vec<(usize, usize)> = segment(&z, o.min_points, penalty)
+    let lx: Vec<f64> = x[..n].iter().map(|v| v.max(1e-300).log2()).collect();
+    let mut plateaus: Vec<(usize, usize)> = segment(&lx, &z, o.min_octaves, penalty)
         .into_iter()
         .filter(|&(a, b)| {
             let mut v: Vec<f64> = z[a..=b].to_vec();
@@ -307,7 +309,18 @@ mod tests {
     #[test]
     fn segmentation_by_hand() {
         let z = [0.0, 0.0, 0.0, 0.0, 5.0, 5.0, 5.0, 5.0];
-        assert_eq!(segment(&z, 2, 0.1), vec![(0, 3), (4, 7)]);
-        assert_eq!(segment(&[1.0], 4, 0.1), vec![(0, 0)]);
+        let lx: Vec<f64> = (0..8).map(|i| i as f64).collect();
+        assert_eq!(segment(&lx, &z, 1.0, 0.1), vec![(0, 3), (4, 7)]);
+        assert_eq!(segment(&[0.0], &[1.0], 1.0, 0.1), vec![(0, 0)]);
+        // dense points do not make narrow segments: 0.1 octave apart, 1 octave minimum
+        let lx: Vec<f64> = (0..40).map(|i| i as f64 * 0.1).collect();
+        let z: Vec<f64> = (0..40)
+            .map(|i| if i < 20 { 0.0 } else { (i - 19) as f64 * 0.3 })
+            .collect();
+        assert!(
+            segment(&lx, &z, 1.0, 0.05)
+                .iter()
+                .all(|(a, b)| lx[*b] - lx[*a] >= 0.9 || (*a, *b) == (0, 39))
+        );
     }
 }

@@ -33,7 +33,7 @@ static META: Meta = Meta {
         free_disk_bytes: 0,
     },
     quick_s: 15.0,
-    full_s: 120.0,
+    full_s: 240.0,
     internal: false,
 };
 
@@ -213,6 +213,24 @@ impl Experiment for MemLatency {
             ));
         }
         let last_edge = found.iter().filter_map(|l| l.edge_x).fold(0.0, f64::max);
+        if let (Some((name, size)), true) = (sysfs.last(), last_edge > 0.0) {
+            findings.push(finding(
+                "effective.last_level",
+                last_edge,
+                "bytes",
+                format!(
+                    "the last edge before memory ({:.0} ns) is at {}; sysfs says {name} is {}{}",
+                    found.last().map(|l| l.value).unwrap_or(f64::NAN),
+                    human_bytes(last_edge as u64),
+                    human_bytes(*size),
+                    if (*size as f64) > 2.0 * last_edge {
+                        ": this program could use far less than sysfs describes (in a VM the host's cache is shared with other guests or partitioned)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
         findings.push(finding(
             "thp_granted",
             granted,
