@@ -95,6 +95,17 @@ impl Context<'_> {
         self.param(name, v)
     }
 
+    /// A file-name setting, if given.
+    pub fn path(&mut self, name: &str) -> Option<std::path::PathBuf> {
+        self.set_value(name, crate::settings::Kind::Path)?;
+        let p = std::path::PathBuf::from(self.config.sets.get(name)?.trim());
+        self.params.insert(
+            name.to_string(),
+            serde_json::Value::String(p.display().to_string()),
+        );
+        Some(p)
+    }
+
     /// A whole-number setting.
     pub fn count(&mut self, name: &str, quick: u64, full: u64) -> u64 {
         let v = match self.set_value(name, crate::settings::Kind::Count) {

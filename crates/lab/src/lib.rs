@@ -15,6 +15,7 @@ pub mod null;
 pub mod registry;
 pub mod runner;
 pub mod sampler;
+pub mod sched;
 pub mod scratch;
 pub mod settings;
 pub mod simrun;

@@ -12,6 +12,8 @@ pub enum Kind {
     Count,
     /// Seconds, fractional allowed.
     Seconds,
+    /// A file to write (read back with `Context::path`).
+    Path,
 }
 
 /// One setting an experiment accepts.
@@ -29,6 +31,8 @@ pub enum Value {
     Bool(bool),
     Count(u64),
     Seconds(f64),
+    /// A valid path was given; its text is in the run's settings.
+    Path,
 }
 
 /// Parses `text` as `kind`, or says in one sentence why not.
@@ -51,6 +55,13 @@ pub fn parse(name: &str, kind: Kind, text: &str) -> Result<Value, String> {
             Ok(v) if v.is_finite() && v >= 0.0 => Ok(Value::Seconds(v)),
             _ => Err(format!("{name}={t}: not a number of seconds")),
         },
+        Kind::Path => {
+            if t.is_empty() {
+                Err(format!("{name}= needs a file name"))
+            } else {
+                Ok(Value::Path)
+            }
+        }
     }
 }
 

@@ -23,6 +23,7 @@ pub mod pingpong;
 pub mod process;
 pub mod sar;
 pub mod signals;
+pub mod spinners;
 pub mod sysctl;
 pub mod topology;
 

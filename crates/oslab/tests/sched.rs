@@ -1,0 +1,59 @@
+//! The scheduler experiments end to end on short runs: structure, invariants and the
+//! Chrome trace parsed back; never a time threshold.
+
+mod common;
+use common::{json_output, named};
+
+#[test]
+fn scheduler_family_runs_and_exports_a_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let trace = dir.path().join("slices.json");
+    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    cmd.args(["run", "sched", "--quick", "--set", "duration=0.3", "--set"])
+        .arg(format!("trace={}", trace.display()));
+    let r = json_output(&mut cmd)["results"].clone();
+    let ids: Vec<&str> = r
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["experiment"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["sched.slices", "sched.nice", "sched.scaling"]);
+    for x in r.as_array().unwrap() {
+        assert_eq!(x["status"]["state"], "completed", "{}", x["experiment"]);
+    }
+    // two processes on one CPU took turns: complete slices were recorded
+    assert!(
+        !named(&r[0]["measurements"], "slice_ms.n2")["samples"]
+            .as_array()
+            .unwrap()
+            .is_empty()
+    );
+    // shares are fractions
+    for f in r[1]["findings"].as_array().unwrap() {
+        let v = f["value"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&v), "{f}");
+    }
+    // the trace: Chrome trace-event JSON with one complete event per run, 4 workers
+    let t: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();
+    let ev = t["traceEvents"].as_array().unwrap();
+    let tids: std::collections::BTreeSet<u64> = ev
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["tid"].as_u64().unwrap())
+        .collect();
+    assert_eq!(tids.len(), 4);
+    assert!(
+        ev.iter()
+            .filter(|e| e["ph"] == "X")
+            .all(|e| e["dur"].as_f64().unwrap() > 0.0 && e["ts"].as_f64().unwrap() >= 0.0)
+    );
+    // one CPU: N processes of equal work finish in N x the time of one, roughly; at
+    // least, more processes never finish sooner
+    let one: Vec<f64> = ["one_cpu.n1", "one_cpu.n2", "one_cpu.n4"]
+        .iter()
+        .map(|k| named(&r[2]["findings"], k)["value"].as_f64().unwrap())
+        .collect();
+    assert!(one[0] < one[1] && one[1] < one[2], "{one:?}");
+}

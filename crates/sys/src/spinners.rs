@@ -1,0 +1,253 @@
+//! CPU-bound worker processes that record when they were off the CPU.
+//!
+//! Each worker spins reading CLOCK_MONOTONIC; a gap between two readings longer
+//! than a threshold means it was not running then (descheduled, or the host took the
+//! vCPU). The gaps go into a shared anonymous mapping. Between fork and exit a worker
+//! makes only raw system calls and stores to that mapping.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::error::{SysError, SysResult};
+
+/// What one worker does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Spec {
+    pub cpu: Option<u32>,
+    pub nice: i32,
+    /// Stop once this much run time (not wall time) is done; 0: run for the
+    /// whole duration.
+    pub work_ns: u64,
+}
+
+/// What one worker recorded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Trace {
+    pub pid: u32,
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// (from, to) of every stretch off the CPU, CLOCK_MONOTONIC ns.
+    pub gaps: Vec<(u64, u64)>,
+    /// More gaps than there was room for: the tail is missing.
+    pub overflow: bool,
+    pub voluntary: u64,
+    pub involuntary: u64,
+    /// CPU time in user and kernel mode (getrusage), ns.
+    pub user_ns: u64,
+    pub sys_ns: u64,
+}
+
+const HEADER: usize = 8;
+
+fn monotonic() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The worker's body: spin from `go` to `go + duration`, recording gaps.
+fn work(slot: &[AtomicU64], go: u64, duration: u64, gap_ns: u64, work_ns: u64) {
+    let max = (slot.len() - HEADER) / 2;
+    // sleep (not spin) to the common start, so user time is the work alone
+    let ts = libc::timespec {
+        tv_sec: (go / 1_000_000_000) as libc::time_t,
+        tv_nsec: (go % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: a valid absolute time on CLOCK_MONOTONIC.
+    unsafe {
+        libc::clock_nanosleep(
+            libc::CLOCK_MONOTONIC,
+            libc::TIMER_ABSTIME,
+            &ts,
+            std::ptr::null_mut(),
+        )
+    };
+    while monotonic() < go {}
+    let end = go + duration;
+    let mut last = monotonic();
+    slot[1].store(last, Ordering::Relaxed);
+    let mut n = 0usize;
+    let mut ran = 0u64;
+    loop {
+        let now = monotonic();
+        if now - last <= gap_ns {
+            ran += now - last;
+        } else {
+            if n < max {
+                slot[HEADER + 2 * n].store(last, Ordering::Relaxed);
+                slot[HEADER + 2 * n + 1].store(now, Ordering::Relaxed);
+                n += 1;
+            } else {
+                slot[3].store(1, Ordering::Relaxed);
+            }
+        }
+        last = now;
+        if now >= end || (work_ns > 0 && ran >= work_ns) {
+            break;
+        }
+    }
+    slot[2].store(last, Ordering::Relaxed);
+    slot[0].store(n as u64, Ordering::Relaxed);
+    // SAFETY: zeroed rusage is valid output storage.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: valid pointer.
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut ru) };
+    slot[4].store(ru.ru_nvcsw as u64, Ordering::Relaxed);
+    slot[5].store(ru.ru_nivcsw as u64, Ordering::Relaxed);
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
+    slot[6].store(tv(ru.ru_utime), Ordering::Relaxed);
+    slot[7].store(tv(ru.ru_stime), Ordering::Relaxed);
+}
+
+/// Runs one forked worker per spec for `duration_ns`, all starting together, each
+/// recording gaps longer than `gap_ns` (at most `max_gaps`). `during` runs in the
+/// parent while they work, with their pids (e.g. to read /proc/PID/sched).
+pub fn run(
+    specs: &[Spec],
+    duration_ns: u64,
+    gap_ns: u64,
+    max_gaps: usize,
+    during: impl FnOnce(&[u32]),
+) -> SysResult<Vec<Trace>> {
+    let words = HEADER + 2 * max_gaps.max(1);
+    let bytes = specs.len().max(1) * words * 8;
+    // SAFETY: a fresh shared anonymous mapping; checked for failure.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            bytes,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
+            -1,
+            0,
+        )
+    };
+    if p == libc::MAP_FAILED {
+        return Err(SysError::last_os("mmap"));
+    }
+    // SAFETY: the mapping holds bytes / 8 zeroed u64s, valid as atomics, until munmap.
+    let all: &[AtomicU64] = unsafe { std::slice::from_raw_parts(p as *const AtomicU64, bytes / 8) };
+    let go = monotonic() + 100_000_000;
+    let mut pids = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let slot = &all[i * words..(i + 1) * words];
+        // SAFETY: the child makes raw system calls and stores to the mapping only.
+        let pid = unsafe { libc::fork() };
+        if pid < 0 {
+            for p in &pids {
+                // SAFETY: our own children.
+                unsafe { libc::kill(*p as i32, libc::SIGKILL) };
+            }
+            return Err(SysError::last_os("fork"));
+        }
+        if pid == 0 {
+            crate::signals::unblock_in_child();
+            if let Some(c) = s.cpu {
+                // SAFETY: a zeroed cpu_set_t with one CPU set.
+                unsafe {
+                    let mut set: libc::cpu_set_t = std::mem::zeroed();
+                    libc::CPU_SET(c as usize, &mut set);
+                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+                }
+            }
+            // SAFETY: no pointers.
+            unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, s.nice) };
+            work(slot, go, duration_ns, gap_ns, s.work_ns);
+            // SAFETY: leave without destructors.
+            unsafe { libc::_exit(0) };
+        }
+        pids.push(pid as u32);
+    }
+    during(&pids);
+    for p in &pids {
+        let mut st = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(*p as i32, &mut st, 0) };
+    }
+    let out = pids
+        .iter()
+        .enumerate()
+        .map(|(i, pid)| {
+            let slot = &all[i * words..(i + 1) * words];
+            let n = (slot[0].load(Ordering::Acquire) as usize).min(max_gaps);
+            Trace {
+                pid: *pid,
+                start_ns: slot[1].load(Ordering::Relaxed),
+                end_ns: slot[2].load(Ordering::Relaxed),
+                gaps: (0..n)
+                    .map(|k| {
+                        (
+                            slot[HEADER + 2 * k].load(Ordering::Relaxed),
+                            slot[HEADER + 2 * k + 1].load(Ordering::Relaxed),
+                        )
+                    })
+                    .collect(),
+                overflow: slot[3].load(Ordering::Relaxed) != 0,
+                voluntary: slot[4].load(Ordering::Relaxed),
+                involuntary: slot[5].load(Ordering::Relaxed),
+                user_ns: slot[6].load(Ordering::Relaxed),
+                sys_ns: slot[7].load(Ordering::Relaxed),
+            }
+        })
+        .collect();
+    // SAFETY: unmapping what was mapped above; no reference to it outlives this.
+    unsafe { libc::munmap(p, bytes) };
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_workers_on_one_cpu_take_turns() {
+        let cpu = crate::process::affinity().unwrap()[0];
+        let specs = [Spec {
+            cpu: Some(cpu),
+            nice: 0,
+            work_ns: 0,
+        }; 2];
+        let mut seen = Vec::new();
+        let t = run(&specs, 200_000_000, 50_000, 10_000, |p| {
+            seen.extend_from_slice(p)
+        })
+        .unwrap();
+        assert_eq!(t.len(), 2);
+        assert_eq!(seen.len(), 2);
+        for w in &t {
+            assert!(w.end_ns > w.start_ns);
+            // sharing one CPU for 200 ms, each must have been off it at least once
+            assert!(!w.gaps.is_empty(), "{w:?}");
+            assert!(
+                w.gaps
+                    .iter()
+                    .all(|(a, b)| b > a && *a >= w.start_ns && *b <= w.end_ns)
+            );
+        }
+    }
+
+    #[test]
+    fn a_fixed_amount_of_work_ends_early_when_alone() {
+        let cpu = crate::process::affinity().unwrap()[0];
+        let t = run(
+            &[Spec {
+                cpu: Some(cpu),
+                nice: 0,
+                work_ns: 20_000_000,
+            }],
+            5_000_000_000,
+            50_000,
+            1000,
+            |_| {},
+        )
+        .unwrap();
+        let wall = t[0].end_ns - t[0].start_ns;
+        let off: u64 = t[0].gaps.iter().map(|(a, b)| b - a).sum();
+        assert!(wall - off >= 20_000_000, "ran its 20 ms");
+        assert!(wall < 5_000_000_000, "did not run the whole duration");
+        assert!(t[0].user_ns + t[0].sys_ns > 0);
+    }
+}
