@@ -73,6 +73,22 @@ pub fn match_levels(sysfs: &[(String, u64)], found: &[Level]) -> Vec<Match> {
         .collect()
 }
 
+/// The largest max/min ratio of the samples at one size, over the sizes within half
+/// an octave of `edge`: a wide spread at an edge means the same size sometimes fit
+/// and sometimes did not (a cache shared with others, or partitioned).
+pub fn edge_spread(sizes: &[u64], samples: &[Vec<f64>], edge: f64) -> f64 {
+    sizes
+        .iter()
+        .zip(samples)
+        .filter(|(s, _)| (**s as f64 / edge).log2().abs() <= 0.5)
+        .filter_map(|(_, v)| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(0.0, f64::max);
+            (lo > 0.0 && lo.is_finite()).then_some(hi / lo)
+        })
+        .fold(1.0, f64::max)
+}
+
 /// Medians per size, in size order, from samples measured in any order.
 fn curve(sizes: &[u64], samples: &[Vec<f64>]) -> (Vec<f64>, Vec<f64>) {
     let x = sizes.iter().map(|s| *s as f64).collect();
@@ -175,16 +191,19 @@ impl Experiment for MemLatency {
                 None,
             ));
             if let Some(e) = l.edge_x {
+                let spread = edge_spread(&sizes, &small, e);
                 findings.push(finding(
                     &format!("edge.level{}", k + 1),
                     e,
                     "bytes",
                     format!(
-                        "{:.2} ns up to about {}; the next plateau is {:.1}x slower; edge width {:.2} octaves",
+                        "{:.2} ns up to about {}; the next plateau is {:.1}x slower; edge width {:.2} octaves; samples within half an octave of the edge spread up to {:.2}x{}",
                         l.value,
                         human_bytes(e as u64),
                         l.step.unwrap_or(f64::NAN),
-                        l.edge_width_octaves.unwrap_or(f64::NAN)
+                        l.edge_width_octaves.unwrap_or(f64::NAN),
+                        spread,
+                        if spread > 1.5 { " (bimodal: the cache may be shared or partitioned)" } else { "" }
                     ),
                 ));
             }
@@ -339,6 +358,18 @@ mod tests {
             step: None,
             edge_width_octaves: None,
         }
+    }
+
+    #[test]
+    fn spread_at_an_edge() {
+        let sizes = [1 << 20, 2 << 20, 8 << 20];
+        let samples = vec![vec![1.0, 1.1], vec![1.0, 3.0], vec![10.0, 50.0]];
+        assert_eq!(
+            edge_spread(&sizes, &samples, (2 << 20) as f64),
+            3.0,
+            "8 MiB is two octaves away"
+        );
+        assert_eq!(edge_spread(&sizes, &samples, 1e12), 1.0, "nothing near");
     }
 
     #[test]
