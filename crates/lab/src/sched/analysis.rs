@@ -89,6 +89,49 @@ pub fn chrome_trace(traces: &[Trace], names: &[String]) -> serde_json::Value {
     serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms"})
 }
 
+/// A lane chart of the first `window_ms` of the runs: for worker i, points at
+/// (ms since the first start, i + 1) every `step_ms` while it ran.
+pub fn timeline(traces: &[Trace], window_ms: f64, step_ms: f64) -> Vec<Vec<[f64; 2]>> {
+    let t0 = traces.iter().map(|t| t.start_ns).min().unwrap_or(0);
+    traces
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let mut pts = Vec::new();
+            for (a, b) in runs(t) {
+                let (a, b) = (
+                    (a - t0) as f64 / 1e6,
+                    ((b - t0) as f64 / 1e6).min(window_ms),
+                );
+                let mut x = a;
+                while x <= b {
+                    pts.push([x, (i + 1) as f64]);
+                    x += step_ms;
+                }
+            }
+            pts
+        })
+        .collect()
+}
+
+/// Each worker's run time so far vs wall time (ms), one point per run boundary.
+pub fn progress(traces: &[Trace]) -> Vec<Vec<[f64; 2]>> {
+    let t0 = traces.iter().map(|t| t.start_ns).min().unwrap_or(0);
+    traces
+        .iter()
+        .map(|t| {
+            let mut done = 0.0;
+            let mut pts = vec![[(t.start_ns - t0) as f64 / 1e6, 0.0]];
+            for (a, b) in runs(t) {
+                pts.push([(a - t0) as f64 / 1e6, done]);
+                done += (b - a) as f64 / 1e6;
+                pts.push([(b - t0) as f64 / 1e6, done]);
+            }
+            pts
+        })
+        .collect()
+}
+
 /// se.slice (ns) and se.load.weight of a task, from /proc/PID/sched text.
 pub fn sched_fields(text: &str) -> (Option<u64>, Option<u64>) {
     let field = |k: &str| {
@@ -139,6 +182,18 @@ mod tests {
         // never off the CPU: one run, no complete slice, share 1
         let s = stats(&trace(0, 10, &[]));
         assert_eq!((s.slices, s.share), (0, 1.0));
+    }
+
+    #[test]
+    fn timeline_and_progress_by_hand() {
+        let ms = 1_000_000;
+        let t = trace(0, 10 * ms, &[(4 * ms, 8 * ms)]);
+        let lanes = timeline(std::slice::from_ref(&t), 100.0, 1.0);
+        // runs 0-4 and 8-10 ms, a point per ms: 5 + 3
+        assert_eq!(lanes[0].len(), 8);
+        assert!(lanes[0].iter().all(|p| p[1] == 1.0));
+        let p = progress(&[t]);
+        assert_eq!(p[0].last().unwrap(), &[10.0, 6.0]);
     }
 
     #[test]

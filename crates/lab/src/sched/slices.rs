@@ -11,7 +11,7 @@
 use oslab_model::{Axis, Claim, Plot, Scale, Series, SeriesStyle, Verdict};
 use oslab_sys::spinners::{self, Spec};
 
-use super::analysis::{chrome_trace, sched_fields, stats};
+use super::analysis::{chrome_trace, progress, sched_fields, stats, timeline};
 use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
@@ -195,6 +195,9 @@ impl Experiment for SchedSlices {
             ));
         }
         let sched = format!("{:?}", ctx.machine.kernel.scheduler);
+        let n_last = last_traces.len();
+        let lanes = timeline(&last_traces, 100.0, 0.25);
+        let prog = progress(&last_traces);
         let holds =
             !checks.is_empty() && checks.iter().all(|(_, m, p, _)| (m / p - 1.0).abs() <= 0.5);
         let claim = Claim {
@@ -219,26 +222,62 @@ impl Experiment for SchedSlices {
             measurements,
             findings,
             claims: vec![claim],
-            plots: vec![Plot {
-                id: "slices".into(),
-                title: "median slice vs processes sharing one CPU".into(),
-                x: Axis::new("processes", "", Scale::Linear),
-                y: Axis::new("slice", "ms", Scale::Linear),
-                series: vec![
-                    Series {
-                        name: "measured".into(),
-                        style: SeriesStyle::LinePoints,
-                        points: med_points,
-                    },
-                    Series {
-                        name: "max(se.slice, tick)".into(),
-                        style: SeriesStyle::Line,
-                        points: pred_points,
-                    },
-                ],
-                markers: vec![],
-                x_labels: vec![],
-            }],
+            plots: vec![
+                Plot {
+                    id: "timeline".into(),
+                    title: format!("who ran when: {n_last} processes on one CPU, the first 100 ms"),
+                    x: Axis::new("time", "ms", Scale::Linear),
+                    y: Axis::new("process", "", Scale::Linear),
+                    series: lanes
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, p)| Series {
+                            name: format!("process {}", i + 1),
+                            style: SeriesStyle::Points,
+                            points: p,
+                        })
+                        .collect(),
+                    markers: vec![],
+                    x_labels: vec![],
+                },
+                Plot {
+                    id: "progress".into(),
+                    title: format!("run time vs wall time, {n_last} processes on one CPU"),
+                    x: Axis::new("wall time", "ms", Scale::Linear),
+                    y: Axis::new("run time", "ms", Scale::Linear),
+                    series: prog
+                        .into_iter()
+                        .enumerate()
+                        .map(|(i, p)| Series {
+                            name: format!("process {}", i + 1),
+                            style: SeriesStyle::Line,
+                            points: p,
+                        })
+                        .collect(),
+                    markers: vec![],
+                    x_labels: vec![],
+                },
+                Plot {
+                    id: "slices".into(),
+                    title: "median slice vs processes sharing one CPU".into(),
+                    x: Axis::new("processes", "", Scale::Linear),
+                    y: Axis::new("slice", "ms", Scale::Linear),
+                    series: vec![
+                        Series {
+                            name: "measured".into(),
+                            style: SeriesStyle::LinePoints,
+                            points: med_points,
+                        },
+                        Series {
+                            name: "max(se.slice, tick)".into(),
+                            style: SeriesStyle::Line,
+                            points: pred_points,
+                        },
+                    ],
+                    markers: vec![],
+                    x_labels: vec![],
+                },
+            ],
             notes,
             ..Default::default()
         }))
