@@ -18,7 +18,18 @@ fn scheduler_family_runs_and_exports_a_trace() {
         .iter()
         .map(|x| x["experiment"].as_str().unwrap())
         .collect();
-    assert_eq!(ids, ["sched.slices", "sched.nice", "sched.scaling"]);
+    assert_eq!(
+        ids,
+        [
+            "sched.multiload",
+            "sched.slices",
+            "sched.nice",
+            "sched.scaling"
+        ]
+    );
+    // multiload: every process's own real, user and sys
+    named(&r[0]["findings"], "one_cpu.n2.p2");
+    let r = serde_json::Value::Array(r.as_array().unwrap()[1..].to_vec());
     for x in r.as_array().unwrap() {
         assert_eq!(x["status"]["state"], "completed", "{}", x["experiment"]);
     }

@@ -11,7 +11,26 @@ use oslab_sys::spinners::{self, Spec};
 use super::slices::GAP_NS;
 use crate::experiment::{Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding};
 
-pub struct SchedScaling;
+/// `sched.scaling` (N = 1..2x CPUs and 8, with throughput) or `sched.multiload`
+/// (the book's multiload: N = 1..2x CPUs, real/user/sys of every process).
+pub struct SchedScaling {
+    pub multiload: bool,
+}
+
+static META_MULTILOAD: Meta = Meta {
+    id: "sched.multiload",
+    title: "Multiload: N CPU-bound processes on CPU 0, then free on all CPUs",
+    section: "6",
+    summary: "real, user and sys time of each of N processes with equal CPU work, one CPU vs all CPUs",
+    needs: Needs {
+        root: false,
+        min_cpus: 1,
+        free_disk_bytes: 0,
+    },
+    quick_s: 4.0,
+    full_s: 20.0,
+    internal: false,
+};
 
 static META: Meta = Meta {
     id: "sched.scaling",
@@ -54,7 +73,11 @@ pub fn point(n: usize, go_to_end: &[f64], user: &[f64], sys: &[f64]) -> Point {
 
 impl Experiment for SchedScaling {
     fn meta(&self) -> &Meta {
-        &META
+        if self.multiload {
+            &META_MULTILOAD
+        } else {
+            &META
+        }
     }
 
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
@@ -62,7 +85,7 @@ impl Experiment for SchedScaling {
         let cpus = ctx.machine.cpu.cpus.len().max(1);
         let work = if quick { 0.1 } else { 0.5 };
         let mut ns: Vec<usize> = (1..=2 * cpus).collect();
-        if !ns.contains(&8) {
+        if !self.multiload && !ns.contains(&8) {
             ns.push(8);
         }
         let cpu0 = oslab_sys::process::affinity()
@@ -98,6 +121,23 @@ impl Experiment for SchedScaling {
                 let user: Vec<f64> = t.iter().map(|x| x.user_ns as f64 / 1e9).collect();
                 let sys: Vec<f64> = t.iter().map(|x| x.sys_ns as f64 / 1e9).collect();
                 let p = point(n, &real, &user, &sys);
+                if self.multiload {
+                    for (i, ((r, u), y)) in real.iter().zip(&user).zip(&sys).enumerate() {
+                        findings.push(finding(
+                            &format!(
+                                "{}.n{n}.p{}",
+                                if pinned { "one_cpu" } else { "all_cpus" },
+                                i + 1
+                            ),
+                            *r,
+                            "s",
+                            format!(
+                                "process {} of {n}: real {r:.3} s, user {u:.3} s, sys {y:.3} s",
+                                i + 1
+                            ),
+                        ));
+                    }
+                }
                 findings.push(finding(
                     &format!("{}.n{n}", if pinned { "one_cpu" } else { "all_cpus" }),
                     p.real_mean,
