@@ -132,6 +132,35 @@ pub fn progress(traces: &[Trace]) -> Vec<Vec<[f64; 2]>> {
         .collect()
 }
 
+/// Local timer interrupts of `cpu` so far, from /proc/interrupts text (the LOC row).
+pub fn local_timer_count(text: &str, cpu: usize) -> Option<u64> {
+    let row = text.lines().find(|l| l.trim_start().starts_with("LOC:"))?;
+    row.trim_start()
+        .strip_prefix("LOC:")?
+        .split_whitespace()
+        .nth(cpu)?
+        .parse()
+        .ok()
+}
+
+/// Run time and wait time (ns) and timeslices from /proc/PID/schedstat text.
+pub fn schedstat(text: &str) -> Option<(u64, u64, u64)> {
+    let mut it = text.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((it.next()??, it.next()??, it.next()??))
+}
+
+/// The usual CONFIG_HZ value nearest a measured tick rate on a busy CPU.
+pub fn nearest_hz(rate: f64) -> u32 {
+    [100u32, 250, 300, 1000]
+        .into_iter()
+        .min_by(|a, b| {
+            ((*a as f64) - rate)
+                .abs()
+                .total_cmp(&((*b as f64) - rate).abs())
+        })
+        .unwrap_or(250)
+}
+
 /// se.slice (ns) and se.load.weight of a task, from /proc/PID/sched text.
 pub fn sched_fields(text: &str) -> (Option<u64>, Option<u64>) {
     let field = |k: &str| {
@@ -222,6 +251,23 @@ mod tests {
             ev.iter()
                 .any(|e| e["ph"] == "M" && e["args"]["name"] == "a")
         );
+    }
+
+    #[test]
+    fn timer_interrupts_and_hz() {
+        let text = "           CPU0       CPU1       \n  0:         44          0   IO-APIC    2-edge      timer\nLOC:    1288477    1339925   Local timer interrupts\n";
+        assert_eq!(local_timer_count(text, 0), Some(1288477));
+        assert_eq!(local_timer_count(text, 1), Some(1339925));
+        assert_eq!(local_timer_count(text, 2), None);
+        assert_eq!(nearest_hz(248.7), 250);
+        assert_eq!(nearest_hz(990.0), 1000);
+        assert_eq!(nearest_hz(104.0), 100);
+    }
+
+    #[test]
+    fn schedstat_fields() {
+        assert_eq!(schedstat("123 456 7\n"), Some((123, 456, 7)));
+        assert_eq!(schedstat("1 2"), None);
     }
 
     #[test]

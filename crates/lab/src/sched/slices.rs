@@ -11,7 +11,9 @@
 use oslab_model::{Axis, Claim, Plot, Scale, Series, SeriesStyle, Verdict};
 use oslab_sys::spinners::{self, Spec};
 
-use super::analysis::{chrome_trace, progress, sched_fields, stats, timeline};
+use super::analysis::{
+    chrome_trace, local_timer_count, nearest_hz, progress, sched_fields, schedstat, stats, timeline,
+};
 use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
@@ -89,6 +91,7 @@ impl Experiment for SchedSlices {
         let mut se_slice_ms = None;
         let mut checks = Vec::new();
         let mut last_traces = Vec::new();
+        let mut measured_hz: Vec<f64> = Vec::new();
         for (k, &n) in ns.iter().enumerate() {
             ctx.progress.stage(&format!("{n} process(es)"));
             let specs = vec![
@@ -100,6 +103,8 @@ impl Experiment for SchedSlices {
                 n
             ];
             let mut fields = (None, None);
+            let mut tick_rate = None;
+            let mut kernel_share = None;
             let traces = spinners::run(&specs, (secs * 1e9) as u64, GAP_NS, 200_000, |pids| {
                 std::thread::sleep(std::time::Duration::from_millis(300));
                 if let Some(p) = pids.first() {
@@ -107,10 +112,45 @@ impl Experiment for SchedSlices {
                         &std::fs::read_to_string(format!("/proc/{p}/sched")).unwrap_or_default(),
                     );
                 }
+                // the tick rate of the busy CPU (a tickless kernel still ticks there)
+                let count = || {
+                    local_timer_count(
+                        &std::fs::read_to_string("/proc/interrupts").unwrap_or_default(),
+                        cpu as usize,
+                    )
+                };
+                let stat = || {
+                    pids.first().and_then(|p| {
+                        schedstat(
+                            &std::fs::read_to_string(format!("/proc/{p}/schedstat"))
+                                .unwrap_or_default(),
+                        )
+                    })
+                };
+                let (c0, s0, t0) = (count(), stat(), oslab_sys::clock::monotonic_ns());
+                std::thread::sleep(std::time::Duration::from_secs_f64(
+                    (secs * 0.5).clamp(0.05, 1.0),
+                ));
+                let (c1, s1) = (count(), stat());
+                let dt = (oslab_sys::clock::monotonic_ns() - t0) as f64 / 1e9;
+                if let (Some(a), Some(b)) = (c0, c1) {
+                    tick_rate = Some(b.saturating_sub(a) as f64 / dt);
+                }
+                if let (Some(a), Some(b)) = (s0, s1) {
+                    kernel_share = Some((
+                        b.0.saturating_sub(a.0) as f64 / 1e9 / dt,
+                        b.2.saturating_sub(a.2),
+                    ));
+                }
             })
             .map_err(|e| LabError::Failed(e.to_string()))?;
             if let Some(s) = fields.0 {
                 se_slice_ms = Some(s as f64 / 1e6);
+            }
+            if let Some(r) = tick_rate
+                && n > 1
+            {
+                measured_hz.push(r);
             }
             let st: Vec<_> = traces.iter().map(stats).collect();
             let slices: Vec<f64> = traces
@@ -157,11 +197,15 @@ impl Experiment for SchedSlices {
                 med,
                 "ms",
                 format!(
-                    "slice median {med:.2} ms (p10 {:.2}, p90 {:.2}); wait median {wait:.2} ms (predicted {}); shares {}; {} involuntary switches per process{}",
+                    "slice median {med:.2} ms (p10 {:.2}, p90 {:.2}); wait median {wait:.2} ms (predicted {}); shares {}{}; {} involuntary switches per process{}",
                     oslab_stats::quantile(&slices, 0.1).unwrap_or(f64::NAN),
                     oslab_stats::quantile(&slices, 0.9).unwrap_or(f64::NAN),
                     predicted.map(|p| format!("{:.2}", p * (n as f64 - 1.0))).unwrap_or_else(|| "-".into()),
                     shares.join(" / "),
+                    match kernel_share {
+                        Some((sh, slices)) => format!(" (schedstat says process 1 ran {sh:.3} of the time in {slices} timeslices)"),
+                        None => String::new(),
+                    },
                     traces.iter().map(|t| t.involuntary).sum::<u64>() / n as u64,
                     if traces.iter().any(|t| t.overflow) { "; some gaps were not recorded (buffer full)" } else { "" }
                 ),
@@ -192,6 +236,22 @@ impl Experiment for SchedSlices {
                 "the runs of {} processes are in {} (open it in ui.perfetto.dev)",
                 last_traces.len(),
                 path.display()
+            ));
+        }
+        if let Some(r) = oslab_stats::median(&measured_hz) {
+            findings.push(finding(
+                "timer_hz",
+                r,
+                "Hz",
+                format!(
+                    "local timer interrupts on the busy CPU: {r:.1} per second, so HZ = {}{}",
+                    nearest_hz(r),
+                    match hz {
+                        Some(h) if h == nearest_hz(r) => format!(" (CONFIG_HZ says {h}: agrees)"),
+                        Some(h) => format!(" (CONFIG_HZ says {h}: DISAGREES)"),
+                        None => " (CONFIG_HZ unknown here)".into(),
+                    }
+                ),
             ));
         }
         let sched = format!("{:?}", ctx.machine.kernel.scheduler);
