@@ -34,9 +34,12 @@ pub struct Trace {
     /// CPU time in user and kernel mode (getrusage), ns.
     pub user_ns: u64,
     pub sys_ns: u64,
+    /// Clock readings made: run time / readings is what one reading costs, the
+    /// recording's overhead and its time resolution.
+    pub readings: u64,
 }
 
-const HEADER: usize = 8;
+const HEADER: usize = 9;
 
 fn monotonic() -> u64 {
     let mut ts = libc::timespec {
@@ -71,8 +74,10 @@ fn work(slot: &[AtomicU64], go: u64, duration: u64, gap_ns: u64, work_ns: u64) {
     slot[1].store(last, Ordering::Relaxed);
     let mut n = 0usize;
     let mut ran = 0u64;
+    let mut readings = 0u64;
     loop {
         let now = monotonic();
+        readings += 1;
         if now - last <= gap_ns {
             ran += now - last;
         } else {
@@ -91,6 +96,7 @@ fn work(slot: &[AtomicU64], go: u64, duration: u64, gap_ns: u64, work_ns: u64) {
     }
     slot[2].store(last, Ordering::Relaxed);
     slot[0].store(n as u64, Ordering::Relaxed);
+    slot[8].store(readings, Ordering::Relaxed);
     // SAFETY: zeroed rusage is valid output storage.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: valid pointer.
@@ -190,6 +196,7 @@ pub fn run(
                 involuntary: slot[5].load(Ordering::Relaxed),
                 user_ns: slot[6].load(Ordering::Relaxed),
                 sys_ns: slot[7].load(Ordering::Relaxed),
+                readings: slot[8].load(Ordering::Relaxed),
             }
         })
         .collect();

@@ -238,6 +238,22 @@ impl Experiment for SchedSlices {
                 path.display()
             ));
         }
+        let per_reading: Vec<f64> = last_traces
+            .iter()
+            .filter(|t| t.readings > 0)
+            .map(|t| {
+                let off: u64 = t.gaps.iter().map(|(a, b)| b - a).sum();
+                (t.end_ns - t.start_ns).saturating_sub(off) as f64 / t.readings as f64
+            })
+            .collect();
+        if let Some(r) = oslab_stats::median(&per_reading) {
+            findings.push(finding(
+                "recording_ns",
+                r,
+                "ns",
+                format!("the recording's cost and resolution: one clock reading every {r:.1} ns of run time; gaps under {} us are not counted as off the CPU", GAP_NS / 1000),
+            ));
+        }
         if let Some(r) = oslab_stats::median(&measured_hz) {
             findings.push(finding(
                 "timer_hz",
