@@ -39,6 +39,7 @@ impl Default for Registry {
                 Box::new(crate::sched::slices::SchedSlices),
                 Box::new(crate::sched::nice::SchedNice),
                 Box::new(crate::sched::scaling::SchedScaling { multiload: false }),
+                Box::new(crate::sched::smt::SchedSmt),
                 Box::new(crate::io::read::IoRead),
                 Box::new(crate::io::write::IoWrite),
                 Box::new(crate::wb::background::Background),

@@ -5,3 +5,4 @@ pub mod analysis;
 pub mod nice;
 pub mod scaling;
 pub mod slices;
+pub mod smt;
