@@ -24,9 +24,12 @@ fn scheduler_family_runs_and_exports_a_trace() {
             "sched.multiload",
             "sched.slices",
             "sched.nice",
-            "sched.scaling"
+            "sched.scaling",
+            "sched.smt"
         ]
     );
+    let smt = &r[4]["claims"][0];
+    assert!(["holds", "differs", "not_testable"].contains(&smt["verdict"].as_str().unwrap()));
     // multiload: every process's own real, user and sys
     named(&r[0]["findings"], "one_cpu.n2.p2");
     let r = serde_json::Value::Array(r.as_array().unwrap()[1..].to_vec());

@@ -27,8 +27,11 @@ static META: Meta = Meta {
     internal: false,
 };
 
+/// Two CPUs to pin a pair of workers to.
+pub type CpuPair = (u32, u32);
+
 /// (a, b) on one core and (a, c) on two cores, when the topology has both.
-pub fn pairs(m: &MachineInfo) -> (Option<(u32, u32)>, Option<(u32, u32)>) {
+pub fn pairs(m: &MachineInfo) -> (Option<CpuPair>, Option<CpuPair>) {
     let mut siblings = None;
     let mut separate = None;
     for c in &m.cpu.cpus {
