@@ -521,3 +521,16 @@ pub fn validate(real: &[oslab_model::ExperimentResult]) -> Output {
         ..Default::default()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn latency_stats_by_hand() {
+        let lat: Vec<f64> = (1..=100).map(|x| x as f64).chain([250.0, 300.0]).collect();
+        let r = latency_stats(&lat);
+        assert_eq!((r.max, r.over_200, r.writes), (300.0, 2, 102));
+        assert!((r.mean - (5050.0 + 550.0) / 102.0).abs() < 1e-9);
+    }
+}

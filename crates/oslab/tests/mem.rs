@@ -2,7 +2,7 @@
 //! invariants, never timings.
 
 mod common;
-use common::{json_output, named};
+use common::{experiment_ids, json_output, named};
 
 fn run(args: &[&str]) -> serde_json::Value {
     let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
@@ -21,12 +21,7 @@ fn memory_family_runs_and_reports_levels() {
         "--set",
         "max_size=8MiB",
     ]);
-    let ids: Vec<&str> = r
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["experiment"].as_str().unwrap())
-        .collect();
+    let ids = experiment_ids(&r);
     assert_eq!(
         ids,
         ["mem.latency", "mem.bandwidth", "mem.tlb", "mem.locality"]

@@ -2,7 +2,7 @@
 //! Chrome trace parsed back; never a time threshold.
 
 mod common;
-use common::{json_output, named};
+use common::{experiment_ids, json_output, named};
 
 #[test]
 fn scheduler_family_runs_and_exports_a_trace() {
@@ -12,12 +12,7 @@ fn scheduler_family_runs_and_exports_a_trace() {
     cmd.args(["run", "sched", "--quick", "--set", "duration=0.3", "--set"])
         .arg(format!("trace={}", trace.display()));
     let r = json_output(&mut cmd)["results"].clone();
-    let ids: Vec<&str> = r
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x["experiment"].as_str().unwrap())
-        .collect();
+    let ids = experiment_ids(&r);
     assert_eq!(
         ids,
         [

@@ -41,6 +41,19 @@ fn expected(count: usize) -> Vec<u8> {
         .collect()
 }
 
+/// Runs the test program under `oslab wcall run OPTS -- EXE FILE ARGS`.
+fn governed(opts: &[&str], exe: &Path, file: &Path, args: &[&str]) -> Output {
+    oslab()
+        .args(["wcall", "run"])
+        .args(opts)
+        .arg("--")
+        .arg(exe)
+        .arg(file)
+        .args(args)
+        .output()
+        .unwrap()
+}
+
 fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
@@ -80,15 +93,12 @@ fn a_c_program_is_governed_through_every_write_variant() {
     let dir = workdir();
     let exe = writer_program(dir.path());
     let out_path = dir.path().join("data");
-    let o = oslab()
-        .args([
-            "wcall", "run", "--group", "rt-low", "--policy", "wcall", "--",
-        ])
-        .arg(&exe)
-        .arg(&out_path)
-        .args(["64", "0", "mixed"])
-        .output()
-        .unwrap();
+    let o = governed(
+        &["--group", "rt-low", "--policy", "wcall"],
+        &exe,
+        &out_path,
+        &["64", "0", "mixed"],
+    );
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::read(&out_path).unwrap(), expected(64));
     let e = stderr(&o);
@@ -104,13 +114,7 @@ fn auto_groups_follow_the_scheduling_class() {
     let dir = workdir();
     let exe = writer_program(dir.path());
     let out_path = dir.path().join("data");
-    let o = oslab()
-        .args(["wcall", "run", "--"])
-        .arg(&exe)
-        .arg(&out_path)
-        .args(["8", "0", "mixed"])
-        .output()
-        .unwrap();
+    let o = governed(&[], &exe, &out_path, &["8", "0", "mixed"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
         stderr(&o).contains("normal   8 writes"),
@@ -140,13 +144,7 @@ fn what_the_interposer_cannot_cover_is_reported() {
     let exe = writer_program(dir.path());
     // shared writable mappings: stores are not write calls
     let p = dir.path().join("mapped");
-    let o = oslab()
-        .args(["wcall", "run", "--"])
-        .arg(&exe)
-        .arg(&p)
-        .args(["16", "0", "mmap"])
-        .output()
-        .unwrap();
+    let o = governed(&[], &exe, &p, &["16", "0", "mmap"]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(std::fs::read(&p).unwrap(), expected(16));
     assert!(
@@ -156,13 +154,7 @@ fn what_the_interposer_cannot_cover_is_reported() {
     );
     // O_DIRECT does not dirty the page cache: passed through, counted
     let p = dir.path().join("direct");
-    let o = oslab()
-        .args(["wcall", "run", "--"])
-        .arg(&exe)
-        .arg(&p)
-        .args(["16", "0", "direct"])
-        .output()
-        .unwrap();
+    let o = governed(&[], &exe, &p, &["16", "0", "direct"]);
     if o.status.success() {
         assert_eq!(std::fs::read(&p).unwrap(), expected(16));
         assert!(
@@ -178,13 +170,7 @@ fn what_the_interposer_cannot_cover_is_reported() {
     let st = dir.path().join("writer-static");
     if compile_c("wcall_writer.c", &st, &["-static"]) {
         let p = dir.path().join("static");
-        let o = oslab()
-            .args(["wcall", "run", "--"])
-            .arg(&st)
-            .arg(&p)
-            .args(["4", "0", "mixed"])
-            .output()
-            .unwrap();
+        let o = governed(&[], &st, &p, &["4", "0", "mixed"]);
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(std::fs::read(&p).unwrap(), expected(4));
         assert!(

@@ -101,12 +101,7 @@ fn cpu_bit() -> u64 {
 
 fn pin(cpu: Option<u32>) {
     if let Some(c) = cpu {
-        // SAFETY: zeroed cpu_set_t is valid; CPU_SET within range.
-        unsafe {
-            let mut set: libc::cpu_set_t = std::mem::zeroed();
-            libc::CPU_SET(c as usize, &mut set);
-            libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-        }
+        crate::process::pin_raw(c);
     }
 }
 
@@ -169,21 +164,7 @@ fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
 }
 
 fn mmap_shared(len: usize) -> SysResult<*mut u8> {
-    // SAFETY: a fresh shared anonymous mapping; checked for failure.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(SysError::last_os("mmap"));
-    }
-    Ok(p as *mut u8)
+    crate::process::map_shared_anon(len)
 }
 
 /// Runs `batches` batches of `round_trips` round trips between this thread and a

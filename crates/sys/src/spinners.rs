@@ -41,15 +41,7 @@ pub struct Trace {
 
 const HEADER: usize = 9;
 
-fn monotonic() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
-}
+use crate::clock::monotonic_ns as monotonic;
 
 /// The worker's body: spin from `go` to `go + duration`, recording gaps.
 fn work(slot: &[AtomicU64], go: u64, duration: u64, gap_ns: u64, work_ns: u64) {
@@ -120,20 +112,7 @@ pub fn run(
 ) -> SysResult<Vec<Trace>> {
     let words = HEADER + 2 * max_gaps.max(1);
     let bytes = specs.len().max(1) * words * 8;
-    // SAFETY: a fresh shared anonymous mapping; checked for failure.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            bytes,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_SHARED | libc::MAP_ANONYMOUS | libc::MAP_POPULATE,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
-        return Err(SysError::last_os("mmap"));
-    }
+    let p = crate::process::map_shared_anon(bytes)?;
     // SAFETY: the mapping holds bytes / 8 zeroed u64s, valid as atomics, until munmap.
     let all: &[AtomicU64] = unsafe { std::slice::from_raw_parts(p as *const AtomicU64, bytes / 8) };
     let go = monotonic() + 100_000_000;
@@ -152,12 +131,7 @@ pub fn run(
         if pid == 0 {
             crate::signals::unblock_in_child();
             if let Some(c) = s.cpu {
-                // SAFETY: a zeroed cpu_set_t with one CPU set.
-                unsafe {
-                    let mut set: libc::cpu_set_t = std::mem::zeroed();
-                    libc::CPU_SET(c as usize, &mut set);
-                    libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
-                }
+                crate::process::pin_raw(c);
             }
             // SAFETY: no pointers.
             unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, s.nice) };
@@ -201,7 +175,7 @@ pub fn run(
         })
         .collect();
     // SAFETY: unmapping what was mapped above; no reference to it outlives this.
-    unsafe { libc::munmap(p, bytes) };
+    unsafe { libc::munmap(p.cast(), bytes) };
     Ok(out)
 }
 

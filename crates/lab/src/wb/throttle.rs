@@ -59,17 +59,6 @@ static SETTINGS: [Setting; 3] = [
 pub const HARD: u64 = 64 << 20;
 pub const BACKGROUND: u64 = 32 << 20;
 
-/// p50, p99, max and the count over 200 ms of latencies in ms.
-pub fn latency_summary(lat: &[f64]) -> (f64, f64, f64, usize) {
-    let q = |p| oslab_stats::quantile(lat, p).unwrap_or(0.0);
-    (
-        q(0.5),
-        q(0.99),
-        q(1.0),
-        lat.iter().filter(|l| **l > 200.0).count(),
-    )
-}
-
 impl Experiment for Throttle {
     fn meta(&self) -> &Meta {
         &META
@@ -120,7 +109,8 @@ impl Experiment for Throttle {
             }
             let seed = ctx.config.seed;
             let all: Vec<f64> = traces.iter().flat_map(|t| t.latency_ms.clone()).collect();
-            let (p50, p99, max, over) = latency_summary(&all);
+            let st = crate::simrun::latency_stats(&all);
+            let (p50, p99, max, over) = (st.p50, st.p99, st.max, st.over_200);
             let peak_dw = polls
                 .iter()
                 .map(|p| p.dirty_bytes + p.writeback_bytes)

@@ -29,6 +29,7 @@ use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
 use crate::settings::{Kind, Setting};
+use crate::simrun::latency_stats;
 
 pub struct WbWcall;
 
@@ -337,19 +338,6 @@ fn run_cell(
     })
 }
 
-/// mean, p50, p90, p99, max and the count over 200 ms of latencies in ms.
-pub fn latency_row(lat: &[f64]) -> [f64; 6] {
-    let q = |p| oslab_stats::quantile(lat, p).unwrap_or(0.0);
-    [
-        oslab_stats::mean(lat).unwrap_or(0.0),
-        q(0.5),
-        q(0.9),
-        q(0.99),
-        q(1.0),
-        lat.iter().filter(|l| **l > 200.0).count() as f64,
-    ]
-}
-
 /// The simulator's latencies of the first writer, for the same workload.
 fn predict(s: Scenario, policy: Policy, bandwidth: f64, writes: u64) -> Option<Vec<f64>> {
     let mut c = oslab_wbsim::scenario::find(s.sim_scenario()?)?.config;
@@ -363,8 +351,8 @@ fn predict(s: Scenario, policy: Policy, bandwidth: f64, writes: u64) -> Option<V
 /// The governor's targets for one run: with competitors the RT-55 writer's p99
 /// within 2x of its p99 alone (vanilla, same run) and no write over 200 ms.
 pub fn meets_latency_target(alone_p99: f64, with: &[f64]) -> bool {
-    let r = latency_row(with);
-    r[3] <= 2.0 * alone_p99.max(0.001) && r[5] == 0.0
+    let r = latency_stats(with);
+    r.p99 <= 2.0 * alone_p99.max(0.001) && r.over_200 == 0
 }
 
 fn series_of(t: &WriterTrace, name: &str) -> Series {
@@ -497,18 +485,18 @@ fn report(cells: &[Cell], tb: &Testbed, writes: u64, runs: usize, seed: u64) -> 
                 seed,
                 None,
             ));
-            let r = latency_row(&lat);
+            let r = latency_stats(&lat);
             let per_run: Vec<String> = (0..runs)
                 .filter_map(|k| cell(p, s, k))
-                .map(|c| format!("{}", latency_row(&c.first().latency_ms)[5]))
+                .map(|c| format!("{}", latency_stats(&c.first().latency_ms).over_200))
                 .collect();
             findings.push(finding(
                 &format!("p99_ms.{key}"),
-                r[3],
+                r.p99,
                 "ms",
-                format!("mean {:.1}, p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.0} ms; over 200 ms: {} (per run: {})", r[0], r[1], r[2], r[3], r[4], r[5], per_run.join(", ")),
+                format!("mean {:.1}, p50 {:.1}, p90 {:.1}, p99 {:.1}, max {:.0} ms; over 200 ms: {} (per run: {})", r.mean, r.p50, r.p90, r.p99, r.max, r.over_200, per_run.join(", ")),
             ));
-            rows_mean.push((key.clone(), r[0]));
+            rows_mean.push((key.clone(), r.mean));
             if matches!(s, Scenario::RtLow | Scenario::Bulk) {
                 let tput: Vec<f64> = cells
                     .iter()
@@ -550,14 +538,14 @@ fn report(cells: &[Cell], tb: &Testbed, writes: u64, runs: usize, seed: u64) -> 
                 notes.push(format!("{key} ({runs} run(s)): {}", parts.join("; ")));
             }
             if let Some(sim) = predict(s, p, tb.measured_bytes_s, writes) {
-                let r = latency_row(&sim);
+                let r = latency_stats(&sim);
                 findings.push(finding(
                     &format!("sim.p99_ms.{key}"),
-                    r[3],
+                    r.p99,
                     "ms",
-                    format!("simulator, same workload and measured bandwidth: mean {:.1}, p99 {:.1}, max {:.0} ms, over 200 ms {}", r[0], r[3], r[4], r[5]),
+                    format!("simulator, same workload and measured bandwidth: mean {:.1}, p99 {:.1}, max {:.0} ms, over 200 ms {}", r.mean, r.p99, r.max, r.over_200),
                 ));
-                rows_mean.push((format!("sim {key}"), r[0]));
+                rows_mean.push((format!("sim {key}"), r.mean));
             }
         }
     }
@@ -600,7 +588,7 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
         .filter(|c| c.policy == Policy::Vanilla && c.scenario == Scenario::Alone)
         .flat_map(|c| c.first().latency_ms.clone())
         .collect();
-    let alone_pooled = latency_row(&alone_lat)[3];
+    let alone_pooled = latency_stats(&alone_lat).p99;
     let alone_p99 = |_run: usize| alone_pooled;
     let target_runs = |p: Policy| -> (usize, Vec<String>) {
         let mut ok = 0;
@@ -613,14 +601,14 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
             ok += both as usize;
             for s in [Scenario::RtLow, Scenario::Bulk] {
                 if let Some(c) = cell(p, s, run) {
-                    let r = latency_row(&c.first().latency_ms);
+                    let r = latency_stats(&c.first().latency_ms);
                     seen.push(format!(
                         "run {} {}: p99 {:.1} ms (limit {:.1}), {} over 200 ms",
                         run + 1,
                         s.name(),
-                        r[3],
+                        r.p99,
                         2.0 * a,
-                        r[5]
+                        r.over_200
                     ));
                 }
             }
@@ -629,8 +617,8 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
     };
     let mut out = Vec::new();
     let stalled = |c: &Cell| {
-        let r = latency_row(&c.first().latency_ms);
-        r[3] >= 100.0 || r[5] > 0.0
+        let r = latency_stats(&c.first().latency_ms);
+        r.p99 >= 100.0 || r.over_200 > 0
     };
     let vanilla_bad = (0..runs).any(|run| {
         [Scenario::RtLow, Scenario::Bulk]
@@ -862,15 +850,6 @@ fn plots(cells: &[Cell], rows_mean: &[(String, f64)], tb: &Testbed, writes: u64)
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn latency_row_by_hand() {
-        let lat: Vec<f64> = (1..=100).map(|x| x as f64).chain([250.0, 300.0]).collect();
-        let r = latency_row(&lat);
-        assert_eq!(r[4], 300.0);
-        assert_eq!(r[5], 2.0);
-        assert!((r[0] - (5050.0 + 550.0) / 102.0).abs() < 1e-9);
-    }
 
     #[test]
     fn the_latency_target() {

@@ -73,3 +73,13 @@ pub fn compile_c(source: &str, out: &std::path::Path, extra: &[&str]) -> bool {
         .status()
         .is_ok_and(|s| s.success())
 }
+
+/// The experiment ids of a JSON result list, in order.
+pub fn experiment_ids(results: &serde_json::Value) -> Vec<String> {
+    results
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["experiment"].as_str().unwrap().to_string())
+        .collect()
+}
