@@ -7,6 +7,7 @@
 #![forbid(unsafe_code)]
 
 mod claim;
+pub mod compare;
 mod plot;
 mod result;
 

@@ -49,6 +49,113 @@ pub enum Command {
     /// Set sysctls for a while, through the journal: for --for SECONDS, for the life of
     /// a command given after `--`, or until Ctrl-C; then put them back
     Tweak(TweakArgs),
+    /// One self-contained HTML page (or terminal tables) from results: JSON files or
+    /// run ids of the results database
+    Report(ReportArgs),
+    /// Past runs kept in the results database, newest first
+    History(HistoryArgs),
+    /// Two runs, two result files or two machines side by side: every figure, the
+    /// ratio, and whether the difference is beyond noise
+    Compare(CompareArgs),
+    /// Results from the database as CSV or JSON, for notebooks
+    Export(ExportArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DbArg {
+    /// The results database [default: $OSLAB_DB, else $XDG_DATA_HOME/oslab/results.db,
+    /// else ~/.local/share/oslab/results.db]
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files written by `oslab run --json`, or run ids from `oslab history`
+    #[arg(required = true, value_name = "RESULTS")]
+    pub sources: Vec<String>,
+    /// Write the report as one self-contained HTML page to FILE (else tables on stdout)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only runs of this experiment, one line per result with its first figure
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
+    /// Only runs on this machine (its host name as stored)
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
+    /// At most N lines
+    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    pub limit: u64,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two run ids (see `oslab history`) or result files (`oslab run --json`)
+    #[arg(value_name = "A B", num_args = 0..=2)]
+    pub sides: Vec<String>,
+    /// Compare the newest results of two machines instead (give it twice)
+    #[arg(long = "machine", value_name = "NAME")]
+    pub machines: Vec<String>,
+    /// Also write the comparison as a self-contained HTML page to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write the comparison as JSON to FILE (`-` for standard output only)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Seed of the permutation tests' shuffles
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub seed: u64,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportTable {
+    Samples,
+    Summary,
+    Findings,
+    Claims,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// csv: one table (see --table) over every matching result; json: whole runs
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    /// Which table to write with --format csv
+    #[arg(long, value_enum, default_value_t = ExportTable::Samples)]
+    pub table: ExportTable,
+    /// Only this experiment
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
+    /// Only runs on this machine
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
+    /// Only this run
+    #[arg(long, value_name = "ID")]
+    pub run: Option<i64>,
+    /// Write to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
 }
 
 #[derive(Debug, Args)]
@@ -100,6 +207,19 @@ pub struct RunArgs {
     /// Change an experiment setting, e.g. --set size=512MiB (see `oslab list --settings`)
     #[arg(long = "set", value_name = "NAME=VALUE")]
     pub sets: Vec<String>,
+    /// Also write one self-contained HTML report of every result to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Keep the results in this database [default: $OSLAB_DB, else
+    /// $XDG_DATA_HOME/oslab/results.db, else ~/.local/share/oslab/results.db]
+    #[arg(long, value_name = "FILE", conflicts_with = "no_db")]
+    pub db: Option<PathBuf>,
+    /// Do not keep the results in the database
+    #[arg(long)]
+    pub no_db: bool,
+    /// A note stored with the run, e.g. "before the kernel upgrade"
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -250,6 +370,9 @@ pub struct SimOutArgs {
     /// Write SVG plots into DIR
     #[arg(long, value_name = "DIR")]
     pub plots: Option<PathBuf>,
+    /// Write one self-contained HTML report to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

@@ -22,8 +22,7 @@ enum JsonTarget {
 fn write_outputs(
     results: &[ExperimentResult],
     json: Option<&JsonTarget>,
-    csv: Option<&PathBuf>,
-    plots: Option<&PathBuf>,
+    outputs: &Outputs,
 ) -> Result<(), Failure> {
     if let Some(JsonTarget::File(path)) = json {
         write_file(
@@ -31,6 +30,11 @@ fn write_outputs(
             oslab_report::json::to_json(&result_set(results)).as_bytes(),
         )?;
     }
+    if let Some(path) = &outputs.html {
+        let page = oslab_report::html::report(results, &command_line());
+        write_file(path, page.as_bytes())?;
+    }
+    let (csv, plots) = (outputs.csv.as_ref(), outputs.plots.as_ref());
     if let Some(r) = results.last() {
         if let Some(dir) = csv {
             for (name, bytes) in oslab_report::csv_out::files(r) {
@@ -47,11 +51,15 @@ fn write_outputs(
     Ok(())
 }
 
+fn command_line() -> String {
+    std::env::args().collect::<Vec<_>>().join(" ")
+}
+
 fn result_set(results: &[ExperimentResult]) -> ResultSet {
     ResultSet {
         schema_version: SCHEMA_VERSION,
         oslab_version: runner::OSLAB_VERSION.to_string(),
-        command: std::env::args().collect::<Vec<_>>().join(" "),
+        command: command_line(),
         results: results.to_vec(),
     }
 }
@@ -99,11 +107,23 @@ fn check_sets(
     Ok(out)
 }
 
+/// Whether and where results are kept in the database.
+pub enum DbTarget {
+    Off,
+    /// Named with --db: a database that cannot be used stops the run before it starts.
+    Chosen(PathBuf),
+    /// The default: a database that cannot be used is reported and the run goes on.
+    Default(PathBuf),
+}
+
 /// Where results go.
 pub struct Outputs {
     pub json: Option<PathBuf>,
     pub csv: Option<PathBuf>,
     pub plots: Option<PathBuf>,
+    pub html: Option<PathBuf>,
+    pub db: DbTarget,
+    pub label: Option<String>,
 }
 
 pub fn run(a: RunArgs) -> CmdResult {
@@ -120,10 +140,19 @@ pub fn run(a: RunArgs) -> CmdResult {
         seed: a.seed,
         scratch_dir: scratch,
     };
+    let db = match (a.no_db, a.db, crate::db::default_path()) {
+        (true, _, _) => DbTarget::Off,
+        (false, Some(p), _) => DbTarget::Chosen(p),
+        (false, None, Some(p)) => DbTarget::Default(p),
+        (false, None, None) => DbTarget::Off,
+    };
     let outputs = Outputs {
         json: a.json,
         csv: a.csv,
         plots: a.plots,
+        html: a.html,
+        db,
+        label: a.label,
     };
     execute(&experiments, &outputs, &cfg)
 }
@@ -148,7 +177,11 @@ pub fn execute(
     if let Some(d) = &outputs.plots {
         ensure_dir(d, "--plots")?;
     }
+    if let Some(p) = &outputs.html {
+        check_file_target(p, "--html")?;
+    }
     let machine = machine::collect(&Root::live(), &LiveProbes::live(&cfg.scratch_dir));
+    let mut record = Recorder::start(&outputs.db, &machine, outputs.label.clone())?;
     let tables = !matches!(json, Some(JsonTarget::Stdout));
 
     let mut results: Vec<ExperimentResult> = Vec::new();
@@ -160,15 +193,12 @@ pub fn execute(
             print(&oslab_report::table::render_result(&r));
             print("\n");
         }
+        record.add(results.len(), &r);
         results.push(r);
         // Written after every experiment, so an interrupted run keeps what it finished.
-        write_outputs(
-            &results,
-            json.as_ref(),
-            outputs.csv.as_ref(),
-            outputs.plots.as_ref(),
-        )?;
+        write_outputs(&results, json.as_ref(), outputs)?;
     }
+    record.finish();
     if let Some(JsonTarget::Stdout) = json {
         print(&oslab_report::json::to_json(&result_set(&results)));
     }
@@ -195,4 +225,66 @@ pub fn execute(
     } else {
         0
     })
+}
+
+/// Keeps a run's results in the database as they come; a database that fails midway
+/// is reported once and the run goes on without it.
+struct Recorder {
+    store: Option<(oslab_store::Store, i64)>,
+}
+
+impl Recorder {
+    fn start(
+        target: &DbTarget,
+        machine: &oslab_sys::machine::MachineInfo,
+        label: Option<String>,
+    ) -> Result<Recorder, Failure> {
+        let (path, chosen) = match target {
+            DbTarget::Off => return Ok(Recorder { store: None }),
+            DbTarget::Chosen(p) => (p, true),
+            DbTarget::Default(p) => (p, false),
+        };
+        let meta = oslab_store::RunMeta {
+            started_at: crate::db::now_rfc3339(),
+            machine: machine.hostname.clone(),
+            kernel: machine.kernel.release.clone(),
+            cpu_model: machine.cpu.model.clone(),
+            oslab_version: runner::OSLAB_VERSION.to_string(),
+            command: command_line(),
+            label,
+        };
+        let opened = oslab_store::Store::open_or_create(path).and_then(|mut s| {
+            let id = s.begin_run(&meta)?;
+            Ok((s, id))
+        });
+        match opened {
+            Ok(s) => Ok(Recorder { store: Some(s) }),
+            Err(e) if chosen => Err(Failure::usage(e.to_string())),
+            Err(e) => {
+                eprintln!("oslab: results are not kept: {e} (--no-db silences this)");
+                Ok(Recorder { store: None })
+            }
+        }
+    }
+
+    fn add(&mut self, position: usize, r: &ExperimentResult) {
+        if let Some((s, run)) = &mut self.store
+            && let Err(e) = s.add_result(*run, position, r)
+        {
+            eprintln!("oslab: results are no longer kept: {e}");
+            self.store = None;
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some((s, run)) = &mut self.store {
+            match s.finish_run(*run, &crate::db::now_rfc3339()) {
+                Ok(()) => eprintln!(
+                    "oslab: kept as run {run} in {} (`oslab history`, `oslab report {run} --html FILE`)",
+                    s.path().display()
+                ),
+                Err(e) => eprintln!("oslab: the run could not be marked complete: {e}"),
+            }
+        }
+    }
 }

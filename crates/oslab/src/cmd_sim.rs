@@ -10,7 +10,7 @@ use oslab_wbsim::{Policy, simulate};
 
 use crate::CmdResult;
 use crate::cli::{SimCommand, SimOutArgs, SimRunArgs, SimSweepArgs};
-use crate::cmd_run::{Outputs, execute};
+use crate::cmd_run::{DbTarget, Outputs, execute};
 use crate::failure::Failure;
 use crate::output::print;
 
@@ -58,10 +58,14 @@ fn config() -> RunConfig {
 }
 
 fn outputs(o: SimOutArgs) -> Outputs {
+    // Simulated figures describe no machine: they are not kept in the results database.
     Outputs {
         json: o.json,
         csv: o.csv,
         plots: o.plots,
+        html: o.html,
+        db: DbTarget::Off,
+        label: None,
     }
 }
 

@@ -2,9 +2,13 @@
 #![forbid(unsafe_code)]
 
 mod cli;
+mod cmd_compare;
 mod cmd_dirty;
+mod cmd_export;
+mod cmd_history;
 mod cmd_info;
 mod cmd_list;
+mod cmd_report;
 mod cmd_restore;
 mod cmd_run;
 mod cmd_sim;
@@ -12,10 +16,12 @@ mod cmd_testbed;
 mod cmd_tweak;
 mod cmd_watch;
 mod cmd_wcall;
+mod db;
 mod failure;
 mod guard;
 mod output;
 mod progress;
+mod sources;
 
 use clap::Parser;
 
@@ -43,6 +49,10 @@ fn main() {
         Command::Watch(a) => cmd_watch::run(a),
         Command::Tweak(a) => cmd_tweak::run(a),
         Command::Wcall(c) => cmd_wcall::run(c),
+        Command::Report(a) => cmd_report::run(a),
+        Command::History(a) => cmd_history::run(a),
+        Command::Compare(a) => cmd_compare::run(a),
+        Command::Export(a) => cmd_export::run(a),
     };
     let code = match result {
         Ok(code) => code,

@@ -1,10 +1,13 @@
 //! The command line end to end, on the real binary.
 
+mod common;
+
 use assert_cmd::Command;
 use predicates::prelude::*;
 
 fn oslab() -> Command {
     let mut c = Command::cargo_bin("oslab").unwrap();
+    c.env("OSLAB_DB", common::test_db());
     // Keep any journal this test might cause away from the real one.
     c.env(
         "OSLAB_JOURNAL_DIR",

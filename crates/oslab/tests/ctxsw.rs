@@ -5,7 +5,7 @@ mod common;
 use common::{json_output, named as find};
 
 fn run_json(args: &[&str]) -> serde_json::Value {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    let mut cmd = common::oslab();
     cmd.env(
         "OSLAB_JOURNAL_DIR",
         std::env::temp_dir().join("oslab-ctxsw-tests"),

@@ -4,18 +4,11 @@
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use assert_cmd::cargo::cargo_bin;
-
 mod common;
 use common::{json_output, named};
 
 fn run_json(args: &[&str], scratch: &std::path::Path) -> serde_json::Value {
-    json_output(
-        Command::new(cargo_bin("oslab"))
-            .args(args)
-            .arg("--scratch")
-            .arg(scratch),
-    )
+    json_output(common::oslab().args(args).arg("--scratch").arg(scratch))
 }
 
 fn finding(r: &serde_json::Value, name: &str) -> f64 {
@@ -133,7 +126,7 @@ fn write_paths() {
 #[test]
 fn too_little_disk_is_one_clear_failure() {
     let dir = scratch_dir();
-    let out = Command::new(cargo_bin("oslab"))
+    let out = common::oslab()
         .args([
             "run",
             "io.write",
@@ -153,13 +146,13 @@ fn too_little_disk_is_one_clear_failure() {
 
 #[test]
 fn unknown_or_bad_settings_are_usage_errors() {
-    let out = Command::new(cargo_bin("oslab"))
+    let out = common::oslab()
         .args(["run", "io.read", "--set", "sise=1G"])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("known: size, drop_caches"));
-    let out = Command::new(cargo_bin("oslab"))
+    let out = common::oslab()
         .args(["run", "io.read", "--set", "size=lots"])
         .output()
         .unwrap();
@@ -170,7 +163,7 @@ fn unknown_or_bad_settings_are_usage_errors() {
 fn ctrl_c_leaves_no_files() {
     let dir = scratch_dir();
     let journal = tempfile::tempdir().unwrap();
-    let child = Command::new(cargo_bin("oslab"))
+    let child = common::oslab()
         .args(["run", "io.read", "--set", "size=512MiB", "--scratch"])
         .arg(dir.path())
         .env("OSLAB_JOURNAL_DIR", journal.path())

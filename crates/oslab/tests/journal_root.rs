@@ -23,7 +23,7 @@ impl Drop for Restore {
 }
 
 fn spawn_tweak(journal: &Path, value: &str) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+    common::oslab()
         .env("OSLAB_JOURNAL_DIR", journal)
         .args([
             "tweak",
@@ -67,7 +67,7 @@ fn sysctl_change_survives_nothing() {
     assert_eq!(read_knob(), changed, "nothing can undo after SIGKILL");
     let journals = std::fs::read_dir(dir.path()).unwrap().count();
     assert_eq!(journals, 1, "the journal file is left for restore");
-    let out = Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+    let out = common::oslab()
         .env("OSLAB_JOURNAL_DIR", dir.path())
         .arg("restore")
         .output()
@@ -90,7 +90,7 @@ fn sysctl_change_survives_nothing() {
     assert_eq!(read_knob(), original);
 
     // normal end
-    let status = Command::new(assert_cmd::cargo::cargo_bin("oslab"))
+    let status = common::oslab()
         .env("OSLAB_JOURNAL_DIR", dir.path())
         .args([
             "tweak",

@@ -5,7 +5,7 @@ mod common;
 use common::{experiment_ids, json_output, named};
 
 fn run(args: &[&str]) -> serde_json::Value {
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    let mut cmd = common::oslab();
     cmd.args(args);
     json_output(&mut cmd)["results"].clone()
 }

@@ -119,3 +119,167 @@ fn svg_plot() {
     assert!(svg.contains("L1d 32 KiB"), "the marker is labelled");
     insta::assert_snapshot!(svg);
 }
+
+/// The null result with every sample of `latency` passed through `f`, and its
+/// summary recomputed as the runner would.
+fn reshaped(f: impl Fn(&[f64]) -> Vec<f64>) -> ExperimentResult {
+    let mut r = null_result();
+    let m = r
+        .measurements
+        .iter_mut()
+        .find(|m| m.name == "latency")
+        .unwrap();
+    m.samples = f(&m.samples);
+    m.summary = oslab_stats::summarize(&m.samples, 7);
+    r
+}
+
+fn latency_figure(c: &oslab_model::compare::Comparison) -> &oslab_model::compare::FigureComparison {
+    c.figures
+        .iter()
+        .find(|f| f.kind == "measurement" && f.name == "latency")
+        .unwrap()
+}
+
+#[test]
+fn comparing_a_result_with_itself_finds_no_difference() {
+    use oslab_model::compare::{Noise, compare, side};
+    let r = vec![null_result()];
+    let c = compare(side("a", &r), &r, side("b", &r), &r, 1);
+    let f = latency_figure(&c);
+    assert_eq!(f.noise, Noise::Within);
+    assert_eq!(f.p_value, Some(1.0));
+    assert_eq!(f.ratio, Some(1.0));
+    assert_eq!(c.beyond_noise(), 0);
+    assert!(c.only_a.is_empty() && c.only_b.is_empty() && c.caveats.is_empty());
+    assert_eq!(c.claims.len(), 3);
+}
+
+#[test]
+fn a_shift_far_beyond_the_spread_is_beyond_noise_with_the_exact_ratio() {
+    use oslab_model::compare::{Noise, compare, side};
+    let a = vec![null_result()];
+    // Every sample doubled: medians 100 -> 200 and the samples no longer overlap
+    // (97..150 vs 194..300). Only splits that keep almost every low sample on one side
+    // reach a gap of 100 (swapping 150 for 194 still does), a few in a thousand.
+    let b = vec![reshaped(|s| s.iter().map(|v| v * 2.0).collect())];
+    let c = compare(side("a", &a), &a, side("b", &b), &b, 1);
+    let f = latency_figure(&c);
+    assert_eq!(f.noise, Noise::Beyond);
+    assert_eq!(f.ratio, Some(2.0));
+    assert!(f.method.contains("shuffles"), "{}", f.method);
+    assert!(
+        f.p_value.unwrap() < oslab_model::compare::ALPHA,
+        "{:?}",
+        f.p_value
+    );
+}
+
+#[test]
+fn a_shift_inside_the_spread_is_within_noise() {
+    use oslab_model::compare::{Noise, compare, side};
+    let a = vec![null_result()];
+    // One unit up: 100 -> 101 with samples spread over 97..103.
+    let b = vec![reshaped(|s| s.iter().map(|v| v + 1.0).collect())];
+    let c = compare(side("a", &a), &a, side("b", &b), &b, 1);
+    let f = latency_figure(&c);
+    assert_eq!(f.noise, Noise::Within, "p = {:?}", f.p_value);
+    assert!(f.p_value.unwrap() > 0.05);
+}
+
+#[test]
+fn too_few_samples_fall_back_to_the_confidence_intervals() {
+    use oslab_model::compare::{Noise, compare, side};
+    // Two samples a side: 6 splits, the smallest p is 2/6 > 0.01, so no test.
+    let a = vec![reshaped(|_| vec![100.0, 101.0])];
+    let b = vec![reshaped(|_| vec![200.0, 202.0])];
+    let c = compare(side("a", &a), &a, side("b", &b), &b, 1);
+    let f = latency_figure(&c);
+    assert!(f.method.contains("CIs"), "{}", f.method);
+    assert_eq!(f.p_value, None);
+    assert_eq!(
+        f.noise,
+        Noise::Beyond,
+        "intervals 100-101 and 200-202 are apart"
+    );
+    let b2 = vec![reshaped(|_| vec![100.5, 101.5])];
+    let c2 = compare(side("a", &a), &a, side("b", &b2), &b2, 1);
+    assert_eq!(latency_figure(&c2).noise, Noise::Within);
+}
+
+#[test]
+fn different_modes_and_one_sided_experiments_are_reported() {
+    use oslab_model::compare::{compare, side};
+    let a = vec![null_result()];
+    let mut full = null_result();
+    full.mode = Mode::Full;
+    let mut extra = null_result();
+    extra.experiment = "only.here".into();
+    let b = vec![full, extra];
+    let c = compare(side("a", &a), &a, side("b", &b), &b, 1);
+    assert_eq!(c.only_b, vec!["only.here".to_string()]);
+    assert!(
+        c.caveats.iter().any(|w| w.contains("--quick")),
+        "{:?}",
+        c.caveats
+    );
+}
+
+#[test]
+fn the_html_report_is_self_contained_and_complete() {
+    let r = null_result();
+    let page = oslab_report::html::report(std::slice::from_ref(&r), "test");
+    assert!(page.starts_with("<!DOCTYPE html>"));
+    // Nothing to fetch: no scripts, links, images, imports or remote URLs (the only
+    // URL is the SVG namespace name, which is never fetched).
+    for banned in ["<script", "<link", "<img", "@import", "url(", "src="] {
+        assert!(!page.contains(banned), "{banned}");
+    }
+    let urls = page.matches("http").count();
+    assert_eq!(urls, page.matches("http://www.w3.org/2000/svg").count());
+    assert_eq!(page.matches("<svg").count(), r.plots.len());
+    // Overview of claims, then per experiment: claims, measurements, findings.
+    assert_eq!(page.matches("<table").count(), 4);
+    for c in &r.claims {
+        assert!(
+            page.contains(&c.expectation.replace('\'', "&#39;")),
+            "{}",
+            c.expectation
+        );
+    }
+    assert!(page.contains("id=\"null\""));
+    assert!(page.contains("@media print") && page.contains("@media (max-width"));
+    assert!(page.contains("name=\"viewport\""));
+}
+
+#[test]
+fn the_html_comparison_has_a_table_per_experiment() {
+    use oslab_model::compare::{compare, side};
+    let a = vec![null_result()];
+    let b = vec![reshaped(|s| s.iter().map(|v| v * 2.0).collect())];
+    let c = compare(side("run 1", &a), &a, side("run 2", &b), &b, 1);
+    let page = oslab_report::compare::html(&c);
+    assert!(!page.contains("<script"));
+    assert!(page.contains("beyond noise"));
+    assert_eq!(page.matches("<table class=\"comparison\"").count(), 1);
+    let text = oslab_report::compare::text(&c);
+    assert!(text.contains("latency") && text.contains("2.000"), "{text}");
+}
+
+#[test]
+fn a_significant_but_tiny_shift_is_still_within_noise() {
+    use oslab_model::compare::{Noise, compare, side};
+    // 40 samples a side, 100.0..100.39 vs 100.5..100.89: every B above every A, so
+    // the test is certain, but 0.5 % is less than runs of one experiment differ by.
+    let a = vec![reshaped(|_| {
+        (0..40).map(|i| 100.0 + i as f64 / 100.0).collect()
+    })];
+    let b = vec![reshaped(|_| {
+        (0..40).map(|i| 100.5 + i as f64 / 100.0).collect()
+    })];
+    let c = compare(side("a", &a), &a, side("b", &b), &b, 1);
+    let f = latency_figure(&c);
+    assert!(f.p_value.unwrap() < oslab_model::compare::ALPHA);
+    assert_eq!(f.noise, Noise::Within);
+    assert!(f.method.contains("below the 2 %"), "{}", f.method);
+}

@@ -8,7 +8,7 @@ use common::{experiment_ids, json_output, named};
 fn scheduler_family_runs_and_exports_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("slices.json");
-    let mut cmd = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    let mut cmd = common::oslab();
     cmd.args(["run", "sched", "--quick", "--set", "duration=0.3", "--set"])
         .arg(format!("trace={}", trace.display()));
     let r = json_output(&mut cmd)["results"].clone();

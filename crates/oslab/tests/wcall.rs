@@ -8,11 +8,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use assert_cmd::cargo::cargo_bin;
 use common::{compile_c, preload_lib};
 
 fn oslab() -> Command {
-    let mut c = Command::new(cargo_bin("oslab"));
+    let mut c = common::oslab();
     c.env("OSLAB_WCALL_LIB", preload_lib());
     c.env(
         "OSLAB_JOURNAL_DIR",

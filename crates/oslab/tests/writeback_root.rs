@@ -8,8 +8,6 @@ use common::{is_root, json_output};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use assert_cmd::cargo::cargo_bin;
-
 /// The tests here change global settings and compare snapshots of them: one at a time.
 static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
@@ -56,7 +54,7 @@ fn system_state() -> String {
 }
 
 fn oslab(journal: &std::path::Path) -> Command {
-    let mut c = Command::new(cargo_bin("oslab"));
+    let mut c = common::oslab();
     c.env("OSLAB_JOURNAL_DIR", journal);
     c
 }
@@ -219,7 +217,7 @@ fn kill_9_at_any_point_is_undone_by_restore() {
 fn explain_matches_the_kernel() {
     let _serial = serial();
     let journal = tempfile::tempdir().unwrap();
-    let out = Command::new(cargo_bin("oslab"))
+    let out = common::oslab()
         .env("OSLAB_JOURNAL_DIR", journal.path())
         .args(["dirty", "explain", "--json"])
         .output()
@@ -255,7 +253,7 @@ fn explain_matches_the_kernel() {
 
 #[test]
 fn advise_from_given_rates() {
-    let out = Command::new(cargo_bin("oslab"))
+    let out = common::oslab()
         .args([
             "dirty",
             "advise",
@@ -271,7 +269,7 @@ fn advise_from_given_rates() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["dirty_background_bytes"], 10 << 20);
     assert_eq!(v["dirty_bytes"], 30 << 20);
-    let bad = Command::new(cargo_bin("oslab"))
+    let bad = common::oslab()
         .args([
             "dirty",
             "advise",

@@ -12,102 +12,131 @@ fn to_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Vec<u8> {
     w.into_inner().expect("in-memory flush")
 }
 
-/// (file name, contents) for every CSV file of one result.
-pub fn files(r: &ExperimentResult) -> Vec<(String, Vec<u8>)> {
-    let id = &r.experiment;
-    let mut samples = Vec::new();
-    for m in &r.measurements {
-        for (i, v) in m.samples.iter().enumerate() {
-            samples.push(vec![
-                m.name.clone(),
-                i.to_string(),
-                v.to_string(),
-                m.unit.clone(),
-            ]);
+/// The four CSV tables of a result.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CsvTable {
+    Samples,
+    Summary,
+    Findings,
+    Claims,
+}
+
+impl CsvTable {
+    pub const ALL: [CsvTable; 4] = [
+        CsvTable::Samples,
+        CsvTable::Summary,
+        CsvTable::Findings,
+        CsvTable::Claims,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            CsvTable::Samples => "samples",
+            CsvTable::Summary => "summary",
+            CsvTable::Findings => "findings",
+            CsvTable::Claims => "claims",
         }
     }
-    let summary: Vec<Vec<String>> = r
-        .measurements
+
+    pub fn header(self) -> &'static [&'static str] {
+        match self {
+            CsvTable::Samples => &["measurement", "index", "value", "unit"],
+            CsvTable::Summary => &[
+                "measurement",
+                "unit",
+                "n",
+                "median",
+                "ci95_low",
+                "ci95_high",
+                "mean",
+                "min",
+                "max",
+                "mad",
+                "cv",
+                "outliers",
+            ],
+            CsvTable::Findings => &["finding", "value", "unit", "detail"],
+            CsvTable::Claims => &["claim", "verdict", "text", "expectation", "observed", "why"],
+        }
+    }
+
+    /// The rows of this table for one result.
+    pub fn rows(self, r: &ExperimentResult) -> Vec<Vec<String>> {
+        match self {
+            CsvTable::Samples => r
+                .measurements
+                .iter()
+                .flat_map(|m| {
+                    m.samples.iter().enumerate().map(move |(i, v)| {
+                        vec![m.name.clone(), i.to_string(), v.to_string(), m.unit.clone()]
+                    })
+                })
+                .collect(),
+            CsvTable::Summary => r
+                .measurements
+                .iter()
+                .filter_map(|m| {
+                    let s = m.summary.as_ref()?;
+                    Some(vec![
+                        m.name.clone(),
+                        m.unit.clone(),
+                        s.n.to_string(),
+                        s.median.to_string(),
+                        s.ci95.low.to_string(),
+                        s.ci95.high.to_string(),
+                        s.mean.to_string(),
+                        s.min.to_string(),
+                        s.max.to_string(),
+                        s.mad.to_string(),
+                        s.cv.to_string(),
+                        s.outliers.len().to_string(),
+                    ])
+                })
+                .collect(),
+            CsvTable::Findings => r
+                .findings
+                .iter()
+                .map(|f| {
+                    vec![
+                        f.name.clone(),
+                        f.value.to_string(),
+                        f.unit.clone(),
+                        f.detail.clone(),
+                    ]
+                })
+                .collect(),
+            CsvTable::Claims => r
+                .claims
+                .iter()
+                .map(|c| {
+                    vec![
+                        c.id.clone(),
+                        c.verdict.label().to_string(),
+                        c.text.clone(),
+                        c.expectation.clone(),
+                        c.observed.clone(),
+                        c.why.clone(),
+                    ]
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Encodes a header and rows as CSV.
+pub fn encode(header: &[&str], rows: Vec<Vec<String>>) -> Vec<u8> {
+    to_bytes(header, rows)
+}
+
+/// (file name, contents) for every CSV file of one result.
+pub fn files(r: &ExperimentResult) -> Vec<(String, Vec<u8>)> {
+    CsvTable::ALL
         .iter()
-        .filter_map(|m| {
-            let s = m.summary.as_ref()?;
-            Some(vec![
-                m.name.clone(),
-                m.unit.clone(),
-                s.n.to_string(),
-                s.median.to_string(),
-                s.ci95.low.to_string(),
-                s.ci95.high.to_string(),
-                s.mean.to_string(),
-                s.min.to_string(),
-                s.max.to_string(),
-                s.mad.to_string(),
-                s.cv.to_string(),
-                s.outliers.len().to_string(),
-            ])
+        .map(|t| {
+            (
+                format!("{}.{}.csv", r.experiment, t.name()),
+                to_bytes(t.header(), t.rows(r)),
+            )
         })
-        .collect();
-    let claims: Vec<Vec<String>> = r
-        .claims
-        .iter()
-        .map(|c| {
-            vec![
-                c.id.clone(),
-                c.verdict.label().to_string(),
-                c.text.clone(),
-                c.expectation.clone(),
-                c.observed.clone(),
-                c.why.clone(),
-            ]
-        })
-        .collect();
-    let findings: Vec<Vec<String>> = r
-        .findings
-        .iter()
-        .map(|f| {
-            vec![
-                f.name.clone(),
-                f.value.to_string(),
-                f.unit.clone(),
-                f.detail.clone(),
-            ]
-        })
-        .collect();
-    vec![
-        (
-            format!("{id}.samples.csv"),
-            to_bytes(&["measurement", "index", "value", "unit"], samples),
-        ),
-        (
-            format!("{id}.summary.csv"),
-            to_bytes(
-                &[
-                    "measurement",
-                    "unit",
-                    "n",
-                    "median",
-                    "ci95_low",
-                    "ci95_high",
-                    "mean",
-                    "min",
-                    "max",
-                    "mad",
-                    "cv",
-                    "outliers",
-                ],
-                summary,
-            ),
-        ),
-        (
-            format!("{id}.findings.csv"),
-            to_bytes(&["finding", "value", "unit", "detail"], findings),
-        ),
-        (
-            format!("{id}.claims.csv"),
-            to_bytes(
-                &["claim", "verdict", "text", "expectation", "observed", "why"],
-                claims,
-            ),
-        ),
-    ]
+        .collect()
 }

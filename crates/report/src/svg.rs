@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use oslab_model::{Plot, Scale, SeriesStyle};
 
+use crate::markup::esc;
 use crate::num;
 
 const W: f64 = 760.0;
@@ -19,13 +20,6 @@ const BOTTOM: f64 = 64.0;
 const PALETTE: [&str; 8] = [
     "#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf",
 ];
-
-fn esc(s: &str) -> String {
-    s.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
-        .replace('"', "&quot;")
-}
 
 /// Maps data values to pixel positions along one axis.
 #[derive(Debug, Clone, Copy)]

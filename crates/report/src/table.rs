@@ -36,6 +36,18 @@ fn verdict_mark(v: Verdict) -> &'static str {
     }
 }
 
+/// Median, 95 % CI, min, max, CV and n of a summary, as table cells.
+pub fn summary_cells(s: &oslab_stats::Summary) -> [String; 6] {
+    [
+        fmt(s.median),
+        format!("{} - {}", fmt(s.ci95.low), fmt(s.ci95.high)),
+        fmt(s.min),
+        fmt(s.max),
+        pct(s.cv),
+        s.n.to_string(),
+    ]
+}
+
 /// The terminal report of one result.
 pub fn render_result(r: &ExperimentResult) -> String {
     let mut out = String::new();
@@ -81,17 +93,11 @@ pub fn render_result(r: &ExperimentResult) -> String {
             .measurements
             .iter()
             .map(|m| match &m.summary {
-                Some(s) => vec![
-                    m.name.clone(),
-                    m.unit.clone(),
-                    fmt(s.median),
-                    format!("{} - {}", fmt(s.ci95.low), fmt(s.ci95.high)),
-                    fmt(s.min),
-                    fmt(s.max),
-                    pct(s.cv),
-                    s.n.to_string(),
-                    s.outliers.len().to_string(),
-                ],
+                Some(s) => [m.name.clone(), m.unit.clone()]
+                    .into_iter()
+                    .chain(summary_cells(s))
+                    .chain([s.outliers.len().to_string()])
+                    .collect(),
                 None => vec![m.name.clone(), m.unit.clone(), "-".into()],
             })
             .collect();

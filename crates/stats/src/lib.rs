@@ -7,6 +7,7 @@
 //!   deviation, coefficient of variation).
 //! - [`bootstrap`]: percentile bootstrap confidence interval of the median.
 //! - [`outliers`]: modified Z-score outlier marking (Iglewicz and Hoaglin, 1993).
+//! - [`permutation`]: two-sample permutation test on the difference of medians.
 //! - [`summary`]: all of the above in one serialisable [`Summary`].
 #![forbid(unsafe_code)]
 
@@ -14,6 +15,7 @@ pub mod bootstrap;
 pub mod describe;
 pub mod levels;
 pub mod outliers;
+pub mod permutation;
 pub mod sawtooth;
 pub mod summary;
 

@@ -83,3 +83,16 @@ pub fn experiment_ids(results: &serde_json::Value) -> Vec<String> {
         .map(|x| x["experiment"].as_str().unwrap().to_string())
         .collect()
 }
+
+/// The results database the tests' runs write into, inside the build folder, so a
+/// test run never adds to the user's own history.
+pub fn test_db() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("tests-results.db")
+}
+
+/// The oslab binary, keeping results in [`test_db`].
+pub fn oslab() -> std::process::Command {
+    let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
+    c.env("OSLAB_DB", test_db());
+    c
+}

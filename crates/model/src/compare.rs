@@ -1,0 +1,328 @@
+//! Two sets of results side by side: every figure both measured, the ratio, and
+//! whether the difference is beyond noise.
+//!
+//! The noise call, in order of preference:
+//! 1. raw samples on both sides, enough of them that the test could reach the level:
+//!    a permutation test on the difference of medians, beyond noise when p < 0.01
+//!    (strict, because a comparison tests dozens of figures at once);
+//! 2. otherwise both 95 % confidence intervals of the median: beyond noise when they
+//!    do not overlap;
+//! 3. otherwise (a single derived value such as a detected cache size) no call.
+//!
+//! A difference smaller than [`MIN_EFFECT`] of A is called within noise whatever the
+//! test says: with hundreds of samples a test finds 0.1 % shifts "significant", but
+//! separate runs of one experiment on one shared machine already differ by a few
+//! per cent (run-to-run CV of 3-5 % measured for cpu.ctxsw), which samples taken
+//! inside one run cannot show.
+
+use oslab_stats::permutation::median_difference;
+use serde::{Deserialize, Serialize};
+
+use crate::{ExperimentResult, Status, Verdict};
+
+/// Significance level of the permutation test.
+pub const ALPHA: f64 = 0.01;
+/// Smallest relative difference of medians ever called beyond noise.
+pub const MIN_EFFECT: f64 = 0.02;
+const SHUFFLES: usize = 5000;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Noise {
+    /// The two values differ by more than the spread explains.
+    Beyond,
+    /// The difference is within the spread.
+    Within,
+    /// No spread known on at least one side.
+    Unknown,
+}
+
+impl Noise {
+    pub fn label(self) -> &'static str {
+        match self {
+            Noise::Beyond => "beyond noise",
+            Noise::Within => "within noise",
+            Noise::Unknown => "no spread known",
+        }
+    }
+}
+
+/// Where one side of a comparison comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Side {
+    /// What the user named: a run id, a file, a machine.
+    pub label: String,
+    pub hostname: String,
+    pub cpu_model: String,
+    pub kernel: String,
+    /// Earliest start among its results (RFC 3339).
+    pub started_at: String,
+    /// Largest steal share seen in any of its results.
+    pub max_steal_fraction: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FigureComparison {
+    pub experiment: String,
+    /// `measurement` or `finding`.
+    pub kind: String,
+    pub name: String,
+    pub unit: String,
+    pub a: f64,
+    pub b: f64,
+    /// b / a; `None` when a is zero.
+    pub ratio: Option<f64>,
+    pub a_ci95: Option<[f64; 2]>,
+    pub b_ci95: Option<[f64; 2]>,
+    pub p_value: Option<f64>,
+    /// How the noise call was made, in words.
+    pub method: String,
+    pub noise: Noise,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClaimComparison {
+    pub experiment: String,
+    pub id: String,
+    pub text: String,
+    pub a: Verdict,
+    pub b: Verdict,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub a: Side,
+    pub b: Side,
+    pub figures: Vec<FigureComparison>,
+    pub claims: Vec<ClaimComparison>,
+    /// Experiments completed on one side only.
+    pub only_a: Vec<String>,
+    pub only_b: Vec<String>,
+    /// Where the two sides were not measured alike (mode, units, parameters).
+    pub caveats: Vec<String>,
+}
+
+impl Comparison {
+    pub fn beyond_noise(&self) -> usize {
+        self.figures
+            .iter()
+            .filter(|f| f.noise == Noise::Beyond)
+            .count()
+    }
+}
+
+/// Describes one side from its results.
+pub fn side(label: &str, results: &[ExperimentResult]) -> Side {
+    let first = results.first();
+    let m = first.map(|r| &r.environment.machine);
+    Side {
+        label: label.to_string(),
+        hostname: m.map_or_else(String::new, |m| m.hostname.clone()),
+        cpu_model: m.map_or_else(String::new, |m| m.cpu.model.clone()),
+        kernel: m.map_or_else(String::new, |m| m.kernel.release.clone()),
+        started_at: results
+            .iter()
+            .map(|r| r.started_at.clone())
+            .min()
+            .unwrap_or_default(),
+        max_steal_fraction: results
+            .iter()
+            .map(|r| r.environment.load.steal_fraction)
+            .fold(0.0, f64::max),
+    }
+}
+
+fn completed(results: &[ExperimentResult]) -> Vec<&ExperimentResult> {
+    // The latest result of each experiment wins when one side ran it twice.
+    let mut out: Vec<&ExperimentResult> = Vec::new();
+    for r in results
+        .iter()
+        .filter(|r| matches!(r.status, Status::Completed))
+    {
+        match out.iter_mut().find(|o| o.experiment == r.experiment) {
+            Some(slot) => *slot = r,
+            None => out.push(r),
+        }
+    }
+    out
+}
+
+fn ratio(a: f64, b: f64) -> Option<f64> {
+    (a != 0.0 && a.is_finite() && b.is_finite()).then(|| b / a)
+}
+
+fn ci(m: &crate::Measurement) -> Option<[f64; 2]> {
+    m.summary.as_ref().map(|s| [s.ci95.low, s.ci95.high])
+}
+
+fn compare_measurement(
+    experiment: &str,
+    ma: &crate::Measurement,
+    mb: &crate::Measurement,
+    seed: u64,
+) -> Option<FigureComparison> {
+    let (sa, sb) = (ma.summary.as_ref()?, mb.summary.as_ref()?);
+    let (a_ci, b_ci) = (ci(ma), ci(mb));
+    let test = median_difference(&ma.samples, &mb.samples, SHUFFLES, seed)
+        .filter(|t| t.min_p_value < ALPHA);
+    let (noise, p_value, method) = match (test, a_ci, b_ci) {
+        (Some(t), _, _) => (
+            if t.p_value < ALPHA {
+                Noise::Beyond
+            } else {
+                Noise::Within
+            },
+            Some(t.p_value),
+            if t.exact {
+                format!("permutation test, all {} splits", t.permutations)
+            } else {
+                format!("permutation test, {} shuffles", t.permutations)
+            },
+        ),
+        (None, Some(x), Some(y)) => (
+            if x[1] < y[0] || y[1] < x[0] {
+                Noise::Beyond
+            } else {
+                Noise::Within
+            },
+            None,
+            "95% CIs of the medians (too few samples to test)".to_string(),
+        ),
+        _ => (Noise::Unknown, None, "no spread known".to_string()),
+    };
+    let effect = if sa.median != 0.0 {
+        ((sb.median - sa.median) / sa.median).abs()
+    } else {
+        f64::INFINITY
+    };
+    let (noise, method) = if noise == Noise::Beyond && effect < MIN_EFFECT {
+        (
+            Noise::Within,
+            format!(
+                "{method}; the {:.1} % difference is below the {:.0} % that separate runs differ by",
+                effect * 100.0,
+                MIN_EFFECT * 100.0
+            ),
+        )
+    } else {
+        (noise, method)
+    };
+    Some(FigureComparison {
+        experiment: experiment.to_string(),
+        kind: "measurement".into(),
+        name: ma.name.clone(),
+        unit: ma.unit.clone(),
+        a: sa.median,
+        b: sb.median,
+        ratio: ratio(sa.median, sb.median),
+        a_ci95: a_ci,
+        b_ci95: b_ci,
+        p_value,
+        method,
+        noise,
+    })
+}
+
+/// Compares every figure that both sides measured. `seed` fixes the shuffles.
+pub fn compare(
+    a: Side,
+    ra: &[ExperimentResult],
+    b: Side,
+    rb: &[ExperimentResult],
+    seed: u64,
+) -> Comparison {
+    let (ca, cb) = (completed(ra), completed(rb));
+    let mut figures = Vec::new();
+    let mut claims = Vec::new();
+    let mut caveats = Vec::new();
+    for xa in &ca {
+        let Some(xb) = cb.iter().find(|x| x.experiment == xa.experiment) else {
+            continue;
+        };
+        let e = xa.experiment.as_str();
+        if xa.mode != xb.mode {
+            caveats.push(format!(
+                "{e}: one side ran --quick and the other the full mode; sample counts and sweeps differ"
+            ));
+        }
+        let differing: Vec<&String> = xa
+            .params
+            .iter()
+            .filter(|(k, v)| xb.params.get(*k).is_some_and(|w| w != *v))
+            .map(|(k, _)| k)
+            .collect();
+        if !differing.is_empty() && xa.mode == xb.mode {
+            caveats.push(format!(
+                "{e}: parameters differ ({})",
+                differing
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        for (i, ma) in xa.measurements.iter().enumerate() {
+            let Some(mb) = xb.measurement(&ma.name) else {
+                continue;
+            };
+            if ma.unit != mb.unit {
+                caveats.push(format!(
+                    "{e} {}: units differ ({} vs {}), not compared",
+                    ma.name, ma.unit, mb.unit
+                ));
+                continue;
+            }
+            if let Some(f) = compare_measurement(e, ma, mb, seed.wrapping_add(i as u64)) {
+                figures.push(f);
+            }
+        }
+        for fa in &xa.findings {
+            let Some(fb) = xb.finding(&fa.name) else {
+                continue;
+            };
+            if fa.unit != fb.unit {
+                continue;
+            }
+            figures.push(FigureComparison {
+                experiment: e.to_string(),
+                kind: "finding".into(),
+                name: fa.name.clone(),
+                unit: fa.unit.clone(),
+                a: fa.value,
+                b: fb.value,
+                ratio: ratio(fa.value, fb.value),
+                a_ci95: None,
+                b_ci95: None,
+                p_value: None,
+                method: "single derived value".into(),
+                noise: Noise::Unknown,
+            });
+        }
+        for c in &xa.claims {
+            if let Some(d) = xb.claim(&c.id) {
+                claims.push(ClaimComparison {
+                    experiment: e.to_string(),
+                    id: c.id.clone(),
+                    text: c.text.clone(),
+                    a: c.verdict,
+                    b: d.verdict,
+                });
+            }
+        }
+    }
+    let names = |x: &[&ExperimentResult], y: &[&ExperimentResult]| -> Vec<String> {
+        x.iter()
+            .filter(|r| !y.iter().any(|o| o.experiment == r.experiment))
+            .map(|r| r.experiment.clone())
+            .collect()
+    };
+    Comparison {
+        only_a: names(&ca, &cb),
+        only_b: names(&cb, &ca),
+        a,
+        b,
+        figures,
+        claims,
+        caveats,
+    }
+}

@@ -1,0 +1,79 @@
+//! `oslab compare`
+
+use oslab_model::compare::{compare, side};
+
+use crate::CmdResult;
+use crate::cli::CompareArgs;
+use crate::failure::Failure;
+use crate::output::{check_file_target, print, write_file};
+use crate::sources::{LazyStore, Loaded, load};
+
+fn by_machine(store: &mut LazyStore, name: &str) -> Result<Loaded, Failure> {
+    let s = store.get()?;
+    let results = s
+        .latest_on_machine(name)
+        .map_err(|e| Failure::runtime(e.to_string()))?;
+    if results.is_empty() {
+        let known = s.machines().map_err(|e| Failure::runtime(e.to_string()))?;
+        return Err(Failure::usage(format!(
+            "no completed results for machine {name} in {} (machines there: {})",
+            s.path().display(),
+            if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            }
+        )));
+    }
+    Ok(Loaded {
+        label: format!("machine {name}"),
+        results,
+    })
+}
+
+pub fn run(a: CompareArgs) -> CmdResult {
+    if !matches!((a.sides.len(), a.machines.len()), (2, 0) | (0, 2)) {
+        return Err(Failure::usage(
+            "compare takes two run ids or result files (oslab compare A B), or two machines (--machine X --machine Y)",
+        ));
+    }
+    if let Some(p) = &a.html {
+        check_file_target(p, "--html")?;
+    }
+    let json_stdout = a.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if let Some(p) = a.json.as_ref().filter(|_| !json_stdout) {
+        check_file_target(p, "--json")?;
+    }
+    let mut store = LazyStore::new(a.db.db.as_deref());
+    let (x, y) = if a.machines.is_empty() {
+        (
+            load(&a.sides[0], &mut store)?,
+            load(&a.sides[1], &mut store)?,
+        )
+    } else {
+        (
+            by_machine(&mut store, &a.machines[0])?,
+            by_machine(&mut store, &a.machines[1])?,
+        )
+    };
+    let c = compare(
+        side(&x.label, &x.results),
+        &x.results,
+        side(&y.label, &y.results),
+        &y.results,
+        a.seed,
+    );
+    if let Some(p) = &a.html {
+        write_file(p, oslab_report::compare::html(&c).as_bytes())?;
+    }
+    let json = serde_json::to_string_pretty(&c).expect("plain data") + "\n";
+    match &a.json {
+        Some(_) if json_stdout => print(&json),
+        Some(p) => {
+            write_file(p, json.as_bytes())?;
+            print(&oslab_report::compare::text(&c));
+        }
+        None => print(&oslab_report::compare::text(&c)),
+    }
+    Ok(0)
+}

@@ -1,0 +1,139 @@
+//! `oslab history`
+
+use oslab_report::num::fmt;
+use oslab_report::table::simple;
+use oslab_store::RunFilter;
+
+use crate::CmdResult;
+use crate::cli::HistoryArgs;
+use crate::db;
+use crate::failure::Failure;
+use crate::output::print;
+
+fn state(s: &str) -> &str {
+    // A run that never reached its end: killed, or still running elsewhere.
+    if s == "running" { "unfinished" } else { s }
+}
+
+pub fn run(a: HistoryArgs) -> CmdResult {
+    let store = db::open_existing(a.db.db.as_deref())?;
+    let filter = RunFilter {
+        experiment: a.experiment.clone(),
+        machine: a.machine.clone(),
+        limit: Some(a.limit as usize),
+    };
+    let fail = |e: oslab_store::StoreError| Failure::runtime(e.to_string());
+    if a.experiment.is_some() {
+        let rows = store.experiment_history(&filter).map_err(fail)?;
+        if a.json {
+            print(&(serde_json::to_string_pretty(&rows).expect("plain data") + "\n"));
+            return Ok(0);
+        }
+        if rows.is_empty() {
+            print(&format!(
+                "No stored result of {} in {}.\n",
+                a.experiment.as_deref().unwrap_or(""),
+                store.path().display()
+            ));
+            return Ok(0);
+        }
+        let table: Vec<Vec<String>> = rows
+            .iter()
+            .map(|r| {
+                let (figure, median, ci) = match &r.headline {
+                    Some(h) => (
+                        format!("{} ({})", h.name, h.unit),
+                        h.median.map_or_else(|| "-".into(), fmt),
+                        h.ci95
+                            .map_or_else(String::new, |[l, h]| format!("{} - {}", fmt(l), fmt(h))),
+                    ),
+                    None => ("-".into(), "-".into(), String::new()),
+                };
+                vec![
+                    r.run_id.to_string(),
+                    r.started_at.clone(),
+                    r.machine.clone(),
+                    r.kernel.clone(),
+                    r.mode.clone(),
+                    r.status.clone(),
+                    figure,
+                    median,
+                    ci,
+                ]
+            })
+            .collect();
+        print(&simple(
+            &[
+                "run",
+                "started",
+                "machine",
+                "kernel",
+                "mode",
+                "status",
+                "first figure",
+                "median",
+                "95% CI",
+            ],
+            &table,
+            &[0, 7, 8],
+        ));
+        print("\n");
+        return Ok(0);
+    }
+    let runs = store.runs(&filter).map_err(fail)?;
+    if a.json {
+        print(&(serde_json::to_string_pretty(&runs).expect("plain data") + "\n"));
+        return Ok(0);
+    }
+    if runs.is_empty() {
+        print(&format!("No stored runs in {}.\n", store.path().display()));
+        return Ok(0);
+    }
+    let table: Vec<Vec<String>> = runs
+        .iter()
+        .map(|r| {
+            let count = |w: &str| r.results.iter().filter(|(_, s)| s == w).count();
+            let mut names: Vec<String> = r.results.iter().map(|(e, _)| e.clone()).collect();
+            if names.len() > 4 {
+                let more = names.len() - 3;
+                names.truncate(3);
+                names.push(format!("+{more} more"));
+            }
+            vec![
+                r.id.to_string(),
+                r.started_at.clone(),
+                r.machine.clone(),
+                r.kernel.clone(),
+                state(&r.state).to_string(),
+                format!(
+                    "{} done, {} skipped, {} failed",
+                    count("completed"),
+                    count("skipped"),
+                    count("failed")
+                ),
+                names.join(", "),
+                r.label.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    print(&simple(
+        &[
+            "run",
+            "started",
+            "machine",
+            "kernel",
+            "state",
+            "results",
+            "experiments",
+            "label",
+        ],
+        &table,
+        &[0],
+    ));
+    print(&format!(
+        "\n{} run(s) from {}; `oslab report RUN --html F` or `oslab compare RUN RUN` for one.\n",
+        runs.len(),
+        store.path().display()
+    ));
+    Ok(0)
+}

@@ -1,0 +1,352 @@
+//! The HTML report in a real browser: headless Chromium loads the page of a real run
+//! at desktop and phone widths, a probe script added to a copy of the page records
+//! console errors, failed loads and the laid-out size of every plot and table, and
+//! screenshots (and a PDF print) are kept under target/report-screenshots/ for a
+//! person to look at. CI installs Debian's chromium; without it the test says so
+//! and passes.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs an oslab command and fails the test with its stderr if it fails.
+fn succeeds(cmd: &mut Command) {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn chromium() -> Option<PathBuf> {
+    ["chromium", "chromium-browser", "google-chrome"]
+        .iter()
+        .find_map(|name| {
+            std::env::var_os("PATH")?
+                .to_str()?
+                .split(':')
+                .map(|d| Path::new(d).join(name))
+                .find(|p| p.is_file())
+        })
+}
+
+fn screenshots() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("report-screenshots");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs Chromium headless with `args` on `page`; returns (stdout, stderr).
+fn browse(
+    browser: &Path,
+    profile: &Path,
+    width: u32,
+    args: &[String],
+    page: &Path,
+) -> (String, String) {
+    // Output goes to files: a page's DOM overflows a pipe that nobody reads yet.
+    std::fs::create_dir_all(profile).unwrap();
+    let (out_path, err_path) = (profile.join("stdout.txt"), profile.join("stderr.txt"));
+    let mut child = Command::new(browser)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--no-first-run",
+            "--disable-extensions",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--virtual-time-budget=3000",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            profile.join("chromium").display()
+        ))
+        .arg(format!("--window-size={width},2000"))
+        .args(args)
+        .arg(format!("file://{}", page.display()))
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&out_path).unwrap())
+        .stderr(std::fs::File::create(&err_path).unwrap())
+        .spawn()
+        .expect("chromium starts");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("chromium did not finish within 120 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (
+        std::fs::read_to_string(&out_path).unwrap_or_default(),
+        std::fs::read_to_string(&err_path).unwrap_or_default(),
+    )
+}
+
+/// Injected before anything else on the page: collects errors, then after load
+/// writes what it saw into a <pre id="probe"> that --dump-dom shows.
+const PROBE: &str = r#"<script>
+window.__errors = [];
+window.addEventListener('error', function (e) {
+  var t = e.target && e.target !== window ? ('failed to load ' + (e.target.src || e.target.href || e.target.tagName)) : String(e.message);
+  window.__errors.push(t);
+}, true);
+(function () {
+  var orig = console.error;
+  console.error = function () { window.__errors.push('console.error: ' + Array.prototype.join.call(arguments, ' ')); orig.apply(console, arguments); };
+})();
+window.addEventListener('load', function () {
+  var plots = Array.prototype.map.call(document.querySelectorAll('figure.plot svg'), function (s) {
+    var r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)];
+  });
+  var tables = Array.prototype.map.call(document.querySelectorAll('table'), function (t) {
+    return [t.className, t.tBodies[0] ? t.tBodies[0].rows.length : 0, Math.round(t.getBoundingClientRect().height)];
+  });
+  var out = { errors: window.__errors, plots: plots, tables: tables,
+    scroll_width: document.documentElement.scrollWidth, viewport_width: window.innerWidth,
+    title: document.title };
+  var pre = document.createElement('pre'); pre.id = 'probe';
+  pre.textContent = 'PROBE' + JSON.stringify(out) + 'EBORP';
+  (window.parent !== window ? window.parent.document.body : document.body).appendChild(pre);
+});
+</script>"#;
+
+/// Lays the page out `width` CSS pixels wide and returns what the probe saw. The page
+/// sits in an iframe of that width, because a headless window is never narrower than
+/// 500 px; the probe inside writes into the outer page, which --dump-dom prints.
+fn probed(browser: &Path, profile: &Path, html: &str, width: u32, dir: &Path) -> serde_json::Value {
+    let copy = dir.join(format!("probe-{width}.html"));
+    std::fs::write(
+        &copy,
+        html.replacen("<head>", &format!("<head>\n{PROBE}"), 1),
+    )
+    .unwrap();
+    let frame = dir.join(format!("frame-{width}.html"));
+    std::fs::write(
+        &frame,
+        format!(
+            "<!DOCTYPE html><html><head></head><body style=\"margin:0\"><iframe src=\"probe-{width}.html\" style=\"width:{width}px;height:2000px;border:0\"></iframe></body></html>"
+        ),
+    )
+    .unwrap();
+    let (dom, stderr) = browse(
+        browser,
+        profile,
+        width.max(500) + 40,
+        &[
+            "--dump-dom".to_string(),
+            "--allow-file-access-from-files".to_string(),
+        ],
+        &frame,
+    );
+    let start = dom
+        .find("PROBE{")
+        .unwrap_or_else(|| panic!("no probe output; stderr:\n{stderr}"));
+    let end = dom.find("}EBORP").expect("probe end");
+    // --dump-dom escapes & < > in text; JSON from our probe has none of them unescaped
+    // except through those entities.
+    let json = dom[start + 5..end + 1]
+        .replace("&quot;", "\"")
+        .replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&");
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let uncaught: Vec<&str> = stderr.lines().filter(|l| l.contains("Uncaught")).collect();
+    assert!(uncaught.is_empty(), "{uncaught:?}");
+    v
+}
+
+fn check_layout(v: &serde_json::Value, plots: usize, tables: usize, width: u32) {
+    assert_eq!(
+        v["errors"].as_array().unwrap().len(),
+        0,
+        "console errors at {width}px: {v}"
+    );
+    let p = v["plots"].as_array().unwrap();
+    assert_eq!(p.len(), plots, "plots at {width}px");
+    for wh in p {
+        let (w, h) = (wh[0].as_f64().unwrap(), wh[1].as_f64().unwrap());
+        assert!(
+            w >= 250.0 && h >= 140.0,
+            "a plot laid out at {w}x{h} px at {width}px"
+        );
+        assert!(w <= width as f64, "a plot wider than the window: {w}");
+    }
+    assert_eq!(v["viewport_width"].as_f64().unwrap(), width as f64, "{v}");
+    let t = v["tables"].as_array().unwrap();
+    assert_eq!(t.len(), tables, "tables at {width}px: {t:?}");
+    for row in t {
+        assert!(
+            row[1].as_u64().unwrap() >= 1 && row[2].as_f64().unwrap() > 10.0,
+            "{row}"
+        );
+    }
+    // Wide tables scroll inside their box; the page itself never scrolls sideways.
+    assert!(
+        v["scroll_width"].as_f64().unwrap() <= v["viewport_width"].as_f64().unwrap() + 1.0,
+        "the page is wider than a {width}px window: {v}"
+    );
+}
+
+fn expected_tables(results: &serde_json::Value) -> usize {
+    let rs = results["results"].as_array().unwrap();
+    let claims_overview = usize::from(
+        rs.iter()
+            .any(|r| !r["claims"].as_array().unwrap().is_empty()),
+    );
+    claims_overview
+        + rs.iter()
+            .filter(|r| r["status"]["state"] == "completed")
+            .map(|r| {
+                ["claims", "measurements", "findings"]
+                    .iter()
+                    .filter(|k| !r[**k].as_array().unwrap().is_empty())
+                    .count()
+            })
+            .sum::<usize>()
+}
+
+#[test]
+fn the_report_renders_in_chromium_on_a_desktop_and_a_phone() {
+    let Some(browser) = chromium() else {
+        eprintln!("skipped: no chromium on PATH (CI installs Debian's chromium package)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let shots = screenshots();
+    // A real run: measurements, claims, findings and plots, plus a simulator run
+    // whose plots redraw the paper's figures.
+    let results = tmp.path().join("run.json");
+    succeeds(
+        common::oslab()
+            .args(["run", "cpu.syscall", "null", "--quick", "--no-db", "--json"])
+            .arg(&results),
+    );
+    let sim = tmp.path().join("sim.json");
+    succeeds(
+        common::oslab()
+            .args(["sim", "run", "paper-fig2", "--json"])
+            .arg(&sim),
+    );
+    let page = tmp.path().join("report.html");
+    succeeds(
+        common::oslab()
+            .arg("report")
+            .arg(&results)
+            .arg(&sim)
+            .arg("--html")
+            .arg(&page),
+    );
+
+    let mut plots = 0;
+    let mut tables = 0;
+    for f in [&results, &sim] {
+        let v: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
+        plots += v["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["plots"].as_array().unwrap().len())
+            .sum::<usize>();
+        tables += expected_tables(&v);
+    }
+    // One overview of claims for the whole page, not one per file.
+    tables -= 1;
+    assert!(plots >= 2, "the run has plots to show");
+
+    let html = std::fs::read_to_string(&page).unwrap();
+    let profile = tmp.path().join("profile");
+    for width in [1280, 390] {
+        let v = probed(&browser, &profile, &html, width, tmp.path());
+        check_layout(&v, plots, tables, width);
+        let name = if width > 800 {
+            "report-desktop.png"
+        } else {
+            "report-phone.png"
+        };
+        let shot = shots.join(name);
+        let _ = std::fs::remove_file(&shot);
+        browse(
+            &browser,
+            &profile,
+            width,
+            &[format!("--screenshot={}", shot.display())],
+            &page,
+        );
+        let png =
+            std::fs::read(&shot).unwrap_or_else(|_| panic!("no screenshot {}", shot.display()));
+        assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
+        // A blank page compresses to a few KiB; text, tables and plots do not.
+        assert!(png.len() > 40_000, "{name} is {} bytes", png.len());
+    }
+    let pdf = shots.join("report.pdf");
+    let _ = std::fs::remove_file(&pdf);
+    browse(
+        &browser,
+        &profile,
+        1280,
+        &[
+            "--no-pdf-header-footer".into(),
+            format!("--print-to-pdf={}", pdf.display()),
+        ],
+        &page,
+    );
+    let bytes = std::fs::read(&pdf).unwrap();
+    assert!(
+        bytes.starts_with(b"%PDF") && bytes.len() > 20_000,
+        "{} bytes",
+        bytes.len()
+    );
+    eprintln!("screenshots and PDF in {}", shots.display());
+}
+
+#[test]
+fn the_comparison_page_renders_in_chromium() {
+    let Some(browser) = chromium() else {
+        eprintln!("skipped: no chromium on PATH (CI installs Debian's chromium package)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("h.db");
+    for _ in 0..2 {
+        succeeds(common::oslab().env("OSLAB_DB", &db).args([
+            "run",
+            "cpu.syscall",
+            "null",
+            "--quick",
+        ]));
+    }
+    let page = tmp.path().join("compare.html");
+    succeeds(
+        common::oslab()
+            .env("OSLAB_DB", &db)
+            .args(["compare", "1", "2", "--html"])
+            .arg(&page),
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    let profile = tmp.path().join("profile");
+    for width in [1280, 390] {
+        let v = probed(&browser, &profile, &html, width, tmp.path());
+        // Two experiments: a comparison table each, and the claims of each.
+        check_layout(&v, 0, 4, width);
+    }
+    let shot = screenshots().join("compare-desktop.png");
+    let _ = std::fs::remove_file(&shot);
+    browse(
+        &browser,
+        &profile,
+        1280,
+        &[format!("--screenshot={}", shot.display())],
+        &page,
+    );
+    assert!(std::fs::read(&shot).unwrap().len() > 20_000);
+}

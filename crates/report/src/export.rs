@@ -1,0 +1,51 @@
+//! Results of many runs as one CSV table, for notebooks: each row of the per-result
+//! tables (see [`crate::csv_out`]) prefixed with the run and experiment it belongs to.
+
+use oslab_model::ExperimentResult;
+
+use crate::csv_out::{CsvTable, encode};
+
+/// What identifies a run in an export.
+#[derive(Debug, Clone)]
+pub struct RunColumns {
+    pub run_id: i64,
+    pub machine: String,
+    pub kernel: String,
+    pub label: Option<String>,
+}
+
+const PREFIX: [&str; 7] = [
+    "run_id",
+    "machine",
+    "kernel",
+    "label",
+    "experiment",
+    "mode",
+    "started_at",
+];
+
+/// One CSV table over every result of every run.
+pub fn csv(table: CsvTable, runs: &[(RunColumns, Vec<ExperimentResult>)]) -> Vec<u8> {
+    let header: Vec<&str> = PREFIX.iter().chain(table.header()).copied().collect();
+    let mut rows = Vec::new();
+    for (run, results) in runs {
+        for r in results {
+            let prefix = [
+                run.run_id.to_string(),
+                run.machine.clone(),
+                run.kernel.clone(),
+                run.label.clone().unwrap_or_default(),
+                r.experiment.clone(),
+                match r.mode {
+                    oslab_model::Mode::Quick => "quick".to_string(),
+                    oslab_model::Mode::Full => "full".to_string(),
+                },
+                r.started_at.clone(),
+            ];
+            for row in table.rows(r) {
+                rows.push(prefix.iter().cloned().chain(row).collect());
+            }
+        }
+    }
+    encode(&header, rows)
+}

@@ -1,0 +1,441 @@
+//! One self-contained HTML page per report: styles and SVG plots inline, no script, no
+//! fonts or images to fetch, so it opens offline, on a phone and on paper alike.
+//!
+//! The page: the machine(s) the results come from, every claim of the material with
+//! its verdict, then one section per experiment with its measurements, findings,
+//! claims (the material's figure beside ours), plots and method notes.
+
+use std::fmt::Write;
+
+use oslab_model::{ExperimentResult, Mode, Status, Verdict};
+use oslab_sys::machine::MachineInfo;
+use oslab_sys::parse::size::human_bytes;
+
+use crate::markup::{anchor, esc};
+use crate::num::{fmt, pct};
+
+const STYLE: &str = include_str!("html.css");
+
+/// The page around `body`: head, styles, header and footer.
+pub fn page(title: &str, subtitle: &str, body: &str) -> String {
+    format!(
+        "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n\
+<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n\
+<meta name=\"generator\" content=\"oslab\">\n<title>{t}</title>\n<style>\n{STYLE}</style>\n</head>\n\
+<body>\n<header>\n<h1>{t}</h1>\n<p class=\"sub\">{s}</p>\n</header>\n<main>\n{body}</main>\n\
+<footer><p>Made by oslab. Every figure is a median of repeated measurements on the machine above; \
+95 % intervals are bootstrap intervals of the median. Verdicts compare this machine with the \
+source material; \u{201c}not testable here\u{201d} says why.</p></footer>\n</body>\n</html>\n",
+        t = esc(title),
+        s = esc(subtitle),
+    )
+}
+
+/// A table with a header row; cells are already HTML. `numeric` right-aligns columns.
+pub fn table(class: &str, headers: &[&str], rows: &[Vec<String>], numeric: &[usize]) -> String {
+    let mut out = format!("<div class=\"scroll\"><table class=\"{class}\">\n<thead><tr>");
+    for (i, h) in headers.iter().enumerate() {
+        let c = if numeric.contains(&i) {
+            " class=\"num\""
+        } else {
+            ""
+        };
+        let _ = write!(out, "<th{c}>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for r in rows {
+        out.push_str("<tr>");
+        for (i, cell) in r.iter().enumerate() {
+            let c = if numeric.contains(&i) {
+                " class=\"num\""
+            } else {
+                ""
+            };
+            let _ = write!(out, "<td{c}>{cell}</td>");
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table></div>\n");
+    out
+}
+
+/// A coloured verdict label.
+pub fn verdict_badge(v: Verdict) -> String {
+    let class = match v {
+        Verdict::Holds => "holds",
+        Verdict::Differs => "differs",
+        Verdict::NotTestable => "untestable",
+    };
+    format!("<span class=\"badge {class}\">{}</span>", v.label())
+}
+
+fn machine_facts(m: &MachineInfo) -> Vec<(&'static str, String)> {
+    let c = &m.cpu;
+    let mut caches: Vec<String> = m
+        .caches
+        .levels
+        .iter()
+        .map(|l| {
+            format!(
+                "{} {}",
+                l.name,
+                l.size_bytes.map_or_else(|| "?".into(), human_bytes)
+            )
+        })
+        .collect();
+    if caches.is_empty() {
+        caches.push("not reported".into());
+    }
+    let d = &m.dirty;
+    let dirty = |bytes: Option<u64>, ratio: Option<u64>| match (bytes, ratio) {
+        (Some(b), _) if b > 0 => human_bytes(b),
+        (_, Some(r)) => format!("{r} %"),
+        _ => "?".into(),
+    };
+    vec![
+        ("host", m.hostname.clone()),
+        (
+            "CPU",
+            format!(
+                "{} ({} logical CPUs, {} cores, {} thread(s) per core)",
+                c.model, c.logical_cpus, c.cores, c.threads_per_core
+            ),
+        ),
+        ("caches (sysfs)", caches.join(" · ")),
+        (
+            "memory",
+            format!(
+                "{} total, {} pages",
+                human_bytes(m.memory.total_bytes),
+                human_bytes(m.memory.page_bytes)
+            ),
+        ),
+        (
+            "kernel",
+            format!(
+                "{} · scheduler {}{}",
+                m.kernel.release,
+                m.kernel.scheduler.label(),
+                m.kernel
+                    .hz
+                    .value()
+                    .map_or(String::new(), |h| format!(" · HZ {}", h.hz))
+            ),
+        ),
+        (
+            "hypervisor",
+            m.hypervisor
+                .name
+                .clone()
+                .unwrap_or_else(|| "none detected".into()),
+        ),
+        (
+            "write back",
+            format!(
+                "background {} · limit {} · expire {} cs · flusher every {} cs",
+                dirty(d.dirty_background_bytes, d.dirty_background_ratio),
+                dirty(d.dirty_bytes, d.dirty_ratio),
+                d.dirty_expire_centisecs
+                    .map_or("?".into(), |v| v.to_string()),
+                d.dirty_writeback_centisecs
+                    .map_or("?".into(), |v| v.to_string())
+            ),
+        ),
+        ("run as root", if m.root { "yes" } else { "no" }.into()),
+    ]
+}
+
+/// The machine summary: key facts, with the whole `oslab info` behind a disclosure.
+pub fn machine_section(m: &MachineInfo, heading: &str) -> String {
+    let mut out = format!(
+        "<section class=\"machine\">\n<h2>{}</h2>\n<dl>\n",
+        esc(heading)
+    );
+    for (k, v) in machine_facts(m) {
+        let _ = writeln!(out, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(&v));
+    }
+    out.push_str("</dl>\n<details><summary>Everything oslab info reports</summary>\n<pre>");
+    out.push_str(&esc(&crate::info::render(m)));
+    out.push_str("</pre></details>\n</section>\n");
+    out
+}
+
+fn status_text(s: &Status) -> &'static str {
+    match s {
+        Status::Completed => "completed",
+        Status::Skipped { .. } => "skipped",
+        Status::Failed { .. } => "failed",
+    }
+}
+
+fn claims_overview(results: &[ExperimentResult]) -> String {
+    let all: Vec<(&ExperimentResult, &oslab_model::Claim)> = results
+        .iter()
+        .flat_map(|r| r.claims.iter().map(move |c| (r, c)))
+        .collect();
+    if all.is_empty() {
+        return String::new();
+    }
+    let count = |v: Verdict| all.iter().filter(|(_, c)| c.verdict == v).count();
+    let mut out = format!(
+        "<section class=\"claims\">\n<h2>The material's claims on this machine</h2>\n\
+<p class=\"counts\">{} {} · {} {} · {} {}</p>\n",
+        count(Verdict::Holds),
+        verdict_badge(Verdict::Holds),
+        count(Verdict::Differs),
+        verdict_badge(Verdict::Differs),
+        count(Verdict::NotTestable),
+        verdict_badge(Verdict::NotTestable),
+    );
+    let rows: Vec<Vec<String>> = all
+        .iter()
+        .map(|(r, c)| {
+            vec![
+                format!(
+                    "<a href=\"#{}\">{}</a>",
+                    anchor(&r.experiment),
+                    esc(&r.experiment)
+                ),
+                verdict_badge(c.verdict),
+                esc(&c.text),
+            ]
+        })
+        .collect();
+    out.push_str(&table(
+        "overview",
+        &["experiment", "verdict", "claim"],
+        &rows,
+        &[],
+    ));
+    out.push_str("</section>\n");
+    out
+}
+
+fn contents(results: &[ExperimentResult]) -> String {
+    let mut out = String::from("<nav class=\"toc\">\n<h2>Experiments</h2>\n<ol>\n");
+    for r in results {
+        let _ = writeln!(
+            out,
+            "<li><a href=\"#{}\">{}</a> {} <span class=\"status {}\">{}</span></li>",
+            anchor(&r.experiment),
+            esc(&r.experiment),
+            esc(&r.title),
+            status_text(&r.status),
+            status_text(&r.status)
+        );
+    }
+    out.push_str("</ol>\n</nav>\n");
+    out
+}
+
+/// One experiment's section.
+pub fn result_section(r: &ExperimentResult) -> String {
+    let mut out = format!(
+        "<section class=\"experiment\" id=\"{}\">\n<h2>{} <small>{}</small></h2>\n",
+        anchor(&r.experiment),
+        esc(&r.title),
+        esc(&r.experiment)
+    );
+    let load = &r.environment.load;
+    let section = if r.section == "-" {
+        String::new()
+    } else {
+        format!(" · material section {}", esc(&r.section))
+    };
+    let _ = writeln!(
+        out,
+        "<p class=\"meta\">{} · {} · {:.1} s{section} · steal {} · CPUs busy {} · load {:.2} → {:.2} · timer {}</p>",
+        esc(&r.started_at),
+        match r.mode {
+            Mode::Quick => "quick",
+            Mode::Full => "full",
+        },
+        r.duration_s,
+        pct(load.steal_fraction),
+        pct(load.cpu_busy_fraction),
+        load.loadavg_before[0],
+        load.loadavg_after[0],
+        esc(&r.environment.timer),
+    );
+    if let Some(w) = &load.warning {
+        let _ = writeln!(
+            out,
+            "<p class=\"warning\">Warning: {}; treat the figures with care.</p>",
+            esc(w)
+        );
+    }
+    match &r.status {
+        Status::Completed => {}
+        Status::Skipped { reason } => {
+            let _ = writeln!(
+                out,
+                "<p class=\"skipped\">Skipped: {}</p>\n</section>",
+                esc(reason)
+            );
+            return out;
+        }
+        Status::Failed { error } => {
+            let _ = writeln!(
+                out,
+                "<p class=\"failed\">Failed: {}</p>\n</section>",
+                esc(error)
+            );
+            return out;
+        }
+    }
+    if !r.claims.is_empty() {
+        let rows: Vec<Vec<String>> = r
+            .claims
+            .iter()
+            .map(|c| {
+                vec![
+                    format!(
+                        "{}<div class=\"source\">{}</div>",
+                        esc(&c.text),
+                        esc(&c.source)
+                    ),
+                    esc(&c.expectation),
+                    esc(&c.observed),
+                    format!(
+                        "{}<div class=\"why\">{}</div>",
+                        verdict_badge(c.verdict),
+                        esc(&c.why)
+                    ),
+                ]
+            })
+            .collect();
+        out.push_str("<h3>Claims</h3>\n");
+        out.push_str(&table(
+            "claims",
+            &["claim", "the material", "measured here", "verdict"],
+            &rows,
+            &[],
+        ));
+    }
+    if !r.measurements.is_empty() {
+        let rows: Vec<Vec<String>> = r
+            .measurements
+            .iter()
+            .map(|m| {
+                let name = format!(
+                    "<span title=\"{}\">{}</span>",
+                    esc(&m.description),
+                    esc(&m.name)
+                );
+                match &m.summary {
+                    Some(s) => [name, esc(&m.unit)]
+                        .into_iter()
+                        .chain(crate::table::summary_cells(s))
+                        .collect(),
+                    None => {
+                        let mut row = vec![name, esc(&m.unit), "-".into()];
+                        row.resize(8, String::new());
+                        row
+                    }
+                }
+            })
+            .collect();
+        out.push_str("<h3>Measurements</h3>\n");
+        out.push_str(&table(
+            "measurements",
+            &[
+                "measurement",
+                "unit",
+                "median",
+                "95% CI",
+                "min",
+                "max",
+                "CV",
+                "n",
+            ],
+            &rows,
+            &[2, 3, 4, 5, 6, 7],
+        ));
+    }
+    if !r.findings.is_empty() {
+        let rows: Vec<Vec<String>> = r
+            .findings
+            .iter()
+            .map(|f| vec![esc(&f.name), fmt(f.value), esc(&f.unit), esc(&f.detail)])
+            .collect();
+        out.push_str("<h3>Findings</h3>\n");
+        out.push_str(&table(
+            "findings",
+            &["finding", "value", "unit", "detail"],
+            &rows,
+            &[1],
+        ));
+    }
+    // The plot draws its own title, so no caption repeats it.
+    for p in &r.plots {
+        let _ = writeln!(
+            out,
+            "<figure class=\"plot\" id=\"{}-{}\">\n{}\n</figure>",
+            anchor(&r.experiment),
+            anchor(&p.id),
+            crate::svg::render(p),
+        );
+    }
+    if !r.notes.is_empty() {
+        out.push_str("<h3>Method notes</h3>\n<ul class=\"notes\">\n");
+        for n in &r.notes {
+            let _ = writeln!(out, "<li>{}</li>", esc(n));
+        }
+        out.push_str("</ul>\n");
+    }
+    if !r.params.is_empty() {
+        out.push_str("<details><summary>Parameters as run</summary>\n<pre>");
+        for (k, v) in &r.params {
+            let _ = writeln!(out, "{} = {}", esc(k), esc(&v.to_string()));
+        }
+        out.push_str("</pre></details>\n");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// The full report of a set of results.
+pub fn report(results: &[ExperimentResult], sources: &str) -> String {
+    let mut body = String::new();
+    let mut machines: Vec<&MachineInfo> = Vec::new();
+    for r in results {
+        let m = &r.environment.machine;
+        if !machines.iter().any(|x| {
+            x.hostname == m.hostname
+                && x.cpu.model == m.cpu.model
+                && x.kernel.release == m.kernel.release
+        }) {
+            machines.push(m);
+        }
+    }
+    for (i, m) in machines.iter().enumerate() {
+        let heading = if machines.len() == 1 {
+            "Machine".to_string()
+        } else {
+            format!("Machine {} of {}", i + 1, machines.len())
+        };
+        body.push_str(&machine_section(m, &heading));
+    }
+    body.push_str(&claims_overview(results));
+    body.push_str(&contents(results));
+    for r in results {
+        body.push_str(&result_section(r));
+    }
+    let when = results
+        .iter()
+        .map(|r| r.started_at.as_str())
+        .min()
+        .unwrap_or("");
+    let version = results
+        .first()
+        .map_or("", |r| r.environment.oslab_version.as_str());
+    let host = machines.first().map_or("", |m| m.hostname.as_str());
+    page(
+        &format!("oslab report: {host}"),
+        &format!(
+            "{} experiment(s), started {when}, oslab {version}; from {sources}",
+            results.len()
+        ),
+        &body,
+    )
+}
