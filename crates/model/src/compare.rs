@@ -310,6 +310,15 @@ pub fn compare(
             }
         }
     }
+    if !a.hostname.is_empty()
+        && (a.hostname.as_str(), a.cpu_model.as_str(), a.kernel.as_str())
+            == (b.hostname.as_str(), b.cpu_model.as_str(), b.kernel.as_str())
+    {
+        caveats.push(
+            "both sides ran on the same machine and kernel: a difference beyond noise here is drift between the runs (host clock, neighbours, steal), which the samples inside one run cannot show; repeat each side before blaming a change"
+                .to_string(),
+        );
+    }
     let names = |x: &[&ExperimentResult], y: &[&ExperimentResult]| -> Vec<String> {
         x.iter()
             .filter(|r| !y.iter().any(|o| o.experiment == r.experiment))

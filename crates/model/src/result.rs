@@ -53,16 +53,30 @@ pub struct Measurement {
     /// Unit of every sample and of the summary figures, e.g. `ns/call`.
     pub unit: String,
     /// Every repetition, in order, never pre-averaged.
+    #[serde(deserialize_with = "nulls_as_nan")]
     pub samples: Vec<f64>,
     pub summary: Option<Summary>,
     /// What was subtracted from each raw sample, if anything ("loop overhead 0.31 ns").
     pub correction: Option<String>,
 }
 
+/// JSON has no NaN: serde_json writes it as null. Reads null back as NaN, so a
+/// result with an undetermined figure can be read again.
+fn null_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+    Option::<f64>::deserialize(d).map(|v| v.unwrap_or(f64::NAN))
+}
+
+fn nulls_as_nan<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<f64>, D::Error> {
+    Vec::<Option<f64>>::deserialize(d)
+        .map(|v| v.into_iter().map(|x| x.unwrap_or(f64::NAN)).collect())
+}
+
 /// A derived number (a detected cache size, a ratio, ...).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     pub name: String,
+    /// NaN (null in JSON) when the experiment could not determine it; `detail` says why.
+    #[serde(deserialize_with = "null_as_nan")]
     pub value: f64,
     pub unit: String,
     pub detail: String,

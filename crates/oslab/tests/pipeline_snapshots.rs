@@ -151,7 +151,12 @@ fn comparing_a_result_with_itself_finds_no_difference() {
     assert_eq!(f.p_value, Some(1.0));
     assert_eq!(f.ratio, Some(1.0));
     assert_eq!(c.beyond_noise(), 0);
-    assert!(c.only_a.is_empty() && c.only_b.is_empty() && c.caveats.is_empty());
+    assert!(c.only_a.is_empty() && c.only_b.is_empty());
+    assert_eq!(c.caveats.len(), 1, "{:?}", c.caveats);
+    assert!(
+        c.caveats[0].contains("same machine"),
+        "drift between runs is named"
+    );
     assert_eq!(c.claims.len(), 3);
 }
 

@@ -37,6 +37,8 @@ pub enum StoreError {
         found: u32,
         known: u32,
     },
+    #[error("{path} holds a result this oslab cannot read ({detail})")]
+    Unreadable { path: PathBuf, detail: String },
     #[error("cannot use the results database {path}: {detail}")]
     Other { path: PathBuf, detail: String },
 }
@@ -291,9 +293,9 @@ impl Store {
     }
 
     fn decode(&self, json: &str) -> Result<ExperimentResult> {
-        serde_json::from_str(json).map_err(|e| StoreError::Damaged {
+        serde_json::from_str(json).map_err(|e| StoreError::Unreadable {
             path: self.path.clone(),
-            detail: format!("a stored result cannot be read: {e}"),
+            detail: e.to_string(),
         })
     }
 }

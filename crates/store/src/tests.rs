@@ -244,3 +244,18 @@ fn a_damaged_database_gives_a_sentence_not_a_panic() {
     let m = message(outcome.expect_err("damage is noticed"));
     assert!(m.contains("damaged") || m.contains("not an SQLite"), "{m}");
 }
+
+#[test]
+fn a_finding_without_a_value_survives_the_round_trip() {
+    // mem.latency reports "no edge found" as a NaN finding, which JSON stores as null;
+    // reading it back failed and made the whole database look damaged.
+    let dir = tempfile::tempdir().unwrap();
+    let mut s = Store::open_or_create(&dir.path().join("r.db")).unwrap();
+    let mut r = fixture();
+    r.findings[0].value = f64::NAN;
+    let run = s.begin_run(&meta("a")).unwrap();
+    s.add_result(run, 0, &r).unwrap();
+    let (_, back) = s.run(run).unwrap().unwrap();
+    assert!(back[0].findings[0].value.is_nan());
+    assert_eq!(s.latest_on_machine("a").unwrap().len(), 1);
+}
