@@ -453,6 +453,10 @@ pub struct WcallPolicyArgs {
     /// Milliseconds between the coordinator's passes
     #[arg(long, value_name = "MS", default_value_t = 10.0)]
     pub interval_ms: f64,
+    /// Do not place governed processes in per-group memory cgroups (as root they are,
+    /// where a memory controller is available, to show the kernel's own dirty counts)
+    #[arg(long)]
+    pub no_cgroups: bool,
 }
 
 #[derive(Debug, Args)]

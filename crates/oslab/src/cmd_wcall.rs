@@ -53,6 +53,7 @@ fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
         block_ns: ms("block-ms", p.block_ms, 1.0)?.as_nanos() as u64,
         interval: ms("interval-ms", p.interval_ms, 1.0)?,
         fifo_priority: oslab_sys::process::is_root().then_some(90),
+        cgroups: !p.no_cgroups,
     })
 }
 
@@ -111,8 +112,10 @@ fn run_governed(a: WcallRunArgs) -> CmdResult {
         .status()
         .map_err(|e| Failure::runtime(format!("cannot run '{program}': {e}")))?;
     if let Some(g) = own {
+        let cgroups = g.cgroups().describe();
         let s = g.finish();
         eprint!("{}", summary(&s));
+        eprintln!("  {cgroups}");
     }
     Ok(status.code().unwrap_or(1))
 }
@@ -163,11 +166,12 @@ fn daemon(a: WcallDaemonArgs) -> CmdResult {
     }
     let g = start(&a.name, opts)?;
     eprintln!(
-        "oslab wcall: governor '{}' ({}) running as pid {}; govern programs with `oslab wcall run --name {} -- CMD`; Ctrl-C stops it",
+        "oslab wcall: governor '{}' ({}) running as pid {}; govern programs with `oslab wcall run --name {} -- CMD`; Ctrl-C stops it; {}",
         a.name,
         opts.policy.name(),
         std::process::id(),
-        a.name
+        a.name,
+        g.cgroups().describe()
     );
     let end = a
         .duration
@@ -279,6 +283,10 @@ fn status(a: WcallStatusArgs) -> CmdResult {
                     format!("{:.0}", g.held_ms),
                     g.delayed_writes.to_string(),
                     g.writes.to_string(),
+                    match (g.memcg_dirty_bytes, g.memcg_writeback_bytes) {
+                        (Some(d), Some(w)) => format!("{} / {}", human_bytes(d), human_bytes(w)),
+                        _ => "-".into(),
+                    },
                 ]
             })
             .collect();
@@ -295,7 +303,8 @@ fn status(a: WcallStatusArgs) -> CmdResult {
                     "held now",
                     "held ms",
                     "delayed",
-                    "writes"
+                    "writes",
+                    "memcg dirty / writeback"
                 ],
                 &rows,
                 &[1, 2, 3, 4, 5, 7, 8, 9]

@@ -224,6 +224,7 @@ fn writers_carry_on_when_the_coordinator_is_killed() {
         .spawn()
         .unwrap();
     std::thread::sleep(Duration::from_millis(500));
+    let daemon_pid = daemon.id();
     daemon.kill().unwrap();
     daemon.wait().unwrap();
     let o = writer.wait_with_output().unwrap();
@@ -236,6 +237,17 @@ fn writers_carry_on_when_the_coordinator_is_killed() {
     let e = stderr(&o);
     assert_eq!(e.matches("proceed ungoverned").count(), 1, "said once: {e}");
     assert!(e.contains("not responding"), "{e}");
+    // What the killed governor left (its memory cgroups, as root) `restore` undoes.
+    let r = oslab().arg("restore").output().unwrap();
+    assert!(r.status.success(), "{}", stderr(&r));
+    let journal = std::env::temp_dir()
+        .join("oslab-wcall-tests")
+        .join(format!("journal-{daemon_pid}.jsonl"));
+    assert!(!journal.exists(), "{}", stdout_of(&r));
+}
+
+fn stdout_of(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
 }
 
 #[test]
@@ -270,4 +282,75 @@ fn bad_input_and_attach_get_one_sentence() {
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("LD_PRELOAD"), "{}", stderr(&o));
     assert!(!stderr(&o).contains("panicked"));
+}
+
+/// The memory cgroups of `oslab wcall run` (root, a memory controller): the governed
+/// shell is moved into its group's cgroup once it writes, `wcall status` shows the
+/// kernel's dirty count for that cgroup, and nothing is left afterwards.
+#[test]
+fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
+    if !common::is_root() {
+        eprintln!("skipped: placing processes in cgroups needs root");
+        return;
+    }
+    let Some((_, own)) = oslab_sys::memcg::own_cgroup() else {
+        eprintln!("skipped: no memory cgroup controller here");
+        return;
+    };
+    let dir = workdir();
+    let file = dir.path().join("data");
+    let script = format!(
+        "echo x > {f}.first; sleep 0.2; grep -E '^[0-9]+:(memory)?:' /proc/$$/cgroup; \
+         dd if=/dev/zero of={f} bs=1M count=8 2>/dev/null; \
+         {oslab} wcall status --json",
+        f = file.display(),
+        oslab = assert_cmd::cargo::cargo_bin("oslab").display()
+    );
+    let out = oslab()
+        .args([
+            "wcall", "run", "--group", "rt-low", "--", "sh", "-c", &script,
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        text.lines()
+            .any(|l| l.contains("/oslab-wcall-") && l.ends_with("/rt-low")),
+        "the shell was not placed:\n{text}"
+    );
+    let json_start = text.find('[').expect("status JSON");
+    let status: serde_json::Value = serde_json::from_str(&text[json_start..]).unwrap();
+    let rt_low = status[0]["status"]["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "rt-low")
+        .unwrap()
+        .clone();
+    let memcg = rt_low["memcg_dirty_bytes"].as_u64().unwrap()
+        + rt_low["memcg_writeback_bytes"].as_u64().unwrap();
+    // 8 MiB just written by a process in that cgroup: dirty, under write back, or
+    // (if the flusher was quick) already clean; never more than was written plus
+    // the first small file.
+    assert!(memcg <= (8 << 20) + (1 << 20), "{rt_low}");
+    assert!(
+        stderr(&out).contains("memory cgroups (v"),
+        "{}",
+        stderr(&out)
+    );
+    let left: Vec<_> = std::fs::read_dir(&own)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("oslab-wcall-"))
+        .collect();
+    assert!(left.is_empty(), "cgroups left behind: {left:?}");
+
+    let out = oslab()
+        .args(["wcall", "run", "--no-cgroups", "--", "sh", "-c", &script])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(!text.contains("/oslab-wcall-"), "{text}");
+    assert!(stderr(&out).contains("not used (--no-cgroups)"));
 }

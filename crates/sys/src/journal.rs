@@ -35,6 +35,9 @@ pub enum Undo {
     RemovePath { path: PathBuf },
     /// Remove an empty directory (a cgroup oslab created).
     RemoveDir { path: PathBuf },
+    /// Remove a cgroup oslab created, first moving any process still in it to
+    /// `parent` (its parent cgroup), so a straggler cannot keep it alive.
+    RemoveCgroup { path: PathBuf, parent: PathBuf },
     /// Nothing can or need be undone (drop_caches); recorded for the record.
     Nothing,
 }
@@ -185,7 +188,6 @@ impl Journal {
             if let Some(dir) = self.path.parent() {
                 std::fs::create_dir_all(dir).map_err(|e| self.err(e.to_string()))?;
             }
-            self.take_lock()?;
             let pid = std::process::id();
             let header = Header {
                 oslab_journal: 1,
@@ -209,9 +211,21 @@ impl Journal {
     /// Records how to undo a change that is about to be made. Returns once the entry
     /// is on disk, so the change can be made safely afterwards.
     pub fn record(&mut self, description: impl Into<String>, undo: Undo) -> SysResult<u64> {
+        self.take_lock()?;
+        self.append(description.into(), undo)
+    }
+
+    /// Records a change no other oslab process can touch (a cgroup named after this
+    /// process, say): journaled and undone like any other, but without taking the
+    /// machine-wide lock, so it never makes another oslab run wait.
+    pub fn record_private(&mut self, description: impl Into<String>, undo: Undo) -> SysResult<u64> {
+        self.append(description.into(), undo)
+    }
+
+    fn append(&mut self, description: String, undo: Undo) -> SysResult<u64> {
         let entry = Entry {
             seq: self.next_seq,
-            description: description.into(),
+            description,
             undo,
         };
         let line = serde_json::to_string(&entry).expect("entry serialises");
@@ -356,8 +370,35 @@ fn apply_undo(undo: &Undo) -> SysResult<()> {
                 source,
             }),
         },
+        Undo::RemoveCgroup { path, parent } => remove_cgroup(path, parent),
         Undo::Nothing => Ok(()),
     }
+}
+
+fn remove_cgroup(path: &Path, parent: &Path) -> SysResult<()> {
+    // A process moved out may still be exiting; a cgroup empties within moments.
+    for attempt in 0..50 {
+        if !path.exists() {
+            return Ok(());
+        }
+        if let Ok(pids) = std::fs::read_to_string(path.join("cgroup.procs")) {
+            for pid in pids.split_whitespace() {
+                let _ = std::fs::write(parent.join("cgroup.procs"), pid);
+            }
+        }
+        match std::fs::remove_dir(path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) if attempt == 49 => {
+                return Err(SysError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    Ok(())
 }
 
 fn cpath(p: &Path) -> SysResult<std::ffi::CString> {
@@ -516,6 +557,34 @@ pub fn finish_global() -> Vec<UndoOutcome> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_cgroup_undo_removes_its_directory_and_tolerates_it_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let cg = dir.path().join("oslab-wcall-1");
+        std::fs::create_dir(&cg).unwrap();
+        let undo = Undo::RemoveCgroup {
+            path: cg.clone(),
+            parent: dir.path().to_path_buf(),
+        };
+        apply_undo(&undo).unwrap();
+        assert!(!cg.exists());
+        apply_undo(&undo).unwrap();
+        // The entry's JSON is stable for `oslab restore` of older journals.
+        let json = serde_json::to_string(&undo).unwrap();
+        assert!(json.contains("\"kind\":\"remove_cgroup\""), "{json}");
+    }
+
+    #[test]
+    fn a_private_record_takes_no_machine_wide_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::new(dir.path());
+        j.record_private("private", Undo::Nothing).unwrap();
+        assert!(j.lock.is_none());
+        j.record("shared", Undo::Nothing).unwrap();
+        assert!(j.lock.is_some());
+        j.undo_all();
+    }
 
     #[test]
     fn undo_runs_newest_first_and_removes_the_file() {

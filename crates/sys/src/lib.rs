@@ -17,6 +17,7 @@ pub mod fileio;
 pub mod fsread;
 pub mod journal;
 pub mod machine;
+pub mod memcg;
 pub mod memprobe;
 pub mod parse;
 pub mod pingpong;

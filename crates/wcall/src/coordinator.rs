@@ -61,6 +61,10 @@ pub struct Coordinator {
     page: u64,
     limits: Global,
     limits_at: u64,
+    /// Memory cgroups per group, where they could be made.
+    cgroups: Option<crate::cgroups::GroupCgroups>,
+    /// The pid placed from each process slot, so each is moved once.
+    placed: Vec<u32>,
 }
 
 fn process_exists(pid: u32) -> bool {
@@ -97,7 +101,14 @@ impl Coordinator {
             page: oslab_sys::machine::page_size(),
             limits: Global::default(),
             limits_at: 0,
+            cgroups: None,
+            placed: vec![0; crate::shm::MAX_PROCS],
         }
+    }
+
+    /// Places governed processes in memory cgroups of their groups from now on.
+    pub fn use_cgroups(&mut self, c: crate::cgroups::GroupCgroups) {
+        self.cgroups = Some(c);
     }
 
     pub fn table(&self) -> &Table {
@@ -119,7 +130,7 @@ impl Coordinator {
         for (g, s) in states.iter_mut().enumerate() {
             s.weight = policy::weight(crate::shm::GROUP_NAMES[g]);
         }
-        for p in &t.procs {
+        for (i, p) in t.procs.iter().enumerate() {
             let pid = p.pid.load(Ordering::Acquire);
             if pid == 0 || p.alive.load(Ordering::Relaxed) == 0 {
                 continue;
@@ -129,6 +140,13 @@ impl Coordinator {
                 continue;
             }
             let g = p.group.load(Ordering::Relaxed) as usize;
+            if let Some(cg) = &self.cgroups
+                && self.placed[i] != pid
+            {
+                // A process gone in between is no error; it is simply not placed.
+                let _ = cg.place(pid, g);
+                self.placed[i] = pid;
+            }
             let last = p.last_write_ns.load(Ordering::Relaxed);
             if g < GROUPS && last > 0 && now.saturating_sub(last) <= ACTIVE_NS {
                 states[g].tasks += 1;

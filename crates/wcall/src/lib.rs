@@ -2,6 +2,7 @@
 //! interposer, the coordinator, and launching governed programs. The interposer
 //! itself is the cdylib crate `oslab-wcall-preload` (liboslab_wcall.so).
 
+pub mod cgroups;
 pub mod coordinator;
 pub mod launch;
 pub mod service;

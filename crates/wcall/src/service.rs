@@ -21,6 +21,27 @@ pub struct Governor {
     view: Mapped,
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<Coordinator>>,
+    cgroups: CgroupUse,
+}
+
+/// Whether governed processes are placed in memory cgroups, and where or why not.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CgroupUse {
+    NotAsked,
+    Placed { base: PathBuf, version: String },
+    Unavailable(String),
+}
+
+impl CgroupUse {
+    pub fn describe(&self) -> String {
+        match self {
+            CgroupUse::NotAsked => "memory cgroups: not used (--no-cgroups)".into(),
+            CgroupUse::Placed { base, version } => {
+                format!("memory cgroups ({version}): {}/<group>", base.display())
+            }
+            CgroupUse::Unavailable(why) => format!("memory cgroups: not used ({why})"),
+        }
+    }
 }
 
 /// How the coordinator runs.
@@ -33,6 +54,8 @@ pub struct Options {
     /// Run the coordinator thread SCHED_FIFO at this priority (needs root), so
     /// busy writers cannot delay its passes.
     pub fifo_priority: Option<i32>,
+    /// Place governed processes in memory cgroups of their groups (root).
+    pub cgroups: bool,
 }
 
 impl Governor {
@@ -45,6 +68,26 @@ impl Governor {
         ));
         let view = Mapped::open(&path)?;
         let mut coordinator = Coordinator::new(map, o.policy, o.block_ns);
+        let cgroups = if !o.cgroups {
+            CgroupUse::NotAsked
+        } else if !oslab_sys::process::is_root() {
+            CgroupUse::Unavailable("needs root".into())
+        } else {
+            match crate::cgroups::GroupCgroups::create() {
+                Ok(c) => {
+                    let used = CgroupUse::Placed {
+                        base: c.base().to_path_buf(),
+                        version: match c.version() {
+                            oslab_sys::memcg::Version::V1 => "v1".into(),
+                            oslab_sys::memcg::Version::V2 => "v2".into(),
+                        },
+                    };
+                    coordinator.use_cgroups(c);
+                    used
+                }
+                Err(why) => CgroupUse::Unavailable(why),
+            }
+        };
         coordinator.tick();
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
@@ -73,7 +116,13 @@ impl Governor {
             view,
             stop,
             handle: Some(handle),
+            cgroups,
         })
+    }
+
+    /// Whether governed processes go into memory cgroups.
+    pub fn cgroups(&self) -> &CgroupUse {
+        &self.cgroups
     }
 
     /// The path a governed program opens the table by (OSLAB_WCALL_SHM).

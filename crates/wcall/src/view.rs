@@ -25,6 +25,13 @@ pub struct GroupView {
     pub pushes: u64,
     pub passed_through: u64,
     pub mmap_writable: u64,
+    /// The kernel's own count for the group's memory cgroup (memory.stat), when the
+    /// governor placed its processes in one; includes files cachestat() is not asked
+    /// about (anything else the processes write).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcg_dirty_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcg_writeback_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -74,11 +81,18 @@ pub fn snapshot(t: &Table, now_ns: u64) -> Snapshot {
         v.passed_through += p.passed_through.load(Ordering::Relaxed);
         v.mmap_writable += p.mmap_writable.load(Ordering::Relaxed);
     }
+    let coordinator_pid = h.coordinator_pid.load(Ordering::Relaxed);
+    if let Some(usage) = crate::cgroups::usage_of(coordinator_pid) {
+        for (v, (d, w)) in groups.iter_mut().zip(usage) {
+            v.memcg_dirty_bytes = Some(d);
+            v.memcg_writeback_bytes = Some(w);
+        }
+    }
     Snapshot {
         policy: crate::coordinator::policy_of(h.policy.load(Ordering::Relaxed))
             .name()
             .into(),
-        coordinator_pid: h.coordinator_pid.load(Ordering::Relaxed),
+        coordinator_pid,
         coordinator_alive: t.coordinator_alive(now_ns, crate::MAX_SILENCE_NS),
         passes: h.passes.load(Ordering::Relaxed),
         global_dirty_bytes: h.global_dirty.load(Ordering::Relaxed),

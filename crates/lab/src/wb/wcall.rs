@@ -248,6 +248,8 @@ fn run_cell(
                     block_ns: oslab_wcall::coordinator::WCALL_BLOCK_NS,
                     interval: Duration::from_millis(10),
                     fifo_priority: Some(90),
+                    // placement in memory cgroups is left out of the measurement
+                    cgroups: false,
                 },
             )
             .map_err(|err| LabError::Failed(format!("cannot start the governor: {err}")))?,

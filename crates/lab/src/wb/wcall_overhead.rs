@@ -115,6 +115,8 @@ impl Experiment for WcallOverhead {
                 block_ns: oslab_wcall::coordinator::WCALL_BLOCK_NS,
                 interval: std::time::Duration::from_millis(10),
                 fifo_priority: None,
+                // placement in memory cgroups is left out of the measurement
+                cgroups: false,
             },
         )
         .map_err(|e| LabError::Failed(format!("cannot start a governor: {e}")))?;
