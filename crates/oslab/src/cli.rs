@@ -72,6 +72,7 @@ pub struct DbArg {
 #[derive(Debug, Args)]
 pub struct ReportArgs {
     /// Result files written by `oslab run --json`, or run ids from `oslab history`
+    /// (`latest` for the newest run)
     #[arg(required = true, value_name = "RESULTS")]
     pub sources: Vec<String>,
     /// Write the report as one self-contained HTML page to FILE (else tables on stdout)
@@ -101,7 +102,8 @@ pub struct HistoryArgs {
 
 #[derive(Debug, Args)]
 pub struct CompareArgs {
-    /// Two run ids (see `oslab history`) or result files (`oslab run --json`)
+    /// Two run ids (see `oslab history`; `latest` for the newest) or result files
+    /// (`oslab run --json`)
     #[arg(value_name = "A B", num_args = 0..=2)]
     pub sides: Vec<String>,
     /// Compare the newest results of two machines instead (give it twice)

@@ -66,10 +66,29 @@ pub fn load(arg: &str, store: &mut LazyStore) -> Result<Loaded, Failure> {
             results: read_file(path)?,
         });
     }
-    let Ok(id) = arg.trim_start_matches('#').parse::<i64>() else {
-        return Err(Failure::usage(format!(
-            "{arg} is neither a results file nor a run id (see `oslab history`)"
-        )));
+    let id = if arg == "latest" {
+        let s = store.get()?;
+        let newest = s
+            .runs(&oslab_store::RunFilter {
+                limit: Some(1),
+                ..Default::default()
+            })
+            .map_err(|e| Failure::runtime(e.to_string()))?;
+        match newest.first() {
+            Some(r) => r.id,
+            None => {
+                return Err(Failure::usage(format!(
+                    "there are no runs in {} yet",
+                    s.path().display()
+                )));
+            }
+        }
+    } else {
+        arg.trim_start_matches('#').parse::<i64>().map_err(|_| {
+            Failure::usage(format!(
+                "{arg} is neither a results file nor a run id (see `oslab history`; `latest` names the newest run)"
+            ))
+        })?
     };
     let s = store.get()?;
     match s.run(id).map_err(|e| Failure::runtime(e.to_string()))? {

@@ -133,6 +133,12 @@ fn runs_are_kept_listed_compared_exported_and_reported() {
         .unwrap());
     let page = std::fs::read_to_string(&page).unwrap();
     assert!(page.contains("id=\"null\"") && page.contains("run 2"));
+    let latest: serde_json::Value = serde_json::from_str(&ok(oslab_db(&db)
+        .args(["compare", "1", "latest", "--json", "-"])
+        .output()
+        .unwrap()))
+    .unwrap();
+    assert_eq!(latest["b"]["label"], "run 2", "latest is the newest run");
 
     // The same report from the JSON a run writes.
     let results = dir.path().join("r.json");
