@@ -61,9 +61,9 @@ pub fn run(a: ExportArgs) -> CmdResult {
                     (
                         RunColumns {
                             run_id: row.id,
-                            machine: row.machine,
-                            kernel: row.kernel,
-                            label: row.label,
+                            machine: row.meta.machine,
+                            kernel: row.meta.kernel,
+                            label: row.meta.label,
                         },
                         results,
                     )

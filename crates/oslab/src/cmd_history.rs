@@ -101,9 +101,9 @@ pub fn run(a: HistoryArgs) -> CmdResult {
             }
             vec![
                 r.id.to_string(),
-                r.started_at.clone(),
-                r.machine.clone(),
-                r.kernel.clone(),
+                r.meta.started_at.clone(),
+                r.meta.machine.clone(),
+                r.meta.kernel.clone(),
                 state(&r.state).to_string(),
                 format!(
                     "{} done, {} skipped, {} failed",
@@ -112,7 +112,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
                     count("failed")
                 ),
                 names.join(", "),
-                r.label.clone().unwrap_or_default(),
+                r.meta.label.clone().unwrap_or_default(),
             ]
         })
         .collect();

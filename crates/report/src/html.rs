@@ -336,21 +336,11 @@ pub fn result_section(r: &ExperimentResult) -> String {
             })
             .collect();
         out.push_str("<h3>Measurements</h3>\n");
-        out.push_str(&table(
-            "measurements",
-            &[
-                "measurement",
-                "unit",
-                "median",
-                "95% CI",
-                "min",
-                "max",
-                "CV",
-                "n",
-            ],
-            &rows,
-            &[2, 3, 4, 5, 6, 7],
-        ));
+        let headers: Vec<&str> = ["measurement", "unit"]
+            .into_iter()
+            .chain(crate::table::SUMMARY_HEADERS)
+            .collect();
+        out.push_str(&table("measurements", &headers, &rows, &[2, 3, 4, 5, 6, 7]));
     }
     if !r.findings.is_empty() {
         let rows: Vec<Vec<String>> = r

@@ -36,6 +36,9 @@ fn verdict_mark(v: Verdict) -> &'static str {
     }
 }
 
+/// The column names of [`summary_cells`].
+pub const SUMMARY_HEADERS: [&str; 6] = ["median", "95% CI", "min", "max", "CV", "n"];
+
 /// Median, 95 % CI, min, max, CV and n of a summary, as table cells.
 pub fn summary_cells(s: &oslab_stats::Summary) -> [String; 6] {
     [
@@ -101,21 +104,12 @@ pub fn render_result(r: &ExperimentResult) -> String {
                 None => vec![m.name.clone(), m.unit.clone(), "-".into()],
             })
             .collect();
-        out.push_str(&simple(
-            &[
-                "measurement",
-                "unit",
-                "median",
-                "95% CI",
-                "min",
-                "max",
-                "CV",
-                "n",
-                "outliers",
-            ],
-            &rows,
-            &[2, 3, 4, 5, 6, 7, 8],
-        ));
+        let headers: Vec<&str> = ["measurement", "unit"]
+            .into_iter()
+            .chain(SUMMARY_HEADERS)
+            .chain(["outliers"])
+            .collect();
+        out.push_str(&simple(&headers, &rows, &[2, 3, 4, 5, 6, 7, 8]));
         out.push('\n');
     }
     if !r.findings.is_empty() {

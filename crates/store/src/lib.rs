@@ -46,7 +46,7 @@ pub enum StoreError {
 pub type Result<T> = std::result::Result<T, StoreError>;
 
 /// What is known of a run when it starts.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct RunMeta {
     pub started_at: String,
     pub machine: String,

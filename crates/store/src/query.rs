@@ -14,16 +14,12 @@ pub struct RunFilter {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct RunRow {
     pub id: i64,
-    pub started_at: String,
+    /// What was known when it started; flattened in JSON.
+    #[serde(flatten)]
+    pub meta: crate::RunMeta,
     pub finished_at: Option<String>,
     /// `running` (still running, or killed before it finished) or `complete`.
     pub state: String,
-    pub machine: String,
-    pub kernel: String,
-    pub cpu_model: String,
-    pub oslab_version: String,
-    pub command: String,
-    pub label: Option<String>,
     /// (experiment, completed | skipped | failed), in the order they ran.
     pub results: Vec<(String, String)>,
 }
@@ -59,15 +55,17 @@ const RUN_COLUMNS: &str =
 fn run_from(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
     Ok(RunRow {
         id: r.get(0)?,
-        started_at: r.get(1)?,
+        meta: crate::RunMeta {
+            started_at: r.get(1)?,
+            machine: r.get(4)?,
+            kernel: r.get(5)?,
+            cpu_model: r.get(6)?,
+            oslab_version: r.get(7)?,
+            command: r.get(8)?,
+            label: r.get(9)?,
+        },
         finished_at: r.get(2)?,
         state: r.get(3)?,
-        machine: r.get(4)?,
-        kernel: r.get(5)?,
-        cpu_model: r.get(6)?,
-        oslab_version: r.get(7)?,
-        command: r.get(8)?,
-        label: r.get(9)?,
         results: Vec::new(),
     })
 }

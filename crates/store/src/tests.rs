@@ -42,7 +42,7 @@ fn a_run_round_trips_with_its_results_in_order() {
 
     let (row, results) = s.run(run).unwrap().unwrap();
     assert_eq!(row.state, "complete");
-    assert_eq!(row.machine, "host-a");
+    assert_eq!(row.meta.machine, "host-a");
     assert_eq!(
         row.results,
         vec![
@@ -142,7 +142,7 @@ fn a_version_1_database_is_migrated_and_backfilled() {
     assert_eq!(h.name, m.name);
     assert_eq!(h.median, Some(m.summary.as_ref().unwrap().median));
     let run = &s.runs(&RunFilter::default()).unwrap()[0];
-    assert_eq!(run.cpu_model, fixture().environment.machine.cpu.model);
+    assert_eq!(run.meta.cpu_model, fixture().environment.machine.cpu.model);
 }
 
 #[test]
