@@ -106,6 +106,17 @@ impl Context<'_> {
         Some(p)
     }
 
+    /// A subset of `names` (`--set NAME=a,b`), all of them by default, in the order
+    /// of `names`.
+    pub fn choices(&mut self, name: &str, names: &'static [&'static str]) -> Vec<&'static str> {
+        let v = match self.set_value(name, crate::settings::Kind::Choices(names)) {
+            Some(_) => crate::settings::chosen(&self.config.sets[name], names),
+            None => names.to_vec(),
+        };
+        self.params.insert(name.to_string(), serde_json::json!(v));
+        v
+    }
+
     /// A whole-number setting.
     pub fn count(&mut self, name: &str, quick: u64, full: u64) -> u64 {
         let v = match self.set_value(name, crate::settings::Kind::Count) {

@@ -14,6 +14,22 @@ pub enum Kind {
     Seconds,
     /// A file to write (read back with `Context::path`).
     Path,
+    /// A comma-separated subset of these names (read back with `Context::choices`).
+    Choices(&'static [&'static str]),
+}
+
+impl Kind {
+    /// What `oslab list --settings` shows for the kind.
+    pub fn label(self) -> String {
+        match self {
+            Kind::Bytes => "bytes".into(),
+            Kind::Bool => "bool".into(),
+            Kind::Count => "count".into(),
+            Kind::Seconds => "seconds".into(),
+            Kind::Path => "path".into(),
+            Kind::Choices(names) => format!("some of {}", names.join(",")),
+        }
+    }
 }
 
 /// One setting an experiment accepts.
@@ -33,6 +49,8 @@ pub enum Value {
     Seconds(f64),
     /// A valid path was given; its text is in the run's settings.
     Path,
+    /// Valid names were given; their text is in the run's settings.
+    Choices,
 }
 
 /// Parses `text` as `kind`, or says in one sentence why not.
@@ -62,7 +80,27 @@ pub fn parse(name: &str, kind: Kind, text: &str) -> Result<Value, String> {
                 Ok(Value::Path)
             }
         }
+        Kind::Choices(names) => {
+            let given: Vec<&str> = t.split(',').map(str::trim).collect();
+            match given.iter().find(|g| !names.contains(g)) {
+                Some(bad) => Err(format!(
+                    "{name}={t}: '{bad}' is not one of {}",
+                    names.join(", ")
+                )),
+                None => Ok(Value::Choices),
+            }
+        }
     }
+}
+
+/// The names of a `Choices` setting, in the order of `names`.
+pub fn chosen(text: &str, names: &'static [&'static str]) -> Vec<&'static str> {
+    let given: Vec<&str> = text.split(',').map(str::trim).collect();
+    names
+        .iter()
+        .copied()
+        .filter(|n| given.contains(n))
+        .collect()
 }
 
 #[cfg(test)]
@@ -85,5 +123,16 @@ mod tests {
         );
         assert!(parse("x", Kind::Bool, "maybe").is_err());
         assert!(parse("t", Kind::Seconds, "-1").is_err());
+        const NAMES: &[&str] = &["alone", "bulk", "rt"];
+        assert_eq!(
+            parse("s", Kind::Choices(NAMES), "rt, alone"),
+            Ok(Value::Choices)
+        );
+        assert_eq!(
+            parse("s", Kind::Choices(NAMES), "rt,solo").unwrap_err(),
+            "s=rt,solo: 'solo' is not one of alone, bulk, rt"
+        );
+        assert!(parse("s", Kind::Choices(NAMES), "").is_err());
+        assert_eq!(chosen("rt, alone", NAMES), vec!["alone", "rt"]);
     }
 }

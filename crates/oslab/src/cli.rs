@@ -459,6 +459,11 @@ pub struct WcallPolicyArgs {
     /// where a memory controller is available, to show the kernel's own dirty counts)
     #[arg(long)]
     pub no_cgroups: bool,
+    /// cgroup v2: cap a group's memory with memory.high, e.g. normal=2GiB (repeat for
+    /// each group); the kernel also scales the group's dirty limit with its memory
+    /// headroom. Groups also get io.weight 400/200/100 (rt-high/rt-low/normal)
+    #[arg(long, value_name = "GROUP=SIZE")]
+    pub memory_high: Vec<String>,
 }
 
 #[derive(Debug, Args)]

@@ -31,7 +31,7 @@ pub fn run(a: ListArgs) -> CmdResult {
                     "full_s": m.full_s,
                     "internal": m.internal,
                     "settings": e.settings().iter().map(|s| serde_json::json!({
-                        "name": s.name, "kind": format!("{:?}", s.kind).to_lowercase(), "help": s.help,
+                        "name": s.name, "kind": s.kind.label(), "help": s.help,
                     })).collect::<Vec<_>>(),
                 })
             })
@@ -67,7 +67,7 @@ pub fn run(a: ListArgs) -> CmdResult {
                     vec![
                         e.meta().id.to_string(),
                         s.name.to_string(),
-                        format!("{:?}", s.kind).to_lowercase(),
+                        s.kind.label(),
                         s.help.to_string(),
                     ]
                 })

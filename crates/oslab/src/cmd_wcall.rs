@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use oslab_sys::parse::size::{human_bytes, parse_human_size};
 use oslab_wbsim::policy::Policy;
+use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::launch;
 use oslab_wcall::service::{self, Governor, Options};
 use oslab_wcall::shm::{Mapped, group_number};
@@ -52,9 +53,33 @@ fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
         policy,
         block_ns: ms("block-ms", p.block_ms, 1.0)?.as_nanos() as u64,
         interval: ms("interval-ms", p.interval_ms, 1.0)?,
-        fifo_priority: oslab_sys::process::is_root().then_some(90),
+        fifo_priority: oslab_sys::process::is_root()
+            .then_some(oslab_wcall::service::COORDINATOR_FIFO),
         cgroups: !p.no_cgroups,
+        cgroup_limits: cgroup_limits(&p.memory_high)?,
     })
+}
+
+/// The policy's io weights and the `--memory-high GROUP=SIZE` values.
+fn cgroup_limits(memory_high: &[String]) -> Result<CgroupLimits, Failure> {
+    let mut l = CgroupLimits::policy_io_weights();
+    for m in memory_high {
+        let bad = || {
+            Failure::usage(format!(
+                "--memory-high {m}: expected GROUP=SIZE with GROUP rt-high, rt-low or normal and SIZE like 2GiB"
+            ))
+        };
+        let (g, size) = m.split_once('=').ok_or_else(bad)?;
+        let g = group_number(g.trim())
+            .filter(|g| (*g as usize) < l.memory_high.len())
+            .ok_or_else(bad)?;
+        let bytes = parse_human_size(size.trim())
+            .ok()
+            .filter(|b| *b >= 1 << 20)
+            .ok_or_else(bad)?;
+        l.memory_high[g as usize] = Some(bytes);
+    }
+    Ok(l)
 }
 
 fn start(name: &str, o: Options) -> Result<Governor, Failure> {
@@ -250,11 +275,13 @@ fn status(a: WcallStatusArgs) -> CmdResult {
     }
     for (f, s) in &snaps {
         println!(
-            "governor '{}' pid {} policy {} ({} passes{}); global Dirty {} Writeback {}; kernel limits: background {}, free-run {}, hard {}",
+            "governor '{}' pid {} policy {} ({} passes of {:.0} µs, longest {:.0} µs{}); global Dirty {} Writeback {}; kernel limits: background {}, free-run {}, hard {}",
             f.name,
             f.pid,
             s.policy,
             s.passes,
+            s.pass_mean_us,
+            s.pass_max_us,
             if s.coordinator_alive {
                 ""
             } else {
@@ -287,6 +314,7 @@ fn status(a: WcallStatusArgs) -> CmdResult {
                         (Some(d), Some(w)) => format!("{} / {}", human_bytes(d), human_bytes(w)),
                         _ => "-".into(),
                     },
+                    cgroup_controls(g.io_weight, g.memory_high_bytes),
                 ]
             })
             .collect();
@@ -304,7 +332,8 @@ fn status(a: WcallStatusArgs) -> CmdResult {
                     "held ms",
                     "delayed",
                     "writes",
-                    "memcg dirty / writeback"
+                    "memcg dirty / writeback",
+                    "io.weight / memory.high"
                 ],
                 &rows,
                 &[1, 2, 3, 4, 5, 7, 8, 9]
@@ -313,6 +342,18 @@ fn status(a: WcallStatusArgs) -> CmdResult {
         println!();
     }
     Ok(0)
+}
+
+/// A group cgroup's io weight and memory.high, as `status` shows them.
+fn cgroup_controls(io_weight: Option<u32>, memory_high: Option<u64>) -> String {
+    match (io_weight, memory_high) {
+        (None, None) => "-".into(),
+        (w, h) => format!(
+            "{} / {}",
+            w.map(|w| w.to_string()).unwrap_or_else(|| "-".into()),
+            h.map(human_bytes).unwrap_or_else(|| "max".into())
+        ),
+    }
 }
 
 fn attach(a: WcallAttachArgs) -> CmdResult {

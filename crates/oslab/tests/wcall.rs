@@ -275,6 +275,18 @@ fn bad_input_and_attach_get_one_sentence() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no governor named 'nobody-runs-this'"));
+    for bad in ["vip=1GiB", "normal", "normal=lots", "rt-high=10"] {
+        let o = oslab()
+            .args(["wcall", "run", "--memory-high", bad, "--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{bad}");
+        assert!(
+            stderr(&o).contains(&format!("--memory-high {bad}: expected GROUP=SIZE")),
+            "{}",
+            stderr(&o)
+        );
+    }
     let o = oslab()
         .args(["wcall", "attach", &std::process::id().to_string()])
         .output()
@@ -293,7 +305,7 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
         eprintln!("skipped: placing processes in cgroups needs root");
         return;
     }
-    let Some((_, own)) = oslab_sys::memcg::own_cgroup() else {
+    let Some((version, own)) = oslab_sys::memcg::own_cgroup() else {
         eprintln!("skipped: no memory cgroup controller here");
         return;
     };
@@ -334,17 +346,29 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
     // (if the flusher was quick) already clean; never more than was written plus
     // the first small file.
     assert!(memcg <= (8 << 20) + (1 << 20), "{rt_low}");
+    assert!(stderr(&out).contains("cgroups (v"), "{}", stderr(&out));
+    // this governor's folder (other tests run governors at the same time)
+    let placed = text
+        .lines()
+        .find_map(|l| l.split('/').find(|p| p.starts_with("oslab-wcall-")))
+        .expect("the shell's cgroup names its governor");
+    let ours = [own.join(placed), own.parent().unwrap().join(placed)];
     assert!(
-        stderr(&out).contains("memory cgroups (v"),
-        "{}",
-        stderr(&out)
+        ours.iter().all(|p| !p.exists()),
+        "cgroups left behind: {ours:?}"
     );
-    let left: Vec<_> = std::fs::read_dir(&own)
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().starts_with("oslab-wcall-"))
-        .collect();
-    assert!(left.is_empty(), "cgroups left behind: {left:?}");
+
+    // a memory cap is a v2 control: set there, said to be impossible on v1
+    let out = oslab()
+        .args(["wcall", "run", "--memory-high", "normal=1GiB", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let expected = match version {
+        oslab_sys::memcg::Version::V1 => "not set: memory.high is a cgroup v2 control",
+        oslab_sys::memcg::Version::V2 => "normal memory.high 1073741824",
+    };
+    assert!(stderr(&out).contains(expected), "{}", stderr(&out));
 
     let out = oslab()
         .args(["wcall", "run", "--no-cgroups", "--", "sh", "-c", &script])

@@ -39,7 +39,12 @@ const SYS_CACHESTAT: libc::c_long = 451;
 
 /// cachestat(2) over the whole file; `Err` on kernels without it (ENOSYS).
 pub fn cachestat(file: &File) -> SysResult<CacheStat> {
-    let range = CachestatRange { off: 0, len: 0 }; // len 0: to the end of the file
+    cachestat_range(file, 0, 0) // len 0: to the end of the file
+}
+
+/// cachestat(2) over `len` bytes from `off` (len 0: to the end of the file).
+pub fn cachestat_range(file: &File, off: u64, len: u64) -> SysResult<CacheStat> {
+    let range = CachestatRange { off, len };
     let mut cs = RawCachestat::default();
     // SAFETY: range and cs are valid for the call; flags must be 0.
     let rc = unsafe {
@@ -106,6 +111,51 @@ pub fn evict(file: &File) -> SysResult<()> {
         });
     }
     Ok(())
+}
+
+/// Drops the longest start of a file that holds no dirty and no writeback page
+/// from the page cache, and returns its length in bytes. Nothing is written: the
+/// range is checked clean with cachestat() first, because POSIX_FADV_DONTNEED would
+/// start write back of any dirty page in it. Meant for files written at their end.
+pub fn drop_clean_start(file: &File, page: u64) -> SysResult<u64> {
+    let size = file
+        .metadata()
+        .map_err(|e| SysError::Other(e.to_string()))?
+        .len();
+    let clean = |pages: u64| -> SysResult<bool> {
+        let cs = cachestat_range(file, 0, pages * page)?;
+        Ok(cs.dirty == 0 && cs.writeback == 0)
+    };
+    // the largest whole number of pages from the start that is clean: binary search
+    // (a longer start holds every page a shorter one does)
+    let (mut lo, mut hi) = (0u64, size / page);
+    if hi > 0 && clean(hi)? {
+        lo = hi;
+    }
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        if clean(mid)? { lo = mid } else { hi = mid }
+    }
+    if lo == 0 {
+        return Ok(0);
+    }
+    let len = lo * page;
+    // SAFETY: a valid fd and a range inside the file.
+    let rc = unsafe {
+        libc::posix_fadvise(
+            file.as_raw_fd(),
+            0,
+            len as libc::off_t,
+            libc::POSIX_FADV_DONTNEED,
+        )
+    };
+    if rc != 0 {
+        return Err(SysError::Syscall {
+            call: "posix_fadvise",
+            source: std::io::Error::from_raw_os_error(rc),
+        });
+    }
+    Ok(len)
 }
 
 /// fdatasync(2).
@@ -299,6 +349,51 @@ pub fn parent_disk(name: &str) -> String {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    #[test]
+    fn only_the_clean_start_of_a_file_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("f");
+        let mut f = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(true)
+            .read(true)
+            .write(true)
+            .open(&p)
+            .unwrap();
+        let page = crate::machine::page_size();
+        f.write_all(&vec![7u8; 1 << 20]).unwrap();
+        f.sync_all().unwrap();
+        f.write_all(&vec![8u8; 64 << 10]).unwrap(); // a dirty tail
+        let Ok(before) = cachestat(&f) else {
+            return; // no cachestat on this kernel
+        };
+        let dropped = drop_clean_start(&f, page).unwrap();
+        // the flusher may have cleaned some of the tail in between, never less
+        assert!(
+            (1 << 20..=(1 << 20) + (64 << 10)).contains(&dropped),
+            "{dropped}"
+        );
+        let start = cachestat_range(&f, 0, dropped).unwrap();
+        let after = cachestat(&f).unwrap();
+        // tmpfs keeps its pages; a real file system drops the clean ones
+        assert!(start.cached == 0 || before.cached == after.cached);
+        assert_eq!(start.dirty + start.writeback, 0);
+        assert!(
+            after.dirty <= before.dirty,
+            "nothing was dirtied by dropping"
+        );
+        assert_eq!(
+            drop_clean_start(&std::fs::File::create(dir.path().join("e")).unwrap(), page).unwrap(),
+            0
+        );
+        let mut data = Vec::new();
+        use std::io::{Read, Seek};
+        f.seek(std::io::SeekFrom::Start(0)).unwrap();
+        f.read_to_end(&mut data).unwrap();
+        assert_eq!(data.len(), (1 << 20) + (64 << 10), "no data is lost");
+        assert!(data[..1 << 20].iter().all(|b| *b == 7) && data[1 << 20..].iter().all(|b| *b == 8));
+    }
 
     #[test]
     fn eviction_and_residency_agree() {

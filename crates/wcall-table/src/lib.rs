@@ -78,7 +78,10 @@ pub struct Header {
     pub thresh: AtomicU64,
     pub freerun: AtomicU64,
     pub passes: AtomicU64,
-    _pad: [u64; 4],
+    /// Time the coordinator's passes took, all together and the longest, ns.
+    pub pass_ns_total: AtomicU64,
+    pub pass_ns_max: AtomicU64,
+    _pad: [u64; 2],
 }
 
 /// What the coordinator decided for a group, and its totals.

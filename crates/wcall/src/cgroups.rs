@@ -1,16 +1,24 @@
-//! Memory cgroups per group: where the memory controller is available (v1, or v2 with
-//! the controller delegated), the coordinator places each governed process in a
-//! cgroup of its group, so the kernel's own accounting (memory.stat: dirty and
-//! writeback bytes) can be set beside the per-file cachestat() figures the policy
-//! uses. The cgroups are created under the coordinator's own memory cgroup (never at
-//! the root, which could lift a container's limit), named after the coordinator's
-//! pid, journaled, and removed when the governor stops, on Ctrl-C, or by
-//! `oslab restore`.
+//! Cgroups per group: where the memory controller is available (v1, or v2), the
+//! coordinator places each governed process in a cgroup of its group, so the
+//! kernel's own accounting (memory.stat: dirty and writeback bytes) can be set
+//! beside the per-file cachestat() figures the policy uses, and, on cgroup v2, so
+//! the kernel itself can treat the groups differently (io.weight, memory.high).
 //!
-//! Placement changes no limit: no memory.max, memory.high or io.weight is set. On v1
-//! a memory cgroup has no dirty limit of its own, so writers behave as before; on v2
-//! cgroup writeback would apply per-cgroup dirty limits (balance_dirty_pages per
-//! memcg domain), which is why placement can be turned off (`--no-cgroups`).
+//! Where they go: on v1 under the coordinator's own memory cgroup. On v2 a cgroup
+//! that holds processes cannot give controllers to children ("no internal
+//! processes"), so the groups go under the coordinator's own cgroup only when it
+//! already delegates `memory` to its children, else beside it, under its parent
+//! (processes moved there leave limits set on the coordinator's own cgroup, not
+//! those of the parent). Never directly under the root of the hierarchy, which
+//! could lift a container's limit. Named after the coordinator's pid, journaled,
+//! and removed when the governor stops, on Ctrl-C, or by `oslab restore`; what is
+//! set inside them goes with them.
+//!
+//! On v1 nothing is limited: a v1 memory cgroup has no dirty limit of its own and
+//! v1 blkio cannot tell which cgroup dirtied a page. On v2 with cgroup writeback,
+//! placement alone gives each group its own dirty limits (the kernel scales
+//! vm.dirty_* by the group's memory headroom, mm/page-writeback.c
+//! domain_dirty_limits), which is why placement can be turned off (`--no-cgroups`).
 
 use std::path::{Path, PathBuf};
 
@@ -19,49 +27,119 @@ use oslab_sys::memcg::{self, Version};
 
 use crate::shm::{GROUP_NAMES, GROUPS};
 
+/// What to set on the group cgroups beyond placement (cgroup v2 only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CgroupLimits {
+    /// io.weight (and io.bfq.weight) per group, 1 to 1000; None leaves the default.
+    pub io_weight: [Option<u32>; GROUPS],
+    /// memory.high per group, bytes; None leaves it at max.
+    pub memory_high: [Option<u64>; GROUPS],
+}
+
+impl CgroupLimits {
+    /// io weights in the proportion of the policy's group weights (4 : 2 : 1), on
+    /// the kernel's scale where 100 is the default: 400, 200, 100.
+    pub fn policy_io_weights() -> CgroupLimits {
+        let mut l = CgroupLimits::default();
+        for (g, w) in l.io_weight.iter_mut().enumerate() {
+            *w = Some((oslab_wbsim::policy::weight(GROUP_NAMES[g]) * 100) as u32);
+        }
+        l
+    }
+}
+
 pub struct GroupCgroups {
     version: Version,
     base: PathBuf,
+    /// What was set, one line each ("rt-high io.weight default 400"), and what could
+    /// not be and why.
+    applied: Vec<String>,
+    not_applied: Vec<String>,
     /// Journal entries to undo at the end, newest last.
     seqs: Vec<u64>,
 }
 
-/// The folder of a coordinator's cgroups, under `own` (its own memory cgroup).
-fn base_dir(own: &Path, coordinator_pid: u32) -> PathBuf {
-    own.join(format!("oslab-wcall-{coordinator_pid}"))
+/// The folder of a coordinator's cgroups, under `parent`.
+fn base_dir(parent: &Path, coordinator_pid: u32) -> PathBuf {
+    parent.join(format!("oslab-wcall-{coordinator_pid}"))
+}
+
+fn words(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .map(|t| t.split_whitespace().map(str::to_string).collect())
+        .unwrap_or_default()
+}
+
+/// Where a coordinator in cgroup `own` of a v2 hierarchy mounted at `root` puts
+/// its groups: under `own` when it gives `memory` to its children, else under its
+/// parent when that does (and is not the root), else why neither works.
+pub fn v2_parent(own: &Path, root: &Path) -> Result<PathBuf, String> {
+    let gives_memory = |dir: &Path| {
+        words(&dir.join("cgroup.subtree_control"))
+            .iter()
+            .any(|c| c == "memory")
+    };
+    if gives_memory(own) {
+        return Ok(own.to_path_buf());
+    }
+    match own.parent() {
+        Some(up) if up != root && up.starts_with(root) && gives_memory(up) => Ok(up.to_path_buf()),
+        _ => Err(format!(
+            "the memory controller is not enabled for the children of {} or of its parent (below the root)",
+            own.display()
+        )),
+    }
 }
 
 impl GroupCgroups {
-    /// Creates one cgroup per group under this process's memory cgroup. The error
-    /// says why not (no memory controller, v2 without it delegated, no permission).
-    pub fn create() -> Result<GroupCgroups, String> {
+    /// Creates one cgroup per group where this process's memory cgroup allows it.
+    /// The error says why not (no memory controller, v2 without it delegated, no
+    /// permission).
+    pub fn create(limits: &CgroupLimits) -> Result<GroupCgroups, String> {
         let (version, own) =
             memcg::own_cgroup().ok_or("no memory cgroup controller is mounted for this process")?;
-        if version == Version::V2 {
-            let delegated = std::fs::read_to_string(own.join("cgroup.subtree_control"))
-                .is_ok_and(|c| c.split_whitespace().any(|x| x == "memory"));
-            if !delegated {
-                return Err(format!(
-                    "the memory controller is not enabled for the children of {}",
-                    own.display()
-                ));
+        let parent = match version {
+            Version::V1 => own.clone(),
+            Version::V2 => {
+                let mounts = std::fs::read_to_string("/proc/self/mounts")
+                    .map_err(|e| format!("cannot read /proc/self/mounts: {e}"))?;
+                let root = memcg::memory_mounts(&mounts)
+                    .1
+                    .ok_or("no cgroup2 mount found")?;
+                v2_parent(&own, &root)?
             }
-        }
-        let base = base_dir(&own, std::process::id());
+        };
+        Self::create_at(version, &parent, &own, std::process::id(), limits)
+    }
+
+    /// Creates `parent/oslab-wcall-PID/{rt-high,rt-low,normal}`; processes left in
+    /// them at the end go back to `home`. On v2 the controllers `parent` gives its
+    /// children are passed on to the groups, and `limits` are set.
+    pub fn create_at(
+        version: Version,
+        parent: &Path,
+        home: &Path,
+        pid: u32,
+        limits: &CgroupLimits,
+    ) -> Result<GroupCgroups, String> {
+        let base = base_dir(parent, pid);
         let mut me = GroupCgroups {
             version,
             base: base.clone(),
+            applied: Vec::new(),
+            not_applied: Vec::new(),
             seqs: Vec::new(),
         };
-        let dirs = std::iter::once((base.clone(), own.clone()))
-            .chain(GROUP_NAMES.iter().map(|g| (base.join(g), base.clone())));
-        for (dir, parent) in dirs {
+        let dirs = std::iter::once(base.clone()).chain(GROUP_NAMES.iter().map(|g| base.join(g)));
+        for (k, dir) in dirs.enumerate() {
             let seq = with_global(|j| {
                 j.record_private(
-                    format!("create memory cgroup {}", dir.display()),
+                    format!("create cgroup {}", dir.display()),
                     Undo::RemoveCgroup {
                         path: dir.clone(),
-                        parent: parent.clone(),
+                        // a v2 parent that gives controllers to its children may
+                        // hold no process, so stragglers go home
+                        parent: home.to_path_buf(),
                     },
                 )
             })
@@ -69,8 +147,81 @@ impl GroupCgroups {
             me.seqs.push(seq);
             std::fs::create_dir(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            if k == 0 && version == Version::V2 {
+                me.pass_controllers_on(parent)?;
+            }
+        }
+        if version == Version::V2 {
+            me.set_limits(limits);
+        } else if limits.memory_high.iter().any(Option::is_some) {
+            me.not_applied
+                .push("memory.high is a cgroup v2 control; this memory cgroup is v1".into());
         }
         Ok(me)
+    }
+
+    /// Enables, for the groups, the controllers `parent` gives the base (memory
+    /// always; io where available).
+    fn pass_controllers_on(&mut self, parent: &Path) -> Result<(), String> {
+        let given = words(&parent.join("cgroup.subtree_control"));
+        let wanted: Vec<&str> = ["memory", "io"]
+            .into_iter()
+            .filter(|c| given.iter().any(|g| g == c))
+            .collect();
+        if !wanted.contains(&"memory") {
+            return Err(format!(
+                "the memory controller is not enabled for the children of {}",
+                parent.display()
+            ));
+        }
+        if !wanted.contains(&"io") {
+            self.not_applied.push(format!(
+                "io.weight: the io controller is not enabled for the children of {}",
+                parent.display()
+            ));
+        }
+        let line: Vec<String> = wanted.iter().map(|c| format!("+{c}")).collect();
+        let path = self.base.join("cgroup.subtree_control");
+        std::fs::write(&path, line.join(" ")).map_err(|e| {
+            format!(
+                "cannot enable {} in {}: {e}",
+                wanted.join(", "),
+                path.display()
+            )
+        })
+    }
+
+    fn set_limits(&mut self, limits: &CgroupLimits) {
+        let io = !self.not_applied.iter().any(|n| n.starts_with("io.weight"));
+        for (g, name) in GROUP_NAMES.iter().enumerate() {
+            let dir = self.dir(g);
+            if let Some(w) = limits.io_weight[g].filter(|_| io) {
+                // io.weight is read by blk-iocost, io.bfq.weight by BFQ; a kernel
+                // may offer either or both
+                let mut done = Vec::new();
+                for file in ["io.weight", "io.bfq.weight"] {
+                    if std::fs::write(dir.join(file), format!("default {w}")).is_ok() {
+                        done.push(file);
+                    }
+                }
+                if done.is_empty() {
+                    self.not_applied.push(format!(
+                        "{name} io weight {w}: no io.weight or io.bfq.weight took it"
+                    ));
+                } else {
+                    self.applied
+                        .push(format!("{name} {} {w}", done.join(" and ")));
+                }
+            }
+            if let Some(b) = limits.memory_high[g] {
+                match std::fs::write(dir.join("memory.high"), b.to_string()) {
+                    Ok(()) => self.applied.push(format!("{name} memory.high {b}")),
+                    Err(e) => self
+                        .not_applied
+                        .push(format!("{name} memory.high {b}: {e}")),
+                }
+            }
+        }
     }
 
     pub fn version(&self) -> Version {
@@ -91,6 +242,16 @@ impl GroupCgroups {
     pub fn base(&self) -> &Path {
         &self.base
     }
+
+    /// What was set on the groups, one line each.
+    pub fn applied(&self) -> &[String] {
+        &self.applied
+    }
+
+    /// What was asked and could not be set, with the reason.
+    pub fn not_applied(&self) -> &[String] {
+        &self.not_applied
+    }
 }
 
 /// Dropping moves every process out and removes the cgroups (through the journal).
@@ -102,9 +263,28 @@ impl Drop for GroupCgroups {
     }
 }
 
-/// (dirty, writeback) bytes per group from the memory cgroups of the coordinator
-/// `pid`, when it made them; read by anyone (`oslab wcall status`).
-pub fn usage_of(coordinator_pid: u32) -> Option<Vec<(u64, u64)>> {
+/// What the kernel says of one group's cgroup.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct GroupUsage {
+    pub dirty: u64,
+    pub writeback: u64,
+    /// v2: memory.high when not `max`.
+    pub memory_high: Option<u64>,
+    /// v2: the default io weight (io.weight, else io.bfq.weight).
+    pub io_weight: Option<u32>,
+}
+
+/// The default weight from an io.weight or io.bfq.weight file ("default 400").
+pub fn default_weight(text: &str) -> Option<u32> {
+    text.lines().find_map(|l| {
+        let (k, v) = l.trim().split_once(' ')?;
+        (k == "default").then(|| v.trim().parse().ok())?
+    })
+}
+
+/// Each group's usage from the cgroups of the coordinator `pid`, when it made them;
+/// read by anyone (`oslab wcall status`).
+pub fn usage_of(coordinator_pid: u32) -> Option<Vec<GroupUsage>> {
     let me = std::fs::read_to_string(format!("/proc/{coordinator_pid}/cgroup")).ok()?;
     let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
     let (v1, v2) = memcg::memory_mounts(&mounts);
@@ -113,17 +293,43 @@ pub fn usage_of(coordinator_pid: u32) -> Option<Vec<(u64, u64)>> {
         let (Some(root), Some(rel)) = (root, memcg::own_path(&me, version)) else {
             continue;
         };
-        let base = base_dir(&root.join(rel.trim_start_matches('/')), coordinator_pid);
-        if !base.is_dir() {
+        let own = root.join(rel.trim_start_matches('/'));
+        let Some(base) = [own.as_path(), own.parent().unwrap_or(&own)]
+            .into_iter()
+            .map(|p| base_dir(p, coordinator_pid))
+            .find(|b| b.is_dir())
+        else {
             continue;
-        }
+        };
         return GROUP_NAMES
             .iter()
             .map(|g| {
-                let stat = std::fs::read_to_string(base.join(g).join("memory.stat")).ok()?;
-                memcg::dirty_writeback(&stat, version)
+                let dir = base.join(g);
+                let stat = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
+                let (dirty, writeback) = memcg::dirty_writeback(&stat, version)?;
+                let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+                Some(GroupUsage {
+                    dirty,
+                    writeback,
+                    memory_high: read("memory.high").and_then(|t| t.trim().parse().ok()),
+                    io_weight: read("io.weight")
+                        .or_else(|| read("io.bfq.weight"))
+                        .and_then(|t| default_weight(&t)),
+                })
             })
             .collect();
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn io_weight_files_give_their_default() {
+        assert_eq!(default_weight("default 100\n8:16 200\n"), Some(100));
+        assert_eq!(default_weight("8:16 200\n"), None);
+        assert_eq!(default_weight(""), None);
+    }
 }

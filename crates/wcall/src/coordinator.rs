@@ -208,7 +208,11 @@ impl Coordinator {
         h.thresh.store(global.hard, Ordering::Relaxed);
         h.freerun.store(global.freerun, Ordering::Relaxed);
         h.passes.fetch_add(1, Ordering::Relaxed);
-        h.heartbeat_ns.store(monotonic_ns(), Ordering::Release);
+        let end = monotonic_ns();
+        let took = end.saturating_sub(now);
+        h.pass_ns_total.fetch_add(took, Ordering::Relaxed);
+        h.pass_ns_max.fetch_max(took, Ordering::Relaxed);
+        h.heartbeat_ns.store(end, Ordering::Release);
         states
     }
 

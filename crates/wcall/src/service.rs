@@ -28,21 +28,49 @@ pub struct Governor {
 #[derive(Debug, Clone, PartialEq)]
 pub enum CgroupUse {
     NotAsked,
-    Placed { base: PathBuf, version: String },
+    Placed {
+        base: PathBuf,
+        version: String,
+        /// What was set on the groups (v2), and what could not be, with why.
+        applied: Vec<String>,
+        not_applied: Vec<String>,
+    },
     Unavailable(String),
 }
 
 impl CgroupUse {
     pub fn describe(&self) -> String {
         match self {
-            CgroupUse::NotAsked => "memory cgroups: not used (--no-cgroups)".into(),
-            CgroupUse::Placed { base, version } => {
-                format!("memory cgroups ({version}): {}/<group>", base.display())
+            CgroupUse::NotAsked => "cgroups: not used (--no-cgroups)".into(),
+            CgroupUse::Placed {
+                base,
+                version,
+                applied,
+                not_applied,
+            } => {
+                let mut line = format!("cgroups ({version}): {}/<group>", base.display());
+                if version == "v1" {
+                    line += " (accounting only: v1 has no io.weight or memory.high)";
+                }
+                if !applied.is_empty() {
+                    line += &format!("; set: {}", applied.join(", "));
+                }
+                if !not_applied.is_empty() {
+                    line += &format!("; not set: {}", not_applied.join("; "));
+                }
+                line
             }
-            CgroupUse::Unavailable(why) => format!("memory cgroups: not used ({why})"),
+            CgroupUse::Unavailable(why) => format!("cgroups: not used ({why})"),
         }
     }
 }
+
+/// The coordinator's SCHED_FIFO priority when run as root: above every writer it may
+/// hold (RT-LOW is 1 to 50, NORMAL is not real-time), so busy writers cannot delay
+/// its passes, and below RT-HIGH (51 to 99), the group it protects: a pass scans the
+/// page cache of every governed file (cachestat, about 2 µs per cached MiB here) and
+/// must not preempt a high-priority writer in the middle of its write().
+pub const COORDINATOR_FIFO: i32 = 50;
 
 /// How the coordinator runs.
 #[derive(Debug, Clone, Copy)]
@@ -56,6 +84,8 @@ pub struct Options {
     pub fifo_priority: Option<i32>,
     /// Place governed processes in memory cgroups of their groups (root).
     pub cgroups: bool,
+    /// What to set on those cgroups where they are cgroup v2.
+    pub cgroup_limits: crate::cgroups::CgroupLimits,
 }
 
 impl Governor {
@@ -73,7 +103,7 @@ impl Governor {
         } else if !oslab_sys::process::is_root() {
             CgroupUse::Unavailable("needs root".into())
         } else {
-            match crate::cgroups::GroupCgroups::create() {
+            match crate::cgroups::GroupCgroups::create(&o.cgroup_limits) {
                 Ok(c) => {
                     let used = CgroupUse::Placed {
                         base: c.base().to_path_buf(),
@@ -81,6 +111,8 @@ impl Governor {
                             oslab_sys::memcg::Version::V1 => "v1".into(),
                             oslab_sys::memcg::Version::V2 => "v2".into(),
                         },
+                        applied: c.applied().to_vec(),
+                        not_applied: c.not_applied().to_vec(),
                     };
                     coordinator.use_cgroups(c);
                     used

@@ -32,6 +32,11 @@ pub struct GroupView {
     pub memcg_dirty_bytes: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memcg_writeback_bytes: Option<u64>,
+    /// cgroup v2: the group cgroup's memory.high (when not max) and io weight.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memory_high_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub io_weight: Option<u32>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
@@ -40,6 +45,9 @@ pub struct Snapshot {
     pub coordinator_pid: u32,
     pub coordinator_alive: bool,
     pub passes: u64,
+    /// Mean and longest time of one coordinator pass, µs.
+    pub pass_mean_us: f64,
+    pub pass_max_us: f64,
     pub global_dirty_bytes: u64,
     pub global_writeback_bytes: u64,
     pub bg_thresh_bytes: u64,
@@ -82,10 +90,13 @@ pub fn snapshot(t: &Table, now_ns: u64) -> Snapshot {
         v.mmap_writable += p.mmap_writable.load(Ordering::Relaxed);
     }
     let coordinator_pid = h.coordinator_pid.load(Ordering::Relaxed);
+    let passes = h.passes.load(Ordering::Relaxed);
     if let Some(usage) = crate::cgroups::usage_of(coordinator_pid) {
-        for (v, (d, w)) in groups.iter_mut().zip(usage) {
-            v.memcg_dirty_bytes = Some(d);
-            v.memcg_writeback_bytes = Some(w);
+        for (v, u) in groups.iter_mut().zip(usage) {
+            v.memcg_dirty_bytes = Some(u.dirty);
+            v.memcg_writeback_bytes = Some(u.writeback);
+            v.memory_high_bytes = u.memory_high;
+            v.io_weight = u.io_weight;
         }
     }
     Snapshot {
@@ -94,7 +105,9 @@ pub fn snapshot(t: &Table, now_ns: u64) -> Snapshot {
             .into(),
         coordinator_pid,
         coordinator_alive: t.coordinator_alive(now_ns, crate::MAX_SILENCE_NS),
-        passes: h.passes.load(Ordering::Relaxed),
+        passes,
+        pass_mean_us: h.pass_ns_total.load(Ordering::Relaxed) as f64 / passes.max(1) as f64 / 1e3,
+        pass_max_us: h.pass_ns_max.load(Ordering::Relaxed) as f64 / 1e3,
         global_dirty_bytes: h.global_dirty.load(Ordering::Relaxed),
         global_writeback_bytes: h.global_writeback.load(Ordering::Relaxed),
         bg_thresh_bytes: h.bg_thresh.load(Ordering::Relaxed),

@@ -48,7 +48,10 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 3] = [
+const SCENARIO_NAMES: &[&str] = &["alone", "rt45x2", "bulkx2", "fig7-nice4"];
+const POLICY_NAMES: &[&str] = &["vanilla", "wcall", "wcall-fair"];
+
+static SETTINGS: [Setting; 7] = [
     Setting {
         name: "bandwidth",
         kind: Kind::Bytes,
@@ -63,6 +66,26 @@ static SETTINGS: [Setting; 3] = [
         name: "runs",
         kind: Kind::Count,
         help: "repetitions of the whole matrix (default 3, quick 1)",
+    },
+    Setting {
+        name: "scenarios",
+        kind: Kind::Choices(SCENARIO_NAMES),
+        help: "which workloads to run (default all; claims that need a missing one are not judged)",
+    },
+    Setting {
+        name: "policies",
+        kind: Kind::Choices(POLICY_NAMES),
+        help: "which policies to run (default all)",
+    },
+    Setting {
+        name: "coordinator_fifo",
+        kind: Kind::Count,
+        help: "SCHED_FIFO priority of the governor's coordinator (default 50, below the RT-55 writer; 0: not real-time)",
+    },
+    Setting {
+        name: "backed_memory",
+        kind: Kind::Bool,
+        help: "touch 512 MiB before each cell and drop the writers' written-back pages, so writes use memory a VM host already backs (default true; see the notes)",
     },
 ];
 
@@ -89,10 +112,10 @@ impl Scenario {
     ];
     pub fn name(self) -> &'static str {
         match self {
-            Scenario::Alone => "alone",
-            Scenario::RtLow => "rt45x2",
-            Scenario::Bulk => "bulkx2",
-            Scenario::Fig7 => "fig7-nice4",
+            Scenario::Alone => SCENARIO_NAMES[0],
+            Scenario::RtLow => SCENARIO_NAMES[1],
+            Scenario::Bulk => SCENARIO_NAMES[2],
+            Scenario::Fig7 => SCENARIO_NAMES[3],
         }
     }
     fn sim_scenario(self) -> Option<&'static str> {
@@ -228,7 +251,14 @@ struct Env<'a> {
     exe: PathBuf,
     lib: PathBuf,
     scratch: PathBuf,
+    coordinator_fifo: Option<i32>,
+    backed_memory: bool,
 }
+
+/// Memory touched (and freed) before each cell, so the cell's page cache comes from
+/// memory the host backs: more than the dirty limit, the write-back in flight and
+/// 100 ms of writing together.
+const WARM_BYTES: usize = 512 << 20;
 
 fn run_cell(
     e: &Env,
@@ -247,9 +277,10 @@ fn run_cell(
                     policy: p,
                     block_ns: oslab_wcall::coordinator::WCALL_BLOCK_NS,
                     interval: Duration::from_millis(10),
-                    fifo_priority: Some(90),
+                    fifo_priority: e.coordinator_fifo,
                     // placement in memory cgroups is left out of the measurement
                     cgroups: false,
+                    cgroup_limits: Default::default(),
                 },
             )
             .map_err(|err| LabError::Failed(format!("cannot start the governor: {err}")))?,
@@ -259,6 +290,10 @@ fn run_cell(
         .as_ref()
         .map(|g| launch::env(&e.lib, g.path(), "auto"))
         .unwrap_or_default();
+    if e.backed_memory {
+        // touched, then freed: back on the free lists, and backed by the host
+        drop(oslab_sys::memprobe::Buffer::new(WARM_BYTES, false));
+    }
     let specs = writers_for(scenario, writes);
     let start_at = oslab_sys::clock::monotonic_ns() + 300_000_000;
     let mut children = Vec::new();
@@ -286,6 +321,13 @@ fn run_cell(
     ));
     let mut groups = Vec::new();
     loop {
+        if e.backed_memory {
+            for f in &files {
+                if let Ok(h) = std::fs::File::open(f) {
+                    let _ = oslab_sys::fileio::drop_clean_start(&h, page);
+                }
+            }
+        }
         let poll = trace::poll_once(start_at, &files, page);
         if let Some(g) = &governor {
             let snap = g.snapshot();
@@ -404,6 +446,24 @@ impl Experiment for WbWcall {
         let bw = ctx.bytes("bandwidth", 40 << 20, 40 << 20).max(1 << 20);
         let writes = ctx.count("writes", 150, 700).clamp(20, 10_000);
         let runs = ctx.count("runs", 1, 3).clamp(1, 10) as usize;
+        let scenarios: Vec<Scenario> = ctx
+            .choices("scenarios", SCENARIO_NAMES)
+            .iter()
+            .filter_map(|n| Scenario::ALL.into_iter().find(|s| s.name() == *n))
+            .collect();
+        let policies: Vec<Policy> = ctx
+            .choices("policies", POLICY_NAMES)
+            .iter()
+            .filter_map(|n| Policy::parse(n))
+            .collect();
+        let fifo = ctx
+            .count(
+                "coordinator_fifo",
+                oslab_wcall::service::COORDINATOR_FIFO as u64,
+                oslab_wcall::service::COORDINATOR_FIFO as u64,
+            )
+            .min(99) as i32;
+        let backed_memory = ctx.flag("backed_memory", true);
         ctx.progress.stage("building the testbed");
         // each cell's files are removed after it; room for the biggest cell
         let size = (bw as f64 * writes as f64 * PERIOD_MS / 1000.0 * 3.0) as u64 + (1 << 30);
@@ -423,12 +483,14 @@ impl Experiment for WbWcall {
                 exe: exe.clone(),
                 lib: lib.clone(),
                 scratch: scratch.clone(),
+                coordinator_fifo: (fifo > 0).then_some(fifo),
+                backed_memory,
             };
-            let total = runs * Scenario::ALL.len() * POLICIES.len();
+            let total = runs * scenarios.len() * policies.len();
             let mut cells = Vec::new();
             for run in 0..runs {
-                for s in Scenario::ALL {
-                    for p in POLICIES {
+                for &s in &scenarios {
+                    for &p in &policies {
                         ctx.progress
                             .stage(&format!("run {} {} {}", run + 1, s.name(), p.name()));
                         cells.push(run_cell(&env, p, s, writes, run)?);
@@ -442,6 +504,11 @@ impl Experiment for WbWcall {
         let down_errors = down_for_run(&tb);
         let cells = result?;
         let mut out = report(&cells, &tb, writes, runs, ctx.config.seed);
+        out.notes.push(memory_note(backed_memory));
+        out.notes.push(match fifo {
+            0 => "the coordinator ran as an ordinary (not real-time) thread".to_string(),
+            f => format!("the coordinator ran SCHED_FIFO {f}"),
+        });
         out.notes.extend(
             down_errors
                 .into_iter()
@@ -451,7 +518,40 @@ impl Experiment for WbWcall {
     }
 }
 
+/// Why the writers' clean pages are dropped, and whether this machine needs it.
+fn memory_note(backed_memory: bool) -> String {
+    let reporting = std::path::Path::new("/sys/module/page_reporting").exists();
+    let machine = if reporting {
+        "this machine reports free memory to its hypervisor (free page reporting is loaded), and the first touch of such memory costs a host page fault per page (on the machine this was built on, +1.3 ms on each 512 KiB write once the page cache had taken the ~1 GiB of free memory the guest keeps backed)"
+    } else {
+        "in a virtual machine that hands free memory back to its host, the first touch of that memory costs a host page fault"
+    };
+    if backed_memory {
+        format!(
+            "before each cell 512 MiB of memory was touched and freed, and the writers' pages were dropped from the page cache every 100 ms once written back (never a dirty or writeback page; POSIX_FADV_DONTNEED on the clean start of each file), so writes use memory the machine already backs: {machine}; the kernel's dirty limits do not change, as free and clean cached memory count alike"
+        )
+    } else {
+        format!(
+            "no memory was touched before the cells and clean pages were kept in the page cache (backed_memory=false): {machine}, which adds to every write after that point in every policy"
+        )
+    }
+}
+
+/// The scenarios and the policies present in `cells`, in the usual order.
+fn present(cells: &[Cell]) -> (Vec<Scenario>, Vec<Policy>) {
+    let scenarios = Scenario::ALL
+        .into_iter()
+        .filter(|s| cells.iter().any(|c| c.scenario == *s))
+        .collect();
+    let policies = POLICIES
+        .into_iter()
+        .filter(|p| cells.iter().any(|c| c.policy == *p))
+        .collect();
+    (scenarios, policies)
+}
+
 fn report(cells: &[Cell], tb: &Testbed, writes: u64, runs: usize, seed: u64) -> Output {
+    let (scenarios, policies) = present(cells);
     let pooled = |p: Policy, s: Scenario| -> Vec<f64> {
         cells
             .iter()
@@ -470,8 +570,8 @@ fn report(cells: &[Cell], tb: &Testbed, writes: u64, runs: usize, seed: u64) -> 
     let mut findings = Vec::new();
     let mut notes = Vec::new();
     let mut rows_mean = Vec::new();
-    for s in Scenario::ALL {
-        for p in POLICIES {
+    for &s in &scenarios {
+        for &p in &policies {
             let lat = pooled(p, s);
             let key = format!("{}.{}", p.name(), s.name());
             let who = if s == Scenario::Fig7 {
@@ -531,12 +631,27 @@ fn report(cells: &[Cell], tb: &Testbed, writes: u64, runs: usize, seed: u64) -> 
                 }
             }
             if !held.is_empty() {
-                let parts: Vec<String> = held
+                let mut parts: Vec<String> = held
                     .iter()
                     .map(|(g, ms, d, w)| {
                         format!("{g} held {ms:.0} ms in all, {d} of {w} writes delayed")
                     })
                     .collect();
+                let governors: Vec<&Snapshot> = cells
+                    .iter()
+                    .filter(|c| c.policy == p && c.scenario == s)
+                    .filter_map(|c| c.governor.as_ref())
+                    .collect();
+                let passes: u64 = governors.iter().map(|g| g.passes).sum();
+                let busy_us: f64 = governors
+                    .iter()
+                    .map(|g| g.pass_mean_us * g.passes as f64)
+                    .sum();
+                let longest = governors.iter().map(|g| g.pass_max_us).fold(0.0, f64::max);
+                parts.push(format!(
+                    "coordinator: {passes} passes of {:.0} µs on average, the longest {longest:.0} µs",
+                    busy_us / passes.max(1) as f64
+                ));
                 notes.push(format!("{key} ({runs} run(s)): {}", parts.join("; ")));
             }
             if let Some(sim) = predict(s, p, tb.measured_bytes_s, writes) {
@@ -558,7 +673,13 @@ fn report(cells: &[Cell], tb: &Testbed, writes: u64, runs: usize, seed: u64) -> 
         format!("cap {}/s", human_bytes(tb.bandwidth_bytes_s)),
     ));
 
-    let claims = claims(cells, runs, left);
+    let (claims, unjudged) = claims(cells, runs, left);
+    if !unjudged.is_empty() {
+        notes.push(format!(
+            "not judged, because the workloads they need were left out: {}",
+            unjudged.join(", ")
+        ));
+    }
     let plots = plots(cells, &rows_mean, tb, writes);
     notes.push(format!(
         "{runs} run(s) x 4 scenarios x 3 policies; {writes} writes of 512 KiB every 20 ms by the RT-55 writer; dirty_bytes {}, dirty_background_bytes {}; groups from each writer's scheduling class",
@@ -576,12 +697,18 @@ fn report(cells: &[Cell], tb: &Testbed, writes: u64, runs: usize, seed: u64) -> 
     }
 }
 
-fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
+/// The claims the cells can judge, and the ids of those they cannot (a scenario or
+/// policy was left out with `--set`).
+fn claims(cells: &[Cell], runs: usize, left: f64) -> (Vec<Claim>, Vec<&'static str>) {
     let cell = |p: Policy, s: Scenario, run: usize| {
         cells
             .iter()
             .find(|c| c.policy == p && c.scenario == s && c.run == run)
     };
+    let has = |p: Policy, s: Scenario| cells.iter().any(|c| c.policy == p && c.scenario == s);
+    let contested = [Scenario::RtLow, Scenario::Bulk];
+    let has_contest = |p: Policy| contested.iter().any(|s| has(p, *s));
+    let mut unjudged = Vec::new();
     // The reference is the RT-55 writer alone under vanilla, all runs pooled: a
     // p99 of a few hundred writes rests on a handful of them and moved 0.2-2.2 ms
     // between runs here, too little to judge one run by.
@@ -597,11 +724,11 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
         let mut seen = Vec::new();
         for run in 0..runs {
             let a = alone_p99(run);
-            let both = [Scenario::RtLow, Scenario::Bulk].iter().all(|s| {
+            let all = contested.iter().filter(|s| has(p, **s)).all(|s| {
                 cell(p, *s, run).is_some_and(|c| meets_latency_target(a, &c.first().latency_ms))
             });
-            ok += both as usize;
-            for s in [Scenario::RtLow, Scenario::Bulk] {
+            ok += all as usize;
+            for s in contested {
                 if let Some(c) = cell(p, s, run) {
                     let r = latency_stats(&c.first().latency_ms);
                     seen.push(format!(
@@ -623,12 +750,15 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
         r.p99 >= 100.0 || r.over_200 > 0
     };
     let vanilla_bad = (0..runs).any(|run| {
-        [Scenario::RtLow, Scenario::Bulk]
+        contested
             .iter()
             .any(|s| cell(Policy::Vanilla, *s, run).is_some_and(stalled))
     });
     let (_, vseen) = target_runs(Policy::Vanilla);
-    out.push(Claim {
+    if !has_contest(Policy::Vanilla) {
+        unjudged.push("vanilla-stalls-the-high-writer");
+    } else {
+        out.push(Claim {
         id: "vanilla-stalls-the-high-writer".into(),
         text: "On vanilla Linux, lower-priority writers make a high-priority writer's write() stall (often past 200 ms)".into(),
         source: "material 7 (paper Fig. 2/4); writeback-kernel.md on 6.18".into(),
@@ -641,13 +771,30 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
             "the device kept up with all writers here, so nobody reached the limit".into()
         },
     });
-    for p in [Policy::Wcall, Policy::WcallFair] {
+    }
+    let with_whom = contested
+        .iter()
+        .filter(|s| cells.iter().any(|c| c.scenario == **s))
+        .map(|s| match s {
+            Scenario::RtLow => "with RT-45",
+            _ => "with bulk",
+        })
+        .collect::<Vec<_>>()
+        .join(" and ");
+    for (p, id) in [
+        (Policy::Wcall, "wcall-keeps-latency"),
+        (Policy::WcallFair, "wcall-fair-keeps-latency"),
+    ] {
+        if !has(Policy::Vanilla, Scenario::Alone) || !has_contest(p) {
+            unjudged.push(id);
+            continue;
+        }
         let (ok, seen) = target_runs(p);
         out.push(Claim {
-            id: format!("{}-keeps-latency", p.name()),
+            id: id.into(),
             text: format!("Under the governor ({}) the high-priority writer keeps its latency among competitors", p.name()),
             source: "material 7 (paper Fig. 5/6); issue 6 targets".into(),
-            expectation: format!("in every run: p99 within 2x of the writer's p99 alone (vanilla, all runs pooled: {alone_pooled:.1} ms) and no write over 200 ms, with RT-45 and with bulk competitors ({runs} of {runs})"),
+            expectation: format!("in every run: p99 within 2x of the writer's p99 alone (vanilla, all runs pooled: {alone_pooled:.1} ms) and no write over 200 ms, {with_whom} competitors ({runs} of {runs})"),
             observed: format!("{ok} of {runs} runs met it: {}", seen.join("; ")),
             verdict: if ok == runs { Verdict::Holds } else { Verdict::Differs },
             why: match (p, ok == runs) {
@@ -685,13 +832,21 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
             .collect();
         oslab_stats::mean(&v).unwrap_or(0.0)
     };
-    let (v, w, f) = (
-        mean_of(Policy::Vanilla),
-        mean_of(Policy::Wcall),
-        mean_of(Policy::WcallFair),
-    );
+    let governed: Vec<Policy> = [Policy::Wcall, Policy::WcallFair]
+        .into_iter()
+        .filter(|p| has(*p, Scenario::Fig7))
+        .collect();
+    if !has(Policy::Vanilla, Scenario::Fig7) || governed.is_empty() {
+        unjudged.push("fig7-no-overhead");
+        return (out, unjudged);
+    }
+    let v = mean_of(Policy::Vanilla);
     // "not slower" allows the run-to-run noise of a page-cache copy: 10 % or 0.2 ms
     let not_slower = |x: f64| x <= v * 1.10 || x <= v + 0.2;
+    let observed: Vec<String> = std::iter::once(Policy::Vanilla)
+        .chain(governed.iter().copied())
+        .map(|p| format!("{} {:.2} ms", p.name(), mean_of(p)))
+        .collect();
     out.push(Claim {
         id: "fig7-no-overhead".into(),
         text: "With no competition the governor does not make a writer slower (paper Fig. 7)"
@@ -699,8 +854,8 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
         source: "material 7 (paper Fig. 7: nice-4 writer, 1000 writes)".into(),
         expectation: "mean write() under wcall and wcall-fair within 10 % (or 0.2 ms) of vanilla"
             .into(),
-        observed: format!("mean: vanilla {v:.2} ms, wcall {w:.2} ms, wcall-fair {f:.2} ms"),
-        verdict: if not_slower(w) && not_slower(f) {
+        observed: format!("mean: {}", observed.join(", ")),
+        verdict: if governed.iter().all(|p| not_slower(mean_of(*p))) {
             Verdict::Holds
         } else {
             Verdict::Differs
@@ -708,7 +863,7 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> Vec<Claim> {
         why: "a lone group is never held; the interposer costs tens of ns (wb.wcall-overhead)"
             .into(),
     });
-    out
+    (out, unjudged)
 }
 
 fn plots(cells: &[Cell], rows_mean: &[(String, f64)], tb: &Testbed, writes: u64) -> Vec<Plot> {
@@ -737,10 +892,10 @@ fn plots(cells: &[Cell], rows_mean: &[(String, f64)], tb: &Testbed, writes: u64)
             Policy::WcallFair,
         ),
     ] {
-        let mut series = Vec::new();
-        if let Some(c) = first(p, Scenario::RtLow) {
-            series.push(series_of(c.first(), "measured RT-55"));
-        }
+        let Some(c) = first(p, Scenario::RtLow) else {
+            continue;
+        };
+        let mut series = vec![series_of(c.first(), "measured RT-55")];
         if let Some(sim) = predict(Scenario::RtLow, p, tb.measured_bytes_s, writes) {
             series.push(sim_series(&sim, "simulator"));
         }
@@ -778,18 +933,21 @@ fn plots(cells: &[Cell], rows_mean: &[(String, f64)], tb: &Testbed, writes: u64)
         markers: vec![],
         x_labels: labels,
     });
-    plots.push(Plot {
-        id: "fig7-nice4".into(),
-        title: "Fig. 7 redrawn: a nice-4 writer alone, vanilla vs governed".into(),
-        x: time_axis(),
-        y: lat_axis(),
-        series: POLICIES
-            .iter()
-            .filter_map(|p| first(*p, Scenario::Fig7).map(|c| series_of(c.first(), p.name())))
-            .collect(),
-        markers: vec![],
-        x_labels: vec![],
-    });
+    let fig7: Vec<Series> = POLICIES
+        .iter()
+        .filter_map(|p| first(*p, Scenario::Fig7).map(|c| series_of(c.first(), p.name())))
+        .collect();
+    if !fig7.is_empty() {
+        plots.push(Plot {
+            id: "fig7-nice4".into(),
+            title: "Fig. 7 redrawn: a nice-4 writer alone, vanilla vs governed".into(),
+            x: time_axis(),
+            y: lat_axis(),
+            series: fig7,
+            markers: vec![],
+            x_labels: vec![],
+        });
+    }
     for p in POLICIES {
         if let Some(c) = first(p, Scenario::RtLow) {
             let mut series = Vec::new();

@@ -117,6 +117,7 @@ impl Experiment for WcallOverhead {
                 fifo_priority: None,
                 // placement in memory cgroups is left out of the measurement
                 cgroups: false,
+                cgroup_limits: Default::default(),
             },
         )
         .map_err(|e| LabError::Failed(format!("cannot start a governor: {e}")))?;
