@@ -25,12 +25,7 @@ fn list_shows_every_experiment() {
         .stdout(predicate::str::contains("cpu.syscall").and(predicate::str::contains("null")));
     let out = oslab().args(["list", "--json"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let ids: Vec<&str> = v
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|e| e["id"].as_str().unwrap())
-        .collect();
+    let ids = common::strings(&v, "id");
     assert!(ids.contains(&"cpu.syscall"));
 }
 

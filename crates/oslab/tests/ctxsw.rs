@@ -53,12 +53,7 @@ fn ctxsw_matrix_is_complete_and_every_handoff_switched() {
     for m in ["ns.futex_wake_no_waiter", "ns.futex_wait_mismatch"] {
         find(ms, m);
     }
-    let claims: Vec<&str> = r["claims"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["id"].as_str().unwrap())
-        .collect();
+    let claims = common::strings(&r["claims"], "id");
     assert!(claims.contains(&"pinning-cheaper") && claims.contains(&"threads-cheaper"));
     assert_eq!(
         r["plots"][0]["series"][0]["points"]

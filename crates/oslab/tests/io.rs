@@ -93,12 +93,7 @@ fn write_paths() {
     );
     let r = &v["results"][0];
     assert_eq!(r["status"]["state"], "completed");
-    let names: Vec<&str> = r["measurements"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| m["name"].as_str().unwrap())
-        .collect();
+    let names = common::strings(&r["measurements"], "name");
     for n in [
         "write_rate.buffered.4K",
         "write_rate.buffered.1M",
@@ -157,6 +152,17 @@ fn unknown_or_bad_settings_are_usage_errors() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
+    let out = common::oslab()
+        .args(["run", "wb.wcall", "--set", "scenarios=alone,solo"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("'solo' is not one of alone, rt45x2, bulkx2, fig7-nice4"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 #[test]

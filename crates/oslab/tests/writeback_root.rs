@@ -290,24 +290,7 @@ fn wcall_evaluation_runs_every_cell_and_leaves_nothing_changed() {
         eprintln!("skipped: the WCALL evaluation needs root (testbed, SCHED_FIFO writers)");
         return;
     }
-    let journal = tempfile::tempdir().unwrap();
-    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let before = system_state();
-    let r = json_output(
-        oslab(journal.path())
-            .env("OSLAB_WCALL_LIB", common::preload_lib())
-            .args([
-                "run",
-                "wb.wcall",
-                "--quick",
-                "--set",
-                "writes=30",
-                "--scratch",
-            ])
-            .arg(scratch.path()),
-    )["results"][0]
-        .clone();
-    assert_eq!(r["status"]["state"], "completed", "{}", r["status"]);
+    let r = wcall_evaluation(&["writes=30"]);
     for p in ["vanilla", "wcall", "wcall-fair"] {
         for (s, n) in [
             ("alone", 30),
@@ -334,12 +317,7 @@ fn wcall_evaluation_runs_every_cell_and_leaves_nothing_changed() {
             "{id}"
         );
     }
-    let plots: Vec<&str> = r["plots"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| p["id"].as_str().unwrap())
-        .collect();
+    let plots = common::strings(&r["plots"], "id");
     for id in [
         "fig4-vanilla",
         "fig5-wcall",
@@ -350,10 +328,52 @@ fn wcall_evaluation_runs_every_cell_and_leaves_nothing_changed() {
     ] {
         assert!(plots.contains(&id), "plot {id}");
     }
+}
+
+/// One quick wb.wcall run with these `--set` values; it must complete and leave
+/// the system and its scratch folder as they were.
+fn wcall_evaluation(sets: &[&str]) -> serde_json::Value {
+    let journal = tempfile::tempdir().unwrap();
+    let scratch = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let before = system_state();
+    let mut cmd = oslab(journal.path());
+    cmd.env("OSLAB_WCALL_LIB", common::preload_lib())
+        .args(["run", "wb.wcall", "--quick", "--scratch"])
+        .arg(scratch.path());
+    for s in sets {
+        cmd.args(["--set", s]);
+    }
+    let r = json_output(&mut cmd)["results"][0].clone();
+    assert_eq!(r["status"]["state"], "completed", "{}", r["status"]);
     assert_eq!(system_state(), before);
     assert_eq!(
         std::fs::read_dir(scratch.path()).unwrap().count(),
         0,
         "no files left"
     );
+    r
+}
+
+/// Part of the matrix: only the cells asked for run, and the claims that need a
+/// missing cell are named as not judged rather than judged on nothing.
+#[test]
+fn wcall_evaluation_runs_only_the_cells_asked_for() {
+    let _serial = serial();
+    if !is_root() {
+        eprintln!("skipped: the WCALL evaluation needs root (testbed, SCHED_FIFO writers)");
+        return;
+    }
+    let r = wcall_evaluation(&["writes=20", "scenarios=rt45x2", "policies=wcall-fair"]);
+    let names = common::strings(&r["measurements"], "name");
+    assert_eq!(names, ["latency.wcall-fair.rt45x2"]);
+    let claims = common::strings(&r["claims"], "id");
+    assert_eq!(claims, ["competitors-not-starved"]);
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("not judged")
+            && notes.contains("vanilla-stalls-the-high-writer")
+            && notes.contains("wcall-fair-keeps-latency"),
+        "{notes}"
+    );
+    assert_eq!(r["params"]["scenarios"], serde_json::json!(["rt45x2"]));
 }

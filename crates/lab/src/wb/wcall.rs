@@ -731,12 +731,16 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> (Vec<Claim>, Vec<&'static s
             for s in contested {
                 if let Some(c) = cell(p, s, run) {
                     let r = latency_stats(&c.first().latency_ms);
+                    let limit = if alone_lat.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (limit {:.2})", 2.0 * a)
+                    };
                     seen.push(format!(
-                        "run {} {}: p99 {:.1} ms (limit {:.1}), {} over 200 ms",
+                        "run {} {}: p99 {:.1} ms{limit}, {} over 200 ms",
                         run + 1,
                         s.name(),
                         r.p99,
-                        2.0 * a,
                         r.over_200
                     ));
                 }
@@ -749,6 +753,12 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> (Vec<Claim>, Vec<&'static s
         let r = latency_stats(&c.first().latency_ms);
         r.p99 >= 100.0 || r.over_200 > 0
     };
+    // throttled at all: a p99 of ten page-cache copies or more
+    let vanilla_throttled = cells.iter().any(|c| {
+        c.policy == Policy::Vanilla
+            && contested.contains(&c.scenario)
+            && latency_stats(&c.first().latency_ms).p99 >= 10.0
+    });
     let vanilla_bad = (0..runs).any(|run| {
         contested
             .iter()
@@ -768,7 +778,11 @@ fn claims(cells: &[Cell], runs: usize, left: f64) -> (Vec<Claim>, Vec<&'static s
         why: if vanilla_bad {
             "the global dirty limit throttles every writer, whatever its priority".into()
         } else {
-            "the device kept up with all writers here, so nobody reached the limit".into()
+            if vanilla_throttled {
+                "the kernel did throttle the writer (p99 over 10 ms), but the pauses stayed short of the paper's marks; a short run (--quick: 150 writes, 3 s) can end before they grow".into()
+            } else {
+                "the device kept up with all writers here, so nobody reached the limit".into()
+            }
         },
     });
     }

@@ -37,6 +37,13 @@ pub fn named<'a>(list: &'a serde_json::Value, name: &str) -> &'a serde_json::Val
 /// The governor's interposer for the tests, built from the current source into a
 /// folder of its own: `cargo test` does not build a cdylib that nothing links, and
 /// its crate needs only libc, so this takes seconds.
+/// The `key` string of every object in a JSON array (measurement names, claim ids).
+pub fn strings<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
+    list.as_array()
+        .map(|a| a.iter().filter_map(|x| x[key].as_str()).collect())
+        .unwrap_or_default()
+}
+
 pub fn preload_lib() -> std::path::PathBuf {
     static BUILT: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
     BUILT
