@@ -15,6 +15,18 @@ fn state(s: &str) -> &str {
     if s == "running" { "unfinished" } else { s }
 }
 
+/// Prints `rows` as JSON when asked, or the `empty` sentence when there are none;
+/// false when a table is still to be printed.
+fn json_or_empty(json: bool, rows: serde_json::Value, empty: impl FnOnce() -> String) -> bool {
+    let none = rows.as_array().is_none_or(Vec::is_empty);
+    if json {
+        print(&(serde_json::to_string_pretty(&rows).expect("plain data") + "\n"));
+    } else if none {
+        print(&empty());
+    }
+    json || none
+}
+
 pub fn run(a: HistoryArgs) -> CmdResult {
     let store = db::open_existing(a.db.db.as_deref())?;
     let filter = RunFilter {
@@ -25,16 +37,14 @@ pub fn run(a: HistoryArgs) -> CmdResult {
     let fail = |e: oslab_store::StoreError| Failure::runtime(e.to_string());
     if a.experiment.is_some() {
         let rows = store.experiment_history(&filter).map_err(fail)?;
-        if a.json {
-            print(&(serde_json::to_string_pretty(&rows).expect("plain data") + "\n"));
-            return Ok(0);
-        }
-        if rows.is_empty() {
-            print(&format!(
+        let empty = || {
+            format!(
                 "No stored result of {} in {}.\n",
                 a.experiment.as_deref().unwrap_or(""),
                 store.path().display()
-            ));
+            )
+        };
+        if json_or_empty(a.json, serde_json::json!(rows), empty) {
             return Ok(0);
         }
         let table: Vec<Vec<String>> = rows
@@ -81,12 +91,9 @@ pub fn run(a: HistoryArgs) -> CmdResult {
         return Ok(0);
     }
     let runs = store.runs(&filter).map_err(fail)?;
-    if a.json {
-        print(&(serde_json::to_string_pretty(&runs).expect("plain data") + "\n"));
-        return Ok(0);
-    }
-    if runs.is_empty() {
-        print(&format!("No stored runs in {}.\n", store.path().display()));
+    if json_or_empty(a.json, serde_json::json!(runs), || {
+        format!("No stored runs in {}.\n", store.path().display())
+    }) {
         return Ok(0);
     }
     let table: Vec<Vec<String>> = runs

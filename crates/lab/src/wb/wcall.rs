@@ -522,7 +522,7 @@ impl Experiment for WbWcall {
 fn memory_note(backed_memory: bool) -> String {
     let reporting = std::path::Path::new("/sys/module/page_reporting").exists();
     let machine = if reporting {
-        "this machine reports free memory to its hypervisor (free page reporting is loaded), and the first touch of such memory costs a host page fault per page (on the machine this was built on, +1.3 ms on each 512 KiB write once the page cache had taken the ~1 GiB of free memory the guest keeps backed)"
+        "this machine reports free memory to its hypervisor (free page reporting is loaded), and the first touch of such memory costs a host page fault per page (docs/wcall.md has figures)"
     } else {
         "in a virtual machine that hands free memory back to its host, the first touch of that memory costs a host page fault"
     };
