@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use oslab_model::{Claim, Finding, Measurement, Mode, Params, Plot};
+
+use crate::settings::{Choices, Declared, Kind, Setting};
 use oslab_sys::machine::MachineInfo;
 
 /// What an experiment needs from the machine before it can run.
@@ -32,6 +34,10 @@ pub struct Meta {
     pub internal: bool,
 }
 
+/// `--set` values, parsed by the CLI against each experiment's declaration, keyed
+/// by (experiment id, setting name).
+pub type Sets = std::collections::BTreeMap<(String, String), crate::settings::SetValue>;
+
 /// How the user asked for a run.
 #[derive(Debug, Clone)]
 pub struct RunConfig {
@@ -40,8 +46,7 @@ pub struct RunConfig {
     pub repeat: Option<usize>,
     pub seed: u64,
     pub scratch_dir: PathBuf,
-    /// `--set NAME=VALUE` values, checked against the experiments' settings.
-    pub sets: std::collections::BTreeMap<String, String>,
+    pub sets: Sets,
 }
 
 impl RunConfig {
@@ -64,6 +69,8 @@ impl Progress for NoProgress {}
 
 /// What an experiment sees while it runs.
 pub struct Context<'a> {
+    /// The id of the experiment running.
+    pub experiment: &'static str,
     pub config: &'a RunConfig,
     pub machine: &'a MachineInfo,
     pub progress: &'a dyn Progress,
@@ -72,78 +79,34 @@ pub struct Context<'a> {
 
 impl Context<'_> {
     /// Records a parameter value as run, and returns it.
-    pub fn param<T: serde::Serialize + Copy>(&mut self, name: &str, value: T) -> T {
+    pub fn param<T: serde::Serialize>(&mut self, name: &str, value: T) -> T {
         self.params.insert(
             name.to_string(),
-            serde_json::to_value(value).unwrap_or(serde_json::Value::Null),
+            serde_json::to_value(&value).unwrap_or(serde_json::Value::Null),
         );
         value
     }
 
-    fn set_value(&self, name: &str, kind: crate::settings::Kind) -> Option<crate::settings::Value> {
-        let text = self.config.sets.get(name)?;
-        crate::settings::parse(name, kind, text).ok()
+    /// A declared setting: the `--set` value given for this experiment, else the
+    /// default for the mode; recorded in the parameters as used.
+    pub fn get<K: Kind>(&mut self, setting: &'static Setting<K>) -> K::Value {
+        let given = self
+            .config
+            .sets
+            .get(&(self.experiment.to_string(), setting.name.to_string()))
+            .and_then(|v| v.get::<K>().cloned());
+        let v = given.unwrap_or_else(|| setting.default_for(self.config.quick()));
+        self.param(setting.name, v)
     }
 
-    /// A size setting: `--set NAME=...` or the default for the mode.
-    pub fn bytes(&mut self, name: &str, quick: u64, full: u64) -> u64 {
-        let v = match self.set_value(name, crate::settings::Kind::Bytes) {
-            Some(crate::settings::Value::Bytes(b)) => b,
-            _ if self.config.quick() => quick,
-            _ => full,
-        };
-        self.param(name, v)
-    }
-
-    /// A file-name setting, if given.
-    pub fn path(&mut self, name: &str) -> Option<std::path::PathBuf> {
-        self.set_value(name, crate::settings::Kind::Path)?;
-        let p = std::path::PathBuf::from(self.config.sets.get(name)?.trim());
-        self.params.insert(
-            name.to_string(),
-            serde_json::Value::String(p.display().to_string()),
-        );
-        Some(p)
-    }
-
-    /// A subset of `names` (`--set NAME=a,b`), all of them by default, in the order
-    /// of `names`.
-    pub fn choices(&mut self, name: &str, names: &'static [&'static str]) -> Vec<&'static str> {
-        let v = match self.set_value(name, crate::settings::Kind::Choices(names)) {
-            Some(_) => crate::settings::chosen(&self.config.sets[name], names),
-            None => names.to_vec(),
-        };
-        self.params.insert(name.to_string(), serde_json::json!(v));
-        v
-    }
-
-    /// A whole-number setting.
-    pub fn count(&mut self, name: &str, quick: u64, full: u64) -> u64 {
-        let v = match self.set_value(name, crate::settings::Kind::Count) {
-            Some(crate::settings::Value::Count(n)) => n,
-            _ if self.config.quick() => quick,
-            _ => full,
-        };
-        self.param(name, v)
-    }
-
-    /// A yes/no setting.
-    pub fn flag(&mut self, name: &str, default: bool) -> bool {
-        let v = match self.set_value(name, crate::settings::Kind::Bool) {
-            Some(crate::settings::Value::Bool(b)) => b,
-            _ => default,
-        };
-        self.param(name, v)
-    }
-
-    /// A seconds setting.
-    pub fn seconds(&mut self, name: &str, quick: f64, full: f64) -> f64 {
-        let v = match self.set_value(name, crate::settings::Kind::Seconds) {
-            Some(crate::settings::Value::Seconds(s)) => s,
-            _ if self.config.quick() => quick,
-            _ => full,
-        };
-        self.param(name, v)
+    /// A [`Choices`] setting: the names chosen, all of them by default, in the order
+    /// of the declaration.
+    pub fn choices(&mut self, setting: &'static Setting<Choices>) -> Vec<&'static str> {
+        let mut v = self.get(setting);
+        if v.is_empty() {
+            v = setting.names.to_vec();
+        }
+        self.param(setting.name, v)
     }
 
     /// The sample count: `--repeat` when given, else `quick` or `full`.
@@ -187,7 +150,7 @@ pub enum LabError {
 pub trait Experiment: Sync {
     fn meta(&self) -> &Meta;
     /// Settings `--set` may change.
-    fn settings(&self) -> &'static [crate::settings::Setting] {
+    fn settings(&self) -> Declared {
         &[]
     }
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError>;

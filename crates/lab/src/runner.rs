@@ -89,6 +89,7 @@ pub fn run(
     let t0 = now_ns();
     let monitor = LoadMonitor::start(Root::live());
     let mut ctx = Context {
+        experiment: exp.meta().id,
         config: cfg,
         machine,
         progress,
@@ -99,8 +100,7 @@ pub fn run(
         None => exp.run(&mut ctx),
     };
     let duration_s = (now_ns() - t0) as f64 / 1e9;
-    // The CPU probes keep one CPU busy; that is not "other load".
-    let load: LoadRecord = monitor.finish(machine.cpu.logical_cpus, 1.0);
+    let load: LoadRecord = monitor.finish();
     let env = Environment {
         oslab_version: OSLAB_VERSION.to_string(),
         machine: machine.clone(),

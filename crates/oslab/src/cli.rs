@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::cli_values::{number, seconds, whole};
+
 #[derive(Debug, Parser)]
 #[command(
     name = "oslab",
@@ -91,7 +93,7 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "NAME")]
     pub machine: Option<String>,
     /// At most N lines
-    #[arg(long, value_name = "N", default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = whole(1, 1_000_000_000))]
     pub limit: u64,
     /// Print JSON instead of a table
     #[arg(long)]
@@ -116,7 +118,7 @@ pub struct CompareArgs {
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Seed of the permutation tests' shuffles
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = whole(0, u64::MAX))]
     pub seed: u64,
     #[command(flatten)]
     pub db: DbArg,
@@ -151,8 +153,8 @@ pub struct ExportArgs {
     #[arg(long, value_name = "NAME")]
     pub machine: Option<String>,
     /// Only this run
-    #[arg(long, value_name = "ID")]
-    pub run: Option<i64>,
+    #[arg(long, value_name = "ID", allow_negative_numbers = true, value_parser = whole(1, i64::MAX as u64))]
+    pub run: Option<u64>,
     /// Write to FILE instead of standard output
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -198,10 +200,10 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR")]
     pub plots: Option<PathBuf>,
     /// Samples per measurement, instead of each experiment's own count
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1_000_000))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, 1_000_000))]
     pub repeat: Option<u64>,
     /// Seed for everything random (bootstrap resampling, shuffles)
-    #[arg(long, value_name = "N", default_value_t = 1)]
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = whole(0, u64::MAX))]
     pub seed: u64,
     /// Scratch directory for experiment files [default: $TMPDIR]
     #[arg(long, value_name = "DIR")]
@@ -237,7 +239,7 @@ pub struct TweakArgs {
     #[arg(required = true, value_name = "NAME=VALUE")]
     pub settings: Vec<String>,
     /// Restore after this many seconds (default: when the command ends, or on Ctrl-C)
-    #[arg(long = "for", value_name = "SECONDS")]
+    #[arg(long = "for", value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
     pub duration: Option<f64>,
     /// A command to run with the settings in force
     #[arg(last = true, value_name = "CMD")]
@@ -247,13 +249,13 @@ pub struct TweakArgs {
 #[derive(Debug, Args)]
 pub struct WatchArgs {
     /// Seconds between samples (0.01 to 3600)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.01, 3600.0))]
     pub interval: f64,
     /// Print one interval and exit
     #[arg(long, conflicts_with = "count")]
     pub once: bool,
     /// Stop after N intervals
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
     pub count: Option<u64>,
     /// One JSON object per line instead of the table
     #[arg(long)]
@@ -283,20 +285,25 @@ pub enum DirtyCommand {
 pub struct AdviseArgs {
     /// The device's sustained write bandwidth, e.g. 50MiB/s (default: measured by
     /// writing 256 MiB and syncing it in the scratch directory)
-    #[arg(long, value_name = "RATE", conflicts_with = "testbed")]
+    #[arg(
+        long,
+        value_name = "RATE",
+        conflicts_with = "testbed",
+        allow_hyphen_values = true
+    )]
     pub device_bandwidth: Option<String>,
     /// Advise for the testbed that is up ('oslab testbed up')
     #[arg(long)]
     pub testbed: bool,
     /// The workload's dirtying rate, e.g. 4MiB/s (default: measured from
     /// /proc/vmstat nr_dirtied over --window seconds)
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Option<String>,
     /// Seconds to watch the running system for its dirtying rate
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, allow_negative_numbers = true, value_parser = seconds(0.5, 600.0))]
     pub window: f64,
     /// The longest a writer should be held back at the hard limit, seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.05, 60.0))]
     pub target_latency: f64,
     /// Apply the settings (root; journaled: 'oslab restore' puts the old ones back)
     #[arg(long)]
@@ -336,10 +343,15 @@ pub enum TestbedCommand {
 #[derive(Debug, Args)]
 pub struct TestbedUpArgs {
     /// Write bandwidth cap, e.g. 10MiB/s
-    #[arg(long, value_name = "RATE")]
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub bandwidth: String,
     /// Size of the sparse image
-    #[arg(long, value_name = "SIZE", default_value = "2GiB")]
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "2GiB",
+        allow_hyphen_values = true
+    )]
     pub size: String,
     /// Where the image and mount point go [default: $TMPDIR]
     #[arg(long, value_name = "DIR")]
@@ -400,7 +412,7 @@ pub struct SimSweepArgs {
     #[arg(long, value_name = "KEY=VALUES")]
     pub vary: String,
     /// Points between FROM and TO
-    #[arg(long, value_name = "N", default_value_t = 10, value_parser = clap::value_parser!(u64).range(2..=100000))]
+    #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = whole(2, 100_000))]
     pub steps: u64,
     /// The policy to sweep under
     #[arg(long, value_name = "POLICY", default_value = "vanilla")]
@@ -450,10 +462,10 @@ pub struct WcallPolicyArgs {
     #[arg(long, value_name = "POLICY", default_value = "wcall-fair")]
     pub policy: String,
     /// How long a held writer waits before it looks again under wcall (the paper's HZ/10)
-    #[arg(long, value_name = "MS", default_value_t = 100.0)]
+    #[arg(long, value_name = "MS", default_value_t = 100.0, allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
     pub block_ms: f64,
     /// Milliseconds between the coordinator's passes
-    #[arg(long, value_name = "MS", default_value_t = 10.0)]
+    #[arg(long, value_name = "MS", default_value_t = 10.0, allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
     pub interval_ms: f64,
     /// Do not place governed processes in per-group memory cgroups (as root they are,
     /// where a memory controller is available, to show the kernel's own dirty counts)
@@ -490,10 +502,10 @@ pub struct WcallDaemonArgs {
     #[command(flatten)]
     pub policy: WcallPolicyArgs,
     /// Stop after this many seconds (default: on Ctrl-C)
-    #[arg(long = "for", value_name = "SECONDS")]
+    #[arg(long = "for", value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
     pub duration: Option<f64>,
     /// Print a status line every this many seconds (0: never)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0)]
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.0, 3600.0))]
     pub every: f64,
 }
 
@@ -510,8 +522,8 @@ pub struct WcallStatusArgs {
 #[derive(Debug, Args)]
 pub struct WcallAttachArgs {
     /// The running process
-    #[arg(value_name = "PID")]
-    pub pid: u32,
+    #[arg(value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
+    pub pid: u64,
 }
 
 #[derive(Debug, Args)]

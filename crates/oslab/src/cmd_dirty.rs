@@ -140,14 +140,23 @@ fn rate_arg(flag: &str, text: &str) -> Result<f64, Failure> {
                 .map(|b| b as f64)
                 .map_err(|_| ())
         })
-        .map_err(|_| Failure::usage(format!("{flag} {text}: not a rate such as 4MiB/s")))
+        .map_err(|_| {
+            Failure::usage(if text.trim_start().starts_with('-') {
+                format!("{flag} {text}: a rate cannot be negative (e.g. 4MiB/s)")
+            } else {
+                format!("{flag} {text}: not a rate such as 4MiB/s")
+            })
+        })
 }
 
 /// Writes 256 MiB into `dir` and syncs it: the sustained write-back bandwidth.
 fn measure_device(dir: &std::path::Path) -> Result<f64, Failure> {
     use std::io::Write;
-    let path = dir.join(format!("oslab-advise-{}.dat", std::process::id()));
     let bytes: u64 = 256 << 20;
+    // journaled, so a kill leaves nothing behind that `oslab restore` misses
+    let scratch = oslab_lab::scratch::Scratch::create(dir, "dirty-advise", bytes + (16 << 20))
+        .map_err(|e| Failure::runtime(e.to_string()))?;
+    let path = scratch.file("device-probe.dat");
     let chunk = vec![0x5au8; 1 << 20];
     let t0 = oslab_sys::clock::monotonic_ns();
     let r = (|| -> std::io::Result<()> {
@@ -158,7 +167,7 @@ fn measure_device(dir: &std::path::Path) -> Result<f64, Failure> {
         f.sync_all()
     })();
     let secs = (oslab_sys::clock::monotonic_ns() - t0) as f64 / 1e9;
-    let _ = std::fs::remove_file(&path);
+    drop(scratch);
     r.map_err(|e| Failure::runtime(format!("measuring the device in {}: {e}", dir.display())))?;
     Ok(bytes as f64 / secs)
 }
@@ -171,16 +180,23 @@ fn nr_dirtied() -> Option<u64> {
 
 fn run_advise(a: AdviseArgs) -> CmdResult {
     use oslab_lab::wb::advise::{AdviceInputs, advise};
-    if !(a.target_latency.is_finite() && a.target_latency > 0.0) {
-        return Err(Failure::usage(
-            "--target-latency must be a positive number of seconds",
-        ));
+    if !(a.target_latency.is_finite() && (0.05..=60.0).contains(&a.target_latency)) {
+        return Err(Failure::usage(format!(
+            "--target-latency {} is out of range: give 0.05 to 60 seconds",
+            a.target_latency
+        )));
     }
     if !(a.window.is_finite() && (0.5..=600.0).contains(&a.window)) {
         return Err(Failure::usage("--window must be 0.5 to 600 seconds"));
     }
     let (device_bw, device_src) = if let Some(t) = &a.device_bandwidth {
-        (rate_arg("--device-bandwidth", t)?, "given".to_string())
+        let bw = rate_arg("--device-bandwidth", t)?;
+        if bw <= 0.0 {
+            return Err(Failure::usage(format!(
+                "--device-bandwidth {t}: a device that writes nothing cannot be advised for; give its rate, e.g. 50MiB/s"
+            )));
+        }
+        (bw, "given".to_string())
     } else if a.testbed {
         let tb = crate::cmd_testbed::current().ok_or_else(|| {
             Failure::usage(

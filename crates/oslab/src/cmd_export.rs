@@ -23,7 +23,7 @@ pub fn run(a: ExportArgs) -> CmdResult {
     };
     let mut runs = store.export(&filter).map_err(fail)?;
     if let Some(id) = a.run {
-        runs.retain(|(r, _)| r.id == id);
+        runs.retain(|(r, _)| r.id == id as i64);
         if runs.is_empty() {
             return Err(Failure::usage(format!(
                 "there is no run {id} matching the filters in {}",

@@ -22,6 +22,7 @@ pub fn scratch_base(arg: Option<&std::path::Path>) -> Result<std::path::PathBuf,
 }
 
 pub fn run(a: InfoArgs) -> CmdResult {
+    crate::cmd_restore::warn_if_pending();
     let scratch = scratch_base(a.scratch.as_deref())?;
     let m = machine::collect(&Root::live(), &LiveProbes::live(&scratch));
     if a.json {

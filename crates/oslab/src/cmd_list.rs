@@ -30,13 +30,53 @@ pub fn run(a: ListArgs) -> CmdResult {
                     "quick_s": m.quick_s,
                     "full_s": m.full_s,
                     "internal": m.internal,
-                    "settings": e.settings().iter().map(|s| serde_json::json!({
-                        "name": s.name, "kind": s.kind.label(), "help": s.help,
-                    })).collect::<Vec<_>>(),
+                    "settings": e.settings().iter().map(|s| {
+                        let (quick, full) = s.defaults();
+                        serde_json::json!({
+                            "name": s.name(), "kind": s.kind_label(), "help": s.help(),
+                            "quick": quick, "full": full, "range": s.range(),
+                        })
+                    }).collect::<Vec<_>>(),
                 })
             })
             .collect();
         print(&(serde_json::to_string_pretty(&v).expect("serialises") + "\n"));
+        return Ok(0);
+    }
+    if a.settings {
+        let rows: Vec<Vec<String>> = reg
+            .all()
+            .flat_map(|e| {
+                e.settings().iter().map(move |s| {
+                    let (quick, full) = s.defaults();
+                    vec![
+                        e.meta().id.to_string(),
+                        s.name().to_string(),
+                        s.kind_label(),
+                        if quick == full {
+                            full
+                        } else {
+                            format!("{full} (quick {quick})")
+                        },
+                        s.range().unwrap_or_else(|| "-".into()),
+                        s.help().to_string(),
+                    ]
+                })
+            })
+            .collect();
+        print("Settings (oslab run ID --set NAME=VALUE)\n");
+        print(&oslab_report::table::simple(
+            &[
+                "experiment",
+                "setting",
+                "kind",
+                "default",
+                "range",
+                "meaning",
+            ],
+            &rows,
+            &[],
+        ));
         return Ok(0);
     }
     let rows: Vec<Vec<String>> = reg
@@ -59,27 +99,6 @@ pub fn run(a: ListArgs) -> CmdResult {
         &rows,
         &[4, 5],
     ));
-    if a.settings {
-        let rows: Vec<Vec<String>> = reg
-            .all()
-            .flat_map(|e| {
-                e.settings().iter().map(move |s| {
-                    vec![
-                        e.meta().id.to_string(),
-                        s.name.to_string(),
-                        s.kind.label(),
-                        s.help.to_string(),
-                    ]
-                })
-            })
-            .collect();
-        print("\nSettings (oslab run ID --set NAME=VALUE)\n");
-        print(&oslab_report::table::simple(
-            &["experiment", "setting", "kind", "meaning"],
-            &rows,
-            &[],
-        ));
-    }
     print("\n'oslab run ID...' runs experiments; 'oslab run all --quick' runs the whole lab.\n");
     Ok(0)
 }

@@ -6,6 +6,17 @@ use crate::CmdResult;
 use crate::cli::RestoreArgs;
 use crate::output::print;
 
+/// One line on stderr while an interrupted run's changes wait to be undone.
+pub fn warn_if_pending() {
+    let (files, entries) = oslab_sys::journal::pending_orphans(&journal_dir());
+    if files > 0 {
+        eprintln!(
+            "oslab: an interrupted oslab run left changes ({entries} {}): run `oslab restore`",
+            if entries == 1 { "entry" } else { "entries" }
+        );
+    }
+}
+
 pub fn run(a: RestoreArgs) -> CmdResult {
     let dir = journal_dir();
     let report = restore_orphans(&dir, a.all);

@@ -11,7 +11,7 @@ use crate::CmdResult;
 use crate::cli::RunArgs;
 use crate::cmd_info::scratch_base;
 use crate::failure::{EXIT_PRIVILEGE, EXIT_RUNTIME, Failure};
-use crate::output::{check_file_target, ensure_dir, print, write_file};
+use crate::output::{check_dir_target, check_file_target, make_dir, print, write_file};
 use crate::progress::Bar;
 
 enum JsonTarget {
@@ -64,12 +64,13 @@ fn result_set(results: &[ExperimentResult]) -> ResultSet {
     }
 }
 
-/// Parses `--set` values and checks each against the selected experiments' settings.
-fn check_sets(
+/// Parses each `--set` once against the declaration of every selected experiment
+/// that has the setting; a value of the wrong kind or out of range is a usage error.
+pub fn check_sets(
     raw: &[String],
     experiments: &[&dyn oslab_lab::Experiment],
-) -> Result<std::collections::BTreeMap<String, String>, Failure> {
-    let mut out = std::collections::BTreeMap::new();
+) -> Result<oslab_lab::experiment::Sets, Failure> {
+    let mut out = oslab_lab::experiment::Sets::new();
     for s in raw {
         let (name, value) = s
             .split_once('=')
@@ -80,14 +81,14 @@ fn check_sets(
             .filter_map(|e| {
                 e.settings()
                     .iter()
-                    .find(|st| st.name == name)
-                    .map(|st| (e, st))
+                    .find(|st| st.name() == name)
+                    .map(|st| (e.meta().id, *st))
             })
             .collect();
         if owners.is_empty() {
-            let known: Vec<String> = experiments
+            let known: Vec<&str> = experiments
                 .iter()
-                .flat_map(|e| e.settings().iter().map(|st| st.name.to_string()))
+                .flat_map(|e| e.settings().iter().map(|st| st.name()))
                 .collect();
             return Err(Failure::usage(if known.is_empty() {
                 format!("--set {name}: the selected experiments have no settings")
@@ -98,11 +99,12 @@ fn check_sets(
                 )
             }));
         }
-        for (_, st) in owners {
-            oslab_lab::settings::parse(name, st.kind, value)
+        for (id, st) in owners {
+            let v = st
+                .parse_value(value)
                 .map_err(|e| Failure::usage(format!("--set {e}")))?;
+            out.insert((id.to_string(), name.to_string()), v);
         }
-        out.insert(name.to_string(), value.trim().to_string());
     }
     Ok(out)
 }
@@ -127,6 +129,7 @@ pub struct Outputs {
 }
 
 pub fn run(a: RunArgs) -> CmdResult {
+    crate::cmd_restore::warn_if_pending();
     let registry = Registry::default();
     let experiments = registry
         .resolve(&a.ids)
@@ -140,7 +143,13 @@ pub fn run(a: RunArgs) -> CmdResult {
         seed: a.seed,
         scratch_dir: scratch,
     };
-    let db = match (a.no_db, a.db, crate::db::default_path()) {
+    let default_db = crate::db::default_path();
+    if !a.no_db
+        && let Some(p) = a.db.as_ref().or(default_db.as_ref())
+    {
+        crate::db::check_not_url(p)?;
+    }
+    let db = match (a.no_db, a.db, default_db) {
         (true, _, _) => DbTarget::Off,
         (false, Some(p), _) => DbTarget::Chosen(p),
         (false, None, Some(p)) => DbTarget::Default(p),
@@ -171,14 +180,20 @@ pub fn execute(
         }
         None => None,
     };
-    if let Some(d) = &outputs.csv {
-        ensure_dir(d, "--csv")?;
-    }
-    if let Some(d) = &outputs.plots {
-        ensure_dir(d, "--plots")?;
-    }
     if let Some(p) = &outputs.html {
         check_file_target(p, "--html")?;
+    }
+    let dirs = [(&outputs.csv, "--csv"), (&outputs.plots, "--plots")];
+    // every target is checked before anything is made
+    for (d, flag) in dirs {
+        if let Some(d) = d {
+            check_dir_target(d, flag)?;
+        }
+    }
+    for (d, flag) in dirs {
+        if let Some(d) = d {
+            make_dir(d, flag)?;
+        }
     }
     let machine = machine::collect(&Root::live(), &LiveProbes::live(&cfg.scratch_dir));
     let mut record = Recorder::start(&outputs.db, &machine, outputs.label.clone())?;

@@ -33,6 +33,21 @@ fn parse_setting(s: &str) -> Result<(String, String), Failure> {
     Ok((name, value.trim().to_string()))
 }
 
+/// A write the kernel refused (EINVAL: a value out of its range or not a number)
+/// is the user's mistake; anything else is a failure of the machine.
+fn refused(name: &str, value: &str, e: oslab_sys::SysError) -> Failure {
+    match &e {
+        oslab_sys::SysError::Write { source, .. }
+            if source.kind() == std::io::ErrorKind::InvalidInput =>
+        {
+            Failure::usage(format!(
+                "the kernel refused {name} = {value} (invalid argument: not a value this setting accepts); it was not changed"
+            ))
+        }
+        _ => Failure::runtime(format!("cannot set {name} = {value}: {e}")),
+    }
+}
+
 pub fn run(a: TweakArgs) -> CmdResult {
     let settings: Vec<(String, String)> = a
         .settings
@@ -54,17 +69,14 @@ pub fn run(a: TweakArgs) -> CmdResult {
     }
     for (name, value) in &settings {
         journal::with_global(|j| sysctl::set(j, name, value))
-            .map_err(|e| Failure::runtime(format!("cannot set {name} = {value}: {e}")))?;
+            .map_err(|e| refused(name, value, e))?;
         let now = sysctl::read(&Root::live(), name).unwrap_or_default();
         eprintln!("oslab: {name} = {now} (was journaled; it is restored when this ends)");
     }
     if !a.command.is_empty() {
         let mut cmd = std::process::Command::new(&a.command[0]);
         cmd.args(&a.command[1..]);
-        let status = oslab_sys::signals::default_mask_for(&mut cmd)
-            .status()
-            .map_err(|e| Failure::runtime(format!("cannot run '{}': {e}", a.command[0])))?;
-        return Ok(status.code().unwrap_or(1));
+        return crate::child::run_forwarding(&mut cmd, &a.command[0]);
     }
     match a.duration {
         Some(d) => std::thread::sleep(Duration::from_secs_f64(d)),

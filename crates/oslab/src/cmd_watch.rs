@@ -1,7 +1,8 @@
 //! `oslab watch`: the sampler, live.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+mod metrics_server;
+
+use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -17,56 +18,8 @@ use crate::output::print;
 
 const HEADER_EVERY: u64 = 20;
 
-fn serve(listener: TcpListener, latest: Arc<Mutex<String>>) {
-    for stream in listener.incoming().flatten() {
-        let latest = latest.clone();
-        std::thread::spawn(move || answer(stream, &latest));
-    }
-}
-
-fn answer(mut stream: TcpStream, latest: &Mutex<String>) {
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut reader = BufReader::new(match stream.try_clone() {
-        Ok(s) => s,
-        Err(_) => return,
-    });
-    let mut request = String::new();
-    if reader.read_line(&mut request).is_err() {
-        return;
-    }
-    // Skip the headers.
-    let mut line = String::new();
-    while reader.read_line(&mut line).map(|n| n > 2).unwrap_or(false) {
-        line.clear();
-    }
-    let path = request.split_whitespace().nth(1).unwrap_or("");
-    let (status, ctype, body) =
-        if request.starts_with("GET ") && (path == "/metrics" || path.starts_with("/metrics?")) {
-            let body = latest.lock().map(|s| s.clone()).unwrap_or_default();
-            if body.is_empty() {
-                (
-                    "503 Service Unavailable",
-                    "text/plain",
-                    "no interval sampled yet\n".to_string(),
-                )
-            } else {
-                ("200 OK", watch::OPENMETRICS_CONTENT_TYPE, body)
-            }
-        } else {
-            (
-                "404 Not Found",
-                "text/plain",
-                "oslab serves /metrics\n".to_string(),
-            )
-        };
-    let _ = write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-        body.len()
-    );
-}
-
 pub fn run(a: WatchArgs) -> CmdResult {
+    crate::cmd_restore::warn_if_pending();
     if !(a.interval.is_finite() && (0.01..=3600.0).contains(&a.interval)) {
         return Err(Failure::usage(format!(
             "--interval {} is out of range: give 0.01 to 3600 seconds",
@@ -84,10 +37,7 @@ pub fn run(a: WatchArgs) -> CmdResult {
             .local_addr()
             .map_err(|e| Failure::runtime(e.to_string()))?;
         eprintln!("oslab: serving OpenMetrics at http://{bound}/metrics");
-        let l = latest.clone();
-        std::thread::Builder::new()
-            .name("oslab-metrics".into())
-            .spawn(move || serve(listener, l))
+        metrics_server::spawn(listener, latest.clone())
             .map_err(|e| Failure::runtime(e.to_string()))?;
     }
     let count = if a.once { Some(1) } else { a.count };

@@ -133,16 +133,14 @@ fn run_governed(a: WcallRunArgs) -> CmdResult {
     for (k, v) in launch::env(&lib, &table, &a.group) {
         cmd.env(k, v);
     }
-    let status = oslab_sys::signals::default_mask_for(&mut cmd)
-        .status()
-        .map_err(|e| Failure::runtime(format!("cannot run '{program}': {e}")))?;
+    let code = crate::child::run_forwarding(&mut cmd, program)?;
     if let Some(g) = own {
         let cgroups = g.cgroups().describe();
         let s = g.finish();
         eprint!("{}", summary(&s));
         eprintln!("  {cgroups}");
     }
-    Ok(status.code().unwrap_or(1))
+    Ok(code)
 }
 
 /// What the governor did, for people.

@@ -24,15 +24,42 @@ pub fn default_path() -> Option<PathBuf> {
 
 /// The database named by --db, or the default one.
 pub fn chosen(arg: Option<&Path>) -> Result<PathBuf, Failure> {
-    arg.map(Path::to_path_buf)
+    let path = arg
+        .map(Path::to_path_buf)
         .or_else(default_path)
-        .ok_or_else(|| Failure::usage("no results database: HOME is not set; give one with --db"))
+        .ok_or_else(|| {
+            Failure::usage("no results database: HOME is not set; give one with --db")
+        })?;
+    check_not_url(&path)?;
+    Ok(path)
+}
+
+/// A database given as a URL (`postgres://...`) is not a file name: refused in one
+/// sentence rather than made into a folder named `postgres:`.
+pub fn check_not_url(path: &Path) -> Result<(), Failure> {
+    let text = path.to_string_lossy();
+    if let Some((scheme, _)) = text.split_once("://")
+        && !scheme.is_empty()
+        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    {
+        return Err(Failure::usage(format!(
+            "--db {text}: oslab keeps results in an SQLite file; '{scheme}://' databases are not supported"
+        )));
+    }
+    Ok(())
 }
 
 /// Opens an existing database for reading commands (history, compare, export, report).
+/// A database the user named that does not exist is a usage error.
 pub fn open_existing(arg: Option<&Path>) -> Result<Store, Failure> {
     let path = chosen(arg)?;
-    Store::open_existing(&path).map_err(|e| Failure::runtime(e.to_string()))
+    Store::open_existing(&path).map_err(|e| match e {
+        oslab_store::StoreError::Missing(_) if arg.is_some() => Failure::usage(e.to_string()),
+        e => Failure::runtime(e.to_string()),
+    })
 }
 
 /// The time now, as stored.

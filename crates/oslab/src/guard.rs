@@ -26,14 +26,40 @@ pub fn on_interrupt(f: impl Fn() + Send + 'static) {
     }
 }
 
+/// The process group of a command oslab runs for the user, while it runs: signals
+/// are passed on to it instead of ending oslab (0: none).
+static FORWARD_TO: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
+/// From now on SIGINT, SIGTERM and SIGHUP go to the process group `pgid`; oslab
+/// goes on waiting for it.
+pub fn forward_signals_to(pgid: u32) {
+    FORWARD_TO.store(pgid, std::sync::atomic::Ordering::SeqCst);
+}
+
+pub fn stop_forwarding() {
+    FORWARD_TO.store(0, std::sync::atomic::Ordering::SeqCst);
+}
+
 fn on_signal(sig: i32) {
+    let pgid = FORWARD_TO.load(std::sync::atomic::Ordering::SeqCst);
+    if pgid != 0 && oslab_sys::process::signal_group(pgid, sig).is_ok() {
+        eprintln!(
+            "\noslab: passed signal {sig} on to the command (process group {pgid}); waiting for it"
+        );
+        return;
+    }
     if let Ok(v) = ON_INTERRUPT.lock() {
         for f in v.iter() {
             f();
         }
     }
-    eprintln!("\noslab: interrupted (signal {sig}); undoing system changes");
-    report(&journal::finish_global());
+    let outcomes = journal::finish_global();
+    if outcomes.is_empty() {
+        eprintln!("\noslab: interrupted (signal {sig})");
+    } else {
+        eprintln!("\noslab: interrupted (signal {sig}); undoing system changes");
+    }
+    report(&outcomes);
     std::process::exit(128 + sig);
 }
 

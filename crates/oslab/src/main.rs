@@ -1,7 +1,9 @@
 //! The oslab command line: wiring only; the work is done in the library crates.
 #![forbid(unsafe_code)]
 
+mod child;
 mod cli;
+mod cli_values;
 mod cmd_compare;
 mod cmd_dirty;
 mod cmd_export;

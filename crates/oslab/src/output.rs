@@ -30,28 +30,51 @@ pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
         })
 }
 
-/// Creates an output directory, or says clearly why it cannot be used.
-pub fn ensure_dir(path: &Path, flag: &str) -> Result<(), Failure> {
-    if path.exists() && !path.is_dir() {
+/// Checks before any work that an output directory can be made or used: it may
+/// exist, or be a new folder in a directory that exists. Nothing is created here.
+pub fn check_dir_target(path: &Path, flag: &str) -> Result<(), Failure> {
+    if path.exists() {
+        return if path.is_dir() {
+            Ok(())
+        } else {
+            Err(Failure::usage(format!(
+                "{flag} {} is a file, not a directory",
+                path.display()
+            )))
+        };
+    }
+    let parent = parent_of(path);
+    if !parent.is_dir() {
         return Err(Failure::usage(format!(
-            "{flag} {} is a file, not a directory",
-            path.display()
+            "cannot write {flag} {}: directory {} does not exist",
+            path.display(),
+            parent.display()
         )));
     }
-    std::fs::create_dir_all(path).map_err(|e| {
-        Failure::usage(format!(
+    Ok(())
+}
+
+/// Makes the output directory checked by [`check_dir_target`] (only the last folder).
+pub fn make_dir(path: &Path, flag: &str) -> Result<(), Failure> {
+    match std::fs::create_dir(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
+        Err(e) => Err(Failure::usage(format!(
             "cannot create {flag} directory {}: {e}",
             path.display()
-        ))
-    })
+        ))),
+    }
+}
+
+fn parent_of(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 /// Checks before any work that a file can be written where asked.
 pub fn check_file_target(path: &Path, flag: &str) -> Result<(), Failure> {
-    let parent = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
+    let parent = parent_of(path);
     if !parent.is_dir() {
         return Err(Failure::usage(format!(
             "cannot write {flag} {}: directory {} does not exist",

@@ -102,3 +102,179 @@ pub fn load(arg: &str, store: &mut LazyStore) -> Result<Loaded, Failure> {
         ))),
     }
 }
+
+/// Property tests of the results reader behind `report` and `compare`: every
+/// truncation of a valid result file and any bytes give a usage error, never a
+/// panic; a valid file with a value changed either is refused or reads and renders
+/// (terminal table, claims, HTML page, comparison) without a panic. A fuzz-like run
+/// with many cases (PROPTEST_CASES wins over the default here; failures are printed,
+/// not saved to proptest-regressions/):
+/// `PROPTEST_CASES=20000 cargo test -p oslab --bin oslab -- sources::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::failure::EXIT_USAGE;
+    use oslab_sys::testing::proptest_config as config;
+    use proptest::prelude::*;
+    use proptest::sample::Index;
+
+    /// A result of the null experiment as `oslab run --json` wrote it.
+    const ONE: &str = include_str!("../../store/tests/fixtures/null-result.json");
+
+    /// The same result inside a result set, as `--json` writes a whole run.
+    fn set() -> String {
+        format!(
+            "{{\"schema_version\": 1, \"oslab_version\": \"0.1.0\", \"command\": \"oslab run null --json x\", \"results\": [{ONE}]}}\n"
+        )
+    }
+
+    fn read(bytes: &[u8]) -> Result<Vec<ExperimentResult>, Failure> {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("results.json");
+        std::fs::write(&p, bytes).unwrap();
+        read_file(&p)
+    }
+
+    fn judge_refused(r: Result<Vec<ExperimentResult>, Failure>) -> Result<(), TestCaseError> {
+        match r {
+            Ok(_) => Err(TestCaseError::fail("read as results")),
+            Err(f) => {
+                prop_assert_eq!(f.code, EXIT_USAGE, "{}", f.message);
+                prop_assert!(!f.message.is_empty());
+                Ok(())
+            }
+        }
+    }
+
+    /// Everything `report` and `compare` do with results they read.
+    fn render(results: &[ExperimentResult]) {
+        for r in results {
+            let _ = oslab_report::table::render_result(r);
+        }
+        let _ = oslab_report::table::render_verdicts(results);
+        let _ = oslab_report::html::report(results, "fuzz");
+        let reference: Vec<ExperimentResult> = vec![serde_json::from_str(ONE).unwrap()];
+        use oslab_model::compare::{compare, side};
+        for (a, b) in [(results, &reference[..]), (&reference[..], results)] {
+            let c = compare(side("a", a), a, side("b", b), b, 7);
+            let _ = oslab_report::compare::text(&c);
+            let _ = oslab_report::compare::html(&c);
+            let _ = serde_json::to_string_pretty(&c).unwrap();
+        }
+    }
+
+    /// A JSON value of another kind or size than the one it replaces.
+    fn value() -> impl Strategy<Value = String> {
+        prop_oneof![
+            proptest::sample::select(vec![
+                "null",
+                "0",
+                "-1",
+                "1e308",
+                "-1e308",
+                "1e-320",
+                "[]",
+                "{}",
+                "\"\"",
+                "true",
+                "18446744073709551615",
+                "-9223372036854775808",
+                "[null]",
+                "[1e308, -1e308]",
+                "\"Skipped\"",
+                "{\"state\": \"failed\", \"error\": \"x\"}",
+            ])
+            .prop_map(String::from),
+            any::<f64>().prop_map(|f| if f.is_finite() {
+                format!("{f:?}")
+            } else {
+                "null".into()
+            }),
+            any::<i64>().prop_map(|n| n.to_string()),
+            "\\PC{0,6}".prop_map(|s| serde_json::to_string(&s).unwrap()),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config(128))]
+
+        /// A file cut anywhere (but in its trailing white space) is refused.
+        #[test]
+        fn every_truncation_is_a_usage_error(cut in any::<Index>(), whole_set in any::<bool>()) {
+            let full = if whole_set { set() } else { ONE.to_string() };
+            let n = cut.index(full.len());
+            let part = &full.as_bytes()[..n];
+            if full[n..].trim().is_empty() {
+                prop_assert!(read(part).is_ok());
+            } else {
+                judge_refused(read(part))?;
+            }
+        }
+
+        #[test]
+        fn any_bytes_are_a_usage_error(
+            bytes in prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..300),
+                "(?s)\\PC{0,300}".prop_map(String::into_bytes),
+            ],
+        ) {
+            judge_refused(read(&bytes))?;
+        }
+
+        /// One value of the file replaced (a number, a string, a list, ...): refused,
+        /// or read and rendered without a panic.
+        #[test]
+        fn a_changed_value_is_refused_or_renders(
+            at in any::<Index>(),
+            v in value(),
+            whole_set in any::<bool>(),
+        ) {
+            let full = if whole_set { set() } else { ONE.to_string() };
+            // a value starts after ": ", or begins a line of its own in a list
+            let mut starts: Vec<usize> = full.match_indices(": ").map(|(i, _)| i + 2).collect();
+            let mut line_start = 0;
+            for line in full.split_inclusive('\n') {
+                let indent = line.len() - line.trim_start().len();
+                if !line.trim_start().starts_with(['"', '}', ']']) && !line.trim().is_empty() {
+                    starts.push(line_start + indent);
+                }
+                line_start += line.len();
+            }
+            let s = starts[at.index(starts.len())];
+            let rest = &full[s..];
+            // the end of that value: the next comma or line end outside a string
+            let end = s + rest
+                .find([',', '\n'])
+                .unwrap_or(rest.len());
+            let text = format!("{}{v}{}", &full[..s], &full[end..]);
+            match read(text.as_bytes()) {
+                Ok(results) => {
+                    let r = std::panic::catch_unwind(|| render(&results));
+                    prop_assert!(r.is_ok(), "rendering panicked for {}", &text[s.saturating_sub(40)..(s + 60).min(text.len())]);
+                }
+                Err(f) => prop_assert_eq!(f.code, EXIT_USAGE),
+            }
+        }
+    }
+
+    /// Regression (found by `a_changed_value_is_refused_or_renders`): the machine
+    /// section multiplied the kernel's dirty threshold in pages by the page size
+    /// unchecked, so a result file with a huge threshold made `report` panic.
+    #[test]
+    fn a_huge_dirty_threshold_renders() {
+        let text = ONE.replacen(
+            "\"nr_dirty_threshold_pages\": ",
+            "\"nr_dirty_threshold_pages\": 4503599627370496, \"was\": ",
+            1,
+        );
+        let results = read(text.as_bytes()).unwrap();
+        render(&results);
+    }
+
+    #[test]
+    fn the_fixture_reads_both_ways() {
+        assert_eq!(read(ONE.as_bytes()).unwrap().len(), 1);
+        assert_eq!(read(set().as_bytes()).unwrap().len(), 1);
+        render(&read(set().as_bytes()).unwrap());
+    }
+}

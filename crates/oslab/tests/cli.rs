@@ -9,10 +9,7 @@ fn oslab() -> Command {
     let mut c = Command::cargo_bin("oslab").unwrap();
     c.env("OSLAB_DB", common::test_db());
     // Keep any journal this test might cause away from the real one.
-    c.env(
-        "OSLAB_JOURNAL_DIR",
-        std::env::temp_dir().join("oslab-cli-tests"),
-    );
+    c.env("OSLAB_JOURNAL_DIR", common::journal_dir("oslab-cli-tests"));
     c
 }
 
@@ -189,4 +186,191 @@ fn a_closed_pipe_is_not_an_error() {
         .output()
         .unwrap();
     assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
+/// Every way of giving a bad value gets one sentence and exit 2, and nothing is run
+/// or created (regressions of issue 16).
+#[test]
+fn negative_numbers_are_values_refused_with_their_range() {
+    for (args, flag) in [
+        (&["run", "null", "--repeat", "-1"][..], "--repeat"),
+        (&["history", "--limit", "-3"][..], "--limit"),
+        (&["watch", "--interval", "-1", "--once"][..], "--interval"),
+        (
+            &["dirty", "advise", "--window", "-2", "--rate", "1MiB/s"][..],
+            "--window",
+        ),
+    ] {
+        oslab()
+            .args(args)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains("out of range: give"))
+            .stderr(predicate::str::contains(flag))
+            .stderr(predicate::str::contains("unexpected argument").not())
+            .stderr(predicate::str::contains("-- -").not());
+    }
+    for rate in ["-5", "0"] {
+        oslab()
+            .args([
+                "dirty",
+                "advise",
+                "--rate",
+                "1MiB/s",
+                "--device-bandwidth",
+                rate,
+            ])
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains("--device-bandwidth"));
+    }
+}
+
+#[test]
+fn an_out_of_range_setting_is_refused_not_clamped() {
+    oslab()
+        .args(["run", "sched.slices", "--set", "duration=100"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--set duration=100 is out of range: give 0.2 s to 60 s",
+        ));
+    oslab()
+        .args(["run", "cpu.ctxsw", "--set", "launches=0"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("give 1 to 50"));
+}
+
+#[test]
+fn output_folders_are_never_made_in_missing_parents() {
+    let missing = std::path::Path::new("/nonexistent-oslab-cli-test");
+    assert!(!missing.exists());
+    oslab()
+        .args(["run", "null", "--csv"])
+        .arg(missing.join("dir"))
+        .arg("--html")
+        .arg(missing.join("dir/x.html"))
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("does not exist"));
+    assert!(
+        !missing.exists(),
+        "nothing made at the root of the file system"
+    );
+    oslab()
+        .args(["run", "null", "--plots"])
+        .arg(missing.join("plots"))
+        .assert()
+        .code(2);
+    assert!(!missing.exists());
+    // the leaf folder alone is made
+    let dir = tempfile::tempdir().unwrap();
+    oslab()
+        .args(["run", "null", "--csv"])
+        .arg(dir.path().join("csv"))
+        .assert()
+        .success();
+    assert!(dir.path().join("csv/null.summary.csv").is_file());
+}
+
+#[test]
+fn missing_inputs_named_by_the_user_are_usage_errors() {
+    oslab()
+        .args(["history", "--db", "/no/such/dir/x.db"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("does not exist"));
+    oslab()
+        .args(["report", "/no/such/results.json"])
+        .assert()
+        .code(2);
+}
+
+#[test]
+fn a_database_url_is_not_taken_for_a_file_name() {
+    let dir = tempfile::tempdir().unwrap();
+    for args in [
+        &[
+            "run",
+            "null",
+            "--db",
+            "postgres://oslab@127.0.0.1:5432/oslab",
+        ][..],
+        &["history", "--db", "postgres://oslab@127.0.0.1/oslab"][..],
+    ] {
+        oslab()
+            .current_dir(dir.path())
+            .args(args)
+            .assert()
+            .code(2)
+            .stdout("")
+            .stderr(predicate::str::contains("'postgres://' databases"));
+    }
+    oslab()
+        .current_dir(dir.path())
+        .env("OSLAB_DB", "postgres://oslab@127.0.0.1/oslab")
+        .args(["run", "null"])
+        .assert()
+        .code(2);
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "no 'postgres:' folder"
+    );
+}
+
+#[test]
+fn a_pending_journal_is_announced() {
+    let dir = tempfile::tempdir().unwrap();
+    let header =
+        r#"{"oslab_journal":1,"pid":1,"start_time":18446744073709551615,"command":"oslab run x"}"#;
+    let entry = r#"{"seq":1,"description":"x","undo":{"kind":"nothing"}}"#;
+    std::fs::write(
+        dir.path().join("journal-1.jsonl"),
+        format!("{header}\n{entry}\n{entry}\n"),
+    )
+    .unwrap();
+    let line = "an interrupted oslab run left changes (2 entries): run `oslab restore`";
+    for args in [
+        &["info"][..],
+        &["watch", "--once"][..],
+        &["run", "null"][..],
+    ] {
+        oslab()
+            .env("OSLAB_JOURNAL_DIR", dir.path())
+            .args(args)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(line));
+    }
+    oslab()
+        .env("OSLAB_JOURNAL_DIR", dir.path())
+        .arg("restore")
+        .assert()
+        .success();
+    oslab()
+        .env("OSLAB_JOURNAL_DIR", dir.path())
+        .arg("info")
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("interrupted").not());
+}
+
+#[test]
+fn a_refused_sysctl_value_is_a_usage_error_and_nothing_is_undone() {
+    for value in ["abc", "150"] {
+        let a = oslab()
+            .args(["tweak", &format!("vm.dirty_ratio={value}"), "--for", "0"])
+            .assert();
+        if common::is_root() {
+            a.code(2)
+                .stderr(predicate::str::contains("refused"))
+                .stderr(predicate::str::contains("undone").not());
+        } else {
+            a.code(3);
+        }
+    }
 }

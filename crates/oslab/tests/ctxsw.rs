@@ -8,7 +8,7 @@ fn run_json(args: &[&str]) -> serde_json::Value {
     let mut cmd = common::oslab();
     cmd.env(
         "OSLAB_JOURNAL_DIR",
-        std::env::temp_dir().join("oslab-ctxsw-tests"),
+        common::journal_dir("oslab-ctxsw-tests"),
     )
     .args(args);
     json_output(&mut cmd)["results"][0].clone()

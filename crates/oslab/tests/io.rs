@@ -88,11 +88,13 @@ fn read_cold_and_warm() {
 fn write_paths() {
     let dir = scratch_dir();
     let v = run_json(
-        &["run", "io.write", "--quick", "--set", "size=8MiB"],
+        &["run", "io.write", "--quick", "--set", "size=8.5MiB"],
         dir.path(),
     );
     let r = &v["results"][0];
     assert_eq!(r["status"]["state"], "completed");
+    // written in whole MiB: the size recorded is the size written, not the one asked
+    assert_eq!(r["params"]["size"], 8 << 20);
     let names = common::strings(&r["measurements"], "name");
     for n in [
         "write_rate.buffered.4K",
@@ -127,7 +129,7 @@ fn too_little_disk_is_one_clear_failure() {
             "io.write",
             "--quick",
             "--set",
-            "size=900TiB",
+            "size=1000GiB",
             "--scratch",
         ])
         .arg(dir.path())

@@ -30,6 +30,7 @@ fn null_result() -> ExperimentResult {
     };
     let exp = oslab_lab::null::Null;
     let mut ctx = Context {
+        experiment: "null",
         config: &cfg,
         machine: &machine,
         progress: &NoProgress,

@@ -1,7 +1,9 @@
 //! `oslab watch`: text, JSON lines, and the OpenMetrics endpoint scraped over HTTP.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
 
 use assert_cmd::cargo::cargo_bin;
 use predicates::prelude::*;
@@ -172,4 +174,193 @@ fn prometheus_endpoint_serves_openmetrics() {
     assert!(body.contains("oslab_memory_dirty_bytes "));
     assert!(body.contains("oslab_device_utilization_ratio{device="));
     assert!(missing.is_err(), "other paths are 404");
+}
+
+/// `oslab watch --quiet --prometheus 127.0.0.1:0`, killed when dropped.
+struct Exporter {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Exporter {
+    /// Starts the exporter sampling every 0.1 s for five minutes at most.
+    fn start() -> Exporter {
+        let mut child = Command::new(cargo_bin("oslab"))
+            .args(["watch", "--interval", "0.1", "--count", "3000", "--quiet"])
+            .args(["--prometheus", "127.0.0.1:0"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+        let addr = loop {
+            let line = lines.next().expect("oslab names its address").unwrap();
+            if let Some(url) = line.split_whitespace().find(|w| w.starts_with("http://")) {
+                break url["http://".len()..]
+                    .trim_end_matches("/metrics")
+                    .parse()
+                    .unwrap();
+            }
+        };
+        // Whatever oslab writes to stderr later must not block it.
+        std::thread::spawn(move || lines.for_each(drop));
+        let ex = Exporter { child, addr };
+        // The first interval needs 0.1 s; the endpoint says 503 until then.
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while ex.get("/metrics").0 != 200 {
+            assert!(Instant::now() < deadline, "no metrics after 30 s");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        ex
+    }
+
+    /// One `GET path` on a fresh connection: (status, content type, body); status 0
+    /// when the connection closed without a response.
+    fn get(&self, path: &str) -> (u16, String, String) {
+        let mut s = TcpStream::connect(self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        s.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+        let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: oslab\r\n\r\n");
+        parse_response(&read_all(&mut s))
+    }
+
+    /// Socket descriptors the exporter holds open now.
+    fn sockets(&self) -> usize {
+        std::fs::read_dir(format!("/proc/{}/fd", self.child.id()))
+            .unwrap()
+            .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+            .filter(|t| t.to_string_lossy().starts_with("socket:"))
+            .count()
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Reads until the peer closes (or resets) the connection; panics if it stays open
+/// for a minute.
+fn read_all(s: &mut TcpStream) -> Vec<u8> {
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => return got,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                assert!(
+                    !matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ),
+                    "the server kept the connection open for a minute"
+                );
+                return got;
+            }
+        }
+    }
+}
+
+fn parse_response(raw: &[u8]) -> (u16, String, String) {
+    let text = String::from_utf8_lossy(raw);
+    let Some((head, body)) = text.split_once("\r\n\r\n") else {
+        return (0, String::new(), String::new());
+    };
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let ctype = head
+        .lines()
+        .find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            k.eq_ignore_ascii_case("content-type")
+                .then(|| v.trim().to_string())
+        })
+        .unwrap_or_default();
+    (status, ctype, body.to_string())
+}
+
+#[test]
+fn idle_connections_neither_starve_the_endpoint_nor_stay_forever() {
+    let ex = Exporter::start();
+    let idle: Vec<TcpStream> = (0..200)
+        .map(|_| TcpStream::connect(ex.addr).unwrap())
+        .collect();
+    // While all 200 are open and silent, a fresh scrape is answered in full.
+    let (status, ctype, body) = ex.get("/metrics");
+    assert_eq!(status, 200, "{body}");
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    assert!(check_openmetrics(&body) >= 19);
+    // The server was handed all 200 before the scrape (one accept queue, in order)
+    // but holds no more than its connection limit (32) of them.
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut held = ex.sockets();
+    while held > 100 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        held = ex.sockets();
+    }
+    assert!(held <= 100, "the exporter holds {held} sockets");
+    // Every idle connection is closed by the server: at once past the limit, the
+    // rest after the read timeout (5 s). read_all panics on one still open a minute on.
+    for mut s in idle {
+        let got = read_all(&mut s);
+        assert!(
+            !got.starts_with(b"HTTP/1.1 200"),
+            "an idle client got metrics"
+        );
+    }
+    assert_eq!(ex.get("/metrics").0, 200, "still answering afterwards");
+    assert_eq!(ex.get("/other").0, 404, "other paths are 404");
+}
+
+#[test]
+fn a_trickling_client_is_cut_off_after_the_read_timeout() {
+    let ex = Exporter::start();
+    let mut s = TcpStream::connect(ex.addr).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\n").unwrap();
+    // One short header line every 0.2 s keeps every single read short of the
+    // timeout; the server must still give up on the request as a whole.
+    let start = Instant::now();
+    let mut closed = false;
+    for i in 0.. {
+        if write!(s, "X-Slow-{i}: y\r\n").is_err() {
+            closed = true;
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(closed, "the server kept a trickling request open for 30 s");
+    assert_eq!(ex.get("/metrics").0, 200, "still answering afterwards");
+}
+
+#[test]
+fn a_one_mebibyte_header_is_refused() {
+    let ex = Exporter::start();
+    let mut s = TcpStream::connect(ex.addr).unwrap();
+    s.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
+    let big = "a".repeat(1 << 20);
+    // The server may close the connection before the whole request is written.
+    let _ = write!(
+        s,
+        "GET /metrics HTTP/1.1\r\nHost: oslab\r\nX-Big: {big}\r\n\r\n"
+    );
+    let (status, _, body) = parse_response(&read_all(&mut s));
+    assert!(
+        status == 0 || (400..500).contains(&status),
+        "status {status}: {body}"
+    );
+    let (status, _, body) = ex.get("/metrics");
+    assert_eq!(status, 200, "still answering afterwards: {body}");
+    assert!(check_openmetrics(&body) >= 19);
 }

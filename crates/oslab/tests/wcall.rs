@@ -15,7 +15,7 @@ fn oslab() -> Command {
     c.env("OSLAB_WCALL_LIB", preload_lib());
     c.env(
         "OSLAB_JOURNAL_DIR",
-        std::env::temp_dir().join("oslab-wcall-tests"),
+        common::journal_dir("oslab-wcall-tests"),
     );
     c
 }
@@ -240,9 +240,8 @@ fn writers_carry_on_when_the_coordinator_is_killed() {
     // What the killed governor left (its memory cgroups, as root) `restore` undoes.
     let r = oslab().arg("restore").output().unwrap();
     assert!(r.status.success(), "{}", stderr(&r));
-    let journal = std::env::temp_dir()
-        .join("oslab-wcall-tests")
-        .join(format!("journal-{daemon_pid}.jsonl"));
+    let journal =
+        common::journal_dir("oslab-wcall-tests").join(format!("journal-{daemon_pid}.jsonl"));
     assert!(!journal.exists(), "{}", stdout_of(&r));
 }
 

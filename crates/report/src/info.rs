@@ -243,8 +243,9 @@ pub fn render(m: &MachineInfo) -> String {
         ) {
             (Some(b), Some(h)) => format!(
                 "background {}, hard {} ({b} / {h} pages of {})",
-                human_bytes(b * m.memory.page_bytes),
-                human_bytes(h * m.memory.page_bytes),
+                // saturating: a results file read back may hold anything
+                human_bytes(b.saturating_mul(m.memory.page_bytes)),
+                human_bytes(h.saturating_mul(m.memory.page_bytes)),
                 human_bytes(m.memory.page_bytes)
             ),
             _ => "-".into(),

@@ -25,7 +25,7 @@ pub fn free_loop_device() -> SysResult<PathBuf> {
 }
 
 fn run(cmd: &mut Command, what: &str) -> SysResult<()> {
-    let out = cmd
+    let out = crate::signals::child_of_oslab(cmd, crate::signals::OnParentDeath::Kill)
         .output()
         .map_err(|e| SysError::Other(format!("cannot run {what}: {e}")))?;
     if out.status.success() {

@@ -105,7 +105,8 @@ pub fn totalreserve_pages(zoneinfo: &str) -> u64 {
     let mut zone: Option<(u64, u64, u64)> = None; // (high, managed, max protection)
     let flush = |z: Option<(u64, u64, u64)>, total: &mut u64| {
         if let Some((high, managed, prot)) = z {
-            *total += (prot + high).min(managed);
+            // saturating: a corrupt zoneinfo must not overflow
+            *total = total.saturating_add(prot.saturating_add(high).min(managed));
         }
     };
     for line in zoneinfo.lines() {
@@ -170,7 +171,8 @@ pub fn inputs_from(
     ] = sysctls;
     Some(DirtyInputs {
         page_bytes,
-        free_pages: kb("MemFree")? * 1024 / page_bytes,
+        // none when the figure does not fit in bytes (a corrupt meminfo)
+        free_pages: kb("MemFree")?.checked_mul(1024)? / page_bytes,
         totalreserve_pages: totalreserve_pages(zoneinfo),
         active_file_pages: field(vmstat, "nr_active_file")?,
         inactive_file_pages: field(vmstat, "nr_inactive_file")?,
@@ -278,5 +280,126 @@ mod tests {
         let z = "Node 0, zone      DMA\n  pages free     3840\n        high     54\n        managed  3840\n        protection: (0, 3018, 6858, 6858)\n  pagesets\n              high:     0\nNode 0, zone    DMA32\n  pages free     772808\n        high     11130\n        managed  772808\n        protection: (0, 0, 3840, 3840)\n              high:     4637\nNode 0, zone   Normal\n        high     14156\n        managed  983040\n        protection: (0, 0, 0, 0)\nNode 0, zone  Movable\n        high     32\n        managed  0\n        protection: (0, 0, 0, 0)\n";
         // DMA capped at managed 3840; DMA32 3840 + 11130; Normal 14156; Movable 0
         assert_eq!(totalreserve_pages(z), 3840 + 14970 + 14156);
+    }
+}
+
+/// Property tests: /proc/meminfo, /proc/vmstat and /proc/zoneinfo text of any shape
+/// gives inputs or nothing, never a panic; the kernel's lines read back. A fuzz-like
+/// run with many cases (PROPTEST_CASES wins over the default here; failures are
+/// printed, not saved to proptest-regressions/):
+/// `PROPTEST_CASES=100000 cargo test -p oslab-sys --lib -- dirty::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    fn number() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<u64>().prop_map(|n| n.to_string()),
+            (0u64..100_000).prop_map(|n| n.to_string()),
+            "[0-9a-z:(),-]{0,6}",
+        ]
+    }
+
+    /// zoneinfo-shaped text: zones with watermarks, managed pages and protection
+    /// lists of any numbers, among other lines.
+    fn zoneinfo() -> impl Strategy<Value = String> {
+        proptest::collection::vec(
+            prop_oneof![
+                "Node [0-9], zone +[A-Za-z0-9]{1,8}".prop_map(String::from),
+                (
+                    proptest::sample::select(vec!["high", "managed", "high:", "min", "pages free"]),
+                    number()
+                )
+                    .prop_map(|(k, v)| format!("        {k} {v}")),
+                proptest::collection::vec(number(), 0..5)
+                    .prop_map(|v| format!("        protection: ({})", v.join(", "))),
+                "\\PC{0,20}",
+            ],
+            0..16,
+        )
+        .prop_map(|l| l.join("\n"))
+    }
+
+    proptest! {
+        #![proptest_config(config(256))]
+
+        #[test]
+        fn any_texts_never_panic(
+            meminfo in "(?s).{0,80}",
+            vmstat in "(?s).{0,80}",
+            zone in "(?s).{0,80}",
+        ) {
+            let _ = inputs_from(&meminfo, &vmstat, &zone, [20, 0, 10, 0], 4096);
+        }
+
+        #[test]
+        fn kernel_shaped_texts_never_panic(
+            free in number(),
+            active in number(),
+            inactive in number(),
+            zone in zoneinfo(),
+            page_shift in 12u32..17,
+        ) {
+            let meminfo = format!("MemTotal: 100 kB\nMemFree:  {free} kB\n");
+            let vmstat = format!("nr_active_file {active}\nnr_inactive_file {inactive}\n");
+            let _ = totalreserve_pages(&zone);
+            let _ = inputs_from(&meminfo, &vmstat, &zone, [20, 0, 10, 0], 1 << page_shift);
+        }
+
+        /// Figures that fit read back exactly.
+        #[test]
+        fn the_kernels_figures_read_back(
+            free_kb in 0u64..(u64::MAX >> 10),
+            active in any::<u64>(),
+            inactive in any::<u64>(),
+            zones in proptest::collection::vec((0u64..1 << 40, 0u64..1 << 40, proptest::collection::vec(0u64..1 << 40, 1..5)), 0..5),
+            page_shift in 12u32..17,
+            sysctls in any::<[u64; 4]>(),
+        ) {
+            let meminfo = format!("MemTotal:       {free_kb} kB\nMemFree:        {free_kb} kB\n");
+            let vmstat = format!("nr_free_pages 1\nnr_inactive_file {inactive}\nnr_active_file {active}\n");
+            let mut zoneinfo = String::new();
+            let mut reserve = 0;
+            for (i, (high, managed, prot)) in zones.iter().enumerate() {
+                let list: Vec<String> = prot.iter().map(u64::to_string).collect();
+                zoneinfo += &format!(
+                    "Node 0, zone {i}\n  pages free 5\n        min      1\n        high     {high}\n        managed  {managed}\n        protection: ({})\n              high:  99999\n",
+                    list.join(", ")
+                );
+                reserve += (prot.iter().max().unwrap() + high).min(*managed);
+            }
+            let page = 1u64 << page_shift;
+            let i = inputs_from(&meminfo, &vmstat, &zoneinfo, sysctls, page).expect("inputs");
+            prop_assert_eq!(i.free_pages, free_kb * 1024 / page);
+            prop_assert_eq!(i.active_file_pages, active);
+            prop_assert_eq!(i.inactive_file_pages, inactive);
+            prop_assert_eq!(i.totalreserve_pages, reserve);
+            prop_assert_eq!(
+                [i.dirty_ratio, i.dirty_bytes, i.dirty_background_ratio, i.dirty_background_bytes],
+                sysctls
+            );
+        }
+    }
+
+    /// Regression: MemFree in kB times 1024 overflowed on a corrupt meminfo.
+    #[test]
+    fn a_free_figure_too_large_for_bytes_gives_no_inputs() {
+        let vmstat = "nr_active_file 1\nnr_inactive_file 1\n";
+        let huge = format!("MemFree: {} kB\n", u64::MAX >> 9);
+        assert_eq!(inputs_from(&huge, vmstat, "", [20, 0, 10, 0], 4096), None);
+        assert!(inputs_from("MemFree: 4 kB\n", vmstat, "", [20, 0, 10, 0], 4096).is_some());
+    }
+
+    /// Regression: watermark + protection, and the sum over zones, overflowed on a
+    /// corrupt zoneinfo; they saturate.
+    #[test]
+    fn a_huge_zone_reserve_saturates() {
+        let m = u64::MAX;
+        let z = format!(
+            "Node 0, zone A\n        high {m}\n        managed {m}\n        protection: (0, {m})\nNode 0, zone B\n        high 5\n        managed {m}\n"
+        );
+        assert_eq!(totalreserve_pages(&z), m);
     }
 }

@@ -74,6 +74,9 @@ pub struct Journal {
     /// journal has changes outstanding, so two oslab processes never change (and
     /// restore) the same settings at once.
     lock: Option<File>,
+    /// Whether the lock is `system.lock` beside the journal (an ordinary user's)
+    /// rather than the machine-wide one in /run (root's).
+    lock_beside: bool,
     entries: Vec<Entry>,
     next_seq: u64,
 }
@@ -101,6 +104,7 @@ impl Journal {
             path: dir.join(format!("journal-{}.jsonl", std::process::id())),
             file: None,
             lock: None,
+            lock_beside: !process::is_root(),
             entries: Vec::new(),
             next_seq: 1,
         }
@@ -114,6 +118,7 @@ impl Journal {
             path: dir.join(format!("journal-{name}.jsonl")),
             file: None,
             lock: None,
+            lock_beside: !process::is_root(),
             entries: Vec::new(),
             next_seq: 1,
         }
@@ -157,13 +162,13 @@ impl Journal {
         }
         // One lock for the whole machine whatever the journal directory (root), so
         // runs with different OSLAB_JOURNAL_DIR still exclude each other.
-        let lock_path = if process::is_root() {
+        let lock_path = if !self.lock_beside {
             PathBuf::from("/run/oslab-system.lock")
         } else {
-            self.path
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join("system.lock")
+            let dir = self.path.parent().unwrap_or(Path::new("."));
+            // the lock lives beside the journal, whose folder may not exist yet
+            std::fs::create_dir_all(dir).map_err(|e| self.err(e.to_string()))?;
+            dir.join("system.lock")
         };
         let f = OpenOptions::new()
             .create(true)
@@ -193,7 +198,11 @@ impl Journal {
                 oslab_journal: 1,
                 pid,
                 start_time: process::start_time(pid).unwrap_or(0),
-                command: std::env::args().collect::<Vec<_>>().join(" "),
+                // args() would panic on an argument that is not UTF-8
+                command: std::env::args_os()
+                    .map(|a| a.to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join(" "),
             };
             let mut f = OpenOptions::new()
                 .create(true)
@@ -228,7 +237,9 @@ impl Journal {
             description,
             undo,
         };
-        let line = serde_json::to_string(&entry).expect("entry serialises");
+        // a path that is not UTF-8 cannot go into JSON: an error, so the change is
+        // not made, rather than a panic
+        let line = serde_json::to_string(&entry).map_err(|e| self.err(e.to_string()))?;
         let path = self.path.clone();
         let f = self.ensure_file()?;
         writeln!(f, "{line}")
@@ -250,6 +261,15 @@ impl Journal {
             return Ok(());
         };
         apply_undo(&self.entries[pos].undo)?;
+        self.forget(seq)
+    }
+
+    /// Drops an entry whose change was never made (the write it announced failed),
+    /// without undoing anything, so nothing is reported as undone that was not done.
+    pub fn forget(&mut self, seq: u64) -> SysResult<()> {
+        let Some(pos) = self.entries.iter().position(|e| e.seq == seq) else {
+            return Ok(());
+        };
         self.entries.remove(pos);
         if self.entries.is_empty() {
             self.file = None;
@@ -269,14 +289,24 @@ impl Journal {
             path: path.to_path_buf(),
             source,
         })?;
-        self.record(
+        let seq = self.record(
             format!("write '{}' to {}", value.trim(), path.display()),
             Undo::WriteFile {
                 path: path.to_path_buf(),
                 contents: old.trim().to_string(),
             },
         )?;
-        write_text(path, value)
+        self.write_or_forget(seq, path, value)
+    }
+
+    /// Writes `value` to `path` for the entry `seq` just recorded; when the write
+    /// fails the change was never made, so the entry goes.
+    pub fn write_or_forget(&mut self, seq: u64, path: &Path, value: &str) -> SysResult<()> {
+        let r = write_text(path, value);
+        if r.is_err() {
+            let _ = self.forget(seq);
+        }
+        r
     }
 
     /// Undoes every entry, newest first, and removes the journal file when all
@@ -475,20 +505,65 @@ pub struct RestoreReport {
 }
 
 fn read_journal(path: &Path) -> Result<(Header, Vec<Entry>), String> {
-    let text = std::fs::read_to_string(path).map_err(|e| e.to_string())?;
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    let header: Header = serde_json::from_str(lines.next().ok_or("empty file")?)
+    // bytes, not text: a cut inside a character must not make the file unreadable
+    let bytes = std::fs::read(path).map_err(|e| e.to_string())?;
+    let mut lines = bytes
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|l| !l.trim_ascii().is_empty());
+    let header: Header = serde_json::from_slice(lines.next().ok_or("empty file")?)
         .map_err(|e| format!("bad header: {e}"))?;
     let mut entries = Vec::new();
     for l in lines {
-        // A line cut short by a crash mid-write is the last one; its change was
-        // never made, because changes are made only after the entry is synced.
-        match serde_json::from_str::<Entry>(l) {
+        // A line cut short by a crash mid-write is the last one, without its
+        // newline (the cut may fall inside a character, or just before the
+        // newline); its change was never made, because changes are made only after
+        // the whole line is synced.
+        if !l.ends_with(b"\n") {
+            break;
+        }
+        match serde_json::from_slice::<Entry>(l) {
             Ok(e) => entries.push(e),
             Err(_) => break,
         }
     }
     Ok((header, entries))
+}
+
+/// Changes left by oslab processes that are no longer running: (journal files,
+/// entries in them), for the line that tells a user to run `oslab restore`.
+/// Unreadable files count as one entry each: they are worth a look too. Named
+/// journals (a testbed left up, applied advice) are kept on purpose and not counted.
+pub fn pending_orphans(dir: &Path) -> (usize, usize) {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return (0, 0);
+    };
+    let mut files = 0;
+    let mut entries = 0;
+    for e in rd.filter_map(|e| e.ok()) {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let per_process = name
+            .strip_prefix("journal-")
+            .and_then(|n| n.strip_suffix(".jsonl"))
+            .is_some_and(|n| n.parse::<u32>().is_ok());
+        if !per_process {
+            continue;
+        }
+        match read_journal(&e.path()) {
+            Ok((h, list)) => {
+                if h.pid == std::process::id() || process::process_alive(h.pid, h.start_time) {
+                    continue;
+                }
+                files += 1;
+                entries += list.len();
+            }
+            Err(_) => {
+                files += 1;
+                entries += 1;
+            }
+        }
+    }
+    (files, entries)
 }
 
 /// Undoes the journals in `dir` left by processes that are no longer running (all of
@@ -704,10 +779,316 @@ mod tests {
     }
 
     #[test]
+    fn pending_changes_of_dead_processes_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(pending_orphans(dir.path()), (0, 0));
+        assert_eq!(pending_orphans(&dir.path().join("absent")), (0, 0));
+        let dead = r#"{"oslab_journal":1,"pid":1,"start_time":18446744073709551615,"command":"oslab run x"}"#;
+        let entry = r#"{"seq":1,"description":"x","undo":{"kind":"nothing"}}"#;
+        std::fs::write(
+            dir.path().join("journal-1.jsonl"),
+            format!("{dead}\n{entry}\n{entry}\n"),
+        )
+        .unwrap();
+        // a testbed left up on purpose is not an interrupted run
+        std::fs::write(
+            dir.path().join("journal-testbed.jsonl"),
+            format!("{dead}\n{entry}\n"),
+        )
+        .unwrap();
+        // our own journal is not an orphan
+        let mut j = Journal::new(dir.path());
+        j.record_private("mine", Undo::Nothing).unwrap();
+        assert_eq!(pending_orphans(dir.path()), (1, 2));
+        j.undo_all();
+    }
+
+    /// Regression: as an ordinary user the journal folder did not exist when the
+    /// machine-wide lock beside it was opened, so the first change failed.
+    #[test]
+    fn the_first_change_creates_the_journal_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let nested = dir.path().join("a").join("b");
+        let mut j = Journal::new(&nested);
+        j.lock_beside = true; // as an ordinary user
+        j.record("first", Undo::Nothing).unwrap();
+        assert!(j.path().exists());
+        j.undo_all();
+        assert!(!j.path().exists());
+    }
+
+    #[test]
+    fn a_change_that_was_never_made_is_not_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::new(dir.path());
+        let target = dir.path().join("no-such-dir").join("knob");
+        let seq = j
+            .record(
+                "knob",
+                Undo::WriteFile {
+                    path: target.clone(),
+                    contents: "old".into(),
+                },
+            )
+            .unwrap();
+        assert!(j.write_or_forget(seq, &target, "new").is_err());
+        assert!(j.entries().is_empty());
+        assert!(j.undo_all().is_empty(), "nothing reported as undone");
+        assert!(!j.path().exists());
+    }
+
+    #[test]
     fn garbage_is_reported_not_fatal() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("journal-9.jsonl"), "not json\n").unwrap();
         let report = restore_orphans(dir.path(), false);
         assert_eq!(report.unreadable.len(), 1);
+    }
+
+    /// A crash can cut the journal anywhere in the line being written. For every
+    /// byte offset of the last line (inside a character, and just before its
+    /// newline too), `restore_orphans` undoes exactly the complete entries before
+    /// it, newest first, never the cut one (its change was never made: changes are
+    /// made only after the whole line is synced), and removes the file.
+    #[test]
+    fn a_journal_torn_anywhere_in_its_last_line_undoes_the_complete_entries() {
+        let dir = tempfile::tempdir().unwrap();
+        let knobs: Vec<PathBuf> = (0..4)
+            .map(|i| dir.path().join(format!("knob-{i}")))
+            .collect();
+        let gone = dir.path().join("scratch");
+        let header = r#"{"oslab_journal":1,"pid":1,"start_time":18446744073709551615,"command":"oslab run x"}"#;
+        let mut entries: Vec<Entry> = knobs
+            .iter()
+            .enumerate()
+            .map(|(i, k)| Entry {
+                seq: i as u64 + 1,
+                // wide characters, so some cuts fall inside one
+                description: format!("write to knob {i}: 50 µs → «x»"),
+                undo: Undo::WriteFile {
+                    path: k.clone(),
+                    contents: format!("old-{i}"),
+                },
+            })
+            .collect();
+        entries.insert(
+            1,
+            Entry {
+                seq: 9,
+                description: "scratch".into(),
+                undo: Undo::RemovePath { path: gone.clone() },
+            },
+        );
+        let lines: Vec<String> = entries
+            .iter()
+            .map(|e| serde_json::to_string(e).unwrap())
+            .collect();
+        let (last, complete) = lines.split_last().unwrap();
+        let before = format!("{header}\n{}\n", complete.join("\n"));
+        let last = format!("{last}\n");
+        assert!(
+            last.len() != last.chars().count(),
+            "the last line has wide characters"
+        );
+        let jp = dir.path().join("journal-1.jsonl");
+        for cut in 0..last.len() {
+            for k in &knobs {
+                std::fs::write(k, "new").unwrap();
+            }
+            std::fs::create_dir_all(&gone).unwrap();
+            let mut bytes = before.clone().into_bytes();
+            bytes.extend_from_slice(&last.as_bytes()[..cut]);
+            std::fs::write(&jp, &bytes).unwrap();
+
+            let report = restore_orphans(dir.path(), false);
+
+            assert!(
+                report.unreadable.is_empty(),
+                "cut at {cut}: {:?}",
+                report.unreadable
+            );
+            assert_eq!(report.restored.len(), 1, "cut at {cut}");
+            let undone: Vec<&str> = report.restored[0]
+                .outcomes
+                .iter()
+                .map(|o| {
+                    assert!(o.result.is_ok(), "cut at {cut}: {o:?}");
+                    o.description.as_str()
+                })
+                .collect();
+            let expected: Vec<&str> = entries[..entries.len() - 1]
+                .iter()
+                .rev()
+                .map(|e| e.description.as_str())
+                .collect();
+            assert_eq!(undone, expected, "cut at {cut}");
+            for (i, k) in knobs.iter().enumerate() {
+                let want = if i < 3 {
+                    format!("old-{i}")
+                } else {
+                    "new".into()
+                };
+                assert_eq!(
+                    std::fs::read_to_string(k).unwrap(),
+                    want,
+                    "cut at {cut}, knob {i}"
+                );
+            }
+            assert!(!gone.exists(), "cut at {cut}");
+            assert!(!jp.exists(), "cut at {cut}: the journal is removed");
+        }
+    }
+
+    /// A path that is not UTF-8 cannot be written into the JSON journal: recording
+    /// it is an error (so the change is not made), never a panic.
+    #[test]
+    fn a_path_that_is_not_utf8_is_refused_not_a_panic() {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = tempfile::tempdir().unwrap();
+        let mut j = Journal::new(dir.path());
+        let odd = dir
+            .path()
+            .join(std::ffi::OsStr::from_bytes(b"scratch-\xff"));
+        let r = j.record_private("scratch", Undo::RemovePath { path: odd });
+        assert!(r.is_err());
+        assert!(j.entries().is_empty());
+        assert!(j.undo_all().is_empty());
+        assert!(!j.path().exists());
+    }
+}
+
+/// Property tests of the journal's JSON lines: entries round-trip through their line;
+/// `restore_orphans` over any bytes, or over a valid journal followed by any bytes,
+/// never panics and undoes no more than the complete entries. Every undo here is
+/// harmless (`Nothing`, or paths inside a temporary directory). A fuzz-like run with
+/// many cases (PROPTEST_CASES wins over the default here; failures are printed, not
+/// saved to proptest-regressions/):
+/// `PROPTEST_CASES=20000 cargo test -p oslab-sys --lib -- journal::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    /// A header as a process that is gone (pid 1 with an impossible start time).
+    const DEAD: &str =
+        r#"{"oslab_journal":1,"pid":1,"start_time":18446744073709551615,"command":"oslab run x"}"#;
+
+    fn path() -> impl Strategy<Value = PathBuf> {
+        "(/[^/\0]{0,12}){0,4}".prop_map(PathBuf::from)
+    }
+
+    fn undo() -> impl Strategy<Value = Undo> {
+        prop_oneof![
+            (path(), "(?s).{0,20}").prop_map(|(path, contents)| Undo::WriteFile { path, contents }),
+            path().prop_map(|target| Undo::Unmount { target }),
+            path().prop_map(|device| Undo::DetachLoop { device }),
+            path().prop_map(|path| Undo::RemovePath { path }),
+            path().prop_map(|path| Undo::RemoveDir { path }),
+            (path(), path()).prop_map(|(path, parent)| Undo::RemoveCgroup { path, parent }),
+            Just(Undo::Nothing),
+        ]
+    }
+
+    fn entry() -> impl Strategy<Value = Entry> {
+        (any::<u64>(), "(?s).{0,30}", undo()).prop_map(|(seq, description, undo)| Entry {
+            seq,
+            description,
+            undo,
+        })
+    }
+
+    proptest! {
+        #![proptest_config(config(256))]
+
+        /// An entry is one line (whatever its description holds) that reads back
+        /// as the same entry.
+        #[test]
+        fn an_entry_round_trips_through_its_line(e in entry()) {
+            let line = serde_json::to_string(&e).unwrap();
+            prop_assert!(!line.contains('\n'));
+            prop_assert_eq!(serde_json::from_str::<Entry>(&line).unwrap(), e);
+        }
+
+        /// What a journal writes, read back: header and entries, in order.
+        #[test]
+        fn a_written_journal_reads_back(entries in proptest::collection::vec(entry(), 0..6)) {
+            let dir = tempfile::tempdir().unwrap();
+            let jp = dir.path().join("journal-1.jsonl");
+            let mut text = format!("{DEAD}\n");
+            for e in &entries {
+                text += &(serde_json::to_string(e).unwrap() + "\n");
+            }
+            std::fs::write(&jp, text).unwrap();
+            let (h, back) = read_journal(&jp).map_err(TestCaseError::fail)?;
+            prop_assert_eq!(h.pid, 1);
+            prop_assert_eq!(back, entries);
+        }
+    }
+
+    proptest! {
+        // each case writes a file and restores it: fewer cases
+        #![proptest_config(config(96))]
+
+        /// Any bytes in a journal file: reported (unreadable, or restored with the
+        /// entries it held), never a panic.
+        #[test]
+        fn restore_of_any_bytes_never_panics(
+            bytes in prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..200),
+                "(?s).{0,200}".prop_map(String::into_bytes),
+                "(?s).{0,120}".prop_map(|t| format!("{DEAD}\n{t}").into_bytes()),
+            ],
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let jp = dir.path().join("journal-1.jsonl");
+            std::fs::write(&jp, &bytes).unwrap();
+            let _ = pending_orphans(dir.path());
+            let report = restore_orphans(dir.path(), false);
+            prop_assert_eq!(report.restored.len() + report.unreadable.len(), 1);
+        }
+
+        /// A valid journal of harmless entries followed by any bytes: the entries
+        /// are undone, newest first, and nothing of the tail unless it holds whole
+        /// entry lines (random bytes never do).
+        #[test]
+        fn restore_of_a_journal_with_any_tail_undoes_its_entries(
+            n in 0usize..5,
+            tail in prop_oneof![
+                proptest::collection::vec(any::<u8>(), 0..120),
+                "[^\n]{0,120}".prop_map(String::into_bytes),
+            ],
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let made: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("made-{i}"))).collect();
+            let mut text = format!("{DEAD}\n").into_bytes();
+            for (i, p) in made.iter().enumerate() {
+                std::fs::write(p, "x").unwrap();
+                let e = Entry { seq: i as u64 + 1, description: format!("made {i}"), undo: Undo::RemovePath { path: p.clone() } };
+                text.extend_from_slice((serde_json::to_string(&e).unwrap() + "\n").as_bytes());
+            }
+            // the tail, or a valid entry line cut short
+            let torn = serde_json::to_string(&Entry { seq: 99, description: "torn".into(), undo: Undo::Nothing }).unwrap() + "\n";
+            let torn = &torn.as_bytes()[..cut.index(torn.len())];
+            let tail = if tail.len() % 2 == 0 { &tail[..] } else { torn };
+            text.extend_from_slice(tail);
+            let jp = dir.path().join("journal-1.jsonl");
+            std::fs::write(&jp, &text).unwrap();
+
+            let report = restore_orphans(dir.path(), false);
+
+            prop_assert_eq!(report.restored.len(), 1, "{:?}", report.unreadable);
+            let undone: Vec<String> = report.restored[0].outcomes.iter().map(|o| o.description.clone()).collect();
+            let whole_tail_lines = tail.split(|&b| b == b'\n').count() - 1;
+            if whole_tail_lines == 0 {
+                let expected: Vec<String> = (0..n).rev().map(|i| format!("made {i}")).collect();
+                prop_assert_eq!(undone, expected);
+                prop_assert!(!jp.exists());
+            } else {
+                prop_assert!(undone.len() <= n + whole_tail_lines);
+            }
+            prop_assert!(made.iter().all(|p| !p.exists()));
+        }
     }
 }

@@ -26,6 +26,8 @@ pub mod sar;
 pub mod signals;
 pub mod spinners;
 pub mod sysctl;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
 pub mod topology;
 
 pub use error::{SysError, SysResult};

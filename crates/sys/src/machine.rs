@@ -557,7 +557,10 @@ fn block_devices(root: &Root, scratch_dev: Option<(u32, u32)>) -> Vec<BlockDevic
             let holds_scratch =
                 scratch_dev.is_some_and(|sd| devs.iter().any(|d| parse_dev(d) == Some(sd)));
             BlockDevice {
-                size_bytes: root.read_u64(&format!("{b}/size")).map(|s| s * 512),
+                // unknown rather than an overflow when sysfs holds garbage
+                size_bytes: root
+                    .read_u64(&format!("{b}/size"))
+                    .and_then(|s| s.checked_mul(512)),
                 scheduler: root
                     .read_trim(&format!("{b}/queue/scheduler"))
                     .and_then(|s| bracketed_choice(&s)),
@@ -657,5 +660,158 @@ mod tests {
     fn hypervisor_names() {
         assert_eq!(hypervisor_name("KVMKVMKVM"), "KVM");
         assert_eq!(hypervisor_name("Microsoft Hv"), "Hyper-V");
+    }
+}
+
+/// Property tests: the machine description's readers of kernel text (/proc/vmstat,
+/// /proc/mounts, cpuinfo, release strings, device numbers) never panic on any text,
+/// and `collect` over a captured /proc + /sys tree with files replaced by garbage
+/// never panics either. A fuzz-like run with many cases (PROPTEST_CASES wins over the
+/// default here; failures are printed, not saved to proptest-regressions/):
+/// `PROPTEST_CASES=20000 cargo test -p oslab-sys --lib -- machine::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    /// Garbage a /proc or /sys file might hold instead of its value.
+    fn garbage() -> impl Strategy<Value = String> {
+        prop_oneof![
+            Just(String::new()),
+            "(?s).{0,40}",
+            any::<u64>().prop_map(|n| format!("{n}\n")),
+            any::<i64>().prop_map(|n| format!("{n}K\n")),
+            (any::<u32>(), any::<u32>()).prop_map(|(a, b)| format!("{a}-{b}\n")),
+            "[0-9a-f,:-]{0,12}\n",
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(config(256))]
+
+        #[test]
+        fn vmstat_value_reads_any_text(text in "(?s).{0,120}", key in "[a-z_]{0,12}") {
+            let _ = vmstat_value(&text, &key);
+        }
+
+        #[test]
+        fn vmstat_value_reads_the_kernels_line(
+            key in "[a-z_]{1,24}",
+            v in any::<u64>(),
+            others in proptest::collection::vec(("[a-z_]{1,24}", any::<i64>()), 0..8),
+        ) {
+            let mut text = String::new();
+            for (k, n) in others.iter().filter(|(k, _)| *k != key) {
+                text += &format!("{k} {n}\n");
+            }
+            text += &format!("{key} {v}\n");
+            prop_assert_eq!(vmstat_value(&text, &key), Some(v));
+        }
+
+        #[test]
+        fn other_readers_never_panic(text in "(?s).{0,120}", path in "/[a-z/]{0,12}") {
+            let _ = scheduler_for_release(&text);
+            let _ = mount_of(&text, Path::new(&path));
+            let _ = cpuinfo_fields(&text);
+            let _ = parse_dev(&text);
+            let _ = hypervisor_name(&text);
+        }
+    }
+
+    proptest! {
+        // each case rewrites a few files and reads the whole tree: fewer cases
+        #![proptest_config(config(48))]
+
+        #[test]
+        fn collect_over_a_corrupted_tree_never_panics(
+            picks in proptest::collection::vec((any::<proptest::sample::Index>(), garbage()), 1..6),
+        ) {
+            let (root, files) = &*TREE;
+            for (i, text) in &picks {
+                std::fs::write(i.get(files), text).unwrap();
+            }
+            let r = std::panic::catch_unwind(|| collect(&Root::at(root.path()), &probes()));
+            // put the tree back for the next case before judging this one
+            for (i, _) in &picks {
+                let f = i.get(files);
+                std::fs::copy(fixture().join(f.strip_prefix(root.path()).unwrap()), f).unwrap();
+            }
+            prop_assert!(r.is_ok(), "collect panicked with {:?}", picks);
+        }
+    }
+
+    fn probes() -> LiveProbes {
+        LiveProbes {
+            cpuid_hypervisor: Some("KVMKVMKVM".into()),
+            is_root: false,
+            scratch_dir: "/tmp".into(),
+            scratch_dev: Some((254, 0)),
+            scratch_free_bytes: Some(1 << 30),
+            page_bytes: 4096,
+        }
+    }
+
+    fn fixture() -> PathBuf {
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/smt8-3level")
+    }
+
+    /// A copy of the constructed 8-thread machine, and its files.
+    fn copy_of_fixture() -> (tempfile::TempDir, Vec<PathBuf>) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = Vec::new();
+        let mut stack = vec![fixture()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                let to = dir.path().join(p.strip_prefix(fixture()).unwrap());
+                if p.is_dir() {
+                    std::fs::create_dir_all(&to).unwrap();
+                    stack.push(p);
+                } else {
+                    std::fs::copy(&p, &to).unwrap();
+                    files.push(to);
+                }
+            }
+        }
+        files.sort();
+        (dir, files)
+    }
+
+    /// The copy the property corrupts and repairs (one test uses it).
+    static TREE: std::sync::LazyLock<(tempfile::TempDir, Vec<PathBuf>)> =
+        std::sync::LazyLock::new(copy_of_fixture);
+
+    /// Regression (found by the property above): sets x ways x line x partitions of
+    /// a cache overflowed on a garbage number_of_sets.
+    #[test]
+    fn a_huge_cache_geometry_is_inconsistent_not_a_panic() {
+        let (dir, _) = copy_of_fixture();
+        let sets = dir
+            .path()
+            .join("sys/devices/system/cpu/cpu0/cache/index0/number_of_sets");
+        std::fs::write(&sets, format!("{}\n", 1u64 << 60)).unwrap();
+        let m = collect(&Root::at(dir.path()), &probes());
+        assert!(m.caches.distinct.iter().any(|c| matches!(
+            c.geometry,
+            crate::topology::GeometryCheck::Inconsistent {
+                computed_bytes: u64::MAX
+            }
+        )));
+    }
+
+    /// Regression (found by the property above): a block device's size in sectors
+    /// times 512 overflowed on a garbage /sys/block/X/size.
+    #[test]
+    fn a_huge_block_device_size_is_unknown_not_a_panic() {
+        let (dir, _) = copy_of_fixture();
+        std::fs::write(
+            dir.path().join("sys/block/sda/size"),
+            format!("{}\n", u64::MAX / 100),
+        )
+        .unwrap();
+        let m = collect(&Root::at(dir.path()), &probes());
+        let sda = m.block_devices.iter().find(|b| b.name == "sda").unwrap();
+        assert_eq!(sda.size_bytes, None);
     }
 }

@@ -89,13 +89,19 @@ impl Buffer {
     /// Links `lines` (line indices, all below len / stride) into one chase: the
     /// word at line `order[i]` points to line `order[i + 1]`, the last to the first.
     /// Offsets must be multiples of 8 and keep every word inside the buffer (lines
-    /// and offsets that do not are clamped into it).
+    /// and offsets that do not are clamped into it). An empty order links nothing
+    /// and is an error: there is no chase to follow.
     pub fn link(
         &mut self,
         order: &[u32],
         stride: usize,
         offset_of: impl Fn(usize) -> usize,
-    ) -> Chase<'_> {
+    ) -> SysResult<Chase<'_>> {
+        if order.is_empty() {
+            return Err(SysError::Other(
+                "a pointer chase needs at least one line".into(),
+            ));
+        }
         let base = self.ptr;
         let last = self.len.saturating_sub(8);
         let addr = |i: usize| {
@@ -110,14 +116,11 @@ impl Buffer {
             // SAFETY: an aligned word inside the buffer (offsets are multiples of 8).
             unsafe { here.write(next) };
         }
-        Chase {
-            start: if order.is_empty() {
-                base as *const usize
-            } else {
-                addr(0) as *const usize
-            },
+        // Every word of the cycle now holds the address of another word of it.
+        Ok(Chase {
+            start: addr(0) as *const usize,
             _buf: std::marker::PhantomData,
-        }
+        })
     }
 }
 
@@ -237,7 +240,7 @@ mod tests {
     fn a_chase_visits_the_cycle() {
         let mut b = Buffer::new(64 * 64, false).unwrap();
         let order = sattolo(64, 3);
-        let c = b.link(&order, 64, |_| 0);
+        let c = b.link(&order, 64, |_| 0).unwrap();
         // after 64 steps the chase is back where it started
         let mut p = c.start;
         for _ in 0..64 {
@@ -245,6 +248,17 @@ mod tests {
         }
         assert_eq!(p, c.start);
         assert!(c.time(1000) > 0.0);
+    }
+
+    /// Regression: an empty order used to leave the chase starting at a zero word,
+    /// so following it dereferenced null from safe code.
+    #[test]
+    fn an_empty_chase_is_an_error_not_a_null_pointer() {
+        let mut b = Buffer::new(4096, false).unwrap();
+        assert!(b.link(&[], 64, |_| 0).is_err());
+        // one line is a cycle of one: it points to itself
+        let c = b.link(&[0], 64, |_| 0).unwrap();
+        assert!(c.time(10) >= 0.0);
     }
 
     #[test]

@@ -3,6 +3,14 @@
 //! Everything that runs between fork and exit in the child is a raw system call or
 //! an atomic on shared memory: no allocation, no locks, nothing that a fork of a
 //! threaded process could leave locked.
+//!
+//! Neither side can be left waiting for a dead peer, and nothing is added to the
+//! measured path to ensure it: the forked peer dies with its parent
+//! (PR_SET_PDEATHSIG, checked against the parent's pid to close the race), and the
+//! parent has a watchdog thread that waits for the peer's exit (waitid WNOWAIT) and
+//! then keeps flipping the shared word to [`PEER_GONE`] and waking it until the
+//! measuring side has noticed. With pipes, each side holds only its own ends, so a
+//! dead peer reads as end of file.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -49,6 +57,8 @@ pub const MAX_BATCHES: usize = 64;
 struct Shared {
     turn: AtomicU32,
     stop: AtomicU32,
+    /// Set by the parent when it no longer waits on the peer (the watchdog's cue).
+    finished: AtomicU32,
     peer_vol: AtomicU64,
     peer_invol: AtomicU64,
     peer_cpus: AtomicU64,
@@ -56,6 +66,9 @@ struct Shared {
     ws_len: AtomicU64,
     ws_ptr: AtomicU64,
 }
+
+/// The value the watchdog puts in `turn` once the forked peer has died.
+const PEER_GONE: u32 = 2;
 
 fn futex_wait(word: &AtomicU32, val: u32) {
     // SAFETY: word is a valid, aligned u32 in memory both sides map.
@@ -193,50 +206,38 @@ pub fn run(
     };
     sh.ws_len.store(ws_bytes as u64, Ordering::Relaxed);
     sh.ws_ptr.store(ws as u64, Ordering::Relaxed);
-    let mut p1 = [0i32; 2];
-    let mut p2 = [0i32; 2];
+    let mut p1 = [-1i32; 2];
+    let mut p2 = [-1i32; 2];
     if mech == Mechanism::Pipe {
         // SAFETY: arrays of two fds.
         if unsafe { libc::pipe(p1.as_mut_ptr()) } != 0
             || unsafe { libc::pipe(p2.as_mut_ptr()) } != 0
         {
-            return Err(SysError::last_os("pipe"));
+            let e = SysError::last_os("pipe");
+            release(sh_ptr, ws, ws_bytes, &[p1[0], p1[1]]);
+            return Err(e);
         }
     }
     let previous = crate::process::affinity().ok();
-    let fds = if mech == Mechanism::Pipe {
-        [p1[0], p1[1], p2[0], p2[1]]
-    } else {
-        [-1; 4]
-    };
-    let cleanup = move |sh_ptr: *mut u8, ws: *mut u8, skip_fd: i32| {
-        // SAFETY: unmapping what was mapped above, once; closing our own fds.
-        unsafe {
-            libc::munmap(sh_ptr.cast(), page);
-            if !ws.is_null() {
-                libc::munmap(ws.cast(), ws_bytes);
-            }
-            for fd in fds {
-                if fd >= 0 && fd != skip_fd {
-                    libc::close(fd);
-                }
-            }
-        }
-    };
 
     // start the peer
     let mut child_pid = 0;
     let mut thread = None;
+    let mut watchdog = None;
+    // the measuring side's ends; the peer's are closed here once it has them
+    let own_fds = [p1[1], p2[0]];
     match tasks {
         Tasks::Processes => {
+            let parent = std::process::id() as i32;
             // SAFETY: the child only makes raw system calls and exits with _exit.
             let pid = unsafe { libc::fork() };
             if pid < 0 {
-                cleanup(sh_ptr, ws, -1);
-                return Err(SysError::last_os("fork"));
+                let e = SysError::last_os("fork");
+                release(sh_ptr, ws, ws_bytes, &[p1[0], p1[1], p2[0], p2[1]]);
+                return Err(e);
             }
             if pid == 0 {
-                crate::signals::unblock_in_child();
+                crate::signals::forked_worker(parent);
                 if mech == Mechanism::Pipe {
                     // SAFETY: the child's copies of the ends only the parent uses.
                     unsafe {
@@ -250,6 +251,13 @@ pub fn run(
                 unsafe { libc::_exit(0) };
             }
             child_pid = pid;
+            close_fds(&[p1[0], p2[1]]);
+            let addr = sh_ptr as usize;
+            watchdog = Some(std::thread::spawn(move || {
+                // SAFETY: the page outlives the thread (joined before unmapping).
+                let sh: &Shared = unsafe { &*(addr as *const Shared) };
+                watch_peer(sh, pid);
+            }));
         }
         Tasks::Threads => {
             let addr = sh_ptr as usize;
@@ -265,27 +273,34 @@ pub fn run(
     pin(own_cpu);
 
     let mut byte = [0u8; 1];
-    let mut one_round_trip = || {
+    // false once the peer is gone
+    let mut one_round_trip = || -> bool {
         touch(sh);
         match mech {
             Mechanism::Futex => {
                 sh.turn.store(1, Ordering::Release);
                 futex_wake(&sh.turn);
-                while sh.turn.load(Ordering::Acquire) == 1 {
-                    futex_wait(&sh.turn, 1);
+                loop {
+                    match sh.turn.load(Ordering::Acquire) {
+                        1 => futex_wait(&sh.turn, 1),
+                        PEER_GONE => return false,
+                        _ => return true,
+                    }
                 }
             }
-            Mechanism::Pipe => {
-                // SAFETY: valid fds and buffer.
-                unsafe {
-                    libc::write(p1[1], byte.as_ptr().cast(), 1);
-                    libc::read(p2[0], byte.as_mut_ptr().cast(), 1);
-                }
-            }
+            // SAFETY: valid fds and buffer.
+            Mechanism::Pipe => unsafe {
+                libc::write(p1[1], byte.as_ptr().cast(), 1) == 1
+                    && libc::read(p2[0], byte.as_mut_ptr().cast(), 1) == 1
+            },
         }
     };
+    let mut peer_alive = true;
     for _ in 0..warmup {
-        one_round_trip();
+        peer_alive &= one_round_trip();
+        if !peer_alive {
+            break;
+        }
     }
     let mut out = PingPong {
         batch_ns: vec![0; batches],
@@ -296,9 +311,15 @@ pub fn run(
     let (v0, i0) = rusage_thread();
     let mut cpus = 0u64;
     for b in 0..batches {
+        if !peer_alive {
+            break;
+        }
         let t0 = crate::clock::monotonic_ns();
         for _ in 0..round_trips {
-            one_round_trip();
+            if !one_round_trip() {
+                peer_alive = false;
+                break;
+            }
         }
         out.batch_ns[b] = crate::clock::monotonic_ns() - t0;
         cpus |= cpu_bit();
@@ -309,6 +330,7 @@ pub fn run(
     out.own_cpus = cpus;
 
     // stop the peer
+    sh.finished.store(1, Ordering::Release);
     sh.stop.store(1, Ordering::Release);
     match mech {
         Mechanism::Futex => {
@@ -319,6 +341,9 @@ pub fn run(
             // SAFETY: one more byte; the peer reads it, sees stop and leaves.
             unsafe { libc::write(p1[1], byte.as_ptr().cast(), 1) };
         }
+    }
+    if let Some(w) = watchdog {
+        let _ = w.join();
     }
     if tasks == Tasks::Processes {
         let mut status = 0;
@@ -333,8 +358,60 @@ pub fn run(
     if let Some(p) = previous {
         let _ = crate::process::set_affinity(&p);
     }
-    cleanup(sh_ptr, ws, -1);
+    match tasks {
+        Tasks::Processes => release(sh_ptr, ws, ws_bytes, &own_fds),
+        Tasks::Threads => release(sh_ptr, ws, ws_bytes, &[p1[0], p1[1], p2[0], p2[1]]),
+    }
+    if !peer_alive {
+        return Err(SysError::Other(
+            "the ping-pong peer process died during the measurement".into(),
+        ));
+    }
     Ok(out)
+}
+
+/// The parent's watchdog: once the forked peer has exited, tell the measuring side
+/// through the shared word (again and again, since the measuring side may overwrite
+/// it before it looks) until it says it is finished.
+fn watch_peer(sh: &Shared, pid: i32) {
+    // SAFETY: an all-zero siginfo_t is valid output storage.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for our own child without reaping it (WNOWAIT), so the
+    // measuring side's waitpid still collects it.
+    unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    while sh.finished.load(Ordering::Acquire) == 0 {
+        sh.turn.store(PEER_GONE, Ordering::Release);
+        futex_wake(&sh.turn);
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
+fn close_fds(fds: &[i32]) {
+    for &fd in fds {
+        if fd >= 0 {
+            // SAFETY: closing our own descriptor.
+            unsafe { libc::close(fd) };
+        }
+    }
+}
+
+/// Unmaps the shared page and working set and closes `fds`.
+fn release(sh_ptr: *mut u8, ws: *mut u8, ws_bytes: usize, fds: &[i32]) {
+    // SAFETY: unmapping what `run` mapped, once.
+    unsafe {
+        libc::munmap(sh_ptr.cast(), 4096);
+        if !ws.is_null() {
+            libc::munmap(ws.cast(), ws_bytes);
+        }
+    }
+    close_fds(fds);
 }
 
 /// A non-blocking pipe for the syscall-cost probe.

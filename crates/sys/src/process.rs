@@ -141,9 +141,21 @@ pub fn process_usage() -> ThreadUsage {
 /// which together with the pid identifies a process across pid reuse.
 pub fn start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // comm (field 2) may hold spaces and parentheses: split after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    rest.split_whitespace().nth(19)?.parse().ok()
+    Some(crate::parse::pidstat::parse_pid_stat(&stat)?.start_time_ticks)
+}
+
+/// Every process's /proc/PID/stat under `root` (those that vanish while read are
+/// left out), with its pid.
+pub fn all_pid_stats(root: &crate::fsread::Root) -> Vec<(u32, crate::parse::pidstat::PidStat)> {
+    let Ok(rd) = std::fs::read_dir(root.path("/proc")) else {
+        return Vec::new();
+    };
+    rd.filter_map(|e| {
+        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
+        let text = root.read(&format!("/proc/{pid}/stat")).ok()?;
+        Some((pid, crate::parse::pidstat::parse_pid_stat(&text)?))
+    })
+    .collect()
 }
 
 /// Whether the process `pid` started at `start` is still running.
@@ -178,6 +190,69 @@ pub fn set_nice(nice: i32) -> SysResult<()> {
 pub fn sync_all() {
     // SAFETY: no arguments, cannot fail.
     unsafe { libc::sync() };
+}
+
+/// In a child between fork and exec (or a forked worker): asks the kernel for
+/// `signal` when the thread that forked it dies, then closes the race where that
+/// happened before the request by checking that the parent is still `parent`
+/// (exits at once if not). Raw system calls only: safe after fork in a threaded
+/// process.
+pub fn die_with_parent(parent: i32, signal: i32) {
+    // SAFETY: prctl with integer arguments; getppid and _exit take none of ours.
+    unsafe {
+        libc::prctl(libc::PR_SET_PDEATHSIG, signal as libc::c_ulong, 0, 0, 0);
+        if libc::getppid() != parent {
+            libc::_exit(1);
+        }
+    }
+}
+
+/// Makes this process the reaper of its orphaned descendants
+/// (PR_SET_CHILD_SUBREAPER): they become its children instead of init's, so a
+/// test can see what a killed child left running.
+pub fn become_subreaper() -> SysResult<()> {
+    // SAFETY: prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) } != 0 {
+        return Err(SysError::last_os("prctl(PR_SET_CHILD_SUBREAPER)"));
+    }
+    Ok(())
+}
+
+/// Reaps any of this process's children that have exited (waitpid WNOHANG).
+pub fn reap_exited_children() {
+    // SAFETY: waitpid on any child without blocking; status into a local.
+    unsafe {
+        let mut status = 0;
+        while libc::waitpid(-1, &mut status, libc::WNOHANG) > 0 {}
+    }
+}
+
+/// Sends `signal` to every process of the group `pgid`.
+pub fn signal_group(pgid: u32, signal: i32) -> SysResult<()> {
+    // SAFETY: kill with a negative pid addresses a process group; no pointers.
+    if unsafe { libc::kill(-(pgid as i32), signal) } != 0 {
+        return Err(SysError::last_os("kill"));
+    }
+    Ok(())
+}
+
+/// Sends `signal` to one process.
+pub fn signal_process(pid: u32, signal: i32) -> SysResult<()> {
+    // SAFETY: no pointers.
+    if unsafe { libc::kill(pid as i32, signal) } != 0 {
+        return Err(SysError::last_os("kill"));
+    }
+    Ok(())
+}
+
+/// CPU time (user + system, ns) of this process and of its children that have been
+/// waited for (getrusage RUSAGE_SELF + RUSAGE_CHILDREN).
+pub fn own_and_children_cpu_ns() -> u64 {
+    let ns = |who| {
+        let u = usage(who);
+        (u.user_us + u.system_us) * 1000
+    };
+    ns(libc::RUSAGE_SELF) + ns(libc::RUSAGE_CHILDREN)
 }
 
 /// A shared anonymous mapping of `len` bytes, prefaulted: state shared with forked

@@ -47,15 +47,49 @@ pub fn unblock_in_child() {
     unsafe { libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, std::ptr::null_mut()) };
 }
 
-/// Makes `cmd` start with the default signal mask, so a program oslab runs dies on
-/// Ctrl-C like it would from a shell (oslab itself keeps the signals blocked).
-pub fn default_mask_for(cmd: &mut std::process::Command) -> &mut std::process::Command {
+/// Prepares `cmd` as a child of oslab: it starts with the default signal mask (so
+/// it dies on Ctrl-C like it would from a shell; oslab itself keeps the signals
+/// blocked), and it is signalled when oslab dies, even by SIGKILL, so no program
+/// oslab started outlives it unnoticed.
+pub fn child_of_oslab(
+    cmd: &mut std::process::Command,
+    on_parent_death: OnParentDeath,
+) -> &mut std::process::Command {
     use std::os::unix::process::CommandExt;
-    // SAFETY: the closure only calls pthread_sigmask, which is async-signal-safe.
+    let parent = std::process::id() as i32;
+    let on_parent_death = on_parent_death.signal();
+    // SAFETY: the closure makes only async-signal-safe calls (pthread_sigmask,
+    // prctl, getppid, _exit).
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             unblock_in_child();
+            crate::process::die_with_parent(parent, on_parent_death);
             Ok(())
         })
     }
+}
+
+/// What a child of oslab gets when oslab dies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OnParentDeath {
+    /// oslab's own probes and writers: nothing of theirs is worth keeping.
+    Kill,
+    /// A user's command (`oslab wcall run`, `oslab tweak`): it may want to clean up,
+    /// as on a hang-up.
+    Terminate,
+}
+
+impl OnParentDeath {
+    fn signal(self) -> libc::c_int {
+        match self {
+            OnParentDeath::Kill => libc::SIGKILL,
+            OnParentDeath::Terminate => libc::SIGTERM,
+        }
+    }
+}
+
+/// A forked worker's first steps: the default signal mask, and death with oslab.
+pub fn forked_worker(parent: i32) {
+    unblock_in_child();
+    crate::process::die_with_parent(parent, libc::SIGKILL);
 }

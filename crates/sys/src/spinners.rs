@@ -3,7 +3,9 @@
 //! Each worker spins reading CLOCK_MONOTONIC; a gap between two readings longer
 //! than a threshold means it was not running then (descheduled, or the host took the
 //! vCPU). The gaps go into a shared anonymous mapping. Between fork and exit a worker
-//! makes only raw system calls and stores to that mapping.
+//! makes only raw system calls and stores to that mapping. Workers die with oslab
+//! (PR_SET_PDEATHSIG); each runs for a bounded time, so the parent's wait for them
+//! ends by itself.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -117,6 +119,7 @@ pub fn run(
     let all: &[AtomicU64] = unsafe { std::slice::from_raw_parts(p as *const AtomicU64, bytes / 8) };
     let go = monotonic() + 100_000_000;
     let mut pids = Vec::new();
+    let parent = std::process::id() as i32;
     for (i, s) in specs.iter().enumerate() {
         let slot = &all[i * words..(i + 1) * words];
         // SAFETY: the child makes raw system calls and stores to the mapping only.
@@ -129,7 +132,7 @@ pub fn run(
             return Err(SysError::last_os("fork"));
         }
         if pid == 0 {
-            crate::signals::unblock_in_child();
+            crate::signals::forked_worker(parent);
             if let Some(c) = s.cpu {
                 crate::process::pin_raw(c);
             }

@@ -64,9 +64,9 @@ pub fn undo_for(root: &Root, name: &str) -> SysResult<Undo> {
 pub fn set(journal: &mut Journal, name: &str, value: &str) -> SysResult<()> {
     let root = Root::live();
     let undo = undo_for(&root, name)?;
-    journal.record(format!("sysctl {name} = {value}"), undo)?;
+    let seq = journal.record(format!("sysctl {name} = {value}"), undo)?;
     let path: PathBuf = root.path(&sysctl_path(name));
-    std::fs::write(&path, value).map_err(|source| crate::error::SysError::Write { path, source })
+    journal.write_or_forget(seq, &path, value)
 }
 
 /// Writes back all dirty data, then empties the page cache and slab caches

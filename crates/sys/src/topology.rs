@@ -199,7 +199,11 @@ fn level_name(level: u8, kind: &str) -> String {
 fn geometry(c: &CacheIndex) -> GeometryCheck {
     match (c.size_bytes, c.sets, c.ways, c.line_bytes, c.partitions) {
         (Some(size), Some(s), Some(w), Some(l), p) => {
-            let computed = s * w * l * p.unwrap_or(1).max(1);
+            // saturating: garbage in sysfs must not overflow
+            let computed = s
+                .saturating_mul(w)
+                .saturating_mul(l)
+                .saturating_mul(p.unwrap_or(1).max(1));
             if computed == size {
                 GeometryCheck::Consistent
             } else {

@@ -32,22 +32,27 @@ use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
 use crate::harness::{MIN_BATCH_NS, calibrate, time_batch};
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Count, Declared, Setting};
 
 pub struct Ctxsw;
 
-static SETTINGS: [Setting; 2] = [
-    Setting {
-        name: "launches",
-        kind: Kind::Count,
-        help: "fresh peers per cell (default 5, quick 3)",
-    },
-    Setting {
-        name: "round_trips",
-        kind: Kind::Count,
-        help: "round trips per timed batch, at least 1000 (default 10000, quick 2000)",
-    },
-];
+static LAUNCHES: Setting<Count> = Setting {
+    name: "launches",
+    help: "fresh peers per cell",
+    quick: 3,
+    full: 5,
+    bounds: Some((1, 50)),
+    names: &[],
+};
+static ROUND_TRIPS: Setting<Count> = Setting {
+    name: "round_trips",
+    help: "round trips per timed batch",
+    quick: 2000,
+    full: 10_000,
+    bounds: Some((1000, 10_000_000)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 2] = [&LAUNCHES, &ROUND_TRIPS];
 
 static META: Meta = Meta {
     id: "cpu.ctxsw",
@@ -158,7 +163,7 @@ fn perf_bench(cpu: Option<u32>, threads: bool, loops: u64) -> Option<f64> {
         cmd.arg("-T");
     }
     cmd.stderr(std::process::Stdio::null());
-    let out = oslab_sys::signals::default_mask_for(&mut cmd)
+    let out = oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
         .output()
         .ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
@@ -268,14 +273,14 @@ impl Experiment for Ctxsw {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        let launches = ctx.count("launches", 3, 5).clamp(1, 50) as usize;
+        let launches = ctx.get(&LAUNCHES) as usize;
         let batches = ctx.samples(3, 8);
-        let rts = ctx.count("round_trips", 2000, 10_000).max(1000);
+        let rts = ctx.get(&ROUND_TRIPS);
         let seed = ctx.config.seed;
         let places = placements(ctx.machine);
         let mut cells = Vec::new();

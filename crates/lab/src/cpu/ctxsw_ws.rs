@@ -18,7 +18,7 @@ use crate::cpu::ctxsw::{Placement, placements, run_cell};
 use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Bytes, Declared, Setting};
 
 pub struct CtxswWs;
 
@@ -37,11 +37,15 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 1] = [Setting {
+static MAX_WS: Setting<Bytes> = Setting {
     name: "max_ws",
-    kind: Kind::Bytes,
-    help: "largest working set (default 2x the last-level cache, at most 64MiB; quick 4MiB)",
-}];
+    help: "largest working set (full mode by default: twice the last-level cache, at most 64MiB)",
+    quick: 4 << 20,
+    full: DEFAULT_CAP,
+    bounds: Some((4096, 1 << 30)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 1] = [&MAX_WS];
 
 /// The largest working set swept when none is given: twice the last-level cache,
 /// capped so one point stays under a few seconds (sysfs may report a host-sized L3).
@@ -94,7 +98,7 @@ impl Experiment for CtxswWs {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
@@ -102,7 +106,11 @@ impl Experiment for CtxswWs {
         let quick = ctx.config.quick();
         let llc = last_level_bytes(ctx.machine);
         let default_max = llc.map(|b| (2 * b).min(DEFAULT_CAP)).unwrap_or(DEFAULT_CAP);
-        let max_ws = ctx.bytes("max_ws", 4 << 20, default_max).max(4096);
+        let max_ws = match ctx.get(&MAX_WS) {
+            // the full default depends on this machine's cache
+            v if !quick && v == DEFAULT_CAP => ctx.param("max_ws", default_max),
+            v => v,
+        };
         let batches = ctx.samples(5, 7);
         let ws_list = sizes(if quick { 4096 } else { 1024 }, max_ws, quick);
         // one placement of each kind: one CPU, two CPUs (the first pair class), unpinned

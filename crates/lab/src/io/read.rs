@@ -32,7 +32,7 @@ use crate::experiment::{
 };
 use crate::sampler::{self, Sampler};
 use crate::scratch::Scratch;
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Bytes, Declared, Flag, Setting};
 
 pub struct IoRead;
 
@@ -51,18 +51,23 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 2] = [
-    Setting {
-        name: "size",
-        kind: Kind::Bytes,
-        help: "file size (default 1GiB, quick 256MiB; at most half the available memory)",
-    },
-    Setting {
-        name: "drop_caches",
-        kind: Kind::Bool,
-        help: "evict with vm.drop_caches=3 instead of fadvise (root; journaled)",
-    },
-];
+static SIZE: Setting<Bytes> = Setting {
+    name: "size",
+    help: "file size (at most half the available memory is used)",
+    quick: 256 << 20,
+    full: 1 << 30,
+    bounds: Some((32 << 20, 1 << 40)),
+    names: &[],
+};
+static DROP_CACHES: Setting<Flag> = Setting {
+    name: "drop_caches",
+    help: "evict with vm.drop_caches=3 instead of fadvise (root; journaled)",
+    quick: false,
+    full: false,
+    bounds: None,
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 2] = [&SIZE, &DROP_CACHES];
 
 /// The four reads of one round.
 struct Round {
@@ -95,13 +100,13 @@ impl Experiment for IoRead {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        let wanted = ctx.bytes("size", 256 << 20, 1 << 30);
-        let drop_caches = ctx.flag("drop_caches", false);
+        let wanted = ctx.get(&SIZE);
+        let drop_caches = ctx.get(&DROP_CACHES);
         let rounds = ctx.samples(2, 3);
         let mut notes = Vec::new();
         if drop_caches && !is_root() {

@@ -34,7 +34,7 @@ use crate::experiment::{
 };
 use crate::sampler::{self, Sampler};
 use crate::scratch::Scratch;
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Bytes, Declared, Setting};
 
 pub struct IoWrite;
 
@@ -53,11 +53,15 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 1] = [Setting {
+static SIZE: Setting<Bytes> = Setting {
     name: "size",
-    kind: Kind::Bytes,
-    help: "bytes written per mode and block size (default 1GiB, quick 256MiB)",
-}];
+    help: "bytes written per mode and block size (whole MiB)",
+    quick: 256 << 20,
+    full: 1 << 30,
+    bounds: Some((1 << 20, 1 << 40)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 1] = [&SIZE];
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Mode {
@@ -184,13 +188,14 @@ impl Experiment for IoWrite {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        let size = ctx.bytes("size", 256 << 20, 1 << 30) & !((1 << 20) - 1);
-        let size = size.max(1 << 20);
+        let given = ctx.get(&SIZE);
+        // written in 1 MiB blocks: whole MiB, and the size recorded is the one written
+        let size = ctx.param("size", given & !((1 << 20) - 1));
         let reps = ctx.samples(1, 3);
         let small_cap: u64 = if ctx.config.quick() {
             32 << 20

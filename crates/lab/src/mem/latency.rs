@@ -18,7 +18,7 @@ use super::sweep::{chase_size, dense_around, log_sizes, merged, shuffled, sysfs_
 use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Bytes, Declared, Setting};
 
 pub struct MemLatency;
 
@@ -37,11 +37,15 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 1] = [Setting {
+static MAX_SIZE: Setting<Bytes> = Setting {
     name: "max_size",
-    kind: Kind::Bytes,
-    help: "largest working set (default 1GiB, quick 256MiB)",
-}];
+    help: "largest working set",
+    quick: 256 << 20,
+    full: 1 << 30,
+    bounds: Some((64 << 10, 16 << 30)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 1] = [&MAX_SIZE];
 
 /// How a sysfs level compares with what was measured.
 #[derive(Debug, Clone, PartialEq)]
@@ -124,15 +128,13 @@ impl Experiment for MemLatency {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
         let quick = ctx.config.quick();
-        let max = ctx
-            .bytes("max_size", 256 << 20, 1 << 30)
-            .clamp(64 << 10, 16 << 30);
+        let max = ctx.get(&MAX_SIZE);
         let samples = ctx.samples(3, 5);
         let sysfs = sysfs_levels(ctx.machine);
         let sizes = if quick {

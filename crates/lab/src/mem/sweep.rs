@@ -81,7 +81,9 @@ pub fn chase_size(
     let mut buf = Buffer::new(len, huge).map_err(|e| LabError::Failed(e.to_string()))?;
     let huge_fraction = buf.anon_huge_bytes().unwrap_or(0) as f64 / buf.len() as f64;
     let order = sattolo(lines, seed.wrapping_add(size));
-    let chase = buf.link(&order, stride, offset_of);
+    let chase = buf
+        .link(&order, stride, offset_of)
+        .map_err(|e| LabError::Failed(e.to_string()))?;
     // one pass to warm the caches (bounded for big buffers), then the samples
     chase.time((lines as u64).min(4_000_000));
     let steps = (lines as u64).clamp(100_000, 400_000);

@@ -276,3 +276,76 @@ mod tests {
         assert_eq!(sched_fields(text), (Some(1400000), Some(1048576)));
     }
 }
+
+/// Property tests of the readers of /proc/PID/schedstat, /proc/PID/sched and
+/// /proc/interrupts: any text gives values or nothing, never a panic; the kernel's
+/// lines read back. A fuzz-like run with many cases (PROPTEST_CASES wins over the
+/// default here; failures are printed, not saved to proptest-regressions/):
+/// `PROPTEST_CASES=100000 cargo test -p oslab-lab --lib -- sched::analysis::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use oslab_sys::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        #[test]
+        fn any_text_never_panics(text in "(?s).{0,160}", cpu in any::<usize>()) {
+            let _ = schedstat(&text);
+            let _ = sched_fields(&text);
+            let _ = local_timer_count(&text, cpu);
+            let _ = local_timer_count(&text, cpu % 8);
+        }
+
+        #[test]
+        fn schedstat_reads_the_kernels_line(
+            v in any::<(u64, u64, u64)>(),
+            sep in "[ \t]{1,3}",
+            end in "\n?",
+        ) {
+            let text = format!("{}{sep}{}{sep}{}{end}", v.0, v.1, v.2);
+            prop_assert_eq!(schedstat(&text), Some(v));
+        }
+
+        #[test]
+        fn schedstat_needs_three_numbers(
+            v in proptest::collection::vec(any::<u64>(), 0..3),
+            junk in "[^0-9\\s]{1,5}",
+        ) {
+            let few = v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
+            prop_assert_eq!(schedstat(&few), None);
+            prop_assert_eq!(schedstat(&format!("{junk} {few} 1 2 3")), None);
+        }
+
+        #[test]
+        fn sched_fields_read_the_kernels_lines(
+            slice in any::<u64>(),
+            frac in "[0-9]{0,6}",
+            weight in any::<u64>(),
+            others in proptest::collection::vec("[a-z_.]{1,20} {1,30}: {1,4}[0-9.]{1,12}", 0..6),
+        ) {
+            let mut lines: Vec<String> = others
+                .into_iter()
+                .filter(|l| !matches!(l.split(':').next().map(str::trim), Some("se.slice" | "se.load.weight")))
+                .collect();
+            lines.insert(lines.len() / 2, format!("se.slice                                     :          {slice}.{frac}"));
+            lines.push(format!("se.load.weight                               :              {weight}"));
+            prop_assert_eq!(sched_fields(&lines.join("\n")), (Some(slice), Some(weight)));
+        }
+
+        #[test]
+        fn local_timer_count_reads_the_loc_row(
+            counts in proptest::collection::vec(any::<u64>(), 1..9),
+            cpu in any::<proptest::sample::Index>(),
+        ) {
+            let row: String = counts.iter().map(|c| format!(" {c:>10}")).collect();
+            let text = format!(
+                "           CPU0       CPU1\n  0:         33          0   IO-APIC    2-edge      timer\nLOC:{row}   Local timer interrupts\nSPU:          0          0   Spurious interrupts\n"
+            );
+            let i = cpu.index(counts.len());
+            prop_assert_eq!(local_timer_count(&text, i), Some(counts[i]));
+        }
+    }
+}

@@ -17,7 +17,7 @@ use super::analysis::{
 use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Declared, FilePath, Seconds, Setting};
 
 pub struct SchedSlices;
 
@@ -36,18 +36,23 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 2] = [
-    Setting {
-        name: "trace",
-        kind: Kind::Path,
-        help: "write the runs of the largest N as a Chrome/Perfetto trace JSON to FILE",
-    },
-    Setting {
-        name: "duration",
-        kind: Kind::Seconds,
-        help: "seconds per N (default 3, quick 1)",
-    },
-];
+static TRACE: Setting<FilePath> = Setting {
+    name: "trace",
+    help: "write the runs of the largest N as a Chrome/Perfetto trace JSON to FILE",
+    quick: None,
+    full: None,
+    bounds: None,
+    names: &[],
+};
+static DURATION: Setting<Seconds> = Setting {
+    name: "duration",
+    help: "seconds per N",
+    quick: 1.0,
+    full: 3.0,
+    bounds: Some((0.2, 60.0)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 2] = [&TRACE, &DURATION];
 
 /// The gap that counts as "off the CPU": far above a clock read (~20 ns), far
 /// below a tick.
@@ -58,14 +63,14 @@ impl Experiment for SchedSlices {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
         let quick = ctx.config.quick();
-        let secs = ctx.seconds("duration", 1.0, 3.0).clamp(0.2, 60.0);
-        let trace_file = ctx.path("trace");
+        let secs = ctx.get(&DURATION);
+        let trace_file = ctx.get(&TRACE);
         let ns: Vec<usize> = if quick {
             vec![1, 2, 4]
         } else {

@@ -41,22 +41,35 @@ pub struct Advice {
 
 const MIB: f64 = (1u64 << 20) as f64;
 
+/// The least background limit advised: below it each flush is too small to be
+/// efficient on any device.
+const MIN_BACKGROUND: u64 = 4 << 20;
+const MIN_EXPIRE_S: f64 = 1.0;
+const MAX_EXPIRE_S: f64 = 30.0;
+const MIN_WRITEBACK_S: f64 = 1.0;
+/// The kernel's default dirty_writeback_centisecs (500).
+const MAX_WRITEBACK_S: f64 = 5.0;
+
 fn round_mib(b: f64) -> u64 {
     ((b / MIB).round().max(1.0) as u64) << 20
 }
 
+/// The advice for `i`. Every figure in the reasoning is the one used: the device
+/// bandwidth must be positive (the CLI refuses 0), the target is taken as given.
 pub fn advise(i: AdviceInputs) -> Advice {
-    let b = i.device_bytes_s.max(MIB);
+    let b = i.device_bytes_s.max(1.0);
     let r = i.dirty_rate_bytes_s.max(0.0);
-    let t = i.target_latency_s.clamp(0.05, 60.0);
-    let bg = round_mib(b.max(4.0 * MIB));
+    let t = i.target_latency_s;
+    let one_second = round_mib(b);
+    let bg = one_second.max(MIN_BACKGROUND);
     let hard = round_mib(bg as f64 + 2.0 * b * t).max(bg * 2);
-    let expire_s = if r > 0.0 {
-        (bg as f64 / r).clamp(1.0, 30.0)
+    let expire_wanted = if r > 0.0 {
+        bg as f64 / r
     } else {
-        30.0
+        f64::INFINITY
     };
-    let writeback_s = (expire_s / 2.0).clamp(1.0, 5.0);
+    let expire_s = expire_wanted.clamp(MIN_EXPIRE_S, MAX_EXPIRE_S);
+    let writeback_s = (expire_s / 2.0).clamp(MIN_WRITEBACK_S, MAX_WRITEBACK_S);
     let mut warnings = Vec::new();
     if r > b {
         warnings.push(format!(
@@ -65,29 +78,78 @@ pub fn advise(i: AdviceInputs) -> Advice {
             b / MIB
         ));
     }
-    let reasons = vec![
+    let background = if one_second >= MIN_BACKGROUND {
         format!(
             "dirty_background_bytes {} MiB: about one second of the device's {:.1} MiB/s, so each background flush is a second of device work",
             bg >> 20,
             b / MIB
-        ),
+        )
+    } else {
         format!(
-            "dirty_bytes {} MiB: the free-run ceiling ({} MiB) sits {:.1} s of device work above the background limit, so a writer at the hard limit waits about {t:.1} s",
+            "dirty_background_bytes {} MiB: the floor; one second of the device's {:.2} MiB/s would be less, and smaller flushes cost more per byte",
+            bg >> 20,
+            b / MIB
+        )
+    };
+    let ceiling = (bg + hard) / 2;
+    let wait_s = (ceiling - bg) as f64 / b;
+    let hard_reason = if hard == bg * 2 && round_mib(bg as f64 + 2.0 * b * t) < bg * 2 {
+        format!(
+            "dirty_bytes {} MiB: twice the background limit (the least that leaves room above it); the free-run ceiling ({} MiB) sits {wait_s:.2} s of device work above the background limit, so a writer at the hard limit waits about {wait_s:.2} s",
             hard >> 20,
-            (bg + hard) >> 21,
-            (hard - bg) as f64 / 2.0 / b
-        ),
+            ceiling >> 20
+        )
+    } else {
+        format!(
+            "dirty_bytes {} MiB: the free-run ceiling ({} MiB) sits {wait_s:.2} s of device work above the background limit, so a writer at the hard limit waits about {wait_s:.2} s (target {t} s)",
+            hard >> 20,
+            ceiling >> 20
+        )
+    };
+    let expire_reason = if r <= 0.0 {
+        format!(
+            "dirty_expire_centisecs {}: no dirtying was measured, so the longest the kernel allows",
+            (expire_s * 100.0).round()
+        )
+    } else if expire_wanted > MAX_EXPIRE_S {
+        format!(
+            "dirty_expire_centisecs {}: at {:.2} MiB/s one background flush worth of data takes longer than {MAX_EXPIRE_S:.0} s to dirty, so data is not left older than that",
+            (expire_s * 100.0).round(),
+            r / MIB
+        )
+    } else if expire_wanted < MIN_EXPIRE_S {
+        format!(
+            "dirty_expire_centisecs {}: the shortest worth setting; at {:.1} MiB/s the periodic pass will find more than one background flush worth of old data",
+            (expire_s * 100.0).round(),
+            r / MIB
+        )
+    } else {
         format!(
             "dirty_expire_centisecs {}: at {:.1} MiB/s the periodic pass then finds at most one background flush worth of old data",
             (expire_s * 100.0).round(),
             r / MIB
-        ),
+        )
+    };
+    let writeback_reason = if (writeback_s - expire_s / 2.0).abs() < 1e-9 {
         format!(
             "dirty_writeback_centisecs {}: half the expire time, so old data waits at most {:.1} s",
             (writeback_s * 100.0).round(),
             expire_s + writeback_s
-        ),
-    ];
+        )
+    } else if writeback_s >= MAX_WRITEBACK_S {
+        format!(
+            "dirty_writeback_centisecs {}: the kernel's default interval (half the expire time would wake the flusher less often than that for little gain), so old data waits at most {:.1} s",
+            (writeback_s * 100.0).round(),
+            expire_s + writeback_s
+        )
+    } else {
+        format!(
+            "dirty_writeback_centisecs {}: the shortest interval worth waking the flusher for, so old data waits at most {:.1} s",
+            (writeback_s * 100.0).round(),
+            expire_s + writeback_s
+        )
+    };
+    let reasons = vec![background, hard_reason, expire_reason, writeback_reason];
     let prediction = if r <= 0.0 {
         "no dirtying measured: Dirty stays near 0".to_string()
     } else {
@@ -181,5 +243,51 @@ mod tests {
             target_latency_s: 1.0,
         });
         assert_eq!(a.warnings.len(), 1);
+    }
+
+    /// Regression: the writeback line said "half the expire time" while the advice
+    /// kept 500 with expire 3000.
+    #[test]
+    fn the_reasoning_matches_the_numbers() {
+        let slow_writer = advise(AdviceInputs {
+            device_bytes_s: 40.0 * MIB,
+            dirty_rate_bytes_s: 0.5 * MIB,
+            target_latency_s: 1.0,
+        });
+        assert_eq!(slow_writer.dirty_expire_centisecs, 3000);
+        assert_eq!(slow_writer.dirty_writeback_centisecs, 500);
+        let wb = &slow_writer.reasons[3];
+        assert!(!wb.contains("half the expire time,"), "{wb}");
+        assert!(wb.contains("default"), "{wb}");
+        assert!(slow_writer.reasons[2].contains("longer than 30 s"));
+
+        let even = advise(AdviceInputs {
+            device_bytes_s: 10.0 * MIB,
+            dirty_rate_bytes_s: 2.0 * MIB,
+            target_latency_s: 1.0,
+        });
+        assert!(even.reasons[3].contains("half the expire time"));
+        // the wait named is the one the limits give
+        assert!(
+            even.reasons[1].contains("waits about 1.00 s"),
+            "{}",
+            even.reasons[1]
+        );
+    }
+
+    /// Regression: a 1 byte/s device was reasoned about as 1 MiB/s while the header
+    /// echoed 1 byte/s.
+    #[test]
+    fn a_tiny_device_is_reasoned_about_as_given() {
+        let a = advise(AdviceInputs {
+            device_bytes_s: 1.0,
+            dirty_rate_bytes_s: 0.0,
+            target_latency_s: 1.0,
+        });
+        assert_eq!(a.dirty_background_bytes, 4 << 20);
+        assert!(a.reasons[0].contains("the floor"), "{}", a.reasons[0]);
+        assert!(a.reasons[0].contains("0.00 MiB/s"), "{}", a.reasons[0]);
+        assert!(a.reasons[1].contains("twice the background limit"));
+        assert!(a.reasons[2].contains("no dirtying"));
     }
 }

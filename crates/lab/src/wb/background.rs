@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use oslab_sys::parse::size::human_bytes;
 
-use super::sawexp::{Prediction, compare, output, run_sawtooth};
+use super::sawexp::{self, Prediction, compare, output, run_sawtooth};
 use crate::experiment::{Context, Experiment, LabError, Meta, Needs, Outcome};
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Bytes, Declared, Setting};
 
 pub struct Background;
 
@@ -25,23 +25,15 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 3] = [
-    Setting {
-        name: "rate",
-        kind: Kind::Bytes,
-        help: "writer rate per second (default 4MiB)",
-    },
-    Setting {
-        name: "background",
-        kind: Kind::Bytes,
-        help: "vm.dirty_background_bytes (default 32MiB); the hard limit is twice it",
-    },
-    Setting {
-        name: "duration",
-        kind: Kind::Seconds,
-        help: "seconds of writing (default 60, quick 25)",
-    },
-];
+static BACKGROUND: Setting<Bytes> = Setting {
+    name: "background",
+    help: "vm.dirty_background_bytes; the hard limit is twice it",
+    quick: 32 << 20,
+    full: 32 << 20,
+    bounds: Some((8 << 20, 4 << 30)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 3] = [&sawexp::RATE, &BACKGROUND, &sawexp::DURATION];
 
 /// MIN_WRITEBACK_PAGES in fs/fs-writeback.c: 4 MiB.
 const MIN_CHUNK: u64 = 4 << 20;
@@ -68,14 +60,14 @@ impl Experiment for Background {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        let rate = ctx.bytes("rate", 4 << 20, 4 << 20).max(1 << 20);
-        let bg = ctx.bytes("background", 32 << 20, 32 << 20).max(8 << 20);
-        let secs = ctx.seconds("duration", 25.0, 60.0);
+        let rate = ctx.get(&sawexp::RATE);
+        let bg = ctx.get(&BACKGROUND);
+        let secs = ctx.get(&sawexp::DURATION);
         let hard = bg * 2;
         let p = predict(rate, bg, hard);
         let knobs = [

@@ -20,7 +20,7 @@ use super::testbed::{down_for_run, unavailable, up_for_run};
 use super::trace::{self, WriterSpec, mib};
 use crate::experiment::{Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding};
 use crate::sampler::Sampler;
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Bytes, Declared, Seconds, Setting};
 
 pub struct Cases;
 
@@ -39,23 +39,31 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 3] = [
-    Setting {
-        name: "rate",
-        kind: Kind::Bytes,
-        help: "writer rate per second (default 8MiB)",
-    },
-    Setting {
-        name: "bandwidth",
-        kind: Kind::Bytes,
-        help: "testbed write cap per second (default 20MiB)",
-    },
-    Setting {
-        name: "duration",
-        kind: Kind::Seconds,
-        help: "seconds per case (default 60, quick 25)",
-    },
-];
+static RATE: Setting<Bytes> = Setting {
+    name: "rate",
+    help: "writer rate per second",
+    quick: 8 << 20,
+    full: 8 << 20,
+    bounds: Some((1 << 20, 1 << 30)),
+    names: &[],
+};
+static BANDWIDTH: Setting<Bytes> = Setting {
+    name: "bandwidth",
+    help: "testbed write cap per second",
+    quick: 20 << 20,
+    full: 20 << 20,
+    bounds: Some((1 << 20, 10 << 30)),
+    names: &[],
+};
+static DURATION: Setting<Seconds> = Setting {
+    name: "duration",
+    help: "seconds per case",
+    quick: 25.0,
+    full: 60.0,
+    bounds: Some((1.0, 3600.0)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 3] = [&RATE, &BANDWIDTH, &DURATION];
 
 const SCALED_MEMORY: u64 = 512 << 20;
 
@@ -120,7 +128,7 @@ impl Experiment for Cases {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
@@ -128,9 +136,9 @@ impl Experiment for Cases {
         if let Some(why) = unavailable() {
             return Ok(Outcome::Skipped { reason: why });
         }
-        let rate = ctx.bytes("rate", 8 << 20, 8 << 20).max(1 << 20);
-        let bw = ctx.bytes("bandwidth", 20 << 20, 20 << 20).max(1 << 20);
-        let secs = ctx.seconds("duration", 25.0, 60.0);
+        let rate = ctx.get(&RATE);
+        let bw = ctx.get(&BANDWIDTH);
+        let secs = ctx.get(&DURATION);
         ctx.progress.stage("building the testbed");
         let tb = up_for_run(
             &ctx.config.scratch_dir,

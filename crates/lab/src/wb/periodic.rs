@@ -4,9 +4,9 @@ use std::time::Duration;
 
 use oslab_sys::parse::size::human_bytes;
 
-use super::sawexp::{Prediction, compare, output, run_sawtooth};
+use super::sawexp::{self, Prediction, compare, output, run_sawtooth};
 use crate::experiment::{Context, Experiment, LabError, Meta, Needs, Outcome};
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Declared, Seconds, Setting};
 
 pub struct Periodic;
 
@@ -25,28 +25,23 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 4] = [
-    Setting {
-        name: "rate",
-        kind: Kind::Bytes,
-        help: "writer rate per second (default 4MiB)",
-    },
-    Setting {
-        name: "expire",
-        kind: Kind::Seconds,
-        help: "vm.dirty_expire_centisecs in seconds (default 10)",
-    },
-    Setting {
-        name: "interval",
-        kind: Kind::Seconds,
-        help: "vm.dirty_writeback_centisecs in seconds (default 5)",
-    },
-    Setting {
-        name: "duration",
-        kind: Kind::Seconds,
-        help: "seconds of writing (default 60, quick 25)",
-    },
-];
+static EXPIRE: Setting<Seconds> = Setting {
+    name: "expire",
+    help: "vm.dirty_expire_centisecs in seconds",
+    quick: 10.0,
+    full: 10.0,
+    bounds: Some((1.0, 600.0)),
+    names: &[],
+};
+static INTERVAL: Setting<Seconds> = Setting {
+    name: "interval",
+    help: "vm.dirty_writeback_centisecs in seconds",
+    quick: 5.0,
+    full: 5.0,
+    bounds: Some((1.0, 600.0)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 4] = [&sawexp::RATE, &EXPIRE, &INTERVAL, &sawexp::DURATION];
 
 pub fn predict(rate: u64, expire_s: f64, interval_s: f64) -> Prediction {
     let period = interval_s * (expire_s / interval_s).ceil();
@@ -64,15 +59,15 @@ impl Experiment for Periodic {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
     fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        let rate = ctx.bytes("rate", 4 << 20, 4 << 20).max(1 << 20);
-        let expire = ctx.seconds("expire", 10.0, 10.0).max(1.0);
-        let interval = ctx.seconds("interval", 5.0, 5.0).max(1.0);
-        let secs = ctx.seconds("duration", 25.0, 60.0);
+        let rate = ctx.get(&sawexp::RATE);
+        let expire = ctx.get(&EXPIRE);
+        let interval = ctx.get(&INTERVAL);
+        let secs = ctx.get(&sawexp::DURATION);
         let p = predict(rate, expire, interval);
         // Limits far above what the writer can reach, so only the periodic pass flushes.
         let far = (rate as f64 * secs * 2.0) as u64 + (256 << 20);

@@ -28,6 +28,27 @@ use super::knobs::Knobs;
 use super::trace::{self, Poll, WriterSpec, mib};
 use crate::experiment::{Context, LabError, Outcome, Output, finding};
 use crate::scratch::Scratch;
+use crate::settings::{Bytes, Seconds, Setting};
+
+/// The writer's rate, shared by wb.background and wb.periodic.
+pub static RATE: Setting<Bytes> = Setting {
+    name: "rate",
+    help: "writer rate per second",
+    quick: 4 << 20,
+    full: 4 << 20,
+    bounds: Some((1 << 20, 1 << 30)),
+    names: &[],
+};
+
+/// How long the writer writes, shared by wb.background and wb.periodic.
+pub static DURATION: Setting<Seconds> = Setting {
+    name: "duration",
+    help: "seconds of writing",
+    quick: 25.0,
+    full: 60.0,
+    bounds: Some((1.0, 3600.0)),
+    names: &[],
+};
 
 #[derive(Debug, Clone, Copy)]
 pub struct Prediction {

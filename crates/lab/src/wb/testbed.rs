@@ -223,3 +223,51 @@ mod tests {
         assert!(parse_bandwidth("1K/s").is_err());
     }
 }
+
+/// Property tests of the bandwidth a user gives (`10MiB/s`, `40M`, `5000000`): any
+/// text gives bytes per second of at least 1 MiB/s or an error, never a panic, and
+/// whole units read back exactly. A fuzz-like run with many cases (PROPTEST_CASES
+/// wins over the default here; failures are printed, not saved to
+/// proptest-regressions/):
+/// `PROPTEST_CASES=100000 cargo test -p oslab-lab --lib -- wb::testbed::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use oslab_sys::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    /// Text shaped like a rate: a number, a unit, a per-second suffix, or junk.
+    fn rateish() -> impl Strategy<Value = String> {
+        (
+            prop_oneof![
+                "[0-9]{0,22}",
+                "[0-9]{0,6}\\.[0-9]{0,4}",
+                "-[0-9]{1,4}",
+                ".{0,3}"
+            ],
+            "[ ]{0,1}",
+            proptest::sample::select(vec![
+                "", "K", "M", "MiB", "G", "GB", "T", "TiB", "B", "x", "É", "iB",
+            ]),
+            proptest::sample::select(vec!["", "/s", "ps", "/s/s", "/S", " /s"]),
+        )
+            .prop_map(|(n, s, u, p)| format!("{n}{s}{u}{p}"))
+    }
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        #[test]
+        fn any_text_gives_a_rate_of_at_least_1mib_or_an_error(text in prop_oneof![".{0,30}", rateish()]) {
+            if let Ok(b) = parse_bandwidth(&text) {
+                prop_assert!(b >= 1 << 20, "{} -> {}", text, b);
+            }
+        }
+
+        #[test]
+        fn whole_units_per_second_read_back(n in 1u64..1 << 20, unit in 2u32..5, suffix in "(/s|ps)?") {
+            let text = format!("{n}{}{suffix}", ["", "K", "MiB", "G", "T"][unit as usize]);
+            prop_assert_eq!(parse_bandwidth(&text), Ok(n << (10 * unit)));
+        }
+    }
+}

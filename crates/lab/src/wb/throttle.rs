@@ -19,7 +19,7 @@ use super::trace::{self, WriterSpec, mib};
 use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
 
 pub struct Throttle;
 
@@ -38,23 +38,31 @@ static META: Meta = Meta {
     internal: false,
 };
 
-static SETTINGS: [Setting; 3] = [
-    Setting {
-        name: "bandwidth",
-        kind: Kind::Bytes,
-        help: "testbed write cap per second (default 10MiB)",
-    },
-    Setting {
-        name: "writers",
-        kind: Kind::Count,
-        help: "number of bulk writers (default 2)",
-    },
-    Setting {
-        name: "duration",
-        kind: Kind::Seconds,
-        help: "seconds of writing (default 40, quick 15)",
-    },
-];
+static BANDWIDTH: Setting<Bytes> = Setting {
+    name: "bandwidth",
+    help: "testbed write cap per second",
+    quick: 10 << 20,
+    full: 10 << 20,
+    bounds: Some((1 << 20, 10 << 30)),
+    names: &[],
+};
+static WRITERS: Setting<Count> = Setting {
+    name: "writers",
+    help: "number of bulk writers",
+    quick: 2,
+    full: 2,
+    bounds: Some((1, 16)),
+    names: &[],
+};
+static DURATION: Setting<Seconds> = Setting {
+    name: "duration",
+    help: "seconds of writing",
+    quick: 15.0,
+    full: 40.0,
+    bounds: Some((1.0, 3600.0)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 3] = [&BANDWIDTH, &WRITERS, &DURATION];
 
 pub const HARD: u64 = 64 << 20;
 pub const BACKGROUND: u64 = 32 << 20;
@@ -64,7 +72,7 @@ impl Experiment for Throttle {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
@@ -72,10 +80,10 @@ impl Experiment for Throttle {
         if let Some(why) = unavailable() {
             return Ok(Outcome::Skipped { reason: why });
         }
-        let bw = ctx.bytes("bandwidth", 10 << 20, 10 << 20);
+        let bw = ctx.get(&BANDWIDTH);
         parse_bandwidth(&bw.to_string()).map_err(LabError::Failed)?;
-        let writers = ctx.count("writers", 2, 2).clamp(1, 16) as usize;
-        let secs = ctx.seconds("duration", 15.0, 40.0);
+        let writers = ctx.get(&WRITERS) as usize;
+        let secs = ctx.get(&DURATION);
         ctx.progress.stage("building the testbed");
         let size = (bw as f64 * secs * 1.5) as u64 + (512 << 20);
         let tb = up_for_run(&ctx.config.scratch_dir, size, bw)?;

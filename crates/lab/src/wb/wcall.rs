@@ -28,7 +28,7 @@ use super::trace::{self, Poll, WriterTrace, mib};
 use crate::experiment::{
     Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
 };
-use crate::settings::{Kind, Setting};
+use crate::settings::{AnySetting, Bytes, Choices, Count, Declared, Flag, Setting};
 use crate::simrun::latency_stats;
 
 pub struct WbWcall;
@@ -51,42 +51,70 @@ static META: Meta = Meta {
 const SCENARIO_NAMES: &[&str] = &["alone", "rt45x2", "bulkx2", "fig7-nice4"];
 const POLICY_NAMES: &[&str] = &["vanilla", "wcall", "wcall-fair"];
 
-static SETTINGS: [Setting; 7] = [
-    Setting {
-        name: "bandwidth",
-        kind: Kind::Bytes,
-        help: "testbed write cap per second (default 40MiB)",
-    },
-    Setting {
-        name: "writes",
-        kind: Kind::Count,
-        help: "writes of the RT-55 writer per cell (default 700, quick 150)",
-    },
-    Setting {
-        name: "runs",
-        kind: Kind::Count,
-        help: "repetitions of the whole matrix (default 3, quick 1)",
-    },
-    Setting {
-        name: "scenarios",
-        kind: Kind::Choices(SCENARIO_NAMES),
-        help: "which workloads to run (default all; claims that need a missing one are not judged)",
-    },
-    Setting {
-        name: "policies",
-        kind: Kind::Choices(POLICY_NAMES),
-        help: "which policies to run (default all)",
-    },
-    Setting {
-        name: "coordinator_fifo",
-        kind: Kind::Count,
-        help: "SCHED_FIFO priority of the governor's coordinator (default 50, below the RT-55 writer; 0: not real-time)",
-    },
-    Setting {
-        name: "backed_memory",
-        kind: Kind::Bool,
-        help: "touch 512 MiB before each cell and drop the writers' written-back pages, so writes use memory a VM host already backs (default true; see the notes)",
-    },
+static BANDWIDTH: Setting<Bytes> = Setting {
+    name: "bandwidth",
+    help: "testbed write cap per second",
+    quick: 40 << 20,
+    full: 40 << 20,
+    bounds: Some((1 << 20, 10 << 30)),
+    names: &[],
+};
+static WRITES: Setting<Count> = Setting {
+    name: "writes",
+    help: "writes of the RT-55 writer per cell",
+    quick: 150,
+    full: 700,
+    bounds: Some((20, 10_000)),
+    names: &[],
+};
+static RUNS: Setting<Count> = Setting {
+    name: "runs",
+    help: "repetitions of the whole matrix",
+    quick: 1,
+    full: 3,
+    bounds: Some((1, 10)),
+    names: &[],
+};
+static SCENARIO_CHOICE: Setting<Choices> = Setting {
+    name: "scenarios",
+    help: "which workloads to run (claims that need a missing one are not judged)",
+    quick: Vec::new(),
+    full: Vec::new(),
+    bounds: None,
+    names: SCENARIO_NAMES,
+};
+static POLICY_CHOICE: Setting<Choices> = Setting {
+    name: "policies",
+    help: "which policies to run",
+    quick: Vec::new(),
+    full: Vec::new(),
+    bounds: None,
+    names: POLICY_NAMES,
+};
+static COORDINATOR_FIFO: Setting<Count> = Setting {
+    name: "coordinator_fifo",
+    help: "SCHED_FIFO priority of the coordinator of the governor (below the RT-55 writer; 0: not real-time)",
+    quick: oslab_wcall::service::COORDINATOR_FIFO as u64,
+    full: oslab_wcall::service::COORDINATOR_FIFO as u64,
+    bounds: Some((0, 99)),
+    names: &[],
+};
+static BACKED_MEMORY: Setting<Flag> = Setting {
+    name: "backed_memory",
+    help: "touch 512 MiB before each cell and drop the written-back pages of the writers, so writes use memory a VM host already backs (see the notes)",
+    quick: true,
+    full: true,
+    bounds: None,
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 7] = [
+    &BANDWIDTH,
+    &WRITES,
+    &RUNS,
+    &SCENARIO_CHOICE,
+    &POLICY_CHOICE,
+    &COORDINATOR_FIFO,
+    &BACKED_MEMORY,
 ];
 
 const CHUNK: u64 = 512 << 10;
@@ -241,7 +269,7 @@ fn spawn_writer(
         .map_err(|e| LabError::Failed(format!("{}: {e}", out.display())))?;
     cmd.stdout(Stdio::from(stdout)).stderr(Stdio::piped());
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    oslab_sys::signals::default_mask_for(&mut cmd)
+    oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
         .spawn()
         .map_err(|e| LabError::Failed(format!("cannot start a writer: {e}")))
 }
@@ -429,7 +457,7 @@ impl Experiment for WbWcall {
         &META
     }
 
-    fn settings(&self) -> &'static [Setting] {
+    fn settings(&self) -> Declared {
         &SETTINGS
     }
 
@@ -443,37 +471,28 @@ impl Experiment for WbWcall {
         };
         let exe = std::env::current_exe()
             .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
-        let bw = ctx.bytes("bandwidth", 40 << 20, 40 << 20).max(1 << 20);
-        let writes = ctx.count("writes", 150, 700).clamp(20, 10_000);
-        let runs = ctx.count("runs", 1, 3).clamp(1, 10) as usize;
+        let bw = ctx.get(&BANDWIDTH);
+        let writes = ctx.get(&WRITES);
+        let runs = ctx.get(&RUNS) as usize;
         let scenarios: Vec<Scenario> = ctx
-            .choices("scenarios", SCENARIO_NAMES)
+            .choices(&SCENARIO_CHOICE)
             .iter()
             .filter_map(|n| Scenario::ALL.into_iter().find(|s| s.name() == *n))
             .collect();
         let policies: Vec<Policy> = ctx
-            .choices("policies", POLICY_NAMES)
+            .choices(&POLICY_CHOICE)
             .iter()
             .filter_map(|n| Policy::parse(n))
             .collect();
-        let fifo = ctx
-            .count(
-                "coordinator_fifo",
-                oslab_wcall::service::COORDINATOR_FIFO as u64,
-                oslab_wcall::service::COORDINATOR_FIFO as u64,
-            )
-            .min(99) as i32;
-        let backed_memory = ctx.flag("backed_memory", true);
+        let fifo = ctx.get(&COORDINATOR_FIFO) as i32;
+        let backed_memory = ctx.get(&BACKED_MEMORY);
         ctx.progress.stage("building the testbed");
         // each cell's files are removed after it; room for the biggest cell
         let size = (bw as f64 * writes as f64 * PERIOD_MS / 1000.0 * 3.0) as u64 + (1 << 30);
         let tb = up_for_run(&ctx.config.scratch_dir, size, bw)?;
-        let scratch = ctx
-            .config
-            .scratch_dir
-            .join(format!("wb-wcall-{}", std::process::id()));
         let result = (|| -> Result<Vec<Cell>, LabError> {
-            std::fs::create_dir_all(&scratch).map_err(|e| LabError::Failed(e.to_string()))?;
+            // the writers' trace files, journaled like every file oslab makes
+            let scratch = crate::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
             let _k = Knobs::set(&[
                 ("vm.dirty_background_bytes", BACKGROUND.to_string()),
                 ("vm.dirty_bytes", HARD.to_string()),
@@ -482,7 +501,7 @@ impl Experiment for WbWcall {
                 tb: &tb,
                 exe: exe.clone(),
                 lib: lib.clone(),
-                scratch: scratch.clone(),
+                scratch: scratch.dir().to_path_buf(),
                 coordinator_fifo: (fifo > 0).then_some(fifo),
                 backed_memory,
             };
@@ -500,7 +519,6 @@ impl Experiment for WbWcall {
             }
             Ok(cells)
         })();
-        let _ = std::fs::remove_dir_all(&scratch);
         let down_errors = down_for_run(&tb);
         let cells = result?;
         let mut out = report(&cells, &tb, writes, runs, ctx.config.seed);

@@ -78,7 +78,7 @@ fn child(
     ])
     .arg(file)
     .envs(env.iter().map(|(k, v)| (k, v)));
-    let out = oslab_sys::signals::default_mask_for(&mut cmd)
+    let out = oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
         .output()
         .map_err(|e| LabError::Failed(format!("cannot start the benchmark child: {e}")))?;
     if !out.status.success() {
@@ -104,10 +104,8 @@ impl Experiment for WcallOverhead {
         let rounds = ctx.samples(3, 7);
         let batches = 5;
         let per_batch: u64 = if ctx.config.quick() { 20_000 } else { 100_000 };
-        let file = ctx
-            .config
-            .scratch_dir
-            .join(format!("wcall-overhead-{}.dat", std::process::id()));
+        let scratch = crate::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 64 << 20)?;
+        let file = scratch.file("overhead.dat");
         let gov = Governor::start(
             "overhead",
             Options {

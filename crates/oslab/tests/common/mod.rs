@@ -13,6 +13,14 @@ pub fn is_root() -> bool {
         .unwrap_or(false)
 }
 
+/// A journal folder for one test file's oslab processes, inside the build's own
+/// temporary folder (never the system's /tmp, so the suite leaves nothing there).
+pub fn journal_dir(name: &str) -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("journals")
+        .join(name)
+}
+
 /// Runs an oslab command that prints a result set as JSON on stdout, and returns it;
 /// fails the test with oslab's stderr when the command fails.
 pub fn json_output(cmd: &mut std::process::Command) -> serde_json::Value {

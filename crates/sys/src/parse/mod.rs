@@ -3,6 +3,7 @@
 pub mod cpulist;
 pub mod kconfig;
 pub mod meminfo;
+pub mod pidstat;
 pub mod procstat;
 pub mod size;
 pub mod status;

@@ -16,21 +16,27 @@ pub struct CpuTimes {
 }
 
 impl CpuTimes {
-    /// Sum of all states (guest time is already inside user and nice).
+    /// Sum of all states (guest time is already inside user and nice); saturates
+    /// rather than overflow on corrupt counters.
     pub fn total(&self) -> u64 {
-        self.user
-            + self.nice
-            + self.system
-            + self.idle
-            + self.iowait
-            + self.irq
-            + self.softirq
-            + self.steal
+        [
+            self.nice,
+            self.system,
+            self.idle,
+            self.iowait,
+            self.irq,
+            self.softirq,
+            self.steal,
+        ]
+        .into_iter()
+        .fold(self.user, u64::saturating_add)
     }
 
-    /// Busy time: everything but idle, iowait and steal.
+    /// Busy time: everything but idle, iowait and steal (saturating, as `total`).
     pub fn busy(&self) -> u64 {
-        self.user + self.nice + self.system + self.irq + self.softirq
+        [self.nice, self.system, self.irq, self.softirq]
+            .into_iter()
+            .fold(self.user, u64::saturating_add)
     }
 
     /// The difference `self - earlier`, counter by counter (never negative).
@@ -101,5 +107,80 @@ mod tests {
         assert_eq!(d.total(), 100 + 50 + 700 + 5 + 100);
         assert!((d.steal_fraction() - 100.0 / 955.0).abs() < 1e-12);
         assert_eq!(cpu_times("intr 1 2"), None);
+    }
+}
+
+/// Property tests: any text gives CPU times or nothing, never a panic, and what is
+/// read can be used (sums, differences, fractions) without a panic either. A
+/// fuzz-like run with many cases (PROPTEST_CASES wins over the default here;
+/// failures are printed, not saved to proptest-regressions/):
+/// `PROPTEST_CASES=100000 cargo test -p oslab-sys --lib -- parse::procstat::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    fn use_all(t: &CpuTimes, earlier: &CpuTimes) {
+        let d = t.since(earlier);
+        let _ = (t.total(), t.busy(), d.total(), d.busy());
+        for f in [t.steal_fraction(), t.busy_fraction(), d.steal_fraction()] {
+            assert!((0.0..=1.0).contains(&f), "fraction {f}");
+        }
+    }
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        #[test]
+        fn any_text_never_panics(text in "(?s).{0,120}") {
+            if let Some(t) = cpu_times(&text) {
+                use_all(&t, &CpuTimes::default());
+            }
+        }
+
+        /// The `cpu` line with any counters, as many as a kernel prints or fewer or
+        /// more, among other lines: read exactly, missing ones zero.
+        #[test]
+        fn the_cpu_line_reads_back(
+            counters in proptest::collection::vec(any::<u64>(), 0..12),
+            before in "(intr|ctxt|cpu0|btime) [0-9 ]{0,20}\n",
+            earlier in proptest::collection::vec(any::<u64>(), 8),
+        ) {
+            let line: String = counters.iter().map(|c| format!(" {c}")).collect();
+            let text = format!("{before}cpu {line}\ncpu0 1 2 3\nintr 5\n");
+            let t = cpu_times(&text).expect("a cpu line");
+            let at = |i: usize| counters.get(i).copied().unwrap_or(0);
+            prop_assert_eq!(
+                [t.user, t.nice, t.system, t.idle, t.iowait, t.irq, t.softirq, t.steal],
+                [at(0), at(1), at(2), at(3), at(4), at(5), at(6), at(7)]
+            );
+            let e = CpuTimes {
+                user: earlier[0], nice: earlier[1], system: earlier[2], idle: earlier[3],
+                iowait: earlier[4], irq: earlier[5], softirq: earlier[6], steal: earlier[7],
+            };
+            use_all(&t, &e);
+        }
+
+        #[test]
+        fn a_junk_counter_spoils_the_line(n in 0usize..8, junk in "[^0-9\\s]{1,4}") {
+            let mut words: Vec<String> = (1..=8).map(|i| i.to_string()).collect();
+            words[n] = junk;
+            prop_assert_eq!(cpu_times(&format!("cpu  {}\n", words.join(" "))), None);
+        }
+    }
+
+    /// Regression: counters near u64::MAX (a corrupt or made-up /proc/stat) made
+    /// `total()` overflow.
+    #[test]
+    fn sums_of_huge_counters_saturate() {
+        let t = cpu_times(&format!(
+            "cpu  {m} {m} {m} {m} {m} {m} {m} {m}\n",
+            m = u64::MAX
+        ))
+        .unwrap();
+        assert_eq!(t.total(), u64::MAX);
+        assert_eq!(t.busy(), u64::MAX);
+        assert!((0.0..=1.0).contains(&t.steal_fraction()));
     }
 }

@@ -15,8 +15,9 @@ impl CtxSwitches {
         }
     }
 
+    /// Both counters together (saturating on corrupt counters).
     pub fn total(self) -> u64 {
-        self.voluntary + self.involuntary
+        self.voluntary.saturating_add(self.involuntary)
     }
 }
 
@@ -49,5 +50,56 @@ mod tests {
             })
         );
         assert_eq!(ctx_switches("Name:\tx\n"), None);
+    }
+}
+
+/// Property tests: any text gives the counters or nothing, never a panic; the
+/// kernel's lines read back exactly. A fuzz-like run with many cases
+/// (PROPTEST_CASES wins over the default here; failures are printed, not saved to
+/// proptest-regressions/):
+/// `PROPTEST_CASES=100000 cargo test -p oslab-sys --lib -- parse::status::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        #[test]
+        fn any_text_never_panics(text in "(?s).{0,160}") {
+            if let Some(c) = ctx_switches(&text) {
+                let _ = (c.total(), c.since(CtxSwitches::default()));
+            }
+        }
+
+        #[test]
+        fn the_kernels_lines_read_back(
+            v in any::<u64>(),
+            n in any::<u64>(),
+            junk in proptest::collection::vec("[A-Za-z_]{1,12}:\t[ -~]{0,20}", 0..6),
+            earlier in any::<(u64, u64)>(),
+        ) {
+            let mut lines = junk.clone();
+            lines.insert(lines.len() / 2, format!("voluntary_ctxt_switches:\t{v}"));
+            lines.push(format!("nonvoluntary_ctxt_switches:\t{n}"));
+            let text = lines.join("\n") + "\n";
+            let c = ctx_switches(&text);
+            prop_assert_eq!(c, Some(CtxSwitches { voluntary: v, involuntary: n }), "{}", text);
+            let c = c.unwrap();
+            let e = CtxSwitches { voluntary: earlier.0, involuntary: earlier.1 };
+            let _ = (c.total(), c.since(e).total());
+        }
+    }
+
+    /// Regression: counters near u64::MAX made `total()` overflow.
+    #[test]
+    fn a_total_of_huge_counters_saturates() {
+        let c = CtxSwitches {
+            voluntary: u64::MAX,
+            involuntary: 1,
+        };
+        assert_eq!(c.total(), u64::MAX);
     }
 }

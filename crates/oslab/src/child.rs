@@ -1,0 +1,33 @@
+//! A user's command run by oslab (`wcall run`, `tweak -- CMD`), the way `timeout`
+//! runs one: in its own process group, SIGINT, SIGTERM and SIGHUP passed on to that
+//! group, oslab waiting for it and leaving with its status. If oslab itself is
+//! killed, the command gets SIGTERM (PR_SET_PDEATHSIG), as on a hang-up.
+
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::Command;
+
+use oslab_sys::signals::{OnParentDeath, child_of_oslab};
+
+use crate::failure::Failure;
+
+/// Runs `cmd` to its end; its exit code, or 128 + the signal that ended it.
+pub fn run_forwarding(cmd: &mut Command, program: &str) -> Result<i32, Failure> {
+    cmd.process_group(0);
+    let mut child = child_of_oslab(cmd, OnParentDeath::Terminate)
+        .spawn()
+        .map_err(|e| Failure::runtime(format!("cannot run '{program}': {e}")))?;
+    crate::guard::forward_signals_to(child.id());
+    let status = child.wait();
+    crate::guard::stop_forwarding();
+    let status = status.map_err(|e| Failure::runtime(format!("waiting for '{program}': {e}")))?;
+    Ok(exit_code(status))
+}
+
+/// A shell's convention for a child's status.
+pub fn exit_code(status: std::process::ExitStatus) -> i32 {
+    match (status.code(), status.signal()) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => 1,
+    }
+}

@@ -1,0 +1,20 @@
+//! Shared by the property tests of every crate (feature `testing`, or this crate's
+//! own tests).
+
+use proptest::test_runner::Config;
+
+/// A property test's configuration: `cases` cases unless PROPTEST_CASES is set (a
+/// fuzz-like run, e.g. `PROPTEST_CASES=100000 cargo test -p oslab-sys`); failing
+/// cases are printed, not saved to proptest-regressions/.
+pub fn proptest_config(cases: u32) -> Config {
+    let d = Config::default();
+    Config {
+        cases: if std::env::var_os("PROPTEST_CASES").is_some() {
+            d.cases
+        } else {
+            cases
+        },
+        failure_persistence: None,
+        ..d
+    }
+}
