@@ -10,7 +10,7 @@ use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::launch;
 use oslab_wcall::service::{self, Governor, Options};
 use oslab_wcall::shm::{Mapped, group_number};
-use oslab_wcall::view::{Snapshot, snapshot};
+use oslab_wcall::view::{Snapshot, snapshot_of};
 
 use crate::CmdResult;
 use crate::cli::{
@@ -250,7 +250,11 @@ fn status(a: WcallStatusArgs) -> CmdResult {
     let mut snaps = Vec::new();
     for f in &found {
         match Mapped::open(&f.path) {
-            Ok(m) => snaps.push((f, snapshot(m.table(), oslab_sys::clock::monotonic_ns()))),
+            // the pid that holds the table, not the one the table claims
+            Ok(m) => snaps.push((
+                f,
+                snapshot_of(m.table(), oslab_sys::clock::monotonic_ns(), f.pid),
+            )),
             Err(e) => eprintln!(
                 "oslab wcall: cannot read governor '{}' (pid {}): {e}",
                 f.name, f.pid

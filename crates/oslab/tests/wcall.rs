@@ -377,3 +377,44 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
     assert!(!text.contains("/oslab-wcall-"), "{text}");
     assert!(stderr(&out).contains("not used (--no-cgroups)"));
 }
+
+/// Regression: `status` listed one governor once per process holding its table
+/// (the governed programs inherited the descriptor).
+#[test]
+fn status_lists_a_governor_once_however_many_processes_it_governs() {
+    let mut run = oslab()
+        .args([
+            "wcall",
+            "run",
+            "--no-cgroups",
+            "--",
+            "sh",
+            "-c",
+            "sleep 3 | cat",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let name = format!("run-{}", run.id());
+    let t = std::time::Instant::now();
+    let count = loop {
+        let o = oslab()
+            .args(["wcall", "status", "--json"])
+            .output()
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let n = v
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|g| g["name"] == name.as_str())
+            .count();
+        if n > 0 || t.elapsed() > Duration::from_secs(20) {
+            break n;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let _ = run.wait();
+    assert_eq!(count, 1, "{name} listed {count} times");
+}

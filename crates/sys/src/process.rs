@@ -227,6 +227,33 @@ pub fn reap_exited_children() {
     }
 }
 
+/// Raises this process's soft limit of open files to its hard limit (at most
+/// `want`): the governor holds a descriptor per governed process and file. The
+/// limit it ends with.
+pub fn raise_open_files_limit(want: u64) -> u64 {
+    // SAFETY: getrlimit/setrlimit with a valid rlimit struct.
+    unsafe {
+        let mut r = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut r) != 0 {
+            return 0;
+        }
+        let target = want.min(r.rlim_max);
+        if r.rlim_cur < target {
+            let new = libc::rlimit {
+                rlim_cur: target,
+                rlim_max: r.rlim_max,
+            };
+            if libc::setrlimit(libc::RLIMIT_NOFILE, &new) == 0 {
+                return target;
+            }
+        }
+        r.rlim_cur
+    }
+}
+
 /// Sends `signal` to every process of the group `pgid`.
 pub fn signal_group(pgid: u32, signal: i32) -> SysResult<()> {
     // SAFETY: kill with a negative pid addresses a process group; no pointers.

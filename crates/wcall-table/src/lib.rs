@@ -2,6 +2,11 @@
 //! memory file the coordinator holds, mapped by both. Every field is an atomic, so no locks cross process boundaries;
 //! each process writes its counters into its own slot, so the write path of one
 //! process never contends with another's.
+//!
+//! Every governed process can write every byte of the table, so nothing in it is
+//! trusted by the coordinator (see docs/wcall.md, "The trust boundary"). The file
+//! itself is sealed against resizing: a process that could shrink it would make
+//! every other mapping of it fault (SIGBUS) on its next access.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -60,6 +65,18 @@ pub fn classify(policy: i32, rt_priority: i32) -> u32 {
     }
 }
 
+/// The group a number read from the table stands for: anything out of range
+/// (the table is writable by every governed process) is the lowest, NORMAL.
+#[inline]
+pub fn group_index(g: u32) -> usize {
+    (g as usize).min(GROUPS - 1)
+}
+
+/// The seals of the table file: it can neither shrink nor grow, and the seals
+/// cannot be changed. Writes stay allowed (the table is written through its
+/// mappings).
+pub const SEALS: i32 = libc::F_SEAL_SHRINK | libc::F_SEAL_GROW | libc::F_SEAL_SEAL;
+
 #[repr(C)]
 pub struct Header {
     pub magic: AtomicU64,
@@ -81,7 +98,10 @@ pub struct Header {
     /// Time the coordinator's passes took, all together and the longest, ns.
     pub pass_ns_total: AtomicU64,
     pub pass_ns_max: AtomicU64,
-    _pad: [u64; 2],
+    /// Table entries the coordinator refused to act on (a pid that does not map
+    /// this table, a file the process does not hold open for writing, ...).
+    pub refused: AtomicU64,
+    _pad: [u64; 1],
 }
 
 /// What the coordinator decided for a group, and its totals.
@@ -119,11 +139,14 @@ impl GroupSlot {
         } else {
             self.limit_bytes.load(Ordering::Relaxed)
         };
-        let used =
-            self.charged_bytes.load(Ordering::Relaxed) + self.pending_bytes.load(Ordering::Relaxed);
+        // saturating: any process of the governor can write these fields
+        let used = self
+            .charged_bytes
+            .load(Ordering::Relaxed)
+            .saturating_add(self.pending_bytes.load(Ordering::Relaxed));
         // a group with nothing outstanding may always write once: a single write
         // larger than the limit must not wait forever
-        limit != u64::MAX && used > 0 && used + n > limit
+        limit != u64::MAX && used > 0 && used.saturating_add(n) > limit
     }
 
     /// Whether a writer of the group must wait now.
@@ -244,6 +267,9 @@ impl Table {
 /// A mapping of the table.
 pub struct Mapped {
     ptr: *mut Table,
+    /// The table file's st_dev and st_ino: how /proc/PID/maps names a mapping of it.
+    dev: u64,
+    ino: u64,
 }
 
 // SAFETY: the table is only atomics; sharing it between threads is what it is for.
@@ -254,19 +280,28 @@ unsafe impl Sync for Mapped {}
 impl Mapped {
     /// Creates a table in an anonymous memory file named `oslab-wcall-NAME` and maps
     /// it. The file is what other processes open, as /proc/PID/fd/FD; it lives as
-    /// long as the returned File is open, so nothing is ever left behind.
+    /// long as the returned File is open, so nothing is ever left behind. It is
+    /// sealed at its size (SEALS), so no process that opens it can resize it, and
+    /// close-on-exec, so the programs the coordinator starts do not inherit it
+    /// (they open it by path, as every governed program does).
     pub fn create_memfd(name: &str) -> std::io::Result<(Mapped, std::fs::File)> {
         use std::os::fd::FromRawFd;
         let cname = std::ffi::CString::new(format!("oslab-wcall-{name}"))
             .map_err(|_| std::io::Error::other("a governor name cannot hold a NUL byte"))?;
         // SAFETY: a NUL-terminated name; the fd is checked and then owned by File.
-        let fd = unsafe { libc::memfd_create(cname.as_ptr(), 0) };
+        let fd = unsafe {
+            libc::memfd_create(cname.as_ptr(), libc::MFD_ALLOW_SEALING | libc::MFD_CLOEXEC)
+        };
         if fd < 0 {
             return Err(std::io::Error::last_os_error());
         }
         // SAFETY: fd is a fresh descriptor that nothing else owns.
         let f = unsafe { std::fs::File::from_raw_fd(fd) };
         f.set_len(TABLE_BYTES as u64)?;
+        // SAFETY: fcntl on our own descriptor with an integer argument.
+        if unsafe { libc::fcntl(fd, libc::F_ADD_SEALS, SEALS) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
         let m = Self::map_fd(fd)?;
         let t = m.table();
         t.header.version.store(VERSION, Ordering::Relaxed);
@@ -277,12 +312,23 @@ impl Mapped {
         Ok((m, f))
     }
 
-    /// Maps an existing table; an error when it is not one of ours.
+    /// Maps an existing table; an error when it is not one of ours, or when its
+    /// file could still be shrunk under the mapping (a table made by
+    /// `create_memfd` is sealed; anything else could fault this process with
+    /// SIGBUS whenever its owner truncates it).
     pub fn open(path: &std::path::Path) -> std::io::Result<Mapped> {
         let f = std::fs::OpenOptions::new()
             .read(true)
             .write(true)
             .open(path)?;
+        // SAFETY: fcntl on a descriptor we own; F_GET_SEALS takes no argument.
+        let seals = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&f), libc::F_GET_SEALS) };
+        if seals < 0 || seals & libc::F_SEAL_SHRINK == 0 {
+            return Err(std::io::Error::other(
+                "not an oslab wcall table (not a memory file sealed against shrinking)",
+            ));
+        }
+        // sealed: the size read now cannot drop afterwards
         if f.metadata()?.len() < TABLE_BYTES as u64 {
             return Err(std::io::Error::other(
                 "not an oslab wcall table (too small)",
@@ -301,6 +347,14 @@ impl Mapped {
 
     /// Maps `fd` (a table file) shared, read-write.
     pub fn map_fd(fd: i32) -> std::io::Result<Mapped> {
+        // SAFETY: fstat of the fd we were given into a zeroed local.
+        let st = unsafe {
+            let mut st: libc::stat = std::mem::zeroed();
+            if libc::fstat(fd, &mut st) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            st
+        };
         // SAFETY: a fresh shared mapping of an fd we were given; checked below.
         let p = unsafe {
             libc::mmap(
@@ -315,7 +369,16 @@ impl Mapped {
         if p == libc::MAP_FAILED {
             return Err(std::io::Error::last_os_error());
         }
-        Ok(Mapped { ptr: p.cast() })
+        Ok(Mapped {
+            ptr: p.cast(),
+            dev: st.st_dev,
+            ino: st.st_ino,
+        })
+    }
+
+    /// The table file's (st_dev, st_ino).
+    pub fn file_id(&self) -> (u64, u64) {
+        (self.dev, self.ino)
     }
 
     pub fn table(&self) -> &Table {
@@ -391,6 +454,66 @@ mod tests {
         std::fs::write(dir.path().join("junk"), vec![0u8; TABLE_BYTES]).unwrap();
         assert!(Mapped::open(&dir.path().join("junk")).is_err());
         assert!(Mapped::open(&dir.path().join("absent")).is_err());
+    }
+
+    #[test]
+    fn the_table_cannot_be_resized_by_anyone_who_opens_it() {
+        use std::os::fd::{AsRawFd, FromRawFd};
+        let (m, f) = Mapped::create_memfd("test").unwrap();
+        let path = std::path::PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()));
+        // as a governed program opens it
+        let other = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&path)
+            .unwrap();
+        for file in [&other, &f] {
+            for len in [0, TABLE_BYTES as u64 - 1, 2 * TABLE_BYTES as u64] {
+                let e = file.set_len(len).unwrap_err();
+                assert_eq!(e.raw_os_error(), Some(libc::EPERM), "length {len}");
+            }
+        }
+        // SAFETY: fcntl on our descriptor with an integer argument.
+        let r = unsafe { libc::fcntl(other.as_raw_fd(), libc::F_ADD_SEALS, libc::F_SEAL_WRITE) };
+        assert_eq!(r, -1, "the seals themselves are sealed");
+        // SAFETY: as above, no argument.
+        let seals = unsafe { libc::fcntl(other.as_raw_fd(), libc::F_GET_SEALS) };
+        assert_eq!(seals, SEALS);
+        assert_eq!(other.metadata().unwrap().len(), TABLE_BYTES as u64);
+        let o = Mapped::open(&path).unwrap();
+        o.table().header.passes.store(7, Ordering::Relaxed);
+        assert_eq!(m.table().header.passes.load(Ordering::Relaxed), 7);
+        assert_eq!(o.file_id(), m.file_id());
+
+        // a table in a memory file that is not sealed is refused: its owner could
+        // shrink it under the mapping
+        // SAFETY: a NUL-terminated name; the fd is checked and owned by File.
+        let fd = unsafe { libc::memfd_create(c"oslab-wcall-test".as_ptr(), libc::MFD_CLOEXEC) };
+        assert!(fd >= 0);
+        // SAFETY: a fresh descriptor nothing else owns.
+        let plain = unsafe { std::fs::File::from_raw_fd(fd) };
+        plain.set_len(TABLE_BYTES as u64).unwrap();
+        let pm = Mapped::map_fd(fd).unwrap();
+        pm.table().header.version.store(VERSION, Ordering::Relaxed);
+        pm.table().header.magic.store(MAGIC, Ordering::Release);
+        let e = Mapped::open(std::path::Path::new(&format!("/proc/self/fd/{fd}")))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("sealed"), "{e}");
+    }
+
+    #[test]
+    fn hostile_counters_and_groups_stay_in_range() {
+        let (m, _f) = Mapped::create_memfd("test").unwrap();
+        let g = &m.table().groups[0];
+        g.tasks.store(1, Ordering::Relaxed);
+        g.limit_bytes.store(u64::MAX - 1, Ordering::Relaxed);
+        g.charged_bytes.store(u64::MAX, Ordering::Relaxed);
+        g.pending_bytes.store(u64::MAX, Ordering::Relaxed);
+        assert!(g.must_wait(u64::MAX), "saturates instead of overflowing");
+        assert_eq!(group_index(RT_LOW), 1);
+        assert_eq!(group_index(AUTO), NORMAL as usize);
+        assert_eq!(group_index(u32::MAX), NORMAL as usize);
     }
 
     #[test]

@@ -8,17 +8,22 @@
 //! - Control: the hold flag of each group, which the interposer checks before every
 //!   write, and for `wcall-fair` a push of an over-share group's files with
 //!   sync_file_range(SYNC_FILE_RANGE_WRITE), which starts write back without waiting.
+//!
+//! Everything read from the table may have been written by any governed process:
+//! pids and files are acted on only as `crate::trust` confirms them, group numbers
+//! out of range count as the lowest group, and no sum of table values can
+//! overflow.
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
 use std::sync::atomic::Ordering;
 
 use oslab_sys::clock::monotonic_ns;
 use oslab_sys::fileio::cachestat;
 use oslab_wbsim::policy::{self, GroupState, Policy};
 
-use crate::shm::{FILE_FREE, FILE_READY, GROUPS, MAX_FILES, Mapped, Table};
+use crate::shm::{FILE_FREE, FILE_READY, GROUPS, MAX_FILES, Mapped, Table, group_index};
+use crate::trust::{Budget, FileClaim, Member, PASS_PROC_BYTES, Refusal, process_exists};
 
 /// A writer counts as an active task of its group for this long after a write.
 pub const ACTIVE_NS: u64 = 1_000_000_000;
@@ -53,11 +58,28 @@ pub struct Global {
     pub freerun: u64,
 }
 
+/// What the coordinator knows of the process in one slot of the table.
+#[derive(Debug)]
+enum Known {
+    /// Not checked yet.
+    Unknown,
+    /// Shown to map the table: governed.
+    Member(Member),
+    /// This pid was refused (or is gone); not checked again while the slot holds it.
+    Refused(u32),
+}
+
+/// A file slot's file, opened, and the claim it was opened for.
+struct Opened {
+    file: File,
+    claim: FileClaim,
+}
+
 pub struct Coordinator {
     map: Mapped,
     policy: Policy,
     block_ns: u64,
-    files: Vec<Option<File>>,
+    files: Vec<Option<Opened>>,
     page: u64,
     limits: Global,
     limits_at: u64,
@@ -65,12 +87,8 @@ pub struct Coordinator {
     cgroups: Option<crate::cgroups::GroupCgroups>,
     /// The pid placed from each process slot, so each is moved once.
     placed: Vec<u32>,
-}
-
-fn process_exists(pid: u32) -> bool {
-    // SAFETY: signal 0 only checks for existence and permission.
-    let r = unsafe { libc::kill(pid as i32, 0) };
-    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+    /// What is known of each process slot's pid.
+    known: Vec<Known>,
 }
 
 fn meminfo_dirty_writeback() -> (u64, u64) {
@@ -103,7 +121,67 @@ impl Coordinator {
             limits_at: 0,
             cgroups: None,
             placed: vec![0; crate::shm::MAX_PROCS],
+            known: (0..crate::shm::MAX_PROCS).map(|_| Known::Unknown).collect(),
         }
+    }
+
+    /// The governed process in process slot `i`, which holds `pid`: checked once
+    /// per pid (as far as this pass's /proc budget goes), then held by its pidfd.
+    fn member(&mut self, i: usize, pid: u32, budget: &mut Budget) -> Option<&Member> {
+        let fresh = match &self.known[i] {
+            Known::Member(m) if m.pid == pid => {
+                if !m.alive() {
+                    self.known[i] = Known::Refused(pid);
+                    return None;
+                }
+                false
+            }
+            Known::Refused(p) if *p == pid => return None,
+            _ => true,
+        };
+        if fresh {
+            self.known[i] = match crate::trust::verify_member(pid, self.map.file_id(), budget) {
+                Ok(m) => Known::Member(m),
+                Err(Refusal::Later) => Known::Unknown,
+                Err(Refusal::Gone) => Known::Refused(pid),
+                Err(Refusal::No(_)) => {
+                    self.refused();
+                    Known::Refused(pid)
+                }
+            };
+        }
+        match &self.known[i] {
+            Known::Member(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    /// The governed process `pid`, from any slot: Later while some slot with that
+    /// pid waits to be checked.
+    fn member_by_pid(&self, pid: u32) -> Result<&Member, Refusal> {
+        let mut waiting = false;
+        for (i, k) in self.known.iter().enumerate() {
+            match k {
+                Known::Member(m) if m.pid == pid => return Ok(m),
+                Known::Unknown if self.map.table().procs[i].pid.load(Ordering::Relaxed) == pid => {
+                    waiting = true
+                }
+                _ => {}
+            }
+        }
+        Err(if waiting {
+            Refusal::Later
+        } else {
+            Refusal::No("the file's process is not a governed one")
+        })
+    }
+
+    fn refused(&self) {
+        self.map
+            .table()
+            .header
+            .refused
+            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Places governed processes in memory cgroups of their groups from now on.
@@ -130,7 +208,10 @@ impl Coordinator {
         for (g, s) in states.iter_mut().enumerate() {
             s.weight = policy::weight(crate::shm::GROUP_NAMES[g]);
         }
-        for (i, p) in t.procs.iter().enumerate() {
+        let mut budget = Budget::new(PASS_PROC_BYTES);
+        for i in 0..t.procs.len() {
+            let t = self.map.table();
+            let p = &t.procs[i];
             let pid = p.pid.load(Ordering::Acquire);
             if pid == 0 || p.alive.load(Ordering::Relaxed) == 0 {
                 continue;
@@ -139,7 +220,12 @@ impl Coordinator {
                 p.alive.store(0, Ordering::Relaxed);
                 continue;
             }
-            let g = p.group.load(Ordering::Relaxed) as usize;
+            let g = group_index(p.group.load(Ordering::Relaxed));
+            let last = p.last_write_ns.load(Ordering::Relaxed);
+            // only a process shown to map the table is governed: counted, placed
+            if self.member(i, pid, &mut budget).is_none() {
+                continue;
+            }
             if let Some(cg) = &self.cgroups
                 && self.placed[i] != pid
             {
@@ -147,33 +233,56 @@ impl Coordinator {
                 let _ = cg.place(pid, g);
                 self.placed[i] = pid;
             }
-            let last = p.last_write_ns.load(Ordering::Relaxed);
-            if g < GROUPS && last > 0 && now.saturating_sub(last) <= ACTIVE_NS {
+            if last > 0 && now.saturating_sub(last) <= ACTIVE_NS {
                 states[g].tasks += 1;
             }
         }
+        let t = self.map.table();
         for (i, f) in t.files.iter().enumerate() {
             if f.state.load(Ordering::Acquire) != FILE_READY {
+                self.files[i] = None;
                 continue;
             }
-            let pid = f.pid.load(Ordering::Relaxed);
+            let claim = FileClaim {
+                pid: f.pid.load(Ordering::Relaxed),
+                fd: f.fd.load(Ordering::Relaxed),
+                dev: f.dev.load(Ordering::Relaxed),
+                ino: f.ino.load(Ordering::Relaxed),
+            };
+            // a slot written over since it was opened is opened (and checked) anew
+            if self.files[i].as_ref().is_some_and(|o| o.claim != claim) {
+                self.files[i] = None;
+            }
             if self.files[i].is_none() {
-                self.files[i] = open_registered(f);
-                if self.files[i].is_none() {
-                    // the writer closed it or is gone before we looked: forget it
-                    f.state.store(FILE_FREE, Ordering::Release);
-                    continue;
+                let opened = self
+                    .member_by_pid(claim.pid)
+                    .and_then(|m| crate::trust::open_claimed(&claim, m, &mut budget));
+                match opened {
+                    Ok(file) => self.files[i] = Some(Opened { file, claim }),
+                    Err(Refusal::Later) => continue,
+                    Err(why) => {
+                        if matches!(why, Refusal::No(_)) {
+                            self.refused();
+                        }
+                        // refused, or the writer closed it or is gone before we
+                        // looked: forget it
+                        f.state.store(FILE_FREE, Ordering::Release);
+                        continue;
+                    }
                 }
             }
-            let g = (f.group.load(Ordering::Relaxed) as usize).min(GROUPS - 1);
-            let Some(file) = &self.files[i] else { continue };
-            let (d, w) = match cachestat(file) {
-                Ok(cs) => (cs.dirty * self.page, cs.writeback * self.page),
+            let g = group_index(f.group.load(Ordering::Relaxed));
+            let Some(o) = &self.files[i] else { continue };
+            let (d, w) = match cachestat(&o.file) {
+                Ok(cs) => (
+                    cs.dirty.saturating_mul(self.page),
+                    cs.writeback.saturating_mul(self.page),
+                ),
                 Err(_) => (0, 0),
             };
-            states[g].dirty += d;
-            states[g].writeback += w;
-            if d + w == 0 && !process_exists(pid) {
+            states[g].dirty = states[g].dirty.saturating_add(d);
+            states[g].writeback = states[g].writeback.saturating_add(w);
+            if d == 0 && w == 0 && !process_exists(claim.pid) {
                 self.files[i] = None;
                 f.state.store(FILE_FREE, Ordering::Release);
             }
@@ -194,7 +303,12 @@ impl Coordinator {
                 .store(self.limit_if_active(&states, g, &global), Ordering::Relaxed);
             slot.retry_ns.store(gate.retry_ns, Ordering::Relaxed);
             slot.hold.store(gate.hold as u32, Ordering::Release);
-            slot.pending_bytes.fetch_sub(pending[g], Ordering::AcqRel);
+            // what this pass measured; never below zero, whatever a process wrote
+            let _ = slot
+                .pending_bytes
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
+                    Some(v.saturating_sub(pending[g]))
+                });
             if gate.push {
                 self.push(g as u32);
                 slot.pushes.fetch_add(1, Ordering::Relaxed);
@@ -263,12 +377,12 @@ impl Coordinator {
         let t = self.map.table();
         for (i, f) in t.files.iter().enumerate() {
             if f.state.load(Ordering::Acquire) == FILE_READY
-                && f.group.load(Ordering::Relaxed) == g
-                && let Some(file) = &self.files[i]
+                && group_index(f.group.load(Ordering::Relaxed)) == g as usize
+                && let Some(o) = &self.files[i]
             {
                 // SAFETY: a valid fd; offset 0, length 0 means to the end of the file.
                 unsafe {
-                    libc::sync_file_range(file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE)
+                    libc::sync_file_range(o.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE)
                 };
             }
         }
@@ -287,19 +401,6 @@ fn limit_of(gate: &policy::Gate) -> u64 {
     } else {
         gate.limit.hard
     }
-}
-
-/// Opens a registered file through the writer's fd, checking it is the same file.
-fn open_registered(f: &crate::shm::FileSlot) -> Option<File> {
-    let path = format!(
-        "/proc/{}/fd/{}",
-        f.pid.load(Ordering::Relaxed),
-        f.fd.load(Ordering::Relaxed)
-    );
-    let file = File::open(path).ok()?;
-    let m = file.metadata().ok()?;
-    (m.dev() == f.dev.load(Ordering::Relaxed) && m.ino() == f.ino.load(Ordering::Relaxed))
-        .then_some(file)
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod cgroups;
 pub mod coordinator;
 pub mod launch;
 pub mod service;
+pub mod trust;
 pub mod view;
 
 /// The table shared with the interposer.

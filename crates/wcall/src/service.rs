@@ -3,6 +3,7 @@
 //! `wb.wcall` experiment.
 
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,7 +14,7 @@ use oslab_wbsim::policy::Policy;
 
 use crate::coordinator::Coordinator;
 use crate::shm::Mapped;
-use crate::view::{Snapshot, snapshot};
+use crate::view::{Snapshot, snapshot_of};
 
 pub struct Governor {
     _memfd: std::fs::File,
@@ -90,6 +91,11 @@ pub struct Options {
 
 impl Governor {
     pub fn start(name: &str, o: Options) -> std::io::Result<Governor> {
+        // a pidfd per governed process and a descriptor per governed file, beside
+        // what the program already holds
+        oslab_sys::process::raise_open_files_limit(
+            (oslab_wcall_table::MAX_PROCS + oslab_wcall_table::MAX_FILES) as u64 + 1024,
+        );
         let (map, memfd) = Mapped::create_memfd(name)?;
         let path = PathBuf::from(format!(
             "/proc/{}/fd/{}",
@@ -170,7 +176,8 @@ impl Governor {
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        snapshot(self.view.table(), monotonic_ns())
+        // our own pid, not the table's copy, which any governed process can write
+        snapshot_of(self.view.table(), monotonic_ns(), std::process::id())
     }
 
     /// Stops the coordinator (governed programs then proceed ungoverned) and returns
@@ -202,13 +209,24 @@ pub struct Found {
     pub path: PathBuf,
 }
 
-/// Governors running now: processes holding a memory file called oslab-wcall-NAME.
+/// Governors running now: processes holding a memory file called oslab-wcall-NAME
+/// that was made by this user or by root. Joining a governor means obeying its
+/// table, and any user can name a memory file so; a table of another user is
+/// neither listed nor joined. (The interposer maps only tables sealed against
+/// shrinking, so no table can fault a program that maps it.)
 pub fn discover() -> Vec<Found> {
+    let me = oslab_sys::process::uid();
     let mut out = Vec::new();
+    let mut seen = Vec::new();
     let Ok(procs) = std::fs::read_dir("/proc") else {
         return out;
     };
-    for p in procs.flatten() {
+    let mut pids: Vec<(u32, std::fs::DirEntry)> = procs
+        .flatten()
+        .filter_map(|p| Some((p.file_name().to_str()?.parse::<u32>().ok()?, p)))
+        .collect();
+    pids.sort_by_key(|(pid, _)| *pid);
+    for (_, p) in pids {
         let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
             continue;
         };
@@ -222,7 +240,14 @@ pub fn discover() -> Vec<Found> {
             let t = target.to_string_lossy();
             if let Some(rest) = t.strip_prefix("/memfd:oslab-wcall-") {
                 let name = rest.trim_end_matches(" (deleted)").to_string();
-                if name != "test" {
+                // the memory file's owner is whoever made it (its fsuid then)
+                let owner = std::fs::metadata(fd.path()).map(|m| m.uid());
+                // one table, however many processes hold it open: the lowest pid
+                // (the coordinator; its children do not inherit the descriptor)
+                let ino = std::fs::metadata(fd.path()).map(|m| m.ino()).ok();
+                if name != "test" && owner.is_ok_and(|u| u == me || u == 0) && !seen.contains(&ino)
+                {
+                    seen.push(ino);
                     out.push(Found {
                         name,
                         pid,
@@ -234,4 +259,52 @@ pub fn discover() -> Vec<Found> {
     }
     out.sort_by_key(|f| f.pid);
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A governed program can open the table read-write (it must, to count its
+    /// writes) but cannot resize it: a shrunk table would kill the coordinator with
+    /// SIGBUS on its next pass.
+    #[test]
+    fn a_governed_program_cannot_truncate_the_table_under_the_coordinator() {
+        let g = Governor::start(
+            "test",
+            Options {
+                policy: Policy::WcallFair,
+                block_ns: crate::coordinator::WCALL_BLOCK_NS,
+                interval: Duration::from_millis(5),
+                fifo_priority: None,
+                cgroups: false,
+                cgroup_limits: Default::default(),
+            },
+        )
+        .unwrap();
+        // as the interposer opens it
+        let f = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(g.path())
+            .unwrap();
+        let len = f.metadata().unwrap().len();
+        for to in [0, len / 2, len * 2] {
+            let e = f.set_len(to).unwrap_err();
+            assert_eq!(e.raw_os_error(), Some(libc::EPERM), "to {to} bytes");
+        }
+        assert_eq!(f.metadata().unwrap().len(), len);
+        let before = g.snapshot().passes;
+        let start = std::time::Instant::now();
+        while g.snapshot().passes < before + 3 {
+            assert!(
+                start.elapsed() < Duration::from_secs(10),
+                "the coordinator stopped passing"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(g.snapshot().coordinator_alive);
+        let last = g.finish();
+        assert!(last.passes >= before + 3);
+    }
 }

@@ -1,10 +1,14 @@
 //! A snapshot of the table for `oslab wcall status` and for results.
+//!
+//! The table is writable by every governed process: sums saturate, group numbers
+//! out of range count as the lowest group, and the coordinator's pid (whose
+//! cgroups are read) is taken from who holds the table where that is known.
 
 use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
-use crate::shm::{GROUP_NAMES, GROUPS, Table};
+use crate::shm::{GROUP_NAMES, GROUPS, Table, group_index};
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct GroupView {
@@ -53,10 +57,20 @@ pub struct Snapshot {
     pub bg_thresh_bytes: u64,
     pub thresh_bytes: u64,
     pub freerun_bytes: u64,
+    /// Table entries the coordinator refused to act on (see docs/wcall.md, "The
+    /// trust boundary").
+    pub refused_entries: u64,
     pub groups: Vec<GroupView>,
 }
 
+/// The picture of a table, taking the coordinator's pid from the table itself.
+/// Prefer [`snapshot_of`] where the pid of the process holding the table is known.
 pub fn snapshot(t: &Table, now_ns: u64) -> Snapshot {
+    snapshot_of(t, now_ns, t.header.coordinator_pid.load(Ordering::Relaxed))
+}
+
+/// The picture of a table held by the coordinator `coordinator_pid`.
+pub fn snapshot_of(t: &Table, now_ns: u64, coordinator_pid: u32) -> Snapshot {
     let h = &t.header;
     let mut groups: Vec<GroupView> = (0..GROUPS)
         .map(|g| {
@@ -79,19 +93,23 @@ pub fn snapshot(t: &Table, now_ns: u64) -> Snapshot {
         if p.pid.load(Ordering::Relaxed) == 0 {
             continue;
         }
-        let g = (p.group.load(Ordering::Relaxed) as usize).min(GROUPS - 1);
+        let g = group_index(p.group.load(Ordering::Relaxed));
         let v = &mut groups[g];
-        v.processes += p.alive.load(Ordering::Relaxed);
+        let add = |sum: &mut u64, x: &std::sync::atomic::AtomicU64| {
+            *sum = sum.saturating_add(x.load(Ordering::Relaxed));
+        };
+        v.processes += (p.alive.load(Ordering::Relaxed) != 0) as u32;
         v.held_ms += p.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
-        v.delayed_writes += p.delayed_writes.load(Ordering::Relaxed);
-        v.writes += p.writes.load(Ordering::Relaxed);
-        v.bytes += p.bytes.load(Ordering::Relaxed);
-        v.passed_through += p.passed_through.load(Ordering::Relaxed);
-        v.mmap_writable += p.mmap_writable.load(Ordering::Relaxed);
+        add(&mut v.delayed_writes, &p.delayed_writes);
+        add(&mut v.writes, &p.writes);
+        add(&mut v.bytes, &p.bytes);
+        add(&mut v.passed_through, &p.passed_through);
+        add(&mut v.mmap_writable, &p.mmap_writable);
     }
-    let coordinator_pid = h.coordinator_pid.load(Ordering::Relaxed);
     let passes = h.passes.load(Ordering::Relaxed);
-    if let Some(usage) = crate::cgroups::usage_of(coordinator_pid) {
+    if let Some(pid) = crate::trust::valid_pid(coordinator_pid)
+        && let Some(usage) = crate::cgroups::usage_of(pid)
+    {
         for (v, u) in groups.iter_mut().zip(usage) {
             v.memcg_dirty_bytes = Some(u.dirty);
             v.memcg_writeback_bytes = Some(u.writeback);
@@ -113,6 +131,49 @@ pub fn snapshot(t: &Table, now_ns: u64) -> Snapshot {
         bg_thresh_bytes: h.bg_thresh.load(Ordering::Relaxed),
         thresh_bytes: h.thresh.load(Ordering::Relaxed),
         freerun_bytes: h.freerun.load(Ordering::Relaxed),
+        refused_entries: h.refused.load(Ordering::Relaxed),
         groups,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shm::Mapped;
+
+    #[test]
+    fn hostile_counters_and_groups_do_not_break_the_picture() {
+        let (m, _f) = Mapped::create_memfd("test").unwrap();
+        let t = m.table();
+        for (i, group) in [(0, 77), (1, u32::MAX), (2, crate::shm::AUTO)] {
+            let p = &t.procs[i];
+            p.pid.store(4_000_000_000, Ordering::Relaxed);
+            p.group.store(group, Ordering::Relaxed);
+            p.alive.store(u32::MAX, Ordering::Relaxed);
+            for c in [
+                &p.writes,
+                &p.bytes,
+                &p.delayed_writes,
+                &p.passed_through,
+                &p.mmap_writable,
+            ] {
+                c.store(u64::MAX, Ordering::Relaxed);
+            }
+            p.held_ns.store(u64::MAX, Ordering::Relaxed);
+        }
+        t.header.coordinator_pid.store(u32::MAX, Ordering::Relaxed);
+        t.header.policy.store(u32::MAX, Ordering::Relaxed);
+        let s = snapshot(t, 0);
+        let normal = &s.groups[crate::shm::NORMAL as usize];
+        assert_eq!(normal.processes, 3, "alive is a flag");
+        assert_eq!(normal.writes, u64::MAX, "saturated, not wrapped");
+        assert_eq!(normal.bytes, u64::MAX);
+        assert_eq!(
+            s.groups[0].writes, 0,
+            "nothing out of range lands in rt-high"
+        );
+        assert_eq!(s.policy, "vanilla");
+        assert_eq!(s.coordinator_pid, u32::MAX);
+        assert!(s.groups.iter().all(|g| g.memcg_dirty_bytes.is_none()));
     }
 }
