@@ -122,6 +122,8 @@ impl Context<'_> {
 /// Everything an experiment found.
 #[derive(Debug, Clone, Default)]
 pub struct Output {
+    /// Parameters derived while judging (added to the plan's in the result).
+    pub params: Params,
     pub measurements: Vec<Measurement>,
     pub findings: Vec<Finding>,
     pub claims: Vec<Claim>,
@@ -153,7 +155,36 @@ pub trait Experiment: Sync {
     fn settings(&self) -> Declared {
         &[]
     }
-    fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError>;
+    /// An experiment in the one shape (plan, measure, judge): the runner measures
+    /// and judges it through this.
+    fn shaped(&self) -> Option<&dyn crate::shape::Shaped> {
+        None
+    }
+    /// An experiment not yet in the shape measures and judges in one step.
+    fn run(&self, _ctx: &mut Context) -> Result<Outcome, LabError> {
+        Err(LabError::Failed(format!(
+            "{} has no single-step run",
+            self.meta().id
+        )))
+    }
+}
+
+/// Implements [`Experiment`] for a type in the one shape ([`crate::shape::Lab`]).
+#[macro_export]
+macro_rules! shaped_experiment {
+    ($t:ty) => {
+        impl $crate::experiment::Experiment for $t {
+            fn meta(&self) -> &$crate::experiment::Meta {
+                <$t as $crate::shape::Lab>::meta(self)
+            }
+            fn settings(&self) -> $crate::settings::Declared {
+                <$t as $crate::shape::Lab>::settings(self)
+            }
+            fn shaped(&self) -> Option<&dyn $crate::shape::Shaped> {
+                Some(self)
+            }
+        }
+    };
 }
 
 /// A measurement with its summary computed (bootstrap seeded by `seed`).

@@ -5,6 +5,7 @@
 //! recording, timing, statistics and assembling the [`oslab_model::ExperimentResult`].
 #![forbid(unsafe_code)]
 
+pub mod check;
 pub mod cpu;
 pub mod experiment;
 pub mod harness;
@@ -12,12 +13,14 @@ pub mod io;
 pub mod load;
 pub mod mem;
 pub mod null;
+pub mod rawfile;
 pub mod registry;
 pub mod runner;
 pub mod sampler;
 pub mod sched;
 pub mod scratch;
 pub mod settings;
+pub mod shape;
 pub mod simrun;
 pub mod wb;
 

@@ -4,13 +4,15 @@
 //! an outlier), a finding, one claim of each verdict and a plot with markers, so the
 //! statistics, claims and every output format can be tested exactly.
 
-use oslab_model::{Axis, Claim, Marker, Plot, Scale, Series, SeriesStyle, Verdict};
+use oslab_model::{Axis, Environment, Marker, Plot, Scale, Series, SeriesStyle};
+use serde::{Deserialize, Serialize};
 
-use crate::experiment::{
-    Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
-};
+use crate::check::{Check, Condition, Rule};
+use crate::experiment::{Context, LabError, Meta, Needs, Output, finding, measurement};
+use crate::shape::{Lab, Measured, Planner};
 
 pub struct Null;
+crate::shaped_experiment!(Null);
 
 /// The samples every null run returns, in ns.
 pub const SAMPLES: [f64; 10] = [
@@ -32,33 +34,90 @@ static META: Meta = Meta {
     internal: true,
 };
 
-impl Experiment for Null {
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    pub samples: usize,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Raw {
+    pub latency_ns: Vec<f64>,
+}
+
+const SOURCE: &str = "none (self-test)";
+
+impl Lab for Null {
+    type Plan = Plan;
+    type Raw = Raw;
+
     fn meta(&self) -> &Meta {
         &META
     }
 
-    fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        ctx.param("samples", SAMPLES.len());
-        let seed = ctx.config.seed;
+    fn plan(&self, _: &mut Planner) -> Plan {
+        Plan {
+            samples: SAMPLES.len(),
+        }
+    }
+
+    fn measure(&self, _: &Plan, _: &mut Context) -> Result<Measured<Raw>, LabError> {
+        Ok(Measured::Raw(Raw {
+            latency_ns: SAMPLES.to_vec(),
+        }))
+    }
+
+    fn judge(&self, _: &Plan, raw: &Raw, env: &Environment) -> Output {
         let m = measurement(
             "latency",
             "fixed samples with one outlier (150)",
             "ns",
-            SAMPLES.to_vec(),
-            seed,
+            raw.latency_ns.clone(),
+            env.seed,
             Some("none".into()),
         );
-        let median = m.summary.as_ref().map_or(0.0, |s| s.median);
-        let claim = |id: &str, text: &str, verdict: Verdict, why: &str| Claim {
-            id: id.into(),
-            text: text.into(),
-            source: "none (self-test)".into(),
-            expectation: "median of the fixed samples is 100 ns".into(),
-            observed: format!("median {median} ns"),
-            verdict,
-            why: why.into(),
-        };
-        Ok(Outcome::Completed(Output {
+        let median = m.summary.as_ref().map_or(f64::NAN, |s| s.median);
+        let holds = Check {
+            id: "null-holds",
+            text: "The null median is 100 ns",
+            source: SOURCE,
+        }
+        .judge(
+            &[Condition::new("median", "ns", Rule::Exactly(100.0), median)],
+            "",
+            |_| "the median of the fixed samples is 100".into(),
+        );
+        let differs = Check {
+            id: "null-differs",
+            text: "The null median is 200 ns",
+            source: SOURCE,
+        }
+        .judge(
+            &[Condition::new("median", "ns", Rule::Exactly(200.0), median)],
+            "",
+            |_| "a deliberate contradiction".into(),
+        );
+        let untestable = Check {
+            id: "null-untestable",
+            text: "The null experiment says something about the kernel",
+            source: SOURCE,
+        }
+        .not_testable("a figure of the kernel", "it measures nothing");
+        let not_judged = Check {
+            id: "null-not-judged",
+            text: "The null experiment has a second figure",
+            source: SOURCE,
+        }
+        .judge(
+            &[Condition::missing(
+                "second figure",
+                "ns",
+                Rule::AtLeast(0.0),
+                "the null experiment records one figure only",
+            )],
+            "",
+            |_| unreachable!("a missing figure is not judged"),
+        );
+        Output {
             measurements: vec![m],
             findings: vec![finding(
                 "median_ns",
@@ -66,26 +125,7 @@ impl Experiment for Null {
                 "ns",
                 "median of the fixed samples",
             )],
-            claims: vec![
-                claim(
-                    "null-holds",
-                    "The null median is 100 ns",
-                    Verdict::Holds,
-                    "the median is 100",
-                ),
-                claim(
-                    "null-differs",
-                    "The null median is 200 ns",
-                    Verdict::Differs,
-                    "a deliberate contradiction",
-                ),
-                claim(
-                    "null-untestable",
-                    "The null experiment says something about the kernel",
-                    Verdict::NotTestable,
-                    "it measures nothing",
-                ),
-            ],
+            claims: vec![holds, differs, untestable, not_judged],
             plots: vec![Plot {
                 id: "samples".into(),
                 title: "Null samples by size".into(),
@@ -95,7 +135,8 @@ impl Experiment for Null {
                     Series {
                         name: "samples".into(),
                         style: SeriesStyle::LinePoints,
-                        points: SAMPLES
+                        points: raw
+                            .latency_ns
                             .iter()
                             .enumerate()
                             .map(|(i, &y)| [(1024u64 << i) as f64, y])
@@ -115,6 +156,6 @@ impl Experiment for Null {
             }],
             notes: vec!["the null experiment measures nothing".into()],
             ..Default::default()
-        }))
+        }
     }
 }

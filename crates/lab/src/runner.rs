@@ -1,12 +1,14 @@
 //! Runs one experiment and assembles its result.
 
-use oslab_model::{Environment, ExperimentResult, LoadRecord, SCHEMA_VERSION, Status};
+use oslab_model::{Environment, ExperimentResult, LoadRecord, Mode, SCHEMA_VERSION, Status};
 use oslab_sys::clock::{TIMER_NAME, now_ns, rfc3339_utc, unix_time_s};
 use oslab_sys::fsread::Root;
 use oslab_sys::machine::MachineInfo;
 
 use crate::experiment::{Context, Experiment, LabError, Outcome, Output, Progress, RunConfig};
 use crate::load::LoadMonitor;
+use crate::rawfile::RawFile;
+use crate::shape::Recorded;
 
 pub const OSLAB_VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -40,16 +42,19 @@ pub fn unmet_needs(exp: &dyn Experiment, machine: &MachineInfo, cfg: &RunConfig)
 /// with a fixed environment and clock.
 pub fn assemble(
     exp: &dyn Experiment,
-    cfg: &RunConfig,
+    mode: Mode,
     environment: Environment,
     started_unix_s: f64,
     duration_s: f64,
-    params: oslab_model::Params,
+    mut params: oslab_model::Params,
     outcome: Result<Outcome, LabError>,
 ) -> ExperimentResult {
     let meta = exp.meta();
     let (status, out) = match outcome {
-        Ok(Outcome::Completed(o)) => (Status::Completed, o),
+        Ok(Outcome::Completed(mut o)) => {
+            params.append(&mut o.params);
+            (Status::Completed, o)
+        }
         Ok(Outcome::Skipped { reason }) => (Status::Skipped { reason }, Output::default()),
         Err(e) => (
             Status::Failed {
@@ -63,7 +68,7 @@ pub fn assemble(
         experiment: meta.id.to_string(),
         title: meta.title.to_string(),
         section: meta.section.to_string(),
-        mode: cfg.mode,
+        mode,
         started_at: rfc3339_utc(started_unix_s),
         duration_s,
         params,
@@ -78,13 +83,20 @@ pub fn assemble(
     }
 }
 
+/// One experiment run: its result and, for an experiment in the one shape, the raw
+/// data it was judged from.
+pub struct Ran {
+    pub result: ExperimentResult,
+    pub raw: Option<RawFile>,
+}
+
 /// Runs `exp` on the live machine.
 pub fn run(
     exp: &dyn Experiment,
     cfg: &RunConfig,
     machine: &MachineInfo,
     progress: &dyn Progress,
-) -> ExperimentResult {
+) -> Ran {
     let started = unix_time_s();
     let t0 = now_ns();
     let monitor = LoadMonitor::start(Root::live());
@@ -95,9 +107,17 @@ pub fn run(
         progress,
         params: Default::default(),
     };
-    let outcome = match unmet_needs(exp, machine, cfg) {
-        Some(reason) => Ok(Outcome::Skipped { reason }),
-        None => exp.run(&mut ctx),
+    enum Step {
+        Done(Result<Outcome, LabError>),
+        Recorded(Recorded, Option<String>),
+    }
+    let step = match (unmet_needs(exp, machine, cfg), exp.shaped()) {
+        (Some(reason), _) => Step::Done(Ok(Outcome::Skipped { reason })),
+        (None, None) => Step::Done(exp.run(&mut ctx)),
+        (None, Some(s)) => match s.plan_and_measure(&mut ctx) {
+            Ok((rec, skipped)) => Step::Recorded(rec, skipped),
+            Err(e) => Step::Done(Err(e)),
+        },
     };
     let duration_s = (now_ns() - t0) as f64 / 1e9;
     let load: LoadRecord = monitor.finish();
@@ -108,6 +128,58 @@ pub fn run(
         load,
         seed: cfg.seed,
     };
-    let params = ctx.params;
-    assemble(exp, cfg, env, started, duration_s, params, outcome)
+    match step {
+        Step::Done(outcome) => Ran {
+            result: assemble(exp, cfg.mode, env, started, duration_s, ctx.params, outcome),
+            raw: None,
+        },
+        Step::Recorded(recorded, skipped) => {
+            let file = RawFile {
+                oslab_raw: crate::rawfile::RAW_VERSION,
+                oslab_version: OSLAB_VERSION.to_string(),
+                experiment: exp.meta().id.to_string(),
+                mode: cfg.mode,
+                started_unix_s: started,
+                duration_s,
+                environment: env,
+                skipped,
+                recorded,
+            };
+            Ran {
+                result: judge_file(exp, &file),
+                raw: Some(file),
+            }
+        }
+    }
+}
+
+/// The result of a shaped experiment from its raw file: what the run printed, or
+/// what today's analysis makes of an old run.
+pub fn judge_file(exp: &dyn Experiment, file: &RawFile) -> ExperimentResult {
+    let outcome = match (&file.skipped, exp.shaped()) {
+        (Some(reason), _) => Ok(Outcome::Skipped {
+            reason: reason.clone(),
+        }),
+        (None, Some(s)) => s
+            .judge_recorded(&file.recorded, &file.environment)
+            .map(Outcome::Completed)
+            .map_err(LabError::Failed),
+        (None, None) => Err(LabError::Failed(format!(
+            "{} cannot judge recorded data",
+            exp.meta().id
+        ))),
+    };
+    let params = match &file.recorded.plan {
+        serde_json::Value::Object(m) => m.clone().into_iter().collect(),
+        _ => Default::default(),
+    };
+    assemble(
+        exp,
+        file.mode,
+        file.environment.clone(),
+        file.started_unix_s,
+        file.duration_s,
+        params,
+        outcome,
+    )
 }

@@ -88,7 +88,7 @@ impl Experiment for SimValidate {
             &crate::wb::periodic::Periodic,
         ] {
             ctx.progress.stage(e.meta().id);
-            let r = crate::runner::run(e, ctx.config, ctx.machine, ctx.progress);
+            let r = crate::runner::run(e, ctx.config, ctx.machine, ctx.progress).result;
             if let oslab_model::Status::Failed { error } = &r.status {
                 return Err(LabError::Failed(format!("{}: {error}", e.meta().id)));
             }
@@ -289,6 +289,7 @@ pub fn run_scenario(c: &Config, policies: &[Policy], seed: u64) -> Output {
         });
     }
     Output {
+        params: Default::default(),
         measurements,
         findings,
         claims,
@@ -514,7 +515,7 @@ pub fn validate(real: &[oslab_model::ExperimentResult]) -> Output {
             why: match verdict {
                 Verdict::Holds => "the modelled flusher rules reproduce the kernel's sawtooth".into(),
                 Verdict::Differs => "at least one figure is off by more than 10 %; see the findings".into(),
-                Verdict::NotTestable => "no real run to compare with (needs root)".into(),
+                Verdict::NotTestable | Verdict::NotJudged => "no real run to compare with (needs root)".into(),
             },
         }],
         plots,

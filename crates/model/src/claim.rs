@@ -6,7 +6,11 @@ use serde::{Deserialize, Serialize};
 pub enum Verdict {
     Holds,
     Differs,
+    /// This machine cannot test it (no SMT, no root, no such device).
     NotTestable,
+    /// The run did not measure what it needs (a subset of cells was asked for, or
+    /// a figure could not be determined); the reason says which.
+    NotJudged,
 }
 
 impl Verdict {
@@ -15,6 +19,7 @@ impl Verdict {
             Verdict::Holds => "holds",
             Verdict::Differs => "differs",
             Verdict::NotTestable => "not testable here",
+            Verdict::NotJudged => "not judged",
         }
     }
 }

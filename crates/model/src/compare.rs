@@ -152,7 +152,10 @@ fn ratio(a: f64, b: f64) -> Option<f64> {
 }
 
 fn ci(m: &crate::Measurement) -> Option<[f64; 2]> {
-    m.summary.as_ref().map(|s| [s.ci95.low, s.ci95.high])
+    m.summary
+        .as_ref()
+        .and_then(|s| s.ci95.as_ref())
+        .map(|c| [c.low, c.high])
 }
 
 fn compare_measurement(
@@ -188,7 +191,14 @@ fn compare_measurement(
             None,
             "95% CIs of the medians (too few samples to test)".to_string(),
         ),
-        _ => (Noise::Unknown, None, "no spread known".to_string()),
+        _ => (
+            Noise::Unknown,
+            None,
+            format!(
+                "too few samples to test or to give intervals (fewer than {} a side)",
+                oslab_stats::summary::MIN_CI_SAMPLES
+            ),
+        ),
     };
     let effect = if sa.median != 0.0 {
         ((sb.median - sa.median) / sa.median).abs()

@@ -61,6 +61,28 @@ pub enum Command {
     Compare(CompareArgs),
     /// Results from the database as CSV or JSON, for notebooks
     Export(ExportArgs),
+    /// Judge raw data saved by `oslab run --save-raw` with this oslab's analysis:
+    /// the same tables, JSON and report as the run
+    Judge(JudgeArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct JudgeArgs {
+    /// Raw files written by `oslab run --save-raw DIR` (.raw.json or .raw.json.gz)
+    #[arg(required = true, value_name = "RAWFILE")]
+    pub files: Vec<PathBuf>,
+    /// Write all results as JSON to FILE (`-` for standard output, which then holds only JSON)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write CSV files of every result into DIR
+    #[arg(long, value_name = "DIR")]
+    pub csv: Option<PathBuf>,
+    /// Write every plot as an SVG file into DIR
+    #[arg(long, value_name = "DIR")]
+    pub plots: Option<PathBuf>,
+    /// Also write one self-contained HTML report to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -214,6 +236,10 @@ pub struct RunArgs {
     /// Also write one self-contained HTML report of every result to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Keep each experiment's raw data (plan, every sample, the facts read from the
+    /// system) in DIR, to judge again later with `oslab judge`
+    #[arg(long, value_name = "DIR")]
+    pub save_raw: Option<PathBuf>,
     /// Keep the results in this database [default: $OSLAB_DB, else
     /// $XDG_DATA_HOME/oslab/results.db, else ~/.local/share/oslab/results.db]
     #[arg(long, value_name = "FILE", conflicts_with = "no_db")]

@@ -14,7 +14,7 @@ use crate::failure::{EXIT_PRIVILEGE, EXIT_RUNTIME, Failure};
 use crate::output::{check_dir_target, check_file_target, make_dir, print, write_file};
 use crate::progress::Bar;
 
-enum JsonTarget {
+pub enum JsonTarget {
     Stdout,
     File(PathBuf),
 }
@@ -124,6 +124,8 @@ pub struct Outputs {
     pub csv: Option<PathBuf>,
     pub plots: Option<PathBuf>,
     pub html: Option<PathBuf>,
+    /// Where each experiment's raw data goes (`--save-raw`).
+    pub save_raw: Option<PathBuf>,
     pub db: DbTarget,
     pub label: Option<String>,
 }
@@ -160,6 +162,7 @@ pub fn run(a: RunArgs) -> CmdResult {
         csv: a.csv,
         plots: a.plots,
         html: a.html,
+        save_raw: a.save_raw,
         db,
         label: a.label,
     };
@@ -172,6 +175,21 @@ pub fn execute(
     outputs: &Outputs,
     cfg: &RunConfig,
 ) -> CmdResult {
+    let json = check_targets(outputs)?;
+    let machine = machine::collect(&Root::live(), &LiveProbes::live(&cfg.scratch_dir));
+    let record = Recorder::start(&outputs.db, &machine, outputs.label.clone())?;
+    let n = experiments.len();
+    let runs = experiments.iter().enumerate().map(|(i, exp)| {
+        let bar = Bar::new(exp.meta().id, i + 1, n);
+        let ran = runner::run(*exp, cfg, &machine, &bar);
+        bar.finish();
+        ran
+    });
+    deliver(runs, json, outputs, record)
+}
+
+/// Checks every output target before anything runs or is made; the JSON target.
+pub fn check_targets(outputs: &Outputs) -> Result<Option<JsonTarget>, Failure> {
     let json = match &outputs.json {
         Some(p) if p.as_os_str() == "-" => Some(JsonTarget::Stdout),
         Some(p) => {
@@ -183,8 +201,11 @@ pub fn execute(
     if let Some(p) = &outputs.html {
         check_file_target(p, "--html")?;
     }
-    let dirs = [(&outputs.csv, "--csv"), (&outputs.plots, "--plots")];
-    // every target is checked before anything is made
+    let dirs = [
+        (&outputs.csv, "--csv"),
+        (&outputs.plots, "--plots"),
+        (&outputs.save_raw, "--save-raw"),
+    ];
     for (d, flag) in dirs {
         if let Some(d) = d {
             check_dir_target(d, flag)?;
@@ -195,18 +216,39 @@ pub fn execute(
             make_dir(d, flag)?;
         }
     }
-    let machine = machine::collect(&Root::live(), &LiveProbes::live(&cfg.scratch_dir));
-    let mut record = Recorder::start(&outputs.db, &machine, outputs.label.clone())?;
-    let tables = !matches!(json, Some(JsonTarget::Stdout));
+    Ok(json)
+}
 
+/// Prints, keeps and writes results as they come; the exit code.
+pub fn deliver(
+    runs: impl Iterator<Item = runner::Ran>,
+    json: Option<JsonTarget>,
+    outputs: &Outputs,
+    mut record: Recorder,
+) -> CmdResult {
+    let tables = !matches!(json, Some(JsonTarget::Stdout));
     let mut results: Vec<ExperimentResult> = Vec::new();
-    for exp in experiments {
-        let bar = Bar::new(exp.meta().id);
-        let r = runner::run(*exp, cfg, &machine, &bar);
-        bar.finish();
+    for ran in runs {
+        let r = ran.result;
         if tables {
             print(&oslab_report::table::render_result(&r));
             print("\n");
+        }
+        if let (Some(dir), Some(raw)) = (&outputs.save_raw, &ran.raw) {
+            match raw.write_into(dir) {
+                Ok(p) => eprintln!(
+                    "oslab: raw data of {} written: {}",
+                    r.experiment,
+                    p.display()
+                ),
+                Err(e) => {
+                    return Err(Failure::runtime(format!(
+                        "cannot write the raw data of {} into {}: {e}",
+                        r.experiment,
+                        dir.display()
+                    )));
+                }
+            }
         }
         record.add(results.len(), &r);
         results.push(r);
@@ -222,7 +264,10 @@ pub fn execute(
         print(&oslab_report::table::render_verdicts(&results));
         print("\n");
     }
+    Ok(exit_code(&results))
+}
 
+fn exit_code(results: &[ExperimentResult]) -> i32 {
     let failed = results
         .iter()
         .filter(|r| matches!(r.status, Status::Failed { .. }))
@@ -233,22 +278,27 @@ pub fn execute(
             |r| matches!(&r.status, Status::Skipped { reason } if reason.starts_with("needs root")),
         )
         .count();
-    Ok(if failed > 0 {
+    if failed > 0 {
         EXIT_RUNTIME
     } else if skipped_for_root == results.len() {
         EXIT_PRIVILEGE
     } else {
         0
-    })
+    }
 }
 
 /// Keeps a run's results in the database as they come; a database that fails midway
 /// is reported once and the run goes on without it.
-struct Recorder {
+pub struct Recorder {
     store: Option<(oslab_store::Store, i64)>,
 }
 
 impl Recorder {
+    /// Keeps nothing.
+    pub fn off() -> Recorder {
+        Recorder { store: None }
+    }
+
     fn start(
         target: &DbTarget,
         machine: &oslab_sys::machine::MachineInfo,

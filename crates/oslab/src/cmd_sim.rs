@@ -64,6 +64,7 @@ fn outputs(o: SimOutArgs) -> Outputs {
         csv: o.csv,
         plots: o.plots,
         html: o.html,
+        save_raw: None,
         db: DbTarget::Off,
         label: None,
     }

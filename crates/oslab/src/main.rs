@@ -9,6 +9,7 @@ mod cmd_dirty;
 mod cmd_export;
 mod cmd_history;
 mod cmd_info;
+mod cmd_judge;
 mod cmd_list;
 mod cmd_report;
 mod cmd_restore;
@@ -55,6 +56,7 @@ fn main() {
         Command::History(a) => cmd_history::run(a),
         Command::Compare(a) => cmd_compare::run(a),
         Command::Export(a) => cmd_export::run(a),
+        Command::Judge(a) => cmd_judge::run(a),
     };
     let code = match result {
         Ok(code) => code,

@@ -10,19 +10,24 @@ pub struct Bar {
 }
 
 impl Bar {
-    pub fn new(prefix: &str) -> Bar {
+    /// The bar of experiment `i` of `n`.
+    pub fn new(prefix: &str, i: usize, n: usize) -> Bar {
         if !std::io::stderr().is_terminal() {
             return Bar { bar: None };
         }
         let bar = ProgressBar::new(1000);
         bar.set_style(
             ProgressStyle::with_template(
-                "{prefix:>14} [{bar:30}] {percent:>3}% {elapsed:>4} {msg}",
+                "{prefix:>20} [{bar:30}] {percent:>3}% {elapsed:>4} {msg}",
             )
             .expect("valid template")
             .progress_chars("=> "),
         );
-        bar.set_prefix(prefix.to_string());
+        bar.set_prefix(if n > 1 {
+            format!("{i}/{n} {prefix}")
+        } else {
+            prefix.to_string()
+        });
         Bar { bar: Some(bar) }
     }
 

@@ -64,7 +64,7 @@ pub fn verdict_badge(v: Verdict) -> String {
     let class = match v {
         Verdict::Holds => "holds",
         Verdict::Differs => "differs",
-        Verdict::NotTestable => "untestable",
+        Verdict::NotTestable | Verdict::NotJudged => "untestable",
     };
     format!("<span class=\"badge {class}\">{}</span>", v.label())
 }
@@ -179,13 +179,15 @@ fn claims_overview(results: &[ExperimentResult]) -> String {
     let count = |v: Verdict| all.iter().filter(|(_, c)| c.verdict == v).count();
     let mut out = format!(
         "<section class=\"claims\">\n<h2>The material's claims on this machine</h2>\n\
-<p class=\"counts\">{} {} · {} {} · {} {}</p>\n",
+<p class=\"counts\">{} {} · {} {} · {} {} · {} {}</p>\n",
         count(Verdict::Holds),
         verdict_badge(Verdict::Holds),
         count(Verdict::Differs),
         verdict_badge(Verdict::Differs),
         count(Verdict::NotTestable),
         verdict_badge(Verdict::NotTestable),
+        count(Verdict::NotJudged),
+        verdict_badge(Verdict::NotJudged),
     );
     let rows: Vec<Vec<String>> = all
         .iter()

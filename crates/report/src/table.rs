@@ -33,6 +33,7 @@ fn verdict_mark(v: Verdict) -> &'static str {
         Verdict::Holds => "HOLDS",
         Verdict::Differs => "DIFFERS",
         Verdict::NotTestable => "NOT TESTABLE",
+        Verdict::NotJudged => "NOT JUDGED",
     }
 }
 
@@ -43,7 +44,13 @@ pub const SUMMARY_HEADERS: [&str; 6] = ["median", "95% CI", "min", "max", "CV", 
 pub fn summary_cells(s: &oslab_stats::Summary) -> [String; 6] {
     [
         fmt(s.median),
-        format!("{} - {}", fmt(s.ci95.low), fmt(s.ci95.high)),
+        match (&s.ci95, s.noise) {
+            (Some(c), oslab_stats::NoiseVerdict::Noisy) => {
+                format!("{} - {} (noisy)", fmt(c.low), fmt(c.high))
+            }
+            (Some(c), _) => format!("{} - {}", fmt(c.low), fmt(c.high)),
+            (None, _) => "- (too few samples)".into(),
+        },
         fmt(s.min),
         fmt(s.max),
         pct(s.cv),

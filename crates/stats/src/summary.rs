@@ -9,6 +9,9 @@ use crate::outliers::{OutlierRule, mark_outliers};
 /// Coefficient of variation above which a measurement is called noisy.
 pub const NOISY_CV: f64 = 0.10;
 
+/// The fewest samples that get a confidence interval and a noise verdict.
+pub const MIN_CI_SAMPLES: usize = 5;
+
 /// Whether the spread of the samples lets a reader trust the median.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -17,7 +20,8 @@ pub enum NoiseVerdict {
     Steady,
     /// CV above [`NOISY_CV`]: compare medians with care.
     Noisy,
-    /// Fewer than three samples: no verdict possible.
+    /// Fewer than [`MIN_CI_SAMPLES`] samples: no verdict, and no interval (from
+    /// two or three samples a 95 % interval is the range in disguise).
     TooFewSamples,
 }
 
@@ -36,8 +40,10 @@ pub struct Summary {
     pub mad: f64,
     /// Coefficient of variation: stddev / mean.
     pub cv: f64,
-    /// 95 % bootstrap confidence interval of the median.
-    pub ci95: BootstrapCi,
+    /// 95 % bootstrap confidence interval of the median; none below
+    /// [`MIN_CI_SAMPLES`] samples.
+    #[serde(default)]
+    pub ci95: Option<BootstrapCi>,
     /// Indices of samples marked as outliers (kept, not dropped).
     pub outliers: Vec<usize>,
     pub noise: NoiseVerdict,
@@ -55,7 +61,7 @@ pub fn summarize(data: &[f64], seed: u64) -> Option<Summary> {
     let mean = mean(&s)?;
     let sd = stddev(&s).unwrap_or(0.0);
     let cv = if mean != 0.0 { sd / mean.abs() } else { 0.0 };
-    let noise = if s.len() < 3 {
+    let noise = if s.len() < MIN_CI_SAMPLES {
         NoiseVerdict::TooFewSamples
     } else if cv > NOISY_CV {
         NoiseVerdict::Noisy
@@ -73,7 +79,11 @@ pub fn summarize(data: &[f64], seed: u64) -> Option<Summary> {
         stddev: sd,
         mad: mad(&s)?,
         cv,
-        ci95: median_ci(&s, 0.95, RESAMPLES, seed)?,
+        ci95: if s.len() >= MIN_CI_SAMPLES {
+            Some(median_ci(&s, 0.95, RESAMPLES, seed)?)
+        } else {
+            None
+        },
         outliers: mark_outliers(data, OutlierRule::default()),
         noise,
     })
@@ -93,7 +103,8 @@ mod tests {
         assert_eq!((s.min, s.max), (1.0, 9.0));
         assert_eq!(s.mad, 2.0);
         assert!((s.p10 - 1.8).abs() < 1e-12);
-        assert!(s.ci95.low <= 5.0 && s.ci95.high >= 5.0);
+        let ci = s.ci95.unwrap();
+        assert!(ci.low <= 5.0 && ci.high >= 5.0);
         assert_eq!(s.noise, NoiseVerdict::Noisy); // cv = 2.74 / 5
     }
 
@@ -112,11 +123,20 @@ mod tests {
         assert_eq!(s.outliers, vec![3]);
     }
 
+    /// Regression: a "95 % interval" of two or three samples was their range.
     #[test]
-    fn two_samples_get_no_verdict() {
-        assert_eq!(
-            summarize(&[1.0, 2.0], 0).unwrap().noise,
-            NoiseVerdict::TooFewSamples
+    fn fewer_than_five_samples_get_no_interval_and_no_verdict() {
+        for n in 1..MIN_CI_SAMPLES {
+            let x: Vec<f64> = (0..n).map(|i| i as f64).collect();
+            let s = summarize(&x, 0).unwrap();
+            assert_eq!(s.noise, NoiseVerdict::TooFewSamples, "n = {n}");
+            assert_eq!(s.ci95, None, "n = {n}");
+        }
+        assert!(
+            summarize(&[1.0, 2.0, 3.0, 4.0, 5.0], 0)
+                .unwrap()
+                .ci95
+                .is_some()
         );
         assert!(summarize(&[], 0).is_none());
     }

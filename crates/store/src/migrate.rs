@@ -91,8 +91,8 @@ pub fn insert_measurements(
             m.unit,
             m.samples.len() as i64,
             s.map(|s| s.median),
-            s.map(|s| s.ci95.low),
-            s.map(|s| s.ci95.high),
+            s.and_then(|s| s.ci95.map(|c| c.low)),
+            s.and_then(|s| s.ci95.map(|c| c.high)),
         ])?;
     }
     Ok(())

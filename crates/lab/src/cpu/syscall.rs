@@ -16,20 +16,29 @@
 //! Pitfalls: Spectre/Meltdown mitigations (page-table isolation, retpolines, IBRS)
 //! can multiply the cost of entering the kernel; the vulnerabilities files are
 //! quoted in the result. Under a hypervisor a system call does not exit to the host,
-//! so its cost is close to bare metal, unlike a context switch.
+//! so its cost is close to bare metal, unlike a context switch. The subtracted
+//! "loop" is not an empty compiled loop (a fraction of a nanosecond): it is the
+//! same loop every probe runs, an indirect call through a function pointer per
+//! iteration, so what remains is the body alone; raw figures are reported beside
+//! the corrected ones.
+//!
+//! References: syscall(2), gettid(2), vdso(7), getrusage(2);
+//! Documentation/admin-guide/hw-vuln/; material section 5.
 
 use std::hint::black_box;
 
-use oslab_model::{Axis, Claim, Plot, Scale, Series, SeriesStyle, Verdict};
+use oslab_model::{Axis, Environment, Plot, Scale, Series, SeriesStyle};
 use oslab_sys::fsread::Root;
 use oslab_sys::process::{PinGuard, current_cpu, raw_getppid, raw_gettid, thread_usage};
+use serde::{Deserialize, Serialize};
 
-use crate::experiment::{
-    Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding, measurement,
-};
+use crate::check::{Check, Condition, Rule};
+use crate::experiment::{Context, LabError, Meta, Needs, Output, finding, measurement};
 use crate::harness::{MIN_BATCH_NS, calibrate, empty_body, subtract, time_batch};
+use crate::shape::{Lab, Measured, Planner};
 
 pub struct Syscall;
+crate::shaped_experiment!(Syscall);
 
 static META: Meta = Meta {
     id: "cpu.syscall",
@@ -48,9 +57,14 @@ static META: Meta = Meta {
 
 const WARMUP_ROUNDS: usize = 3;
 
-/// The material's range for the cheapest system call on 2006-2013 Xeons.
+/// The material's "tens to ~100 ns per call" (section 5, 2006-2013 Xeons): tens
+/// means at least 10 ns; "about 100" is read with 50 % room.
 const MATERIAL_LOW_NS: f64 = 10.0;
 const MATERIAL_HIGH_NS: f64 = 150.0;
+
+/// Voluntary switches per million calls at or below which the calls caused none
+/// (one per 100,000 calls: a page fault or the tick's work, not the calls).
+const SWITCHES_PER_MILLION: f64 = 10.0;
 
 fn vdso_clock() {
     black_box(oslab_sys::clock::monotonic_ns());
@@ -64,12 +78,47 @@ fn getppid() {
     black_box(raw_getppid());
 }
 
-struct Probe {
-    name: &'static str,
-    description: &'static str,
-    f: fn(),
-    batch: u64,
-    samples: Vec<f64>,
+/// The probes, in the order they are interleaved; the first is the loop itself.
+const PROBES: [(&str, &str, fn()); 4] = [
+    (
+        "loop",
+        "empty loop iteration (subtracted from the others)",
+        empty_body,
+    ),
+    ("gettid", "gettid(2) via syscall(2)", gettid),
+    ("getppid", "getppid(2) via syscall(2)", getppid),
+    (
+        "clock_gettime_vdso",
+        "clock_gettime(CLOCK_MONOTONIC), served by the vDSO",
+        vdso_clock,
+    ),
+];
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Plan {
+    /// Interleaved rounds, one sample of each probe per round.
+    pub samples: usize,
+}
+
+/// One probe's batch size and its per-call times, uncorrected.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProbeRaw {
+    pub name: String,
+    pub batch: u64,
+    pub ns_per_call: Vec<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Raw {
+    /// The CPU the thread was pinned to, and where it was seen after the loop.
+    pub cpu: u32,
+    pub ran_on: Option<u32>,
+    pub probes: Vec<ProbeRaw>,
+    /// The thread's switches during the timed rounds (getrusage RUSAGE_THREAD).
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
+    /// CPU vulnerability mitigations in force (name: state).
+    pub mitigations: Vec<String>,
 }
 
 /// Mitigations in force, from /sys/devices/system/cpu/vulnerabilities.
@@ -84,242 +133,330 @@ fn mitigations(root: &Root) -> Vec<String> {
         .collect()
 }
 
-impl Experiment for Syscall {
+const MODE_SWITCH: Check = Check {
+    id: "syscall-is-mode-switch",
+    text: "A system call is a mode switch, not a context switch",
+    source: "material 5 (seed 002)",
+};
+
+const COST: Check = Check {
+    id: "syscall-cost-tens-of-ns",
+    text: "The cheapest system call (gettid) costs tens to about a hundred nanoseconds",
+    source: "material 5 (seed 002, 2006-2013 Xeons; 'about 100' read as up to 150 ns)",
+};
+
+impl Lab for Syscall {
+    type Plan = Plan;
+    type Raw = Raw;
+
     fn meta(&self) -> &Meta {
         &META
     }
 
-    fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        let rounds = ctx.samples(100, 1000);
-        let seed = ctx.config.seed;
+    fn plan(&self, p: &mut Planner) -> Plan {
+        Plan {
+            samples: p.samples(100, 1000),
+        }
+    }
+
+    fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
         let cpu = current_cpu().unwrap_or(0);
         let _pin = PinGuard::pin(cpu)?;
-        ctx.param("cpu", cpu);
-
-        let mut probes = vec![
-            Probe {
-                name: "loop",
-                description: "empty loop iteration (subtracted from the others)",
-                f: empty_body,
-                batch: 0,
-                samples: vec![],
-            },
-            Probe {
-                name: "gettid",
-                description: "gettid(2) via syscall(2)",
-                f: gettid,
-                batch: 0,
-                samples: vec![],
-            },
-            Probe {
-                name: "getppid",
-                description: "getppid(2) via syscall(2)",
-                f: getppid,
-                batch: 0,
-                samples: vec![],
-            },
-            Probe {
-                name: "clock_gettime_vdso",
-                description: "clock_gettime(CLOCK_MONOTONIC), served by the vDSO",
-                f: vdso_clock,
-                batch: 0,
-                samples: vec![],
-            },
-        ];
         ctx.progress.stage("calibrating batch sizes");
-        for p in probes.iter_mut() {
-            let mut f = p.f;
-            p.batch = calibrate(&mut f, MIN_BATCH_NS);
-            ctx.params
-                .insert(format!("batch_{}", p.name), serde_json::json!(p.batch));
-        }
-
+        let mut probes: Vec<ProbeRaw> = PROBES
+            .iter()
+            .map(|(name, _, f)| {
+                let mut f = *f;
+                ProbeRaw {
+                    name: name.to_string(),
+                    batch: calibrate(&mut f, MIN_BATCH_NS),
+                    ns_per_call: Vec::with_capacity(plan.samples),
+                }
+            })
+            .collect();
         ctx.progress.stage("timing");
         for _ in 0..WARMUP_ROUNDS {
-            for p in probes.iter_mut() {
-                let mut f = p.f;
+            for (p, (_, _, f)) in probes.iter().zip(PROBES) {
+                let mut f = f;
                 black_box(time_batch(p.batch, &mut f));
             }
         }
         let before = thread_usage();
-        for r in 0..rounds {
-            for p in probes.iter_mut() {
-                let mut f = p.f;
+        for r in 0..plan.samples {
+            for (p, (_, _, f)) in probes.iter_mut().zip(PROBES) {
+                let mut f = f;
                 let ns = time_batch(p.batch, &mut f);
-                p.samples.push(ns as f64 / p.batch as f64);
+                p.ns_per_call.push(ns as f64 / p.batch as f64);
             }
-            ctx.progress.fraction((r + 1) as f64 / rounds as f64);
+            ctx.progress.fraction((r + 1) as f64 / plan.samples as f64);
         }
         let switches = thread_usage().since(&before);
-        let ran_on = current_cpu();
+        Ok(Measured::Raw(Raw {
+            cpu,
+            ran_on: current_cpu(),
+            probes,
+            voluntary_switches: switches.voluntary_switches,
+            involuntary_switches: switches.involuntary_switches,
+            mitigations: mitigations(&Root::live()),
+        }))
+    }
 
-        let overhead = oslab_stats::median(&probes[0].samples).unwrap_or(0.0);
-        let correction = format!("empty-loop cost {overhead:.3} ns per iteration subtracted");
-        let mut measurements = Vec::new();
-        let mut medians = std::collections::BTreeMap::new();
-        let mut series = Vec::new();
-        for p in &probes {
-            let (samples, corr) = if p.name == "loop" {
-                (p.samples.clone(), None)
-            } else {
-                (subtract(&p.samples, overhead), Some(correction.clone()))
-            };
-            series.push(Series {
-                name: p.name.into(),
-                style: SeriesStyle::LinePoints,
-                points: samples
-                    .iter()
-                    .enumerate()
-                    .map(|(i, &y)| [i as f64, y])
-                    .collect(),
-            });
-            let m = measurement(p.name, p.description, "ns/call", samples, seed, corr);
-            medians.insert(p.name, m.summary.as_ref().map_or(0.0, |s| s.median));
-            measurements.push(m);
-        }
-        let calls: u64 = probes
+    fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+        judge(plan, raw, env.seed)
+    }
+}
+
+fn median(v: &[f64]) -> f64 {
+    oslab_stats::median(v).unwrap_or(f64::NAN)
+}
+
+fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
+    let probe = |name: &str| raw.probes.iter().find(|p| p.name == name);
+    let overhead = probe("loop").map_or(0.0, |p| median(&p.ns_per_call));
+    let correction = format!(
+        "loop cost {overhead:.3} ns per iteration subtracted (an indirect call, as every probe makes)"
+    );
+    let mut out = Output::default();
+    let mut series = Vec::new();
+    let mut corrected = std::collections::BTreeMap::new();
+    for (p, (_, description, _)) in raw.probes.iter().zip(PROBES) {
+        let (samples, corr) = if p.name == "loop" {
+            (p.ns_per_call.clone(), None)
+        } else {
+            (subtract(&p.ns_per_call, overhead), Some(correction.clone()))
+        };
+        series.push(Series {
+            name: p.name.clone(),
+            style: SeriesStyle::LinePoints,
+            points: samples
+                .iter()
+                .enumerate()
+                .map(|(i, &y)| [i as f64, y])
+                .collect(),
+        });
+        corrected.insert(p.name.clone(), median(&samples));
+        out.params
+            .insert(format!("batch_{}", p.name), serde_json::json!(p.batch));
+        out.measurements.push(measurement(
+            &p.name,
+            description,
+            "ns/call",
+            samples,
+            seed,
+            corr,
+        ));
+    }
+    out.params.insert("cpu".into(), serde_json::json!(raw.cpu));
+    let fig = |name: &str| corrected.get(name).copied().unwrap_or(f64::NAN);
+    let raw_median = |name: &str| probe(name).map_or(f64::NAN, |p| median(&p.ns_per_call));
+    let (gettid_ns, getppid_ns, vdso_ns) =
+        (fig("gettid"), fig("getppid"), fig("clock_gettime_vdso"));
+    let calls_of = |names: &[&str]| -> u64 {
+        raw.probes
             .iter()
-            .filter(|p| p.name == "gettid" || p.name == "getppid")
-            .map(|p| p.batch * rounds as u64)
-            .sum();
-        let all_calls: u64 = probes.iter().map(|p| p.batch * rounds as u64).sum();
-
-        let gettid_ns = medians["gettid"];
-        let vdso_ns = medians["clock_gettime_vdso"];
-        let mitig = mitigations(&Root::live());
-        let per_million = switches.voluntary_switches as f64 * 1e6 / all_calls.max(1) as f64;
-        let findings = vec![
-            finding(
-                "gettid_ns",
-                gettid_ns,
-                "ns",
-                "median cost of one gettid system call",
-            ),
-            finding(
-                "getppid_ns",
-                medians["getppid"],
-                "ns",
-                "median cost of one getppid system call",
-            ),
-            finding(
-                "vdso_clock_gettime_ns",
-                vdso_ns,
-                "ns",
-                "median cost of clock_gettime through the vDSO",
-            ),
-            finding(
-                "syscall_to_vdso_ratio",
-                if vdso_ns > 0.0 {
-                    gettid_ns / vdso_ns
-                } else {
-                    0.0
-                },
-                "x",
-                "how many vDSO clock reads cost as much as one kernel entry",
-            ),
-            finding(
-                "loop_overhead_ns",
-                overhead,
-                "ns",
-                "empty loop iteration, subtracted",
-            ),
-            finding(
-                "voluntary_switches",
-                switches.voluntary_switches as f64,
-                "switches",
-                format!("during {all_calls} timed calls ({per_million:.3} per million)"),
-            ),
-            finding(
-                "involuntary_switches",
-                switches.involuntary_switches as f64,
-                "switches",
-                "preemptions during the timed loop (timer tick, other tasks); not caused by the calls",
-            ),
-            finding(
-                "cpu",
-                f64::from(cpu),
-                "cpu",
-                match ran_on {
-                    Some(c) => format!("pinned; sched_getcpu after the loop: cpu{c}"),
-                    None => "pinned; sched_getcpu unavailable".into(),
-                },
-            ),
-        ];
-
-        let mode_switch = Claim {
-            id: "syscall-is-mode-switch".into(),
-            text: "A system call is a mode switch, not a context switch".into(),
-            source: "material 5 (seed 002)".into(),
-            expectation:
-                "no voluntary context switch from the calls: fewer than 1 per 100,000 calls".into(),
-            observed: format!(
-                "{} voluntary and {} involuntary switches during {} calls ({} of them system calls)",
-                switches.voluntary_switches, switches.involuntary_switches, all_calls, calls
-            ),
-            verdict: if switches.voluntary_switches * 100_000 <= all_calls {
-                Verdict::Holds
+            .filter(|p| names.contains(&p.name.as_str()))
+            .map(|p| p.batch * p.ns_per_call.len() as u64)
+            .sum()
+    };
+    let syscalls = calls_of(&["gettid", "getppid"]);
+    let all_calls = calls_of(&["loop", "gettid", "getppid", "clock_gettime_vdso"]);
+    let per_million = raw.voluntary_switches as f64 * 1e6 / all_calls.max(1) as f64;
+    out.findings = vec![
+        finding(
+            "gettid_ns",
+            gettid_ns,
+            "ns",
+            "median cost of one gettid system call",
+        ),
+        finding(
+            "getppid_ns",
+            getppid_ns,
+            "ns",
+            "median cost of one getppid system call",
+        ),
+        finding(
+            "vdso_clock_gettime_ns",
+            vdso_ns,
+            "ns",
+            "median cost of clock_gettime through the vDSO",
+        ),
+        finding(
+            "syscall_to_vdso_ratio",
+            if vdso_ns > 0.0 {
+                gettid_ns / vdso_ns
             } else {
-                Verdict::Differs
+                f64::NAN
             },
-            why: if switches.voluntary_switches * 100_000 <= all_calls {
+            "x",
+            "how many vDSO clock reads cost as much as one kernel entry",
+        ),
+        finding(
+            "loop_overhead_ns",
+            overhead,
+            "ns",
+            "loop iteration with its indirect call, subtracted",
+        ),
+        finding(
+            "gettid_uncorrected_ns",
+            raw_median("gettid"),
+            "ns",
+            "gettid with the loop included, as timed",
+        ),
+        finding(
+            "vdso_clock_gettime_uncorrected_ns",
+            raw_median("clock_gettime_vdso"),
+            "ns",
+            "clock_gettime with the loop included, as timed",
+        ),
+        finding(
+            "voluntary_switches",
+            raw.voluntary_switches as f64,
+            "switches",
+            format!("during {all_calls} timed calls ({per_million:.3} per million)"),
+        ),
+        finding(
+            "involuntary_switches",
+            raw.involuntary_switches as f64,
+            "switches",
+            "preemptions during the timed loop (timer tick, other tasks); not caused by the calls",
+        ),
+        finding(
+            "cpu",
+            f64::from(raw.cpu),
+            "cpu",
+            match raw.ran_on {
+                Some(c) => format!("pinned; sched_getcpu after the loop: cpu{c}"),
+                None => "pinned; sched_getcpu unavailable".into(),
+            },
+        ),
+    ];
+    let mode_switch = MODE_SWITCH.judge(
+        &[Condition::new(
+            "voluntary switches per million calls",
+            "",
+            Rule::AtMost(SWITCHES_PER_MILLION),
+            per_million,
+        )],
+        &format!(
+            "{} voluntary and {} involuntary switches during {all_calls} calls ({syscalls} of them system calls)",
+            raw.voluntary_switches, raw.involuntary_switches
+        ),
+        |o| {
+            if o.holds() {
                 "the thread's own switch counters did not move with the calls".into()
             } else {
                 "the thread blocked during the loop; something else (page faults, a signal, a debugger) made it sleep".into()
-            },
-        };
-        let in_range = (MATERIAL_LOW_NS..=MATERIAL_HIGH_NS).contains(&gettid_ns);
-        let cost = Claim {
-            id: "syscall-cost-tens-of-ns".into(),
-            text: "The cheapest system call (gettid) costs tens to about a hundred nanoseconds"
-                .into(),
-            source: "material 5 (seed 002, 2006-2013 Xeons)".into(),
-            expectation: format!("{MATERIAL_LOW_NS:.0}-{MATERIAL_HIGH_NS:.0} ns per call"),
-            observed: format!(
-                "gettid {gettid_ns:.1} ns, getppid {:.1} ns",
-                medians["getppid"]
-            ),
-            verdict: if in_range {
-                Verdict::Holds
-            } else {
-                Verdict::Differs
-            },
-            why: if in_range {
+            }
+        },
+    );
+    let cost = COST.judge(
+        &[Condition::new(
+            "gettid",
+            "ns",
+            Rule::Range(MATERIAL_LOW_NS, MATERIAL_HIGH_NS),
+            gettid_ns,
+        )],
+        &format!("getppid {getppid_ns:.1} ns"),
+        |o| {
+            if o.holds() {
                 "within the range the author measured".into()
-            } else if gettid_ns > MATERIAL_HIGH_NS && !mitig.is_empty() {
+            } else if gettid_ns > MATERIAL_HIGH_NS && !raw.mitigations.is_empty() {
                 format!(
                     "dearer than on the author's CPUs; kernel entry here pays for mitigations ({})",
-                    mitig.join("; ")
+                    raw.mitigations.join("; ")
                 )
+            } else if gettid_ns > MATERIAL_HIGH_NS {
+                "dearer than on the author's CPUs, with no mitigation reported: a slow or heavily shared CPU".into()
             } else {
-                "outside the range the author measured on older CPUs".into()
-            },
-        };
+                "cheaper than on the author's CPUs: a newer CPU enters the kernel faster".into()
+            }
+        },
+    );
+    out.claims = vec![mode_switch, cost];
+    out.notes.push(format!(
+        "pinned to cpu{}; {} interleaved rounds after {WARMUP_ROUNDS} warm-up rounds; batches of at least {} us",
+        raw.cpu,
+        plan.samples,
+        MIN_BATCH_NS / 1000
+    ));
+    if !raw.mitigations.is_empty() {
+        out.notes.push(format!(
+            "CPU vulnerability mitigations in force: {}",
+            raw.mitigations.join("; ")
+        ));
+    }
+    out.plots.push(Plot {
+        id: "rounds".into(),
+        title: "Cost per call, round by round".into(),
+        x: Axis::new("round", "", Scale::Linear),
+        y: Axis::new("time per call", "ns", Scale::Linear),
+        series,
+        markers: vec![],
+        x_labels: vec![],
+    });
+    out
+}
 
-        let mut notes = vec![format!(
-            "pinned to cpu{cpu}; {rounds} interleaved rounds after {WARMUP_ROUNDS} warm-up rounds; batches of at least {} us",
-            MIN_BATCH_NS / 1000
-        )];
-        if !mitig.is_empty() {
-            notes.push(format!(
-                "CPU vulnerability mitigations in force: {}",
-                mitig.join("; ")
-            ));
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_model::Verdict;
+
+    /// A synthetic run: the loop costs 1 ns, gettid `gettid_ns` more.
+    fn raw(gettid_ns: f64, voluntary: u64, mitigations: &[&str]) -> Raw {
+        let probe = |name: &str, ns: f64| ProbeRaw {
+            name: name.into(),
+            batch: 1000,
+            ns_per_call: vec![ns; 5],
+        };
+        Raw {
+            cpu: 0,
+            ran_on: Some(0),
+            probes: vec![
+                probe("loop", 1.0),
+                probe("gettid", gettid_ns + 1.0),
+                probe("getppid", gettid_ns + 2.0),
+                probe("clock_gettime_vdso", 21.0),
+            ],
+            voluntary_switches: voluntary,
+            involuntary_switches: 3,
+            mitigations: mitigations.iter().map(|m| m.to_string()).collect(),
         }
-        Ok(Outcome::Completed(Output {
-            measurements,
-            findings,
-            claims: vec![mode_switch, cost],
-            plots: vec![Plot {
-                id: "rounds".into(),
-                title: "Cost per call, round by round".into(),
-                x: Axis::new("round", "", Scale::Linear),
-                y: Axis::new("time per call", "ns", Scale::Linear),
-                series,
-                markers: vec![],
-                x_labels: vec![],
-            }],
-            notes,
-            ..Default::default()
-        }))
+    }
+
+    fn verdicts(r: &Raw) -> (Verdict, Verdict, String) {
+        let out = judge(&Plan { samples: 5 }, r, 1);
+        (
+            out.claims[0].verdict,
+            out.claims[1].verdict,
+            out.claims[1].why.clone(),
+        )
+    }
+
+    #[test]
+    fn every_verdict_of_both_claims() {
+        // 20,000 calls: one switch is 50 per million, none is 0
+        assert_eq!(verdicts(&raw(50.0, 0, &[])).0, Verdict::Holds);
+        assert_eq!(verdicts(&raw(50.0, 1, &[])).0, Verdict::Differs);
+        let (_, cost, _) = verdicts(&raw(50.0, 0, &[]));
+        assert_eq!(cost, Verdict::Holds);
+        let (_, cost, why) = verdicts(&raw(400.0, 0, &["spectre_v2: Mitigation: Retpolines"]));
+        assert_eq!(cost, Verdict::Differs);
+        assert!(why.contains("Retpolines"), "{why}");
+        let (_, _, why) = verdicts(&raw(400.0, 0, &[]));
+        assert!(why.contains("no mitigation"), "{why}");
+        let (_, cost, why) = verdicts(&raw(5.0, 0, &[]));
+        assert_eq!(cost, Verdict::Differs);
+        assert!(why.contains("cheaper"), "{why}");
+    }
+
+    #[test]
+    fn the_loop_is_subtracted_and_reported_beside() {
+        let out = judge(&Plan { samples: 5 }, &raw(50.0, 0, &[]), 1);
+        let f = |n: &str| out.findings.iter().find(|f| f.name == n).unwrap().value;
+        assert_eq!(f("gettid_ns"), 50.0);
+        assert_eq!(f("gettid_uncorrected_ns"), 51.0);
+        assert_eq!(f("loop_overhead_ns"), 1.0);
+        assert_eq!(out.params["batch_gettid"], 1000);
     }
 }

@@ -497,6 +497,7 @@ impl Experiment for IoRead {
             plots,
             notes,
             system,
+            ..Default::default()
         }))
     }
 }

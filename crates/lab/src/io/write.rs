@@ -488,6 +488,7 @@ impl Experiment for IoWrite {
             plots,
             notes,
             system,
+            ..Default::default()
         }))
     }
 }

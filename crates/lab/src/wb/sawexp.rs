@@ -260,7 +260,7 @@ pub fn compare(
         ),
         verdict,
         why: match verdict {
-            Verdict::NotTestable => "fewer than two flushes in the run: run longer (full mode)".into(),
+            Verdict::NotTestable | Verdict::NotJudged => "fewer than two flushes in the run: run longer (full mode)".into(),
             Verdict::Holds => "the kernel flushed where its rules say".into(),
             Verdict::Differs => "the measured sawtooth is off the prediction by more than 10 %; other dirtiers, or a device slower than the chunk assumes".into(),
         },

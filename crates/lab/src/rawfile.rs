@@ -1,0 +1,87 @@
+//! A run's raw data on disk (`oslab run --save-raw DIR`), and judging it again
+//! (`oslab judge FILE`): the plan, every raw sample and fact, and the environment
+//! the run saw. JSON, gzip-compressed when large.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use oslab_model::{Environment, Mode};
+use serde::{Deserialize, Serialize};
+
+use crate::shape::Recorded;
+
+/// The layout version of a raw file.
+pub const RAW_VERSION: u32 = 1;
+/// Files above this many bytes of JSON are compressed.
+const COMPRESS_ABOVE: usize = 256 << 10;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RawFile {
+    pub oslab_raw: u32,
+    pub oslab_version: String,
+    pub experiment: String,
+    pub mode: Mode,
+    pub started_unix_s: f64,
+    pub duration_s: f64,
+    pub environment: Environment,
+    /// Why the experiment measured nothing, when it was skipped.
+    pub skipped: Option<String>,
+    pub recorded: Recorded,
+}
+
+impl RawFile {
+    /// The file name in a `--save-raw` folder: the experiment and when it started.
+    pub fn file_name(&self) -> String {
+        let stamp = oslab_sys::clock::rfc3339_utc(self.started_unix_s)
+            .replace([':', '-'], "")
+            .replace('.', "");
+        format!("{}-{stamp}.raw.json", self.experiment)
+    }
+
+    /// Writes the file into `dir`; `.gz` is added when it is compressed.
+    pub fn write_into(&self, dir: &Path) -> std::io::Result<PathBuf> {
+        let json = serde_json::to_vec(self).map_err(std::io::Error::other)?;
+        let mut path = dir.join(self.file_name());
+        let bytes = if json.len() > COMPRESS_ABOVE {
+            path.set_extension("json.gz");
+            let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            gz.write_all(&json)?;
+            gz.finish()?
+        } else {
+            json
+        };
+        let tmp = path.with_extension("tmp");
+        std::fs::write(&tmp, bytes)?;
+        std::fs::rename(&tmp, &path)?;
+        Ok(path)
+    }
+
+    /// Reads a raw file, compressed or not; one sentence when it is not one.
+    pub fn read(path: &Path) -> Result<RawFile, String> {
+        let bytes =
+            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let json = if bytes.starts_with(&[0x1f, 0x8b]) {
+            let mut out = Vec::new();
+            flate2::read::GzDecoder::new(&bytes[..])
+                .read_to_end(&mut out)
+                .map_err(|e| format!("{} is not a readable gzip file: {e}", path.display()))?;
+            out
+        } else {
+            bytes
+        };
+        let f: RawFile = serde_json::from_slice(&json).map_err(|e| {
+            format!(
+                "{} is not an oslab raw file (oslab run --save-raw writes them): {e}",
+                path.display()
+            )
+        })?;
+        if f.oslab_raw > RAW_VERSION {
+            return Err(format!(
+                "{} was written by a newer oslab (raw layout {}; this one reads up to {RAW_VERSION})",
+                path.display(),
+                f.oslab_raw
+            ));
+        }
+        Ok(f)
+    }
+}

@@ -1,0 +1,58 @@
+//! Every experiment's settings are declared once and read where they are declared:
+//! planning an experiment (pure: no measuring) in quick and in full mode reads
+//! exactly the settings it declares.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use oslab_lab::{Registry, RunConfig};
+use oslab_model::Mode;
+use oslab_sys::fsread::Root;
+use oslab_sys::machine::{self, LiveProbes};
+
+fn machine() -> machine::MachineInfo {
+    let root =
+        Root::at(Path::new(env!("CARGO_MANIFEST_DIR")).join("../sys/tests/fixtures/kvm-xeon-2cpu"));
+    machine::collect(
+        &root,
+        &LiveProbes {
+            cpuid_hypervisor: None,
+            is_root: true,
+            scratch_dir: "/tmp".into(),
+            scratch_dev: None,
+            scratch_free_bytes: Some(1 << 40),
+            page_bytes: 4096,
+        },
+    )
+}
+
+fn config(mode: Mode) -> RunConfig {
+    RunConfig {
+        mode,
+        repeat: None,
+        seed: 1,
+        scratch_dir: "/tmp".into(),
+        sets: Default::default(),
+    }
+}
+
+#[test]
+fn every_declared_setting_is_read_and_nothing_else() {
+    let m = machine();
+    let reg = Registry::default();
+    for e in reg.all() {
+        let Some(s) = e.shaped() else { continue };
+        let declared: BTreeSet<&str> = e.settings().iter().map(|s| s.name()).collect();
+        assert_eq!(
+            declared.len(),
+            e.settings().len(),
+            "{}: a setting is declared twice",
+            e.meta().id
+        );
+        let mut read = BTreeSet::new();
+        for mode in [Mode::Quick, Mode::Full] {
+            read.extend(s.settings_read(&config(mode), &m));
+        }
+        assert_eq!(read, declared, "{}: settings read vs declared", e.meta().id);
+    }
+}
