@@ -68,7 +68,9 @@ impl Rule {
 /// A number with its unit, as claims print it: enough digits to see the
 /// difference a rule draws, no more.
 pub fn figure(v: f64, unit: &str) -> String {
+    let whole = v.fract() == 0.0 && v.abs() < 1e15;
     let digits = match v.abs() {
+        _ if whole => 0,
         a if a == 0.0 || a >= 100.0 => 0,
         a if a >= 10.0 => 1,
         a if a >= 1.0 => 2,
@@ -297,9 +299,9 @@ mod tests {
         });
         assert_eq!(
             claim.expectation,
-            "gettid between 10.0 ns and 150 ns, and ratio at least 1.50x"
+            "gettid between 10 ns and 150 ns, and ratio at least 1.50x"
         );
-        assert_eq!(claim.observed, "gettid 80.0 ns, ratio 1.20x");
+        assert_eq!(claim.observed, "gettid 80 ns, ratio 1.20x");
         assert_eq!(claim.verdict, Verdict::Differs);
         assert_eq!(claim.why, "second failed");
     }
@@ -347,5 +349,7 @@ mod tests {
         );
         assert_eq!(figure(0.1234, "ms"), "0.123 ms");
         assert_eq!(figure(1234.0, "%"), "1234 %");
+        assert_eq!(figure(5.0, ""), "5", "counts print whole");
+        assert_eq!(figure(1.5, "x"), "1.50x");
     }
 }

@@ -19,10 +19,13 @@ pub mod runner;
 pub mod sampler;
 pub mod sched;
 pub mod scratch;
-pub mod settings;
 pub mod shape;
 pub mod simrun;
 pub mod wb;
+
+/// Typed settings (`Setting<Bytes>`, ...), in their own crate so the simulator
+/// declares its keys the same way; every `crate::settings::...` path still works.
+pub use oslab_settings as settings;
 
 pub use experiment::{
     Context, Experiment, LabError, Meta, Needs, NoProgress, Outcome, Output, Progress, RunConfig,

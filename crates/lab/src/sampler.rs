@@ -55,6 +55,17 @@ impl Sampler {
         }
     }
 
+    /// Stops sampling and returns the snapshots themselves, the raw counters an
+    /// experiment in the one shape keeps in its raw data; [`records`] derives the
+    /// sar records from them when judging.
+    pub fn stop_snapshots(mut self) -> Vec<Snapshot> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.handle
+            .take()
+            .and_then(|h| h.join().ok())
+            .unwrap_or_default()
+    }
+
     /// Stops sampling and returns one record per interval.
     pub fn stop(mut self) -> Vec<SarRecord> {
         self.stop.store(true, Ordering::Relaxed);

@@ -8,12 +8,16 @@
 
 mod claim;
 pub mod compare;
+pub mod machine;
 mod plot;
 mod result;
+pub mod system;
 
 pub use claim::{Claim, Verdict};
+pub use machine::MachineInfo;
 pub use plot::{Axis, Marker, Plot, Scale, Series, SeriesStyle};
 pub use result::{
     Environment, ExperimentResult, Finding, LoadRecord, Measurement, Mode, Params, ResultSet,
     SCHEMA_VERSION, Status,
 };
+pub use system::SarRecord;

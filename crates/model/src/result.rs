@@ -1,11 +1,12 @@
 use std::collections::BTreeMap;
 
 use oslab_stats::Summary;
-use oslab_sys::machine::MachineInfo;
 use serde::{Deserialize, Serialize};
 
 use crate::claim::Claim;
+use crate::machine::MachineInfo;
 use crate::plot::Plot;
+use crate::system::SarRecord;
 
 /// Version of the JSON layout; bumped on any incompatible change.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -113,7 +114,7 @@ pub struct ExperimentResult {
     pub notes: Vec<String>,
     /// System statistics sampled during the run (sar fields), for I/O experiments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub system: Vec<oslab_sys::sar::SarRecord>,
+    pub system: Vec<SarRecord>,
 }
 
 impl ExperimentResult {

@@ -386,8 +386,8 @@ pub struct TestbedUpArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum SimCommand {
-    /// List the built-in scenarios
-    List,
+    /// List the built-in scenarios, or with --settings what `--set` can change
+    List(SimListArgs),
     /// Run a scenario (a built-in name or a TOML file) under one or more policies
     Run(SimRunArgs),
     /// Run a scenario for many values of one setting, on all CPUs
@@ -397,6 +397,14 @@ pub enum SimCommand {
     Validate(SimOutArgs),
     /// Measure the simulator's own speed
     Bench,
+}
+
+#[derive(Debug, Args)]
+pub struct SimListArgs {
+    /// List the settings `oslab sim run|sweep --set KEY=VALUE` can change: kind,
+    /// default, range and the scenario field each sets
+    #[arg(long)]
+    pub settings: bool,
 }
 
 #[derive(Debug, Args)]
@@ -423,7 +431,8 @@ pub struct SimRunArgs {
     /// Policies to compare (repeatable): vanilla, wcall, wcall-fair [default: all three]
     #[arg(long = "policy", value_name = "POLICY")]
     pub policies: Vec<String>,
-    /// Change a setting, e.g. --set bandwidth=20MiB/s (repeatable)
+    /// Change a setting, e.g. --set bandwidth=20MiB/s (repeatable; see `oslab sim
+    /// list --settings`)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
     #[command(flatten)]

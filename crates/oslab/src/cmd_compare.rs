@@ -1,11 +1,15 @@
 //! `oslab compare`
 
-use oslab_model::compare::{compare, side};
+use oslab_model::compare::{Comparison, compare, side};
+use oslab_report::exporter::Stage;
+use oslab_report::html::Html;
+use oslab_report::json::Json;
+use oslab_report::terminal::Terminal;
 
 use crate::CmdResult;
 use crate::cli::CompareArgs;
 use crate::failure::Failure;
-use crate::output::{check_file_target, print, write_file};
+use crate::output::{Destination, Output, check_file_target, write_all};
 use crate::sources::{LazyStore, Loaded, load};
 
 fn by_machine(store: &mut LazyStore, name: &str) -> Result<Loaded, Failure> {
@@ -63,17 +67,18 @@ pub fn run(a: CompareArgs) -> CmdResult {
         &y.results,
         a.seed,
     );
+    let mut outputs: Vec<Output<Comparison>> = Vec::new();
     if let Some(p) = &a.html {
-        write_file(p, oslab_report::compare::html(&c).as_bytes())?;
+        outputs.push(Output::new(Html, Destination::file(p)));
     }
-    let json = serde_json::to_string_pretty(&c).expect("plain data") + "\n";
     match &a.json {
-        Some(_) if json_stdout => print(&json),
-        Some(p) => {
-            write_file(p, json.as_bytes())?;
-            print(&oslab_report::compare::text(&c));
-        }
-        None => print(&oslab_report::compare::text(&c)),
+        Some(_) if json_stdout => outputs.push(Output::new(Json, Destination::Stdout)),
+        Some(p) => outputs.push(Output::new(Json, Destination::file(p))),
+        None => {}
     }
+    if !json_stdout {
+        outputs.push(Output::new(Terminal, Destination::Stdout));
+    }
+    write_all(&mut outputs, &c, Stage::Done)?;
     Ok(0)
 }

@@ -1,7 +1,7 @@
-//! `oslab dirty explain` (and, later, `advise`).
+//! `oslab dirty explain` and `oslab dirty advise` (the text: `oslab_report::dirty`).
 
-use oslab_lab::wb::explain::{Explanation, bytes, explain};
-use oslab_report::table::simple;
+use oslab_lab::wb::explain::explain;
+use oslab_report::dirty::{Advised, Explained};
 
 use crate::CmdResult;
 use crate::cli::{AdviseArgs, DirtyCommand, ExplainArgs};
@@ -16,118 +16,22 @@ pub fn run(c: DirtyCommand) -> CmdResult {
     }
 }
 
-fn pct(part: u64, whole: u64) -> String {
-    format!("{:.2} %", part as f64 * 100.0 / whole.max(1) as f64)
-}
-
-fn render(e: &Explanation) -> String {
-    let page = e.inputs.page_bytes;
-    let total_pages = e.total_memory_bytes / page;
-    let d = e.limits.dirtyable_pages;
-    let mut out = String::new();
-    out.push_str(&format!(
-        "Dirtyable memory: {} = free {} - reserve {} + file pages {} (active {} + inactive {})\n",
-        bytes(e, d),
-        bytes(e, e.inputs.free_pages),
-        bytes(e, e.inputs.totalreserve_pages.min(e.inputs.free_pages)),
-        bytes(e, e.inputs.active_file_pages + e.inputs.inactive_file_pages),
-        bytes(e, e.inputs.active_file_pages),
-        bytes(e, e.inputs.inactive_file_pages)
-    ));
-    out.push_str(&format!(
-        "Settings: dirty_ratio {} %, dirty_bytes {}, dirty_background_ratio {} %, dirty_background_bytes {}\n\n",
-        e.inputs.dirty_ratio, e.inputs.dirty_bytes, e.inputs.dirty_background_ratio, e.inputs.dirty_background_bytes
-    ));
-    let row = |name: &str, pages: u64| {
-        vec![
-            name.to_string(),
-            bytes(e, pages),
-            pages.to_string(),
-            pct(pages, total_pages),
-            pct(pages, d),
-        ]
-    };
-    let l = &e.limits;
-    let rows = vec![
-        row("background (normal task)", l.normal.bg_thresh),
-        row("free-run ceiling (normal)", l.normal.freerun),
-        row("hard limit (normal task)", l.normal.thresh),
-        row("background (real-time task)", l.realtime.bg_thresh),
-        row("free-run ceiling (real-time)", l.realtime.freerun),
-        row("hard limit (real-time task)", l.realtime.thresh),
-    ];
-    out.push_str(&simple(
-        &["limit", "size", "pages", "of total", "of dirtyable"],
-        &rows,
-        &[1, 2, 3, 4],
-    ));
-    out.push('\n');
-    let src = |b: bool| if b { "from *_bytes" } else { "from *_ratio" };
-    out.push_str(&format!(
-        "hard limit {}, background {}{}\n",
-        src(l.thresh_from_bytes),
-        src(l.bg_from_bytes),
-        if l.bg_halved {
-            "; background was not below the hard limit and was halved"
-        } else {
-            ""
-        }
-    ));
-    match (e.kernel_thresh, e.kernel_bg_thresh) {
-        (Some(kt), Some(kb)) => out.push_str(&format!(
-            "kernel's own figures (/proc/vmstat): hard {kt} pages (ours {:+}, {:+.3} %), background {kb} pages (ours {:+}, {:+.3} %)\n",
-            l.normal.thresh as i64 - kt as i64,
-            (l.normal.thresh as f64 - kt as f64) * 100.0 / kt.max(1) as f64,
-            l.normal.bg_thresh as i64 - kb as i64,
-            (l.normal.bg_thresh as f64 - kb as f64) * 100.0 / kb.max(1) as f64,
-        )),
-        _ => out.push_str("kernel's own figures: not in /proc/vmstat on this kernel\n"),
-    }
-    out.push_str(
-        "real-time tasks: both limits + 1/4 + 1/32 of the hard limit (every RT priority alike)\n",
-    );
-    let f = &e.flusher;
-    out.push_str(&format!(
-        "\nPeriodic flusher: {}; pages older than {:.1} s are written{}\n",
-        if f.writeback_centisecs == 0 {
-            "off (dirty_writeback_centisecs = 0)".to_string()
-        } else {
-            format!(
-                "wakes {:.1} s after its previous run ended",
-                f.writeback_centisecs as f64 / 100.0
-            )
-        },
-        f.expire_centisecs as f64 / 100.0,
-        if f.writeback_centisecs == 0 {
-            " only by background or explicit flushes".to_string()
-        } else {
-            format!(
-                ", so a page waits at most about {:.1} s",
-                (f.expire_centisecs + f.writeback_centisecs) as f64 / 100.0
-            )
-        }
-    ));
-    out.push_str("\nRules from the material (section 4)\n");
-    for c in &e.rules {
-        out.push_str(&format!(
-            "  [{}] {}\n      expected: {}\n      observed: {}\n      why: {}\n",
-            c.verdict.label().to_uppercase(),
-            c.text,
-            c.expectation,
-            c.observed,
-            c.why
-        ));
-    }
-    out
-}
-
 fn run_explain(a: ExplainArgs) -> CmdResult {
     let scratch = scratch_base(a.scratch.as_deref())?;
     let e = explain(!a.no_live, &scratch).map_err(|e| Failure::runtime(e.to_string()))?;
     if a.json {
         print(&(serde_json::to_string_pretty(&e).expect("serialises") + "\n"));
     } else {
-        print(&render(&e));
+        print(&oslab_report::dirty::explain(&Explained {
+            inputs: &e.inputs,
+            total_memory_bytes: e.total_memory_bytes,
+            limits: &e.limits,
+            kernel_thresh: e.kernel_thresh,
+            kernel_bg_thresh: e.kernel_bg_thresh,
+            writeback_centisecs: e.flusher.writeback_centisecs,
+            expire_centisecs: e.flusher.expire_centisecs,
+            rules: &e.rules,
+        }));
     }
     Ok(0)
 }
@@ -240,25 +144,17 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
     if a.json {
         print(&(serde_json::to_string_pretty(&advice).expect("serialises") + "\n"));
     } else {
-        let mib = |b: f64| b / (1u64 << 20) as f64;
-        let mut out = format!(
-            "device writes {:.1} MiB/s ({device_src}); workload dirties {:.2} MiB/s ({rate_src}); target wait {} s\n\n",
-            mib(device_bw),
-            mib(rate),
-            a.target_latency
-        );
-        for r in &advice.reasons {
-            out.push_str(&format!("  - {r}\n"));
-        }
-        out.push_str(&format!("\npredicted: {}\n", advice.prediction));
-        for w in &advice.warnings {
-            out.push_str(&format!("warning: {w}\n"));
-        }
-        out.push_str("\nto apply (as root):\n");
-        for (k, v) in advice.sysctl_lines() {
-            out.push_str(&format!("  sysctl -w {k}={v}\n"));
-        }
-        print(&out);
+        print(&oslab_report::dirty::advice(&Advised {
+            device_bytes_s: device_bw,
+            device_source: &device_src,
+            dirty_rate_bytes_s: rate,
+            rate_source: &rate_src,
+            target_latency_s: a.target_latency,
+            reasons: &advice.reasons,
+            prediction: &advice.prediction,
+            warnings: &advice.warnings,
+            sysctl_lines: &advice.sysctl_lines(),
+        }));
     }
     if a.apply {
         if !oslab_sys::process::is_root() {

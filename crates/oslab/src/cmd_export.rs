@@ -1,14 +1,16 @@
 //! `oslab export`
 
 use oslab_report::csv_out::CsvTable;
-use oslab_report::export::RunColumns;
+use oslab_report::export::{RunColumns, Stored, StoredRun};
+use oslab_report::exporter::Stage;
+use oslab_report::json::Json;
 use oslab_store::RunFilter;
 
 use crate::CmdResult;
 use crate::cli::{ExportArgs, ExportFormat, ExportTable};
 use crate::db;
 use crate::failure::Failure;
-use crate::output::{check_file_target, print, write_file};
+use crate::output::{Destination, Output, check_file_target};
 
 pub fn run(a: ExportArgs) -> CmdResult {
     if let Some(p) = &a.output {
@@ -31,50 +33,38 @@ pub fn run(a: ExportArgs) -> CmdResult {
             )));
         }
     }
-    let bytes = match a.format {
-        ExportFormat::Json => {
-            let runs: Vec<serde_json::Value> = runs
-                .into_iter()
-                .map(|(row, results)| {
-                    let mut v = serde_json::to_value(&row).expect("plain data");
-                    v["results"] = serde_json::to_value(&results).expect("plain data");
-                    v
-                })
-                .collect();
-            let doc = serde_json::json!({
-                "schema_version": oslab_model::SCHEMA_VERSION,
-                "database": store.path().display().to_string(),
-                "runs": runs,
-            });
-            (serde_json::to_string_pretty(&doc).expect("plain data") + "\n").into_bytes()
-        }
-        ExportFormat::Csv => {
-            let table = match a.table {
+    let stored = Stored {
+        database: store.path().display().to_string(),
+        runs: runs
+            .into_iter()
+            .map(|(row, results)| StoredRun {
+                row: serde_json::to_value(&row).expect("plain data"),
+                columns: RunColumns {
+                    run_id: row.id,
+                    machine: row.meta.machine,
+                    kernel: row.meta.kernel,
+                    label: row.meta.label,
+                },
+                results,
+            })
+            .collect(),
+    };
+    let to = match &a.output {
+        Some(p) => Destination::file(p),
+        None => Destination::Stdout,
+    };
+    let mut out: Output<Stored> = match a.format {
+        ExportFormat::Json => Output::new(Json, to),
+        ExportFormat::Csv => Output::new(
+            match a.table {
                 ExportTable::Samples => CsvTable::Samples,
                 ExportTable::Summary => CsvTable::Summary,
                 ExportTable::Findings => CsvTable::Findings,
                 ExportTable::Claims => CsvTable::Claims,
-            };
-            let runs: Vec<(RunColumns, Vec<oslab_model::ExperimentResult>)> = runs
-                .into_iter()
-                .map(|(row, results)| {
-                    (
-                        RunColumns {
-                            run_id: row.id,
-                            machine: row.meta.machine,
-                            kernel: row.meta.kernel,
-                            label: row.meta.label,
-                        },
-                        results,
-                    )
-                })
-                .collect();
-            oslab_report::export::csv(table, &runs)
-        }
+            },
+            to,
+        ),
     };
-    match &a.output {
-        Some(p) => write_file(p, &bytes)?,
-        None => print(&String::from_utf8_lossy(&bytes)),
-    }
+    out.write(&stored, Stage::Done)?;
     Ok(0)
 }

@@ -4,7 +4,8 @@ use oslab_lab::{Registry, rawfile::RawFile, runner};
 
 use crate::CmdResult;
 use crate::cli::JudgeArgs;
-use crate::cmd_run::{DbTarget, Outputs, Recorder, check_targets, deliver};
+use crate::cmd_run::{Outputs, check_targets, deliver, exporters};
+use crate::db::DbTarget;
 use crate::failure::Failure;
 
 pub fn run(a: JudgeArgs) -> CmdResult {
@@ -42,5 +43,5 @@ pub fn run(a: JudgeArgs) -> CmdResult {
         result: runner::judge_file(exp, &f),
         raw: None,
     });
-    deliver(runs, json, &outputs, Recorder::off())
+    deliver(runs, None, exporters(&outputs, json, None))
 }

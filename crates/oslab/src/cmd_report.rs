@@ -1,8 +1,13 @@
 //! `oslab report`
 
+use oslab_lab::runner;
+use oslab_report::exporter::{Results, Stage};
+use oslab_report::html::Html;
+use oslab_report::terminal::Terminal;
+
 use crate::CmdResult;
 use crate::cli::ReportArgs;
-use crate::output::{check_file_target, print, write_file};
+use crate::output::{Destination, Output, check_file_target, write_all};
 use crate::sources::{LazyStore, load};
 
 pub fn run(a: ReportArgs) -> CmdResult {
@@ -17,27 +22,23 @@ pub fn run(a: ReportArgs) -> CmdResult {
         labels.push(l.label);
         results.extend(l.results);
     }
-    match &a.html {
-        Some(p) => {
-            let page = oslab_report::html::report(&results, &labels.join(", "));
-            write_file(p, page.as_bytes())?;
-            eprintln!(
-                "oslab: wrote {} ({} experiment(s))",
-                p.display(),
-                results.len()
-            );
-        }
-        None => {
-            for r in &results {
-                print(&oslab_report::table::render_result(r));
-                print("\n");
-            }
-            if results.iter().any(|r| !r.claims.is_empty()) {
-                print("Claims\n");
-                print(&oslab_report::table::render_verdicts(&results));
-                print("\n");
-            }
-        }
+    let mut outputs = vec![match &a.html {
+        Some(p) => Output::new(Html, Destination::file(p)),
+        None => Output::new(Terminal, Destination::Stdout),
+    }];
+    let n = results.len();
+    let mut doc = Results {
+        all: Vec::with_capacity(n),
+        source: labels.join(", "),
+        oslab_version: runner::OSLAB_VERSION.to_string(),
+    };
+    for r in results {
+        doc.all.push(r);
+        write_all(&mut outputs, &doc, Stage::Added)?;
+    }
+    write_all(&mut outputs, &doc, Stage::Done)?;
+    if let Some(p) = &a.html {
+        eprintln!("oslab: wrote {} ({n} experiment(s))", p.display());
     }
     Ok(0)
 }

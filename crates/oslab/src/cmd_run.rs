@@ -1,17 +1,26 @@
 //! `oslab run`
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use oslab_lab::{Registry, RunConfig, runner};
-use oslab_model::{ExperimentResult, Mode, ResultSet, SCHEMA_VERSION, Status};
+use oslab_model::{ExperimentResult, Mode, Status};
+use oslab_report::csv_out::Csv;
+use oslab_report::exporter::{Results, Stage};
+use oslab_report::html::Html;
+use oslab_report::json::Json;
+use oslab_report::svg::Svg;
+use oslab_report::terminal::Terminal;
 use oslab_sys::fsread::Root;
 use oslab_sys::machine::{self, LiveProbes};
 
 use crate::CmdResult;
 use crate::cli::RunArgs;
 use crate::cmd_info::scratch_base;
+use crate::db::{Database, DbTarget};
 use crate::failure::{EXIT_PRIVILEGE, EXIT_RUNTIME, Failure};
-use crate::output::{check_dir_target, check_file_target, make_dir, print, write_file};
+use crate::output::{
+    Destination, Output, check_dir_target, check_file_target, make_dir, write_all,
+};
 use crate::progress::Bar;
 
 pub enum JsonTarget {
@@ -19,49 +28,8 @@ pub enum JsonTarget {
     File(PathBuf),
 }
 
-fn write_outputs(
-    results: &[ExperimentResult],
-    json: Option<&JsonTarget>,
-    outputs: &Outputs,
-) -> Result<(), Failure> {
-    if let Some(JsonTarget::File(path)) = json {
-        write_file(
-            path,
-            oslab_report::json::to_json(&result_set(results)).as_bytes(),
-        )?;
-    }
-    if let Some(path) = &outputs.html {
-        let page = oslab_report::html::report(results, &command_line());
-        write_file(path, page.as_bytes())?;
-    }
-    let (csv, plots) = (outputs.csv.as_ref(), outputs.plots.as_ref());
-    if let Some(r) = results.last() {
-        if let Some(dir) = csv {
-            for (name, bytes) in oslab_report::csv_out::files(r) {
-                write_file(&dir.join(name), &bytes)?;
-            }
-        }
-        if let Some(dir) = plots {
-            for p in &r.plots {
-                let name = format!("{}-{}.svg", r.experiment, p.id);
-                write_file(&dir.join(name), oslab_report::svg::render(p).as_bytes())?;
-            }
-        }
-    }
-    Ok(())
-}
-
 fn command_line() -> String {
     std::env::args().collect::<Vec<_>>().join(" ")
-}
-
-fn result_set(results: &[ExperimentResult]) -> ResultSet {
-    ResultSet {
-        schema_version: SCHEMA_VERSION,
-        oslab_version: runner::OSLAB_VERSION.to_string(),
-        command: command_line(),
-        results: results.to_vec(),
-    }
 }
 
 /// Parses each `--set` once against the declaration of every selected experiment
@@ -107,15 +75,6 @@ pub fn check_sets(
         }
     }
     Ok(out)
-}
-
-/// Whether and where results are kept in the database.
-pub enum DbTarget {
-    Off,
-    /// Named with --db: a database that cannot be used stops the run before it starts.
-    Chosen(PathBuf),
-    /// The default: a database that cannot be used is reported and the run goes on.
-    Default(PathBuf),
 }
 
 /// Where results go.
@@ -177,7 +136,12 @@ pub fn execute(
 ) -> CmdResult {
     let json = check_targets(outputs)?;
     let machine = machine::collect(&Root::live(), &LiveProbes::live(&cfg.scratch_dir));
-    let record = Recorder::start(&outputs.db, &machine, outputs.label.clone())?;
+    let db = Database::open(
+        &outputs.db,
+        &machine,
+        &command_line(),
+        outputs.label.clone(),
+    )?;
     let n = experiments.len();
     let runs = experiments.iter().enumerate().map(|(i, exp)| {
         let bar = Bar::new(exp.meta().id, i + 1, n);
@@ -185,7 +149,42 @@ pub fn execute(
         bar.finish();
         ran
     });
-    deliver(runs, json, outputs, record)
+    deliver(
+        runs,
+        outputs.save_raw.as_deref(),
+        exporters(outputs, json, db),
+    )
+}
+
+/// The exporters a run's flags choose, in the order they write: the database, the
+/// tables (unless the JSON goes to standard output), JSON, HTML, CSV, SVG plots.
+pub fn exporters(
+    outputs: &Outputs,
+    json: Option<JsonTarget>,
+    db: Option<Database>,
+) -> Vec<Output<Results>> {
+    let mut out = Vec::new();
+    if let Some(db) = db {
+        out.push(Output::new(db, Destination::Kept));
+    }
+    if !matches!(json, Some(JsonTarget::Stdout)) {
+        out.push(Output::new(Terminal, Destination::Stdout));
+    }
+    match json {
+        Some(JsonTarget::Stdout) => out.push(Output::new(Json, Destination::Stdout)),
+        Some(JsonTarget::File(p)) => out.push(Output::new(Json, Destination::file_per_result(&p))),
+        None => {}
+    }
+    if let Some(p) = &outputs.html {
+        out.push(Output::new(Html, Destination::file_per_result(p)));
+    }
+    if let Some(d) = &outputs.csv {
+        out.push(Output::new(Csv, Destination::Folder(d.clone())));
+    }
+    if let Some(d) = &outputs.plots {
+        out.push(Output::new(Svg, Destination::Folder(d.clone())));
+    }
+    out
 }
 
 /// Checks every output target before anything runs or is made; the JSON target.
@@ -219,52 +218,36 @@ pub fn check_targets(outputs: &Outputs) -> Result<Option<JsonTarget>, Failure> {
     Ok(json)
 }
 
-/// Prints, keeps and writes results as they come; the exit code.
+/// Hands results to every output as they come (and keeps each one's raw data with
+/// `--save-raw`); the exit code.
 pub fn deliver(
     runs: impl Iterator<Item = runner::Ran>,
-    json: Option<JsonTarget>,
-    outputs: &Outputs,
-    mut record: Recorder,
+    save_raw: Option<&Path>,
+    mut outputs: Vec<Output<Results>>,
 ) -> CmdResult {
-    let tables = !matches!(json, Some(JsonTarget::Stdout));
-    let mut results: Vec<ExperimentResult> = Vec::new();
+    let mut doc = Results {
+        all: Vec::new(),
+        source: command_line(),
+        oslab_version: runner::OSLAB_VERSION.to_string(),
+    };
     for ran in runs {
-        let r = ran.result;
-        if tables {
-            print(&oslab_report::table::render_result(&r));
-            print("\n");
-        }
-        if let (Some(dir), Some(raw)) = (&outputs.save_raw, &ran.raw) {
+        let experiment = ran.result.experiment.clone();
+        doc.all.push(ran.result);
+        write_all(&mut outputs, &doc, Stage::Added)?;
+        if let (Some(dir), Some(raw)) = (save_raw, &ran.raw) {
             match raw.write_into(dir) {
-                Ok(p) => eprintln!(
-                    "oslab: raw data of {} written: {}",
-                    r.experiment,
-                    p.display()
-                ),
+                Ok(p) => eprintln!("oslab: raw data of {experiment} written: {}", p.display()),
                 Err(e) => {
                     return Err(Failure::runtime(format!(
-                        "cannot write the raw data of {} into {}: {e}",
-                        r.experiment,
+                        "cannot write the raw data of {experiment} into {}: {e}",
                         dir.display()
                     )));
                 }
             }
         }
-        record.add(results.len(), &r);
-        results.push(r);
-        // Written after every experiment, so an interrupted run keeps what it finished.
-        write_outputs(&results, json.as_ref(), outputs)?;
     }
-    record.finish();
-    if let Some(JsonTarget::Stdout) = json {
-        print(&oslab_report::json::to_json(&result_set(&results)));
-    }
-    if tables && results.iter().any(|r| !r.claims.is_empty()) {
-        print("Claims\n");
-        print(&oslab_report::table::render_verdicts(&results));
-        print("\n");
-    }
-    Ok(exit_code(&results))
+    write_all(&mut outputs, &doc, Stage::Done)?;
+    Ok(exit_code(&doc.all))
 }
 
 fn exit_code(results: &[ExperimentResult]) -> i32 {
@@ -284,72 +267,5 @@ fn exit_code(results: &[ExperimentResult]) -> i32 {
         EXIT_PRIVILEGE
     } else {
         0
-    }
-}
-
-/// Keeps a run's results in the database as they come; a database that fails midway
-/// is reported once and the run goes on without it.
-pub struct Recorder {
-    store: Option<(oslab_store::Store, i64)>,
-}
-
-impl Recorder {
-    /// Keeps nothing.
-    pub fn off() -> Recorder {
-        Recorder { store: None }
-    }
-
-    fn start(
-        target: &DbTarget,
-        machine: &oslab_sys::machine::MachineInfo,
-        label: Option<String>,
-    ) -> Result<Recorder, Failure> {
-        let (path, chosen) = match target {
-            DbTarget::Off => return Ok(Recorder { store: None }),
-            DbTarget::Chosen(p) => (p, true),
-            DbTarget::Default(p) => (p, false),
-        };
-        let meta = oslab_store::RunMeta {
-            started_at: crate::db::now_rfc3339(),
-            machine: machine.hostname.clone(),
-            kernel: machine.kernel.release.clone(),
-            cpu_model: machine.cpu.model.clone(),
-            oslab_version: runner::OSLAB_VERSION.to_string(),
-            command: command_line(),
-            label,
-        };
-        let opened = oslab_store::Store::open_or_create(path).and_then(|mut s| {
-            let id = s.begin_run(&meta)?;
-            Ok((s, id))
-        });
-        match opened {
-            Ok(s) => Ok(Recorder { store: Some(s) }),
-            Err(e) if chosen => Err(Failure::usage(e.to_string())),
-            Err(e) => {
-                eprintln!("oslab: results are not kept: {e} (--no-db silences this)");
-                Ok(Recorder { store: None })
-            }
-        }
-    }
-
-    fn add(&mut self, position: usize, r: &ExperimentResult) {
-        if let Some((s, run)) = &mut self.store
-            && let Err(e) = s.add_result(*run, position, r)
-        {
-            eprintln!("oslab: results are no longer kept: {e}");
-            self.store = None;
-        }
-    }
-
-    fn finish(&mut self) {
-        if let Some((s, run)) = &mut self.store {
-            match s.finish_run(*run, &crate::db::now_rfc3339()) {
-                Ok(()) => eprintln!(
-                    "oslab: kept as run {run} in {} (`oslab history`, `oslab report {run} --html FILE`)",
-                    s.path().display()
-                ),
-                Err(e) => eprintln!("oslab: the run could not be marked complete: {e}"),
-            }
-        }
     }
 }

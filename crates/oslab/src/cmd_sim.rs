@@ -6,11 +6,13 @@ use oslab_lab::RunConfig;
 use oslab_lab::simrun::{SimExperiment, SimValidate, configure, sweep};
 use oslab_model::Mode;
 use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
+use oslab_wbsim::settings;
 use oslab_wbsim::{Policy, simulate};
 
 use crate::CmdResult;
 use crate::cli::{SimCommand, SimOutArgs, SimRunArgs, SimSweepArgs};
-use crate::cmd_run::{DbTarget, Outputs, execute};
+use crate::cmd_run::{Outputs, execute};
+use crate::db::DbTarget;
 use crate::failure::Failure;
 use crate::output::print;
 
@@ -199,9 +201,49 @@ fn bench() -> CmdResult {
     Ok(0)
 }
 
+/// `oslab sim list --settings`: every `--set` key, from its declaration.
+fn list_settings() -> CmdResult {
+    let rows: Vec<Vec<String>> = settings::KEYS
+        .iter()
+        .map(|k| {
+            let s = k.setting;
+            vec![
+                s.name().to_string(),
+                s.kind_label(),
+                if k.required {
+                    "required".into()
+                } else {
+                    s.defaults().1
+                },
+                s.range().unwrap_or_else(|| "-".into()),
+                k.field.to_string(),
+                s.help().to_string(),
+            ]
+        })
+        .collect();
+    print(
+        "Settings (oslab sim run|sweep SCENARIO --set KEY=VALUE; otherwise the scenario's own)\n",
+    );
+    print(&oslab_report::table::simple(
+        &[
+            "setting",
+            "kind",
+            "file default",
+            "range",
+            "scenario field",
+            "meaning",
+        ],
+        &rows,
+        &[],
+    ));
+    print("\n");
+    Ok(0)
+}
+
 pub fn run(c: SimCommand) -> CmdResult {
     match c {
-        SimCommand::List => {
+        SimCommand::List(a) if a.settings => list_settings(),
+        SimCommand::List(_) => {
             let rows: Vec<Vec<String>> = scenario::builtin()
                 .into_iter()
                 .map(|s| vec![s.name, s.title, s.description])

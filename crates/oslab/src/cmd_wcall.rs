@@ -4,13 +4,14 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use oslab_sys::parse::size::{human_bytes, parse_human_size};
+use oslab_report::wcall::Running;
+use oslab_sys::parse::size::parse_human_size;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::launch;
 use oslab_wcall::service::{self, Governor, Options};
 use oslab_wcall::shm::{Mapped, group_number};
-use oslab_wcall::view::{Snapshot, snapshot_of};
+use oslab_wcall::view::snapshot_of;
 
 use crate::CmdResult;
 use crate::cli::{
@@ -18,6 +19,7 @@ use crate::cli::{
     WcallStatusArgs, WcallWriterArgs,
 };
 use crate::failure::Failure;
+use crate::output::print;
 
 pub fn run(c: WcallCommand) -> CmdResult {
     match c {
@@ -137,43 +139,10 @@ fn run_governed(a: WcallRunArgs) -> CmdResult {
     if let Some(g) = own {
         let cgroups = g.cgroups().describe();
         let s = g.finish();
-        eprint!("{}", summary(&s));
+        eprint!("{}", oslab_report::wcall::summary(&s));
         eprintln!("  {cgroups}");
     }
     Ok(code)
-}
-
-/// What the governor did, for people.
-fn summary(s: &Snapshot) -> String {
-    let mut out = format!("oslab wcall: policy {}\n", s.policy);
-    for g in s
-        .groups
-        .iter()
-        .filter(|g| g.writes + g.passed_through + g.mmap_writable > 0)
-    {
-        out += &format!(
-            "  {:8} {} writes ({}), {} delayed, held {:.0} ms in all, files pushed {} times\n",
-            g.group,
-            g.writes,
-            human_bytes(g.bytes),
-            g.delayed_writes,
-            g.held_ms,
-            g.pushes
-        );
-        if g.passed_through > 0 {
-            out += &format!(
-                "           {} writes passed through (O_DIRECT or not a regular file)\n",
-                g.passed_through
-            );
-        }
-        if g.mmap_writable > 0 {
-            out += &format!(
-                "           {} shared writable file mappings: their stores were not governed\n",
-                g.mmap_writable
-            );
-        }
-    }
-    out
 }
 
 fn daemon(a: WcallDaemonArgs) -> CmdResult {
@@ -207,39 +176,18 @@ fn daemon(a: WcallDaemonArgs) -> CmdResult {
     loop {
         std::thread::sleep(every);
         if a.every > 0.0 {
-            eprintln!("{}", status_line(&g.snapshot()));
+            eprintln!(
+                "{}",
+                oslab_report::wcall::status_line(&oslab_sys::clock::local_hms(), &g.snapshot())
+            );
         }
         if end.is_some_and(|e| oslab_sys::clock::monotonic_ns() >= e) {
             break;
         }
     }
     let s = g.finish();
-    eprint!("{}", summary(&s));
+    eprint!("{}", oslab_report::wcall::summary(&s));
     Ok(0)
-}
-
-fn status_line(s: &Snapshot) -> String {
-    let groups: Vec<String> = s
-        .groups
-        .iter()
-        .map(|g| {
-            format!(
-                "{} {}t {}/{}{}",
-                g.group,
-                g.tasks,
-                human_bytes(g.dirty_bytes + g.writeback_bytes),
-                g.limit_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
-                if g.held { " HELD" } else { "" }
-            )
-        })
-        .collect();
-    format!(
-        "{} dirty {} writeback {} | {}",
-        oslab_sys::clock::local_hms(),
-        human_bytes(s.global_dirty_bytes),
-        human_bytes(s.global_writeback_bytes),
-        groups.join(" | ")
-    )
 }
 
 fn status(a: WcallStatusArgs) -> CmdResult {
@@ -266,96 +214,19 @@ fn status(a: WcallStatusArgs) -> CmdResult {
             .iter()
             .map(|(f, s)| serde_json::json!({"name": f.name, "pid": f.pid, "status": s}))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+        print(&(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"));
         return Ok(0);
     }
-    if snaps.is_empty() {
-        println!(
-            "no governor is running (start one: oslab wcall daemon, or oslab wcall run -- CMD)"
-        );
-        return Ok(0);
-    }
-    for (f, s) in &snaps {
-        println!(
-            "governor '{}' pid {} policy {} ({} passes of {:.0} µs, longest {:.0} µs{}); global Dirty {} Writeback {}; kernel limits: background {}, free-run {}, hard {}",
-            f.name,
-            f.pid,
-            s.policy,
-            s.passes,
-            s.pass_mean_us,
-            s.pass_max_us,
-            if s.coordinator_alive {
-                ""
-            } else {
-                ", NOT RESPONDING"
-            },
-            human_bytes(s.global_dirty_bytes),
-            human_bytes(s.global_writeback_bytes),
-            human_bytes(s.bg_thresh_bytes),
-            human_bytes(s.freerun_bytes),
-            human_bytes(s.thresh_bytes)
-        );
-        let rows: Vec<Vec<String>> = s
-            .groups
-            .iter()
-            .map(|g| {
-                vec![
-                    g.group.clone(),
-                    format!("{}/{}", g.tasks, g.processes),
-                    human_bytes(g.dirty_bytes),
-                    human_bytes(g.writeback_bytes),
-                    format!("{:.3}", g.share),
-                    g.limit_bytes
-                        .map(human_bytes)
-                        .unwrap_or_else(|| "none".into()),
-                    if g.held { "yes".into() } else { "no".into() },
-                    format!("{:.0}", g.held_ms),
-                    g.delayed_writes.to_string(),
-                    g.writes.to_string(),
-                    match (g.memcg_dirty_bytes, g.memcg_writeback_bytes) {
-                        (Some(d), Some(w)) => format!("{} / {}", human_bytes(d), human_bytes(w)),
-                        _ => "-".into(),
-                    },
-                    cgroup_controls(g.io_weight, g.memory_high_bytes),
-                ]
-            })
-            .collect();
-        print!(
-            "{}",
-            oslab_report::table::simple(
-                &[
-                    "group",
-                    "tasks/procs",
-                    "dirty",
-                    "writeback",
-                    "share",
-                    "limit",
-                    "held now",
-                    "held ms",
-                    "delayed",
-                    "writes",
-                    "memcg dirty / writeback",
-                    "io.weight / memory.high"
-                ],
-                &rows,
-                &[1, 2, 3, 4, 5, 7, 8, 9]
-            )
-        );
-        println!();
-    }
+    let governors: Vec<Running> = snaps
+        .iter()
+        .map(|(f, s)| Running {
+            name: &f.name,
+            pid: f.pid,
+            snapshot: s,
+        })
+        .collect();
+    print(&oslab_report::wcall::status(&governors));
     Ok(0)
-}
-
-/// A group cgroup's io weight and memory.high, as `status` shows them.
-fn cgroup_controls(io_weight: Option<u32>, memory_high: Option<u64>) -> String {
-    match (io_weight, memory_high) {
-        (None, None) => "-".into(),
-        (w, h) => format!(
-            "{} / {}",
-            w.map(|w| w.to_string()).unwrap_or_else(|| "-".into()),
-            h.map(human_bytes).unwrap_or_else(|| "max".into())
-        ),
-    }
 }
 
 fn attach(a: WcallAttachArgs) -> CmdResult {
@@ -394,10 +265,7 @@ fn writer(a: WcallWriterArgs) -> CmdResult {
         });
     }
     let trace = oslab_lab::wb::trace::run_writer(spec, start, stop);
-    println!(
-        "{}",
-        serde_json::to_string(&trace).map_err(|e| Failure::runtime(e.to_string()))?
-    );
+    print(&(serde_json::to_string(&trace).map_err(|e| Failure::runtime(e.to_string()))? + "\n"));
     Ok(if trace.error.is_some() { 1 } else { 0 })
 }
 
@@ -408,9 +276,6 @@ fn bench_writes(a: WcallBenchArgs) -> CmdResult {
         a.per_batch.clamp(1, 10_000_000),
     )
     .map_err(|e| Failure::runtime(format!("{}: {e}", a.file.display())))?;
-    println!(
-        "{}",
-        serde_json::to_string(&v).map_err(|e| Failure::runtime(e.to_string()))?
-    );
+    print(&(serde_json::to_string(&v).map_err(|e| Failure::runtime(e.to_string()))? + "\n"));
     Ok(0)
 }

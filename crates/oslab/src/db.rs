@@ -1,8 +1,12 @@
-//! Where the results database lives, and opening it for a command.
+//! Where the results database lives, opening it for a command, and keeping a run's
+//! results in it ([`Database`], the database's exporter).
 
 use std::path::{Path, PathBuf};
 
+use oslab_model::ExperimentResult;
+use oslab_report::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use oslab_store::Store;
+use oslab_sys::machine::MachineInfo;
 
 use crate::failure::Failure;
 
@@ -68,4 +72,99 @@ pub fn now_rfc3339() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0.0, |d| d.as_secs_f64());
     oslab_sys::clock::rfc3339_utc(now)
+}
+
+/// Whether and where results are kept in the database.
+pub enum DbTarget {
+    Off,
+    /// Named with --db: a database that cannot be used stops the run before it starts.
+    Chosen(PathBuf),
+    /// The default: a database that cannot be used is reported and the run goes on.
+    Default(PathBuf),
+}
+
+/// The results database as an exporter: a run's results kept as they come, the run
+/// marked complete at the end. A database that fails midway is reported once and
+/// the run goes on without it.
+///
+/// It lives in the binary, not in `report` (bytes out, no I/O, no SQLite) nor in
+/// `store` (storage, which has no business knowing the output formats): the binary
+/// is the one crate that knows both, and the run's command line and clock.
+pub struct Database {
+    store: Option<(Store, i64)>,
+}
+
+impl Database {
+    /// Opens (or makes) the database and begins a run; None where results are not
+    /// kept (`--no-db`, or a default database that cannot be used, said on stderr).
+    pub fn open(
+        target: &DbTarget,
+        machine: &MachineInfo,
+        command: &str,
+        label: Option<String>,
+    ) -> Result<Option<Database>, Failure> {
+        let (path, chosen) = match target {
+            DbTarget::Off => return Ok(None),
+            DbTarget::Chosen(p) => (p, true),
+            DbTarget::Default(p) => (p, false),
+        };
+        let meta = oslab_store::RunMeta {
+            started_at: now_rfc3339(),
+            machine: machine.hostname.clone(),
+            kernel: machine.kernel.release.clone(),
+            cpu_model: machine.cpu.model.clone(),
+            oslab_version: oslab_lab::runner::OSLAB_VERSION.to_string(),
+            command: command.to_string(),
+            label,
+        };
+        let opened = Store::open_or_create(path).and_then(|mut s| {
+            let id = s.begin_run(&meta)?;
+            Ok((s, id))
+        });
+        match opened {
+            Ok(s) => Ok(Some(Database { store: Some(s) })),
+            Err(e) if chosen => Err(Failure::usage(e.to_string())),
+            Err(e) => {
+                eprintln!("oslab: results are not kept: {e} (--no-db silences this)");
+                Ok(None)
+            }
+        }
+    }
+
+    fn add(&mut self, position: usize, r: &ExperimentResult) {
+        if let Some((s, run)) = &mut self.store
+            && let Err(e) = s.add_result(*run, position, r)
+        {
+            eprintln!("oslab: results are no longer kept: {e}");
+            self.store = None;
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some((s, run)) = &mut self.store {
+            match s.finish_run(*run, &now_rfc3339()) {
+                Ok(()) => eprintln!(
+                    "oslab: kept as run {run} in {} (`oslab history`, `oslab report {run} --html FILE`)",
+                    s.path().display()
+                ),
+                Err(e) => eprintln!("oslab: the run could not be marked complete: {e}"),
+            }
+        }
+    }
+}
+
+impl Exporter<Results> for Database {
+    fn shape(&self) -> Shape {
+        Shape::Pieces
+    }
+    /// Keeps the newest result (`Added`) or marks the run complete (`Done`); makes
+    /// no bytes.
+    fn serialize(&mut self, doc: &Results, stage: Stage) -> Result<Vec<Piece>, ExportError> {
+        match (stage, doc.newest()) {
+            (Stage::Added, Some(r)) => self.add(doc.all.len() - 1, r),
+            (Stage::Added, None) => {}
+            (Stage::Done, _) => self.finish(),
+        }
+        Ok(Vec::new())
+    }
 }

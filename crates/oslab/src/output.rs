@@ -1,18 +1,120 @@
-//! Writing to standard output and to files, with errors phrased for the user.
+//! Writing to standard output and to files, with errors phrased for the user; the
+//! one path every exporter's bytes take ([`Output`]).
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+use oslab_report::exporter::{Exporter, Shape, Stage};
 
 use crate::failure::Failure;
 
 /// Prints to stdout; a closed pipe (`oslab ... | head`) ends the program quietly.
 pub fn print(text: &str) {
+    print_bytes(text.as_bytes());
+}
+
+/// [`print`] for bytes.
+pub fn print_bytes(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(text.as_bytes()).and_then(|_| out.flush())
+    if let Err(e) = out.write_all(bytes).and_then(|_| out.flush())
         && e.kind() == std::io::ErrorKind::BrokenPipe
     {
         crate::guard::exit(0);
     }
+}
+
+/// Where an exporter's bytes go.
+pub enum Destination {
+    /// Standard output, through [`print`]: what is new as it comes, a whole
+    /// document once, at the end.
+    Stdout,
+    /// One file, written whole and atomically: after every result (`each_result`,
+    /// so an interrupted run keeps what it finished), or once at the end.
+    File { path: PathBuf, each_result: bool },
+    /// A folder (made beforehand) that each piece goes into under its name.
+    Folder(PathBuf),
+    /// Nowhere: the exporter keeps the results itself (the database).
+    Kept,
+}
+
+impl Destination {
+    /// A file written once, at the end.
+    pub fn file(path: &Path) -> Destination {
+        Destination::File {
+            path: path.to_path_buf(),
+            each_result: false,
+        }
+    }
+
+    /// A file rewritten after every result of a run.
+    pub fn file_per_result(path: &Path) -> Destination {
+        Destination::File {
+            path: path.to_path_buf(),
+            each_result: true,
+        }
+    }
+}
+
+/// An exporter the command chose, and where its bytes go.
+pub struct Output<D: ?Sized> {
+    exporter: Box<dyn Exporter<D>>,
+    to: Destination,
+}
+
+impl<D: ?Sized> Output<D> {
+    pub fn new(exporter: impl Exporter<D> + 'static, to: Destination) -> Output<D> {
+        Output {
+            exporter: Box::new(exporter),
+            to,
+        }
+    }
+
+    /// Asks the exporter for `doc` at `stage` (unless its destination takes nothing
+    /// then) and writes what it makes.
+    pub fn write(&mut self, doc: &D, stage: Stage) -> Result<(), Failure> {
+        let wanted = match (&self.to, self.exporter.shape()) {
+            (Destination::Stdout, Shape::Document) => stage == Stage::Done,
+            (Destination::File { each_result, .. }, Shape::Document) => {
+                stage
+                    == if *each_result {
+                        Stage::Added
+                    } else {
+                        Stage::Done
+                    }
+            }
+            _ => true,
+        };
+        if !wanted {
+            return Ok(());
+        }
+        let pieces = self
+            .exporter
+            .serialize(doc, stage)
+            .map_err(|e| Failure::runtime(e.to_string()))?;
+        match &self.to {
+            Destination::Stdout => pieces.iter().for_each(|p| print_bytes(&p.bytes)),
+            Destination::File { path, .. } if !pieces.is_empty() => {
+                let bytes: Vec<u8> = pieces.into_iter().flat_map(|p| p.bytes).collect();
+                write_file(path, &bytes)?
+            }
+            Destination::File { .. } | Destination::Kept => {}
+            Destination::Folder(dir) => {
+                for p in &pieces {
+                    write_file(&dir.join(&p.name), &p.bytes)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `doc` at `stage` to every output, in order.
+pub fn write_all<D: ?Sized>(
+    outputs: &mut [Output<D>],
+    doc: &D,
+    stage: Stage,
+) -> Result<(), Failure> {
+    outputs.iter_mut().try_for_each(|o| o.write(doc, stage))
 }
 
 /// Writes a whole file atomically (temp file + rename), so a reader never sees half.

@@ -374,3 +374,60 @@ fn a_refused_sysctl_value_is_a_usage_error_and_nothing_is_undone() {
         }
     }
 }
+
+/// `oslab judge` on a raw file saved by `oslab run --save-raw` gives exactly the
+/// run's results, and a file that is not one is refused in one sentence.
+#[test]
+fn judging_saved_raw_data_reproduces_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (raw, run_json, judged_json) = (
+        dir.path().join("raw"),
+        dir.path().join("run.json"),
+        dir.path().join("judged.json"),
+    );
+    oslab()
+        .args([
+            "run",
+            "cpu.syscall",
+            "null",
+            "--quick",
+            "--repeat",
+            "5",
+            "--save-raw",
+        ])
+        .arg(&raw)
+        .arg("--json")
+        .arg(&run_json)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("raw data of cpu.syscall written"));
+    let files: Vec<std::path::PathBuf> = std::fs::read_dir(&raw)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 2, "{files:?}");
+    oslab()
+        .arg("judge")
+        .args(&files)
+        .arg("--json")
+        .arg(&judged_json)
+        .assert()
+        .success();
+    let read = |p: &std::path::Path| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+    };
+    let (a, b) = (read(&run_json), read(&judged_json));
+    let mut ra: Vec<&serde_json::Value> = a["results"].as_array().unwrap().iter().collect();
+    let mut rb: Vec<&serde_json::Value> = b["results"].as_array().unwrap().iter().collect();
+    ra.sort_by_key(|r| r["experiment"].as_str().unwrap().to_string());
+    rb.sort_by_key(|r| r["experiment"].as_str().unwrap().to_string());
+    assert_eq!(ra, rb, "judged again, the same results");
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, "{}").unwrap();
+    oslab()
+        .arg("judge")
+        .arg(&junk)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not an oslab raw file"));
+}

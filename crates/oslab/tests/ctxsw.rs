@@ -53,8 +53,33 @@ fn ctxsw_matrix_is_complete_and_every_handoff_switched() {
     for m in ["ns.futex_wake_no_waiter", "ns.futex_wait_mismatch"] {
         find(ms, m);
     }
+    // every unpinned cell says whether its samples are one figure or two modes
+    for key in [
+        "processes.futex",
+        "processes.pipe",
+        "threads.futex",
+        "threads.pipe",
+    ] {
+        let f = find(&r["findings"], &format!("unpinned_modes.{key}"));
+        assert!([1.0, 2.0].contains(&f["value"].as_f64().unwrap()), "{f}");
+    }
+    // perf's ratio always says whether it is an agreement check
+    for f in r["findings"].as_array().unwrap() {
+        if f["name"].as_str().unwrap().starts_with("ours_over_perf.") {
+            assert!(
+                f["detail"].as_str().unwrap().contains("agreement check"),
+                "{f}"
+            );
+        }
+    }
     let claims = common::strings(&r["claims"], "id");
     assert!(claims.contains(&"pinning-cheaper") && claims.contains(&"threads-cheaper"));
+    // both cells were measured: the claims are judged, whatever the verdict
+    for c in r["claims"].as_array().unwrap() {
+        if c["id"] != "vm-dearer" {
+            assert_ne!(c["verdict"], "not_judged", "{c}");
+        }
+    }
     assert_eq!(
         r["plots"][0]["series"][0]["points"]
             .as_array()

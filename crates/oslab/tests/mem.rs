@@ -35,8 +35,28 @@ fn memory_family_runs_and_reports_levels() {
     let small = plot["series"][0]["points"].as_array().unwrap();
     assert_eq!(small.len(), 53, "1 KiB to 8 MiB at 4 points per octave");
     assert!(small.iter().all(|p| p[1].as_f64().unwrap() > 0.0));
-    // at least the first level and the last plateau are found on any machine
-    named(&lat["measurements"], "ns.level1");
+    // levels are named by what they are: the measurements follow the levels found,
+    // and the first cache level's edge is found on any machine
+    let levels: Vec<String> = lat["params"]["levels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| format!("ns.{}", l.as_str().unwrap()))
+        .collect();
+    assert_eq!(common::strings(&lat["measurements"], "name"), levels);
+    named(&lat["measurements"], "ns.L1d");
+    assert!(
+        named(&lat["findings"], "ratio.L1d")["value"]
+            .as_f64()
+            .unwrap()
+            > 0.0
+    );
+    assert!(
+        lat["claims"][0]["expectation"]
+            .as_str()
+            .unwrap()
+            .contains("L1d edge")
+    );
     assert!(
         lat["findings"]
             .as_array()

@@ -25,6 +25,10 @@ fn scheduler_family_runs_and_exports_a_trace() {
     );
     let smt = &r[4]["claims"][0];
     assert!(["holds", "differs", "not_testable"].contains(&smt["verdict"].as_str().unwrap()));
+    // the topology is written for people, not in debug formatting
+    let note = r[4]["notes"][0].as_str().unwrap();
+    assert!(note.starts_with("topology: cpu"), "{note}");
+    assert!(!note.contains("Some(") && !note.contains('['), "{note}");
     // multiload: every process's own real, user and sys
     named(&r[0]["findings"], "one_cpu.n2.p2");
     let r = serde_json::Value::Array(r.as_array().unwrap()[1..].to_vec());
@@ -38,11 +42,24 @@ fn scheduler_family_runs_and_exports_a_trace() {
             .unwrap()
             .is_empty()
     );
-    // shares are fractions
-    for f in r[1]["findings"].as_array().unwrap() {
+    // shares are fractions, overall and per interval; turns are run times
+    let nice = &r[1];
+    for f in nice["findings"].as_array().unwrap() {
         let v = f["value"].as_f64().unwrap();
-        assert!((0.0..=1.0).contains(&v), "{f}");
+        if f["name"].as_str().unwrap().starts_with("share.") {
+            assert!((0.0..=1.0).contains(&v), "{f}");
+        } else {
+            assert!(v > 0.0, "{f}");
+        }
     }
+    for m in nice["measurements"].as_array().unwrap() {
+        assert!(m["name"].as_str().unwrap().starts_with("interval_share."));
+        for s in m["samples"].as_array().unwrap() {
+            assert!((0.0..=1.0).contains(&s.as_f64().unwrap()), "{m}");
+        }
+    }
+    // the plan is the result's parameters
+    assert_eq!(nice["params"]["ks"], serde_json::json!([5, 10]));
     // the trace: Chrome trace-event JSON with one complete event per run, 4 workers
     let t: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&trace).unwrap()).unwrap();

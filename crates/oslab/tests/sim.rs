@@ -133,3 +133,41 @@ fn a_sweep_returns_every_point_in_order() {
     assert_eq!(pts[0]["value"], (16u64 << 20).to_string());
     assert_eq!(pts[7]["value"], (128u64 << 20).to_string());
 }
+
+/// `sim list --settings` prints every `--set` key from its declaration, and
+/// docs/sim-scenarios.md shows exactly that output; a bad value names the range.
+#[test]
+fn the_settings_list_comes_from_the_declarations_and_the_docs_show_it() {
+    let out = oslab()
+        .args(["sim", "list", "--settings"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    for k in oslab_wbsim::settings::KEYS {
+        assert!(text.contains(k.field), "{}", k.field);
+    }
+    let docs = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/sim-scenarios.md"),
+    )
+    .unwrap();
+    let trimmed =
+        |t: &str| -> String { t.lines().map(|l| l.trim_end().to_string() + "\n").collect() };
+    let block = docs
+        .split("<!-- oslab sim list --settings -->\n```\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```\n").next())
+        .expect("docs/sim-scenarios.md has the settings block");
+    assert_eq!(
+        trimmed(block),
+        trimmed(&text),
+        "docs/sim-scenarios.md: paste the output of `oslab sim list --settings`"
+    );
+    oslab()
+        .args(["sim", "run", "paper-fig2", "--set", "dirty_ratio=150"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "--set dirty_ratio=150 is out of range: give 0 to 100",
+        ));
+}

@@ -136,6 +136,11 @@ fn experiments_run_and_leave_nothing_changed() {
             > 50,
         "10 Hz trace"
     );
+    // what the kernel reported while the writer ran is kept and shown
+    assert_eq!(
+        r["params"]["sysctls_in_force"]["vm.dirty_background_bytes"],
+        (16 << 20).to_string()
+    );
     assert_eq!(system_state(), before);
 
     let v = json_run(
@@ -354,8 +359,9 @@ fn wcall_evaluation(sets: &[&str]) -> serde_json::Value {
     r
 }
 
-/// Part of the matrix: only the cells asked for run, and the claims that need a
-/// missing cell are named as not judged rather than judged on nothing.
+/// Part of the matrix: only the cells asked for run, the claims that need a
+/// missing cell are not judged (with the cells they need as the reason) rather
+/// than judged on nothing, and the notes count what ran.
 #[test]
 fn wcall_evaluation_runs_only_the_cells_asked_for() {
     let _serial = serial();
@@ -367,12 +373,45 @@ fn wcall_evaluation_runs_only_the_cells_asked_for() {
     let names = common::strings(&r["measurements"], "name");
     assert_eq!(names, ["latency.wcall-fair.rt45x2"]);
     let claims = common::strings(&r["claims"], "id");
-    assert_eq!(claims, ["competitors-not-starved"]);
+    assert_eq!(
+        claims,
+        [
+            "vanilla-stalls-the-high-writer",
+            "wcall-keeps-latency",
+            "wcall-fair-keeps-latency",
+            "competitors-not-starved",
+            "fig7-no-overhead"
+        ]
+    );
+    for id in [
+        "vanilla-stalls-the-high-writer",
+        "wcall-keeps-latency",
+        "wcall-fair-keeps-latency",
+        "fig7-no-overhead",
+    ] {
+        assert_eq!(claim_verdict(&r, id), "not_judged", "{id}");
+    }
+    assert!(["holds", "differs"].contains(&claim_verdict(&r, "competitors-not-starved").as_str()));
+    let why = |id: &str| {
+        r["claims"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["id"] == id)
+            .unwrap()["why"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let w = why("wcall-fair-keeps-latency");
+    assert!(
+        w.contains("the reference cell (vanilla, alone) was not run")
+            && w.contains("scenarios=rt45x2 and policies=wcall-fair"),
+        "{w}"
+    );
     let notes = r["notes"].to_string();
     assert!(
-        notes.contains("not judged")
-            && notes.contains("vanilla-stalls-the-high-writer")
-            && notes.contains("wcall-fair-keeps-latency"),
+        notes.contains("1 run(s) x 1 scenario of 4 (rt45x2) x 1 policy of 3 (wcall-fair)"),
         "{notes}"
     );
     assert_eq!(r["params"]["scenarios"], serde_json::json!(["rt45x2"]));

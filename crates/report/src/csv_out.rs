@@ -3,6 +3,9 @@
 
 use oslab_model::ExperimentResult;
 
+use crate::export::Stored;
+use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
+
 fn to_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Vec<u8> {
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(header).expect("in-memory write");
@@ -139,4 +142,33 @@ pub fn files(r: &ExperimentResult) -> Vec<(String, Vec<u8>)> {
             )
         })
         .collect()
+}
+
+/// CSV files into a folder (`--csv DIR`): the four tables of each result as it comes.
+pub struct Csv;
+
+impl Exporter<Results> for Csv {
+    fn shape(&self) -> Shape {
+        Shape::Pieces
+    }
+    fn serialize(&mut self, doc: &Results, stage: Stage) -> Result<Vec<Piece>, ExportError> {
+        Ok(match (stage, doc.newest()) {
+            (Stage::Added, Some(r)) => files(r)
+                .into_iter()
+                .map(|(name, bytes)| Piece::file(name, bytes))
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
+}
+
+/// One table over stored runs, with the run's columns first (`oslab export --format
+/// csv --table T`).
+impl Exporter<Stored> for CsvTable {
+    fn shape(&self) -> Shape {
+        Shape::Document
+    }
+    fn serialize(&mut self, s: &Stored, _: Stage) -> Result<Vec<Piece>, ExportError> {
+        Ok(vec![Piece::whole(crate::export::csv(*self, &s.runs))])
+    }
 }

@@ -14,6 +14,27 @@ pub struct RunColumns {
     pub label: Option<String>,
 }
 
+/// Runs read back from the results database, for `oslab export` (JSON:
+/// [`crate::json::Json`], CSV: [`crate::csv_out::CsvTable`]).
+#[derive(Debug, Clone)]
+pub struct Stored {
+    /// The database's file, as the JSON export names it.
+    pub database: String,
+    /// Oldest first.
+    pub runs: Vec<StoredRun>,
+}
+
+/// One stored run and its results.
+#[derive(Debug, Clone)]
+pub struct StoredRun {
+    /// The run as the database describes it (id, metadata, state), written as is
+    /// into the JSON export; the database's crate owns its shape.
+    pub row: serde_json::Value,
+    /// The run's columns in a CSV export.
+    pub columns: RunColumns,
+    pub results: Vec<ExperimentResult>,
+}
+
 const PREFIX: [&str; 7] = [
     "run_id",
     "machine",
@@ -25,10 +46,15 @@ const PREFIX: [&str; 7] = [
 ];
 
 /// One CSV table over every result of every run.
-pub fn csv(table: CsvTable, runs: &[(RunColumns, Vec<ExperimentResult>)]) -> Vec<u8> {
+pub fn csv(table: CsvTable, runs: &[StoredRun]) -> Vec<u8> {
     let header: Vec<&str> = PREFIX.iter().chain(table.header()).copied().collect();
     let mut rows = Vec::new();
-    for (run, results) in runs {
+    for StoredRun {
+        columns: run,
+        results,
+        ..
+    } in runs
+    {
         for r in results {
             let prefix = [
                 run.run_id.to_string(),

@@ -7,10 +7,12 @@
 
 use std::fmt::Write;
 
+use oslab_model::compare::Comparison;
 use oslab_model::{ExperimentResult, Mode, Status, Verdict};
 use oslab_sys::machine::MachineInfo;
 use oslab_sys::parse::size::human_bytes;
 
+use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use crate::markup::{anchor, esc};
 use crate::num::{fmt, pct};
 
@@ -430,4 +432,26 @@ pub fn report(results: &[ExperimentResult], sources: &str) -> String {
         ),
         &body,
     )
+}
+
+/// The HTML page (`--html F`): one self-contained report of results, or of a
+/// comparison.
+pub struct Html;
+
+impl Exporter<Results> for Html {
+    fn shape(&self) -> Shape {
+        Shape::Document
+    }
+    fn serialize(&mut self, doc: &Results, _: Stage) -> Result<Vec<Piece>, ExportError> {
+        Ok(vec![Piece::whole(report(&doc.all, &doc.source))])
+    }
+}
+
+impl Exporter<Comparison> for Html {
+    fn shape(&self) -> Shape {
+        Shape::Document
+    }
+    fn serialize(&mut self, c: &Comparison, _: Stage) -> Result<Vec<Piece>, ExportError> {
+        Ok(vec![Piece::whole(crate::compare::html(c))])
+    }
 }

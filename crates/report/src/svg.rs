@@ -8,6 +8,7 @@ use std::fmt::Write;
 
 use oslab_model::{Plot, Scale, SeriesStyle};
 
+use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use crate::markup::esc;
 use crate::num;
 
@@ -358,6 +359,26 @@ pub fn render(plot: &Plot) -> String {
     }
     s.push_str("</svg>\n");
     s
+}
+
+/// SVG plots into a folder (`--plots DIR`): each result's plots as it comes, named
+/// `EXPERIMENT-PLOT.svg`.
+pub struct Svg;
+
+impl Exporter<Results> for Svg {
+    fn shape(&self) -> Shape {
+        Shape::Pieces
+    }
+    fn serialize(&mut self, doc: &Results, stage: Stage) -> Result<Vec<Piece>, ExportError> {
+        Ok(match (stage, doc.newest()) {
+            (Stage::Added, Some(r)) => r
+                .plots
+                .iter()
+                .map(|p| Piece::file(format!("{}-{}.svg", r.experiment, p.id), render(p)))
+                .collect(),
+            _ => Vec::new(),
+        })
+    }
 }
 
 #[cfg(test)]

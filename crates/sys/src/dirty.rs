@@ -138,13 +138,6 @@ pub fn totalreserve_pages(zoneinfo: &str) -> u64 {
     total
 }
 
-fn field(text: &str, key: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let mut it = l.split_whitespace();
-        (it.next()? == key).then(|| it.next()?.parse().ok())?
-    })
-}
-
 /// The inputs from /proc texts and the sysctl values. Free memory is MemFree from
 /// meminfo (the kernel's NR_FREE_PAGES as si_meminfo reports it).
 pub fn inputs_from(
@@ -174,8 +167,8 @@ pub fn inputs_from(
         // none when the figure does not fit in bytes (a corrupt meminfo)
         free_pages: kb("MemFree")?.checked_mul(1024)? / page_bytes,
         totalreserve_pages: totalreserve_pages(zoneinfo),
-        active_file_pages: field(vmstat, "nr_active_file")?,
-        inactive_file_pages: field(vmstat, "nr_inactive_file")?,
+        active_file_pages: crate::parse::vmstat::value(vmstat, "nr_active_file")?,
+        inactive_file_pages: crate::parse::vmstat::value(vmstat, "nr_inactive_file")?,
         dirty_ratio,
         dirty_bytes,
         dirty_background_ratio,

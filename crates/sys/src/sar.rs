@@ -18,13 +18,12 @@
 
 use std::collections::BTreeMap;
 
-use procfs_core::{FromRead, VmStat};
 use serde::{Deserialize, Serialize};
 
-use crate::error::{SysError, SysResult};
 use crate::fsread::Root;
 use crate::parse::meminfo::{MemSnapshot, parse_meminfo};
 use crate::parse::procstat::{CpuTimes, cpu_times};
+use crate::parse::vmstat;
 
 /// Raw per-device counters from one /proc/diskstats line.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -78,14 +77,9 @@ const VMSTAT_KEYS: [&str; 16] = [
     "pswpout",
 ];
 
-/// Parses /proc/vmstat, keeping the counters oslab uses.
-pub fn parse_vmstat(text: &str) -> SysResult<BTreeMap<String, u64>> {
-    let v = VmStat::from_read(text.as_bytes())
-        .map_err(|e| SysError::parse("/proc/vmstat", e.to_string()))?;
-    Ok(VMSTAT_KEYS
-        .iter()
-        .filter_map(|k| v.0.get(*k).map(|x| (k.to_string(), (*x).max(0) as u64)))
-        .collect())
+/// Parses /proc/vmstat (`crate::parse::vmstat`), keeping the counters oslab uses.
+pub fn parse_vmstat(text: &str) -> BTreeMap<String, u64> {
+    vmstat::select(text, &VMSTAT_KEYS)
 }
 
 /// Parses /proc/diskstats; lines that do not parse are skipped.
@@ -157,7 +151,7 @@ pub fn snapshot_from(texts: &SnapshotTexts, t_ns: u64) -> Snapshot {
         .unwrap_or(0);
     Snapshot {
         t_ns,
-        vmstat: parse_vmstat(&texts.vmstat).unwrap_or_default(),
+        vmstat: parse_vmstat(&texts.vmstat),
         mem: parse_meminfo(&texts.meminfo).ok(),
         disks: parse_diskstats(&texts.diskstats),
         cpu: cpu_times(&texts.stat).unwrap_or_default(),
@@ -186,75 +180,9 @@ pub fn counter_delta(prev: u64, cur: u64) -> u64 {
     }
 }
 
-/// sar -B
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Paging {
-    pub pgpgin_kb_s: f64,
-    pub pgpgout_kb_s: f64,
-    pub fault_s: f64,
-    pub majflt_s: f64,
-    pub pgfree_s: f64,
-    pub pgscank_s: f64,
-    pub pgscand_s: f64,
-    pub pgsteal_s: f64,
-    /// pgsteal / (pgscank + pgscand) in percent; 0 when nothing was scanned.
-    pub vmeff_pct: f64,
-}
-
-/// sar -d, one device
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct DeviceRates {
-    pub tps: f64,
-    pub rkb_s: f64,
-    pub wkb_s: f64,
-    pub dkb_s: f64,
-    /// Average request size, KiB.
-    pub areq_kb: f64,
-    /// Average queue size.
-    pub aqu_sz: f64,
-    /// Average time per request (queue + service), ms.
-    pub await_ms: f64,
-    pub util_pct: f64,
-}
-
-/// sar -r (levels in KiB) plus Writeback.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct Memory {
-    pub kbmemfree: u64,
-    pub kbavail: u64,
-    pub kbbuffers: u64,
-    pub kbcached: u64,
-    pub kbdirty: u64,
-    pub kbwriteback: u64,
-}
-
-/// sar -u (all CPUs), in percent.
-#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
-pub struct CpuPct {
-    pub user: f64,
-    pub nice: f64,
-    pub system: f64,
-    pub iowait: f64,
-    pub steal: f64,
-    pub idle: f64,
-}
-
-/// One interval, as sar would print it.
-#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
-pub struct SarRecord {
-    /// End of the interval, seconds since the first snapshot of the series.
-    pub t_s: f64,
-    pub interval_s: f64,
-    pub paging: Paging,
-    pub devices: BTreeMap<String, DeviceRates>,
-    pub memory: Memory,
-    pub cpu: CpuPct,
-    pub cswch_s: f64,
-    pub runq_sz: u64,
-    pub blocked: u64,
-    pub plist_sz: u64,
-    pub ldavg_1: f64,
-}
+// The record's types are the result schema's (`oslab_model::system`); `derive` fills
+// them.
+pub use oslab_model::system::{CpuPct, DeviceRates, Memory, Paging, SarRecord};
 
 fn rate(prev: &BTreeMap<String, u64>, cur: &BTreeMap<String, u64>, key: &str, dt: f64) -> f64 {
     match (prev.get(key), cur.get(key)) {
@@ -460,7 +388,7 @@ mod props {
                 .zip(&values)
                 .map(|(k, v)| format!("{k} {v}\nunused_{k} 7\n"))
                 .collect();
-            let got = parse_vmstat(&text).map_err(|e| TestCaseError::fail(e.to_string()))?;
+            let got = parse_vmstat(&text);
             for (k, v) in VMSTAT_KEYS.iter().zip(&values) {
                 prop_assert_eq!(got.get(*k).copied(), Some((*v).max(0) as u64));
             }

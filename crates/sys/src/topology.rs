@@ -7,111 +7,16 @@
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
 use crate::fsread::Root;
 use crate::parse::cpulist::{format_cpulist, parse_cpulist};
 use crate::parse::size::{human_bytes, parse_sysfs_size};
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 
-/// One logical CPU's place in the machine.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LogicalCpu {
-    pub cpu: u32,
-    pub core_id: Option<u32>,
-    pub package_id: Option<u32>,
-    /// CPUs sharing this CPU's core (`topology/thread_siblings_list`), itself included.
-    pub thread_siblings: Vec<u32>,
-}
-
-/// One `cpuN/cache/indexM` entry as sysfs shows it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CacheIndex {
-    pub cpu: u32,
-    pub index: u32,
-    pub level: u8,
-    /// `Data`, `Instruction` or `Unified`.
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub size_bytes: Option<u64>,
-    pub line_bytes: Option<u64>,
-    pub sets: Option<u64>,
-    pub ways: Option<u64>,
-    pub partitions: Option<u64>,
-    pub id: Option<u64>,
-    pub shared_cpus: Vec<u32>,
-}
-
-/// Whether sets x ways x line x partitions equals the stated size.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "status")]
-pub enum GeometryCheck {
-    Consistent,
-    Inconsistent {
-        computed_bytes: u64,
-    },
-    /// A field needed for the check is missing.
-    Unknown,
-}
-
-/// One physical cache of the machine (an L2 of one core, the shared L3, ...).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DistinctCache {
-    pub level: u8,
-    #[serde(rename = "type")]
-    pub kind: String,
-    pub size_bytes: Option<u64>,
-    pub line_bytes: Option<u64>,
-    pub sets: Option<u64>,
-    pub ways: Option<u64>,
-    pub partitions: Option<u64>,
-    pub id: Option<u64>,
-    pub shared_cpus: Vec<u32>,
-    pub geometry: GeometryCheck,
-    /// e.g. "L2 2 MiB, unified, 16-way, 64 B lines, private to cpu0"
-    pub description: String,
-}
-
-/// The caches of one level and type across the machine: L1d, L2, ...
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CacheLevel {
-    /// "L1d", "L1i", "L2", "L3"
-    pub name: String,
-    pub level: u8,
-    #[serde(rename = "type")]
-    pub kind: String,
-    /// Size of one instance (the largest, if instances differ).
-    pub size_bytes: Option<u64>,
-    pub instances: usize,
-    /// CPUs that share one instance (of the first instance).
-    pub cpus_per_instance: usize,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CacheTopology {
-    pub per_cpu: Vec<CacheIndex>,
-    pub distinct: Vec<DistinctCache>,
-    pub levels: Vec<CacheLevel>,
-}
-
-impl CacheTopology {
-    /// The size of one instance of the named level ("L1d", "L2", ...).
-    pub fn level_size(&self, name: &str) -> Option<u64> {
-        self.levels
-            .iter()
-            .find(|l| l.name == name)
-            .and_then(|l| l.size_bytes)
-    }
-
-    /// The largest level's name and size: the last-level cache.
-    pub fn last_level(&self) -> Option<&CacheLevel> {
-        self.levels
-            .iter()
-            .filter(|l| l.kind != "Instruction")
-            .max_by_key(|l| l.level)
-    }
-}
+// The types are the result schema's (`oslab_model::machine`); this module fills them.
+pub use oslab_model::machine::{
+    CacheIndex, CacheLevel, CacheTopology, DistinctCache, GeometryCheck, LogicalCpu,
+};
 
 /// Online CPUs (from `online`, or every `cpuN` directory when that file is missing).
 pub fn online_cpus(root: &Root) -> Vec<u32> {

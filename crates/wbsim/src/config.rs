@@ -33,15 +33,17 @@ pub struct Sysctls {
     pub dirty_expire_centisecs: u64,
 }
 
+/// The kernel's defaults, as the `--set` keys declare them.
 impl Default for Sysctls {
     fn default() -> Self {
+        use crate::settings as k;
         Sysctls {
-            dirty_ratio: 20,
-            dirty_bytes: 0,
-            dirty_background_ratio: 10,
-            dirty_background_bytes: 0,
-            dirty_writeback_centisecs: 500,
-            dirty_expire_centisecs: 3000,
+            dirty_ratio: k::DIRTY_RATIO.full,
+            dirty_bytes: k::DIRTY_BYTES.full,
+            dirty_background_ratio: k::DIRTY_BACKGROUND_RATIO.full,
+            dirty_background_bytes: k::DIRTY_BACKGROUND_BYTES.full,
+            dirty_writeback_centisecs: k::DIRTY_WRITEBACK_CENTISECS.full,
+            dirty_expire_centisecs: k::DIRTY_EXPIRE_CENTISECS.full,
         }
     }
 }
@@ -61,9 +63,10 @@ pub struct DeviceCfg {
 
 impl Default for DeviceCfg {
     fn default() -> Self {
+        use crate::settings as k;
         DeviceCfg {
-            bandwidth_bytes_s: 40.0 * MIB as f64,
-            request_latency_ns: 0,
+            bandwidth_bytes_s: k::BANDWIDTH.full as f64,
+            request_latency_ns: (k::REQUEST_LATENCY_MS.full * MS as f64) as u64,
             max_request_bytes: 512 << 10,
             queue_bytes: 64 * MIB,
         }
@@ -149,7 +152,7 @@ fn default_sample() -> f64 {
     100.0
 }
 fn default_block() -> f64 {
-    100.0
+    crate::settings::WCALL_BLOCK_MS.full
 }
 
 impl WriterCfg {

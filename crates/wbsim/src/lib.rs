@@ -17,6 +17,7 @@ pub mod engine;
 pub mod policy;
 pub mod rules;
 pub mod scenario;
+pub mod settings;
 
 pub use config::{Class, Config, DeviceCfg, Kind, RuleSet, Sysctls, WriterCfg};
 pub use engine::{Outcome, WriterResult, simulate};

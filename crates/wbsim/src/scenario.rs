@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::config::{Class, Config, DeviceCfg, Kind, MIB, MS, RuleSet, Sysctls, WriterCfg};
 use crate::policy::Policy;
+use crate::settings::{self, Assignment, DAY_MS, MAX_BYTES};
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Scenario {
@@ -270,13 +271,10 @@ pub fn from_toml(name: &str, text: &str) -> Result<Scenario, String> {
     })
 }
 
-/// The most bytes of memory, limits and queues a scenario may have (64 TiB).
-const MAX_BYTES: u64 = 1 << 46;
 /// The largest write (the kernel's MAX_RW_COUNT is just below 2 GiB).
 const MAX_WRITE: u64 = 1 << 31;
 /// The slowest device or copy a scenario may have, bytes per second (64 KiB/s).
-const MIN_RATE: f64 = 65536.0;
-const DAY_MS: u64 = 86_400_000;
+const MIN_RATE: f64 = settings::MIN_RATE as f64;
 
 /// A number for an error message: plain, or in exponent form when far from 1.
 fn shown(v: f64) -> String {
@@ -436,41 +434,11 @@ pub fn validate(c: &Config) -> Result<(), String> {
     Ok(())
 }
 
-/// Applies `--set key=value` to a configuration.
+/// Applies `--set key=value` to a configuration: the value is parsed once against
+/// the key's declaration ([`crate::settings::KEYS`]), set, and the whole
+/// configuration checked.
 pub fn apply_set(c: &mut Config, key: &str, value: &str) -> Result<(), String> {
-    let num = || {
-        value
-            .trim()
-            .parse::<f64>()
-            .map_err(|_| format!("{key}={value}: not a number"))
-    };
-    let bytes =
-        || parse_bytes(value).ok_or_else(|| format!("{key}={value}: not a size such as 64MiB"));
-    match key {
-        "dirty_bytes" => c.sysctls.dirty_bytes = bytes()?,
-        "dirty_background_bytes" => c.sysctls.dirty_background_bytes = bytes()?,
-        "dirty_ratio" => c.sysctls.dirty_ratio = num()? as u64,
-        "dirty_background_ratio" => c.sysctls.dirty_background_ratio = num()? as u64,
-        "dirty_writeback_centisecs" => c.sysctls.dirty_writeback_centisecs = num()? as u64,
-        "dirty_expire_centisecs" => c.sysctls.dirty_expire_centisecs = num()? as u64,
-        "bandwidth" => c.device.bandwidth_bytes_s = bytes()? as f64,
-        "request_latency_ms" => c.device.request_latency_ns = (num()? * 1e6) as u64,
-        "duration" => c.duration_s = num()?,
-        "dirtyable" => c.dirtyable_bytes = bytes()?,
-        "wcall_block_ms" => c.wcall_block_ms = num()?,
-        "rules" => {
-            c.rules = match value {
-                "linux-6" => RuleSet::Linux6,
-                "linux-2.6.26" => RuleSet::Linux2626,
-                _ => return Err(format!("rules={value}: use linux-6 or linux-2.6.26")),
-            }
-        }
-        _ => {
-            return Err(format!(
-                "unknown setting '{key}' (known: dirty_bytes, dirty_background_bytes, dirty_ratio, dirty_background_ratio, dirty_writeback_centisecs, dirty_expire_centisecs, bandwidth, request_latency_ms, duration, dirtyable, wcall_block_ms, rules)"
-            ));
-        }
-    }
+    Assignment::parse(key, value)?.apply(c);
     validate(c)
 }
 
@@ -796,12 +764,9 @@ class = { normal = { nice = 0 } }
         #[test]
         fn settings_of_any_text_never_panic(
             key in prop_oneof![
-                proptest::sample::select(vec![
-                    "dirty_bytes", "dirty_background_bytes", "dirty_ratio",
-                    "dirty_background_ratio", "dirty_writeback_centisecs",
-                    "dirty_expire_centisecs", "bandwidth", "request_latency_ms", "duration",
-                    "dirtyable", "wcall_block_ms", "rules",
-                ]).prop_map(String::from),
+                proptest::sample::select(
+                    crate::settings::KEYS.iter().map(|k| k.setting.name()).collect::<Vec<_>>()
+                ).prop_map(String::from),
                 ".{0,12}",
             ],
             v in prop_oneof![value(), ".{0,12}", "[0-9.]{1,24}[KMGT]?(iB)?(/s)?"],

@@ -20,6 +20,8 @@ use std::sync::atomic::Ordering;
 
 use oslab_sys::clock::monotonic_ns;
 use oslab_sys::fileio::cachestat;
+use oslab_sys::fsread::Root;
+use oslab_sys::parse::meminfo::parse_meminfo;
 use oslab_wbsim::policy::{self, GroupState, Policy};
 
 use crate::shm::{FILE_FREE, FILE_READY, GROUPS, MAX_FILES, Mapped, Table, group_index};
@@ -91,15 +93,13 @@ pub struct Coordinator {
     known: Vec<Known>,
 }
 
+/// The global Dirty and Writeback bytes (/proc/meminfo); 0 when unreadable.
 fn meminfo_dirty_writeback() -> (u64, u64) {
-    let text = std::fs::read_to_string("/proc/meminfo").unwrap_or_default();
-    let kb = |k: &str| -> u64 {
-        text.lines()
-            .find_map(|l| l.strip_prefix(k)?.split_whitespace().next()?.parse().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    (kb("Dirty:"), kb("Writeback:"))
+    Root::live()
+        .read("/proc/meminfo")
+        .ok()
+        .and_then(|t| parse_meminfo(&t).ok())
+        .map_or((0, 0), |m| (m.dirty_bytes, m.writeback_bytes))
 }
 
 impl Coordinator {

@@ -12,6 +12,8 @@ use oslab_sys::parse::meminfo::{MemSnapshot, parse_meminfo};
 use oslab_sys::process::thread_usage;
 use oslab_sys::sar::{DiskCounters, parse_diskstats};
 
+use serde::{Deserialize, Serialize};
+
 use crate::experiment::LabError;
 
 pub const CHUNK: usize = 1 << 20;
@@ -26,8 +28,9 @@ pub fn meminfo() -> Option<MemSnapshot> {
     parse_meminfo(&Root::live().read("/proc/meminfo").ok()?).ok()
 }
 
-/// What one timed operation cost and caused.
-#[derive(Debug, Clone, Copy, Default)]
+/// What one timed operation cost and caused: the thread's own usage and the
+/// device's counters, differences of readings taken around the operation.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct OpStats {
     pub secs: f64,
     pub user_s: f64,
@@ -122,7 +125,70 @@ pub fn mb_s(bytes: u64, secs: f64) -> f64 {
     }
 }
 
+/// A device rate above which reads from a virtual disk must have come from the
+/// host's cache (faster than the SATA and most NVMe drives a host would hold).
+pub const HOST_CACHE_MB_S: f64 = 1500.0;
+
 /// Whether reads this fast from a virtual disk must have come from the host's cache.
 pub fn implausible_for_a_disk(mb_per_s: f64, virtual_machine: bool) -> bool {
-    virtual_machine && mb_per_s > 1500.0
+    virtual_machine && mb_per_s > HOST_CACHE_MB_S
+}
+
+/// What the kernel says about the disk under a file system, read during the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DiskFacts {
+    /// The device as /proc/diskstats names it (a partition if the file system is on one).
+    pub device: String,
+    /// The whole disk it belongs to.
+    pub disk: String,
+    /// queue/write_cache: "write back" (a volatile cache the device acknowledges
+    /// writes from) or "write through".
+    pub write_cache: Option<String>,
+    /// queue/rotational: a spinning disk (or a device that claims to be one).
+    pub rotational: Option<bool>,
+}
+
+/// The facts of the device holding `dir`; `None` when it is on no block device.
+pub fn disk_facts(dir: &Path) -> Option<DiskFacts> {
+    let device = oslab_sys::fileio::device_name_of(dir)?;
+    let disk = oslab_sys::fileio::parent_disk(&device);
+    let root = Root::live();
+    let queue = |f: &str| root.read_trim(&format!("/sys/block/{disk}/queue/{f}"));
+    Some(DiskFacts {
+        write_cache: queue("write_cache"),
+        rotational: queue("rotational").map(|r| r == "1"),
+        device,
+        disk,
+    })
+}
+
+/// An environment for judging synthetic raw data: the captured KVM guest of
+/// crates/sys/tests/fixtures, with the hypervisor named or not.
+#[cfg(test)]
+pub(crate) fn test_env(hypervisor: Option<&str>) -> oslab_model::Environment {
+    let root = oslab_sys::fsread::Root::at(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../sys/tests/fixtures/kvm-xeon-2cpu"),
+    );
+    let mut machine = oslab_sys::machine::collect(
+        &root,
+        &oslab_sys::machine::LiveProbes {
+            page_bytes: 4096,
+            ..Default::default()
+        },
+    );
+    machine.hypervisor.name = hypervisor.map(str::to_string);
+    oslab_model::Environment {
+        oslab_version: "test".into(),
+        machine,
+        timer: "test".into(),
+        load: oslab_model::LoadRecord {
+            loadavg_before: [0.0; 3],
+            loadavg_after: [0.0; 3],
+            cpu_busy_fraction: 0.0,
+            steal_fraction: 0.0,
+            warning: None,
+        },
+        seed: 1,
+    }
 }

@@ -1,15 +1,36 @@
 //! `mem.bandwidth`: sequential read and write bandwidth vs working-set size, the
-//! book's stride-1 sweep. The prefetcher streams lines ahead of the loop, so this
-//! curve shows the levels far less than `mem.latency` does; that is its lesson.
+//! book's stride-1 sweep.
+//!
+//! What: GB/s reading every 8-byte word of a buffer in order, and writing every
+//! byte of it (memset), for buffers from 4 KiB to 256 MiB (quick) or 1 GiB, one
+//! thread.
+//!
+//! Method: sizes visited in a shuffled order; each size on its own 4 KiB-page
+//! buffer (MADV_NOHUGEPAGE), prefaulted; one pass untimed, one timed to choose how
+//! many passes make a sample of at least 2 ms, then the samples. Every sample is
+//! kept as the time of its passes.
+//!
+//! Pitfalls: the prefetcher streams lines ahead of the loop, so this curve shows
+//! the levels far less than `mem.latency` does (that is its lesson): it measures
+//! throughput, not latency. A write of a line not in the cache may first read it
+//! (read for ownership) unless the CPU uses streaming stores, so write bandwidth
+//! beyond the caches is not the memory's raw write rate. One thread cannot
+//! saturate the memory of a large machine. In a guest the host's other guests
+//! share the memory bus.
+//!
+//! References: material section 1 (CPU caches: the cache sweep), madvise(2).
 
-use oslab_model::{Axis, Marker, Plot, Scale, Series, SeriesStyle};
+use oslab_model::{Axis, Environment, Marker, Plot, Scale, Series, SeriesStyle};
 use oslab_sys::memprobe::{Buffer, read_sweep, write_sweep};
 use oslab_sys::parse::size::human_bytes;
+use serde::{Deserialize, Serialize};
 
-use super::sweep::{log_sizes, shuffled, sysfs_levels};
-use crate::experiment::{Context, Experiment, LabError, Meta, Needs, Outcome, Output, finding};
+use super::sweep::{log_sizes, points, shuffled, sysfs_of};
+use crate::experiment::{Context, LabError, Meta, Needs, Output, finding};
+use crate::shape::{Lab, Measured, Planner};
 
 pub struct MemBandwidth;
+crate::shaped_experiment!(MemBandwidth);
 
 static META: Meta = Meta {
     id: "mem.bandwidth",
@@ -26,121 +47,234 @@ static META: Meta = Meta {
     internal: false,
 };
 
-/// GB/s of `op` over a buffer of `len` bytes: repeated to at least 2 ms a sample.
-fn rate(len: usize, samples: usize, mut op: impl FnMut()) -> Vec<f64> {
-    op();
-    let t0 = oslab_sys::clock::monotonic_ns();
-    op();
-    let once = (oslab_sys::clock::monotonic_ns() - t0).max(1);
-    let reps = (2_000_000 / once).clamp(1, 100_000);
-    (0..samples)
-        .map(|_| {
-            let t0 = oslab_sys::clock::monotonic_ns();
-            for _ in 0..reps {
-                op();
-            }
-            let ns = (oslab_sys::clock::monotonic_ns() - t0).max(1);
-            (len as f64 * reps as f64) / ns as f64
-        })
-        .collect()
+/// A sample lasts at least this long.
+const SAMPLE_NS: u64 = 2_000_000;
+/// The smallest buffer, and the size the "small" findings read.
+const MIN_SIZE: u64 = 4096;
+const SMALL: u64 = 16 << 10;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub samples: usize,
+    /// The largest buffer.
+    pub max_size: u64,
+    /// Sizes per octave.
+    pub per_octave: u32,
 }
 
-impl Experiment for MemBandwidth {
+/// Samples of one operation over one buffer: each the time of `passes` passes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Timed {
+    pub passes: u64,
+    pub ns: Vec<u64>,
+}
+
+impl Timed {
+    /// GB/s of each sample over `bytes`.
+    pub fn gb_s(&self, bytes: u64) -> Vec<f64> {
+        self.ns
+            .iter()
+            .map(|ns| (bytes as f64 * self.passes as f64) / (*ns).max(1) as f64)
+            .collect()
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SizeRaw {
+    /// The buffer's length (the size asked for, rounded up to whole pages).
+    pub bytes: u64,
+    pub read: Timed,
+    pub write: Timed,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Raw {
+    /// Every size, ascending.
+    pub sizes: Vec<SizeRaw>,
+}
+
+/// `samples` timings of `op`, each of enough passes to last [`SAMPLE_NS`].
+fn timed(samples: usize, mut op: impl FnMut()) -> Timed {
+    let now = oslab_sys::clock::monotonic_ns;
+    op();
+    let t0 = now();
+    op();
+    let once = (now() - t0).max(1);
+    let passes = (SAMPLE_NS / once).clamp(1, 100_000);
+    let ns = (0..samples)
+        .map(|_| {
+            let t0 = now();
+            for _ in 0..passes {
+                op();
+            }
+            now() - t0
+        })
+        .collect();
+    Timed { passes, ns }
+}
+
+impl Lab for MemBandwidth {
+    type Plan = Plan;
+    type Raw = Raw;
+
     fn meta(&self) -> &Meta {
         &META
     }
 
-    fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        let quick = ctx.config.quick();
-        let samples = ctx.samples(3, 5);
-        let sizes = log_sizes(
-            4096,
-            if quick { 256 << 20 } else { 1 << 30 },
-            if quick { 2 } else { 4 },
-        );
-        let mut read = vec![0.0; sizes.len()];
-        let mut write = vec![0.0; sizes.len()];
+    fn plan(&self, p: &mut Planner) -> Plan {
+        let quick = p.quick();
+        Plan {
+            samples: p.samples(3, 5),
+            max_size: if quick { 256 << 20 } else { 1 << 30 },
+            per_octave: if quick { 2 } else { 4 },
+        }
+    }
+
+    fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
+        let sizes = log_sizes(MIN_SIZE, plan.max_size, plan.per_octave);
+        let mut out: Vec<Option<SizeRaw>> = vec![None; sizes.len()];
         for (n, i) in shuffled(sizes.len(), ctx.config.seed)
             .into_iter()
             .enumerate()
         {
             let mut b = Buffer::new(sizes[i] as usize, false)
                 .map_err(|e| LabError::Failed(e.to_string()))?;
-            let len = b.len();
-            read[i] = oslab_stats::median(&rate(len, samples, || {
+            let read = timed(plan.samples, || {
                 std::hint::black_box(read_sweep(b.as_slice()));
-            }))
-            .unwrap_or(0.0);
-            write[i] =
-                oslab_stats::median(&rate(len, samples, || write_sweep(b.as_mut_slice(), 1)))
-                    .unwrap_or(0.0);
+            });
+            let write = timed(plan.samples, || write_sweep(b.as_mut_slice(), 1));
+            out[i] = Some(SizeRaw {
+                bytes: b.len() as u64,
+                read,
+                write,
+            });
             ctx.progress.fraction((n + 1) as f64 / sizes.len() as f64);
         }
-        let at = |v: &[f64], s: u64| {
-            sizes
-                .iter()
-                .position(|x| *x >= s)
-                .map(|i| v[i])
-                .unwrap_or(0.0)
-        };
-        let small = 16 << 10;
-        let big = *sizes.last().unwrap_or(&0);
-        let findings = vec![
-            finding(
-                "read_gb_s.small",
-                at(&read, small),
-                "GB/s",
-                format!("reading {}", human_bytes(small)),
-            ),
-            finding(
-                "read_gb_s.large",
-                at(&read, big),
-                "GB/s",
-                format!("reading {}", human_bytes(big)),
-            ),
-            finding(
-                "write_gb_s.small",
-                at(&write, small),
-                "GB/s",
-                format!("writing {}", human_bytes(small)),
-            ),
-            finding(
-                "write_gb_s.large",
-                at(&write, big),
-                "GB/s",
-                format!("writing {}", human_bytes(big)),
-            ),
-        ];
-        let x: Vec<f64> = sizes.iter().map(|s| *s as f64).collect();
-        let series = |name: &str, y: &[f64]| Series {
-            name: name.into(),
-            style: SeriesStyle::LinePoints,
-            points: x.iter().zip(y).map(|(a, b)| [*a, *b]).collect(),
-        };
-        let markers = sysfs_levels(ctx.machine)
-            .into_iter()
-            .filter(|(_, s)| *s <= big * 2)
-            .map(|(n, s)| Marker {
-                x: s as f64,
-                label: format!("sysfs {n} {}", human_bytes(s)),
-            })
-            .collect();
-        Ok(Outcome::Completed(Output {
-            findings,
-            plots: vec![Plot {
-                id: "bandwidth".into(),
-                title: "sequential bandwidth vs working set".into(),
-                x: Axis::new("working set", "bytes", Scale::Log2),
-                y: Axis::new("bandwidth", "GB/s", Scale::Linear),
-                series: vec![series("read", &read), series("write", &write)],
-                markers,
-                x_labels: vec![],
-            }],
-            notes: vec![format!(
-                "{} sizes, {samples} samples of at least 2 ms each; one thread",
-                sizes.len()
-            )],
-            ..Default::default()
+        Ok(Measured::Raw(Raw {
+            sizes: out.into_iter().flatten().collect(),
         }))
+    }
+
+    fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+        judge(plan, raw, env)
+    }
+}
+
+fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+    let median = |v: &[f64]| oslab_stats::median(v).unwrap_or(f64::NAN);
+    let x: Vec<f64> = raw.sizes.iter().map(|s| s.bytes as f64).collect();
+    let read: Vec<f64> = raw
+        .sizes
+        .iter()
+        .map(|s| median(&s.read.gb_s(s.bytes)))
+        .collect();
+    let write: Vec<f64> = raw
+        .sizes
+        .iter()
+        .map(|s| median(&s.write.gb_s(s.bytes)))
+        .collect();
+    // the first size at or above `at`, as the old sweep read it
+    let at = |v: &[f64], at: u64| {
+        raw.sizes
+            .iter()
+            .position(|s| s.bytes >= at)
+            .map_or(f64::NAN, |i| v[i])
+    };
+    let big = raw.sizes.last().map_or(0, |s| s.bytes);
+    let mut out = Output::default();
+    for (op, v) in [("read", &read), ("write", &write)] {
+        let verb = if op == "read" { "reading" } else { "writing" };
+        out.findings.push(finding(
+            &format!("{op}_gb_s.small"),
+            at(v, SMALL),
+            "GB/s",
+            format!("{verb} {}", human_bytes(SMALL)),
+        ));
+        out.findings.push(finding(
+            &format!("{op}_gb_s.large"),
+            at(v, big),
+            "GB/s",
+            format!("{verb} {}", human_bytes(big)),
+        ));
+    }
+    let series = |name: &str, y: &[f64]| Series {
+        name: name.into(),
+        style: SeriesStyle::LinePoints,
+        points: points(&x, y),
+    };
+    let markers = sysfs_of!(env.machine)
+        .into_iter()
+        .filter(|l| l.bytes <= big * 2)
+        .map(|l| Marker {
+            x: l.bytes as f64,
+            label: format!("sysfs {} {}", l.name, human_bytes(l.bytes)),
+        })
+        .collect();
+    out.plots.push(Plot {
+        id: "bandwidth".into(),
+        title: "sequential bandwidth vs working set".into(),
+        x: Axis::new("working set", "bytes", Scale::Log2),
+        y: Axis::new("bandwidth", "GB/s", Scale::Linear),
+        series: vec![series("read", &read), series("write", &write)],
+        markers,
+        x_labels: vec![],
+    });
+    out.notes.push(format!(
+        "{} sizes, {} samples of at least {} ms each; one thread",
+        raw.sizes.len(),
+        plan.samples,
+        SAMPLE_NS / 1_000_000
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn size(bytes: u64, read_ns: u64, write_ns: u64) -> SizeRaw {
+        let t = |ns: u64| Timed {
+            passes: 10,
+            ns: vec![ns, ns * 2, ns],
+        };
+        SizeRaw {
+            bytes,
+            read: t(read_ns),
+            write: t(write_ns),
+        }
+    }
+
+    #[test]
+    fn findings_read_the_small_and_the_largest_size() {
+        let raw = Raw {
+            sizes: vec![
+                size(4096, 400, 800),
+                size(16 << 10, 1638, 3277),
+                size(1 << 20, 1 << 20, 1 << 21),
+            ],
+        };
+        let plan = Plan {
+            samples: 3,
+            max_size: 1 << 20,
+            per_octave: 2,
+        };
+        let out = judge(&plan, &raw, &crate::mem::test_env(None, &[]));
+        let names: Vec<&str> = out.findings.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "read_gb_s.small",
+                "read_gb_s.large",
+                "write_gb_s.small",
+                "write_gb_s.large"
+            ]
+        );
+        let f = |n: &str| out.findings.iter().find(|f| f.name == n).unwrap().value;
+        // 16 KiB x 10 passes in 1638 ns: 100 GB/s (the median of 1x, 2x, 1x the time)
+        assert!((f("read_gb_s.small") - 100.0).abs() < 0.1);
+        assert!((f("write_gb_s.small") - 50.0).abs() < 0.1);
+        assert!((f("read_gb_s.large") - 10.0).abs() < 1e-9);
+        assert_eq!(out.plots[0].series[0].points.len(), 3);
+        assert!(out.claims.is_empty());
     }
 }

@@ -1,7 +1,8 @@
-//! Sizes to sweep and the pointer-chase measurement of one size.
+//! What the memory experiments share: the sizes to sweep, the order to visit them
+//! in, the caches sysfs describes, and the pointer-chase measurement of one size.
 
-use oslab_sys::machine::MachineInfo;
 use oslab_sys::memprobe::{Buffer, sattolo};
+use serde::{Deserialize, Serialize};
 
 use crate::experiment::LabError;
 
@@ -47,22 +48,77 @@ pub fn shuffled(n: usize, seed: u64) -> Vec<usize> {
         .collect()
 }
 
-/// The data and unified caches sysfs describes: (name, bytes), smallest first.
-pub fn sysfs_levels(m: &MachineInfo) -> Vec<(String, u64)> {
-    let mut v: Vec<(String, u64)> = m
-        .caches
-        .levels
-        .iter()
-        .filter(|l| l.kind != "Instruction")
-        .filter_map(|l| Some((l.name.clone(), l.size_bytes?)))
+/// One cache level as sysfs describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SysfsLevel {
+    /// "L1d", "L2", "L3".
+    pub name: String,
+    pub bytes: u64,
+}
+
+/// The data and unified caches among `(name, kind, size)` (sysfs' levels, from the
+/// machine the run saw), smallest first; instruction caches and levels without a
+/// size are left out.
+pub fn sysfs_levels<'a>(
+    levels: impl IntoIterator<Item = (&'a str, &'a str, Option<u64>)>,
+) -> Vec<SysfsLevel> {
+    let mut v: Vec<SysfsLevel> = levels
+        .into_iter()
+        .filter(|(_, kind, _)| *kind != "Instruction")
+        .filter_map(|(name, _, size)| {
+            Some(SysfsLevel {
+                name: name.to_string(),
+                bytes: size?,
+            })
+        })
         .collect();
-    v.sort_by_key(|x| x.1);
+    v.sort_by_key(|l| l.bytes);
     v
+}
+
+/// The sysfs levels of a machine description (`MachineInfo`, whichever crate
+/// defines it: only its `caches.levels` fields are read).
+macro_rules! sysfs_of {
+    ($machine:expr) => {
+        $crate::mem::sweep::sysfs_levels(
+            $machine
+                .caches
+                .levels
+                .iter()
+                .map(|l| (l.name.as_str(), l.kind.as_str(), l.size_bytes)),
+        )
+    };
+}
+pub(crate) use sysfs_of;
+
+/// What one size of a pointer chase gave: ns per dependent load, sample by sample,
+/// and what the kernel backed the buffer with.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Chased {
+    /// The working set asked for.
+    pub bytes: u64,
+    /// ns per load, one figure per sample.
+    pub ns: Vec<f64>,
+    /// The buffer mapped (a huge-page buffer is at least 2 MiB).
+    pub buffer_bytes: u64,
+    /// AnonHugePages of the buffer in /proc/self/smaps, when it could be read.
+    pub anon_huge_bytes: Option<u64>,
+}
+
+impl Chased {
+    /// The share of the buffer backed by huge pages (0 when smaps was unreadable).
+    pub fn huge_fraction(&self) -> f64 {
+        (self.anon_huge_bytes.unwrap_or(0) as f64 / self.buffer_bytes.max(1) as f64).min(1.0)
+    }
+
+    pub fn median(&self) -> Option<f64> {
+        oslab_stats::median(&self.ns)
+    }
 }
 
 /// ns per dependent load over a random single cycle of the lines of `size` bytes
 /// (`stride` apart; `offset_of` places the word within each stride), `samples`
-/// figures, and the fraction of the buffer the kernel backed with huge pages.
+/// figures, and how much of the buffer the kernel backed with huge pages.
 pub fn chase_size(
     size: u64,
     stride: usize,
@@ -70,7 +126,7 @@ pub fn chase_size(
     huge: bool,
     samples: usize,
     seed: u64,
-) -> Result<(Vec<f64>, f64), LabError> {
+) -> Result<Chased, LabError> {
     let lines = (size as usize / stride).max(2);
     // a huge page needs a 2 MiB region: smaller working sets live at the start of one
     let len = if huge {
@@ -79,7 +135,8 @@ pub fn chase_size(
         lines * stride
     };
     let mut buf = Buffer::new(len, huge).map_err(|e| LabError::Failed(e.to_string()))?;
-    let huge_fraction = buf.anon_huge_bytes().unwrap_or(0) as f64 / buf.len() as f64;
+    let anon_huge_bytes = buf.anon_huge_bytes();
+    let buffer_bytes = buf.len() as u64;
     let order = sattolo(lines, seed.wrapping_add(size));
     let chase = buf
         .link(&order, stride, offset_of)
@@ -87,8 +144,22 @@ pub fn chase_size(
     // one pass to warm the caches (bounded for big buffers), then the samples
     chase.time((lines as u64).min(4_000_000));
     let steps = (lines as u64).clamp(100_000, 400_000);
-    let v = (0..samples).map(|_| chase.time(steps)).collect();
-    Ok((v, huge_fraction.min(1.0)))
+    let ns = (0..samples).map(|_| chase.time(steps)).collect();
+    Ok(Chased {
+        bytes: size,
+        ns,
+        buffer_bytes,
+        anon_huge_bytes,
+    })
+}
+
+/// Points of a plot from x and y, leaving out the y that are not finite.
+pub fn points(x: &[f64], y: &[f64]) -> Vec<[f64; 2]> {
+    x.iter()
+        .zip(y)
+        .filter(|(_, b)| b.is_finite())
+        .map(|(a, b)| [*a, *b])
+        .collect()
 }
 
 #[cfg(test)]
@@ -107,5 +178,33 @@ mod tests {
         let mut sh = shuffled(10, 1);
         sh.sort();
         assert_eq!(sh, (0..10).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn sysfs_levels_leave_out_instruction_caches() {
+        let l = sysfs_levels([
+            ("L2", "Unified", Some(1 << 20)),
+            ("L1i", "Instruction", Some(32 << 10)),
+            ("L1d", "Data", Some(48 << 10)),
+            ("L3", "Unified", None),
+        ]);
+        let names: Vec<&str> = l.iter().map(|l| l.name.as_str()).collect();
+        assert_eq!(names, ["L1d", "L2"]);
+    }
+
+    #[test]
+    fn huge_fraction_of_a_buffer() {
+        let c = Chased {
+            bytes: 1 << 20,
+            ns: vec![1.0],
+            buffer_bytes: 4 << 20,
+            anon_huge_bytes: Some(2 << 20),
+        };
+        assert_eq!(c.huge_fraction(), 0.5);
+        let none = Chased {
+            anon_huge_bytes: None,
+            ..c
+        };
+        assert_eq!(none.huge_fraction(), 0.0);
     }
 }

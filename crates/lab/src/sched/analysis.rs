@@ -1,7 +1,9 @@
 //! From the gaps a worker recorded to its runs on the CPU: slice lengths, turns,
-//! share, and the kernel's nice-to-weight table.
+//! shares, and the kernel's nice-to-weight table. Pure: every function here reads
+//! recorded [`Worker`]s only.
 
 use oslab_sys::spinners::Trace;
+use serde::{Deserialize, Serialize};
 
 /// The kernel's sched_prio_to_weight table, nice -20 to 19 (kernel/sched/core.c).
 pub const NICE_WEIGHTS: [u64; 40] = [
@@ -14,8 +16,61 @@ pub fn weight(nice: i32) -> u64 {
     NICE_WEIGHTS[(nice.clamp(-20, 19) + 20) as usize]
 }
 
+/// What one spinning worker recorded (oslab_sys::spinners), as raw data.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Worker {
+    pub pid: u32,
+    /// Its first and last clock reading, CLOCK_MONOTONIC ns.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// (from, to) of every stretch off the CPU longer than the gap threshold.
+    pub gaps: Vec<(u64, u64)>,
+    /// More gaps than there was room for: the tail is missing.
+    pub overflow: bool,
+    /// Its context switches (getrusage).
+    pub voluntary: u64,
+    pub involuntary: u64,
+    /// CPU time in user and kernel mode (getrusage), ns.
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    /// Clock readings made.
+    pub readings: u64,
+}
+
+impl From<Trace> for Worker {
+    fn from(t: Trace) -> Worker {
+        Worker {
+            pid: t.pid,
+            start_ns: t.start_ns,
+            end_ns: t.end_ns,
+            gaps: t.gaps,
+            overflow: t.overflow,
+            voluntary: t.voluntary,
+            involuntary: t.involuntary,
+            user_ns: t.user_ns,
+            sys_ns: t.sys_ns,
+            readings: t.readings,
+        }
+    }
+}
+
+impl Worker {
+    /// Wall time from its first to its last reading, ns.
+    pub fn wall_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// Its run time inside [from, to), ns.
+    pub fn ran_between(&self, from: u64, to: u64) -> u64 {
+        runs(self)
+            .iter()
+            .map(|&(a, b)| b.min(to).saturating_sub(a.max(from)))
+            .sum()
+    }
+}
+
 /// The run intervals of a worker: between its start, its gaps and its end.
-pub fn runs(t: &Trace) -> Vec<(u64, u64)> {
+pub fn runs(t: &Worker) -> Vec<(u64, u64)> {
     let mut out = Vec::new();
     let mut from = t.start_ns;
     for &(a, b) in &t.gaps {
@@ -28,6 +83,20 @@ pub fn runs(t: &Trace) -> Vec<(u64, u64)> {
         out.push((from, t.end_ns));
     }
     out
+}
+
+/// The complete runs of a worker in ms (the first and last are cut by the window
+/// and left out).
+pub fn inner_runs_ms(t: &Worker) -> Vec<f64> {
+    let r = runs(t);
+    if r.len() > 2 {
+        r[1..r.len() - 1]
+            .iter()
+            .map(|(a, b)| (b - a) as f64 / 1e6)
+            .collect()
+    } else {
+        vec![]
+    }
 }
 
 /// What one worker's record says.
@@ -44,18 +113,10 @@ pub struct WorkerStats {
     pub share: f64,
 }
 
-pub fn stats(t: &Trace) -> WorkerStats {
-    let r = runs(t);
-    let wall = t.end_ns.saturating_sub(t.start_ns).max(1) as f64;
-    let ran: u64 = r.iter().map(|(a, b)| b - a).sum();
-    let inner: Vec<f64> = if r.len() > 2 {
-        r[1..r.len() - 1]
-            .iter()
-            .map(|(a, b)| (b - a) as f64 / 1e6)
-            .collect()
-    } else {
-        vec![]
-    };
+pub fn stats(t: &Worker) -> WorkerStats {
+    let wall = t.wall_ns().max(1) as f64;
+    let ran: u64 = runs(t).iter().map(|(a, b)| b - a).sum();
+    let inner = inner_runs_ms(t);
     let waits: Vec<f64> = t.gaps.iter().map(|(a, b)| (b - a) as f64 / 1e6).collect();
     let q = |v: &[f64], p| oslab_stats::quantile(v, p).unwrap_or(f64::NAN);
     WorkerStats {
@@ -68,116 +129,106 @@ pub fn stats(t: &Trace) -> WorkerStats {
     }
 }
 
-/// The workers' runs as Chrome trace events (ui.perfetto.dev and chrome://tracing
-/// open it): one complete ("X") event per run, one thread per worker.
-pub fn chrome_trace(traces: &[Trace], names: &[String]) -> serde_json::Value {
-    let t0 = traces.iter().map(|t| t.start_ns).min().unwrap_or(0);
-    let mut events = Vec::new();
-    for (i, t) in traces.iter().enumerate() {
-        let name = names
-            .get(i)
-            .cloned()
-            .unwrap_or_else(|| format!("worker {i}"));
-        events.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": i + 1, "args": {"name": name}}));
-        for (a, b) in runs(t) {
-            events.push(serde_json::json!({
-                "name": "run", "ph": "X", "pid": 1, "tid": i + 1,
-                "ts": (a - t0) as f64 / 1e3, "dur": (b - a) as f64 / 1e3
-            }));
-        }
-    }
-    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms"})
+/// A worker's turns on a CPU it shares with others: a turn ends when another
+/// worker takes the CPU (a handover). A gap in which no other worker ran (the
+/// host took the vCPU, an interrupt, another task) interrupts a turn without
+/// ending it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Turns {
+    /// Complete turns (the first and last are cut by the window): the run time
+    /// of each, ms (its wall time less the interruptions inside it).
+    pub turns_ms: Vec<f64>,
+    /// Gaps inside complete turns in which no other worker ran.
+    pub interruptions: usize,
+    /// Their total length, ms.
+    pub interrupted_ms: f64,
 }
 
-/// A lane chart of the first `window_ms` of the runs: for worker i, points at
-/// (ms since the first start, i + 1) every `step_ms` while it ran.
-pub fn timeline(traces: &[Trace], window_ms: f64, step_ms: f64) -> Vec<Vec<[f64; 2]>> {
-    let t0 = traces.iter().map(|t| t.start_ns).min().unwrap_or(0);
-    traces
+/// The turns of `workers[i]` among the others.
+pub fn turns(workers: &[Worker], i: usize) -> Turns {
+    let mut others: Vec<(u64, u64)> = workers
         .iter()
         .enumerate()
-        .map(|(i, t)| {
-            let mut pts = Vec::new();
-            for (a, b) in runs(t) {
-                let (a, b) = (
-                    (a - t0) as f64 / 1e6,
-                    ((b - t0) as f64 / 1e6).min(window_ms),
-                );
-                let mut x = a;
-                while x <= b {
-                    pts.push([x, (i + 1) as f64]);
-                    x += step_ms;
-                }
-            }
-            pts
-        })
-        .collect()
-}
-
-/// Each worker's run time so far vs wall time (ms), one point per run boundary.
-pub fn progress(traces: &[Trace]) -> Vec<Vec<[f64; 2]>> {
-    let t0 = traces.iter().map(|t| t.start_ns).min().unwrap_or(0);
-    traces
+        .filter(|(j, _)| *j != i)
+        .flat_map(|(_, w)| runs(w))
+        .collect();
+    others.sort_unstable();
+    // the latest end among the runs that start before each index
+    let reach: Vec<u64> = others
         .iter()
-        .map(|t| {
-            let mut done = 0.0;
-            let mut pts = vec![[(t.start_ns - t0) as f64 / 1e6, 0.0]];
-            for (a, b) in runs(t) {
-                pts.push([(a - t0) as f64 / 1e6, done]);
-                done += (b - a) as f64 / 1e6;
-                pts.push([(b - t0) as f64 / 1e6, done]);
-            }
-            pts
+        .scan(0u64, |m, r| {
+            *m = (*m).max(r.1);
+            Some(*m)
         })
-        .collect()
-}
-
-/// Local timer interrupts of `cpu` so far, from /proc/interrupts text (the LOC row).
-pub fn local_timer_count(text: &str, cpu: usize) -> Option<u64> {
-    let row = text.lines().find(|l| l.trim_start().starts_with("LOC:"))?;
-    row.trim_start()
-        .strip_prefix("LOC:")?
-        .split_whitespace()
-        .nth(cpu)?
-        .parse()
-        .ok()
-}
-
-/// Run time and wait time (ns) and timeslices from /proc/PID/schedstat text.
-pub fn schedstat(text: &str) -> Option<(u64, u64, u64)> {
-    let mut it = text.split_whitespace().map(|v| v.parse::<u64>().ok());
-    Some((it.next()??, it.next()??, it.next()??))
-}
-
-/// The usual CONFIG_HZ value nearest a measured tick rate on a busy CPU.
-pub fn nearest_hz(rate: f64) -> u32 {
-    [100u32, 250, 300, 1000]
-        .into_iter()
-        .min_by(|a, b| {
-            ((*a as f64) - rate)
-                .abs()
-                .total_cmp(&((*b as f64) - rate).abs())
-        })
-        .unwrap_or(250)
-}
-
-/// se.slice (ns) and se.load.weight of a task, from /proc/PID/sched text.
-pub fn sched_fields(text: &str) -> (Option<u64>, Option<u64>) {
-    let field = |k: &str| {
-        text.lines().find_map(|l| {
-            let (a, b) = l.split_once(':')?;
-            (a.trim() == k).then(|| b.trim().split('.').next()?.parse().ok())?
-        })
+        .collect();
+    let someone_ran = |a: u64, b: u64| {
+        let k = others.partition_point(|r| r.0 < b);
+        k > 0 && reach[k - 1] > a
     };
-    (field("se.slice"), field("se.load.weight"))
+    let Some(w) = workers.get(i) else {
+        return Turns::default();
+    };
+    // (turn start, turn end, interruptions inside, their length)
+    let mut all: Vec<(u64, u64, usize, u64)> = Vec::new();
+    let mut cur = (w.start_ns, 0usize, 0u64);
+    for &(a, b) in &w.gaps {
+        if someone_ran(a, b) {
+            all.push((cur.0, a, cur.1, cur.2));
+            cur = (b, 0, 0);
+        } else {
+            cur.1 += 1;
+            cur.2 += b - a;
+        }
+    }
+    all.push((cur.0, w.end_ns, cur.1, cur.2));
+    let inner = if all.len() > 2 {
+        &all[1..all.len() - 1]
+    } else {
+        &[][..]
+    };
+    Turns {
+        turns_ms: inner
+            .iter()
+            .map(|t| t.1.saturating_sub(t.0).saturating_sub(t.3) as f64 / 1e6)
+            .collect(),
+        interruptions: inner.iter().map(|t| t.2).sum(),
+        interrupted_ms: inner.iter().map(|t| t.3).sum::<u64>() as f64 / 1e6,
+    }
+}
+
+/// The usual CONFIG_HZ values.
+pub const USUAL_HZ: [u32; 4] = [100, 250, 300, 1000];
+
+/// The CONFIG_HZ a busy CPU's local timer interrupt rate points to. The count is
+/// the tick plus every other timer that fired there (a sleeping task's hrtimer),
+/// so the rate is HZ or more: the largest usual HZ at most 5 % above the rate (a
+/// few ticks may be lost while the host holds the vCPU); 100 below that.
+pub fn hz_from_timer_rate(rate: f64) -> u32 {
+    USUAL_HZ
+        .into_iter()
+        .filter(|hz| f64::from(*hz) <= rate * 1.05)
+        .max()
+        .unwrap_or(USUAL_HZ[0])
+}
+
+/// The median, NaN when there is nothing.
+pub fn median(v: &[f64]) -> f64 {
+    oslab_stats::median(v).unwrap_or(f64::NAN)
+}
+
+/// The median, `None` when there is nothing.
+pub fn median_opt(v: &[f64]) -> Option<f64> {
+    oslab_stats::median(v).filter(|m| m.is_finite())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn trace(start: u64, end: u64, gaps: &[(u64, u64)]) -> Trace {
-        Trace {
+    const MS: u64 = 1_000_000;
+
+    pub(crate) fn worker(start: u64, end: u64, gaps: &[(u64, u64)]) -> Worker {
+        Worker {
             start_ns: start,
             end_ns: end,
             gaps: gaps.to_vec(),
@@ -188,19 +239,18 @@ mod tests {
     #[test]
     fn runs_and_slices_by_hand() {
         // runs 0-4, 8-12, 16-20, 24-26 ms: complete inner runs 4 and 4 ms
-        let ms = 1_000_000;
-        let t = trace(
+        let t = worker(
             0,
-            26 * ms,
-            &[(4 * ms, 8 * ms), (12 * ms, 16 * ms), (20 * ms, 24 * ms)],
+            26 * MS,
+            &[(4 * MS, 8 * MS), (12 * MS, 16 * MS), (20 * MS, 24 * MS)],
         );
         assert_eq!(
             runs(&t),
             vec![
-                (0, 4 * ms),
-                (8 * ms, 12 * ms),
-                (16 * ms, 20 * ms),
-                (24 * ms, 26 * ms)
+                (0, 4 * MS),
+                (8 * MS, 12 * MS),
+                (16 * MS, 20 * MS),
+                (24 * MS, 26 * MS)
             ]
         );
         let s = stats(&t);
@@ -208,144 +258,63 @@ mod tests {
         assert_eq!(s.slice_p50_ms, 4.0);
         assert_eq!(s.wait_p50_ms, 4.0);
         assert!((s.share - 14.0 / 26.0).abs() < 1e-12);
+        assert_eq!(t.ran_between(2 * MS, 10 * MS), 4 * MS);
         // never off the CPU: one run, no complete slice, share 1
-        let s = stats(&trace(0, 10, &[]));
+        let s = stats(&worker(0, 10, &[]));
         assert_eq!((s.slices, s.share), (0, 1.0));
     }
 
     #[test]
-    fn timeline_and_progress_by_hand() {
-        let ms = 1_000_000;
-        let t = trace(0, 10 * ms, &[(4 * ms, 8 * ms)]);
-        let lanes = timeline(std::slice::from_ref(&t), 100.0, 1.0);
-        // runs 0-4 and 8-10 ms, a point per ms: 5 + 3
-        assert_eq!(lanes[0].len(), 8);
-        assert!(lanes[0].iter().all(|p| p[1] == 1.0));
-        let p = progress(&[t]);
-        assert_eq!(p[0].last().unwrap(), &[10.0, 6.0]);
+    fn turns_end_at_handovers_only() {
+        // a: runs 0-10, 20-25 (a 1 ms gap at 25 where nobody ran), 26-30, 40-50
+        // b: runs 10-20, 30-40
+        let a = worker(
+            0,
+            50 * MS,
+            &[(10 * MS, 20 * MS), (25 * MS, 26 * MS), (30 * MS, 40 * MS)],
+        );
+        let b = worker(10 * MS, 40 * MS, &[(20 * MS, 30 * MS)]);
+        let ws = [a, b];
+        let t = turns(&ws, 0);
+        // turns 0-10 | 20-30 | 40-50: the inner one runs 9 ms, with 1 interruption
+        assert_eq!(t.turns_ms, vec![9.0]);
+        assert_eq!(t.interruptions, 1);
+        assert_eq!(t.interrupted_ms, 1.0);
+        // runs split by the interruption: 5 and 4 ms
+        assert_eq!(inner_runs_ms(&ws[0]), vec![5.0, 4.0]);
+        let tb = turns(&ws, 1);
+        assert_eq!((tb.turns_ms.len(), tb.interruptions), (0, 0));
+        assert_eq!(turns(&ws, 5), Turns::default());
     }
 
     #[test]
-    fn the_weight_table() {
+    fn the_weight_table_and_hz() {
         assert_eq!(weight(0), 1024);
         assert_eq!(weight(5), 335);
         assert_eq!(weight(19), 15);
         assert_eq!(weight(-20), 88761);
-        // nice 0 vs 5: 1024 / (1024 + 335)
-        assert!((super::super::nice::predicted_share(5) - 0.7535).abs() < 1e-3);
+        assert_eq!(hz_from_timer_rate(248.7), 250);
+        assert_eq!(hz_from_timer_rate(990.0), 1000);
+        assert_eq!(hz_from_timer_rate(104.0), 100);
+        // other timers add to the tick: 281 interrupts a second at HZ 250
+        assert_eq!(hz_from_timer_rate(281.4), 250);
+        assert_eq!(hz_from_timer_rate(1100.0), 1000);
+        assert_eq!(hz_from_timer_rate(20.0), 100);
     }
 
     #[test]
-    fn chrome_trace_parses_back() {
-        let ms = 1_000_000;
-        let t = trace(0, 10 * ms, &[(4 * ms, 8 * ms)]);
-        let v = chrome_trace(&[t], &["a".into()]);
-        let text = serde_json::to_string(&v).unwrap();
-        let back: serde_json::Value = serde_json::from_str(&text).unwrap();
-        let ev = back["traceEvents"].as_array().unwrap();
-        let runs: Vec<_> = ev.iter().filter(|e| e["ph"] == "X").collect();
-        assert_eq!(runs.len(), 2);
-        assert_eq!(runs[1]["ts"], 8000.0);
-        assert_eq!(runs[1]["dur"], 2000.0);
-        assert!(
-            ev.iter()
-                .any(|e| e["ph"] == "M" && e["args"]["name"] == "a")
-        );
-    }
-
-    #[test]
-    fn timer_interrupts_and_hz() {
-        let text = "           CPU0       CPU1       \n  0:         44          0   IO-APIC    2-edge      timer\nLOC:    1288477    1339925   Local timer interrupts\n";
-        assert_eq!(local_timer_count(text, 0), Some(1288477));
-        assert_eq!(local_timer_count(text, 1), Some(1339925));
-        assert_eq!(local_timer_count(text, 2), None);
-        assert_eq!(nearest_hz(248.7), 250);
-        assert_eq!(nearest_hz(990.0), 1000);
-        assert_eq!(nearest_hz(104.0), 100);
-    }
-
-    #[test]
-    fn schedstat_fields() {
-        assert_eq!(schedstat("123 456 7\n"), Some((123, 456, 7)));
-        assert_eq!(schedstat("1 2"), None);
-    }
-
-    #[test]
-    fn proc_sched_fields() {
-        let text = "se.load.weight                               :              1048576\nse.slice                                     :              1400000\n";
-        assert_eq!(sched_fields(text), (Some(1400000), Some(1048576)));
-    }
-}
-
-/// Property tests of the readers of /proc/PID/schedstat, /proc/PID/sched and
-/// /proc/interrupts: any text gives values or nothing, never a panic; the kernel's
-/// lines read back. A fuzz-like run with many cases (PROPTEST_CASES wins over the
-/// default here; failures are printed, not saved to proptest-regressions/):
-/// `PROPTEST_CASES=100000 cargo test -p oslab-lab --lib -- sched::analysis::props`
-#[cfg(test)]
-mod props {
-    use super::*;
-    use oslab_sys::testing::proptest_config as config;
-    use proptest::prelude::*;
-
-    proptest! {
-        #![proptest_config(config(512))]
-
-        #[test]
-        fn any_text_never_panics(text in "(?s).{0,160}", cpu in any::<usize>()) {
-            let _ = schedstat(&text);
-            let _ = sched_fields(&text);
-            let _ = local_timer_count(&text, cpu);
-            let _ = local_timer_count(&text, cpu % 8);
-        }
-
-        #[test]
-        fn schedstat_reads_the_kernels_line(
-            v in any::<(u64, u64, u64)>(),
-            sep in "[ \t]{1,3}",
-            end in "\n?",
-        ) {
-            let text = format!("{}{sep}{}{sep}{}{end}", v.0, v.1, v.2);
-            prop_assert_eq!(schedstat(&text), Some(v));
-        }
-
-        #[test]
-        fn schedstat_needs_three_numbers(
-            v in proptest::collection::vec(any::<u64>(), 0..3),
-            junk in "[^0-9\\s]{1,5}",
-        ) {
-            let few = v.iter().map(u64::to_string).collect::<Vec<_>>().join(" ");
-            prop_assert_eq!(schedstat(&few), None);
-            prop_assert_eq!(schedstat(&format!("{junk} {few} 1 2 3")), None);
-        }
-
-        #[test]
-        fn sched_fields_read_the_kernels_lines(
-            slice in any::<u64>(),
-            frac in "[0-9]{0,6}",
-            weight in any::<u64>(),
-            others in proptest::collection::vec("[a-z_.]{1,20} {1,30}: {1,4}[0-9.]{1,12}", 0..6),
-        ) {
-            let mut lines: Vec<String> = others
-                .into_iter()
-                .filter(|l| !matches!(l.split(':').next().map(str::trim), Some("se.slice" | "se.load.weight")))
-                .collect();
-            lines.insert(lines.len() / 2, format!("se.slice                                     :          {slice}.{frac}"));
-            lines.push(format!("se.load.weight                               :              {weight}"));
-            prop_assert_eq!(sched_fields(&lines.join("\n")), (Some(slice), Some(weight)));
-        }
-
-        #[test]
-        fn local_timer_count_reads_the_loc_row(
-            counts in proptest::collection::vec(any::<u64>(), 1..9),
-            cpu in any::<proptest::sample::Index>(),
-        ) {
-            let row: String = counts.iter().map(|c| format!(" {c:>10}")).collect();
-            let text = format!(
-                "           CPU0       CPU1\n  0:         33          0   IO-APIC    2-edge      timer\nLOC:{row}   Local timer interrupts\nSPU:          0          0   Spurious interrupts\n"
-            );
-            let i = cpu.index(counts.len());
-            prop_assert_eq!(local_timer_count(&text, i), Some(counts[i]));
-        }
+    fn a_trace_becomes_a_worker() {
+        let t = Trace {
+            pid: 7,
+            start_ns: 1,
+            end_ns: 9,
+            gaps: vec![(2, 3)],
+            readings: 5,
+            ..Default::default()
+        };
+        let w = Worker::from(t);
+        assert_eq!((w.pid, w.wall_ns(), w.gaps.len(), w.readings), (7, 8, 1, 5));
+        let back: Worker = serde_json::from_str(&serde_json::to_string(&w).unwrap()).unwrap();
+        assert_eq!(back, w);
     }
 }

@@ -1,14 +1,41 @@
-//! `wb.background`: see [`super::sawexp`] for method and rules.
+//! `wb.background`: Dirty saws under the background limit with periodic write back off.
+//!
+//! What: with dirty_writeback_centisecs = 0, a background limit in bytes and a
+//! steady writer, Dirty climbs to the limit and the background flusher then writes
+//! chunks until it is under it again: the peaks, troughs and period of that
+//! sawtooth against the kernel's rules.
+//!
+//! Method, rules and pitfalls: see [`super::sawexp`] (shared with wb.periodic). The
+//! hard limit is twice the background one. The prediction takes the chunk's
+//! hard-limit term (hard limit / 8); when the kernel's bandwidth estimate for the
+//! device is lower (below hard limit / 4), the chunk and the period shrink, and the
+//! "why" of a differing run says which chunk the measured period implies and which
+//! bandwidth estimate that needs. The raw data keep the sysctls and limits the
+//! kernel reported, every poll of Dirty, Writeback and the device's written bytes,
+//! and the kernel's estimate where debugfs shows it.
+//!
+//! References: Documentation/admin-guide/sysctl/vm.rst, fs/fs-writeback.c
+//! (writeback_chunk_size, wb_check_background_flush); material section 4, seed 001,
+//! experiment A (../shared/spec/material.md); ../shared/spec/writeback-kernel.md.
 
 use std::time::Duration;
 
+use oslab_model::{Claim, Environment};
+use oslab_stats::sawtooth::Sawtooth;
 use oslab_sys::parse::size::human_bytes;
+use serde::{Deserialize, Serialize};
 
-use super::sawexp::{self, Prediction, compare, output, run_sawtooth};
-use crate::experiment::{Context, Experiment, LabError, Meta, Needs, Outcome};
+use super::sawexp::{
+    self, Prediction, Rules, SawRaw, TOLERANCE, best_window, device_rates, matches_prediction,
+    other_dirty_mib, others_text, output, run_sawtooth, sawtooth_of,
+};
+use crate::check::{Check, Condition, Outcome, Rule};
+use crate::experiment::{Context, LabError, Meta, Needs, Output, finding};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
+use crate::shape::{Lab, Measured, Planner};
 
 pub struct Background;
+crate::shaped_experiment!(Background);
 
 static META: Meta = Meta {
     id: "wb.background",
@@ -35,8 +62,22 @@ static BACKGROUND: Setting<Bytes> = Setting {
 };
 static SETTINGS: [&dyn AnySetting; 3] = [&sawexp::RATE, &BACKGROUND, &sawexp::DURATION];
 
+const SAWTOOTH: Check = Check {
+    id: "background-sawtooth",
+    text: "With periodic write back off, Dirty climbs to the background limit and the background flusher then holds it there",
+    source: "material 4 (seed 001, experiment A)",
+};
+
+const FALLS_TO_ZERO: Check = Check {
+    id: "background-falls-to-zero",
+    text: "After the background flush Dirty falls to about 0 and climbs again",
+    source: "material 4 (seed 001, experiment A: 83-85 MB, then ~0)",
+};
+
 /// MIN_WRITEBACK_PAGES in fs/fs-writeback.c: 4 MiB.
 const MIN_CHUNK: u64 = 4 << 20;
+
+const MIB: f64 = (1u64 << 20) as f64;
 
 /// The chunk the background flusher writes before checking again, assuming the
 /// device is fast enough that hard limit / 8 is the smaller term.
@@ -46,7 +87,7 @@ pub fn chunk_bytes(hard: u64) -> u64 {
 
 pub fn predict(rate: u64, bg: u64, hard: u64) -> Prediction {
     let chunk = chunk_bytes(hard);
-    let mib = |b: u64| b as f64 / (1 << 20) as f64;
+    let mib = |b: u64| b as f64 / MIB;
     Prediction {
         first_peak_s: bg as f64 / rate as f64,
         peak_mib: mib(bg),
@@ -55,7 +96,34 @@ pub fn predict(rate: u64, bg: u64, hard: u64) -> Prediction {
     }
 }
 
-impl Experiment for Background {
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The writer's bytes per second.
+    pub rate: u64,
+    /// vm.dirty_background_bytes; vm.dirty_bytes is twice it.
+    pub background: u64,
+    /// Seconds of writing.
+    pub duration: f64,
+}
+
+impl Plan {
+    pub fn hard(&self) -> u64 {
+        self.background * 2
+    }
+
+    fn knobs(&self) -> [(&'static str, String); 3] {
+        [
+            ("vm.dirty_writeback_centisecs", "0".to_string()),
+            ("vm.dirty_background_bytes", self.background.to_string()),
+            ("vm.dirty_bytes", self.hard().to_string()),
+        ]
+    }
+}
+
+impl Lab for Background {
+    type Plan = Plan;
+    type Raw = SawRaw;
+
     fn meta(&self) -> &Meta {
         &META
     }
@@ -64,75 +132,182 @@ impl Experiment for Background {
         &SETTINGS
     }
 
-    fn run(&self, ctx: &mut Context) -> Result<Outcome, LabError> {
-        let rate = ctx.get(&sawexp::RATE);
-        let bg = ctx.get(&BACKGROUND);
-        let secs = ctx.get(&sawexp::DURATION);
-        let hard = bg * 2;
-        let p = predict(rate, bg, hard);
-        let knobs = [
-            ("vm.dirty_writeback_centisecs", "0".to_string()),
-            ("vm.dirty_background_bytes", bg.to_string()),
-            ("vm.dirty_bytes", hard.to_string()),
-        ];
-        let (polls, saw, lat) =
-            run_sawtooth(ctx, META.id, &knobs, rate, Duration::from_secs_f64(secs))?;
-        let (findings, claim) = compare(
-            &saw,
-            &p,
-            "background-sawtooth",
-            "With periodic write back off, Dirty climbs to the background limit and the background flusher then holds it there",
-            "material 4 (seed 001, experiment A)",
-        );
-        let to_zero = saw.trough_median.is_some_and(|t| t < p.peak_mib * 0.1);
-        let author = oslab_model::Claim {
-            id: "background-falls-to-zero".into(),
-            text: "After the background flush Dirty falls to about 0 and climbs again".into(),
-            source: "material 4 (seed 001, experiment A: 83-85 MB, then ~0)".into(),
-            expectation: "troughs below 10 % of the peak".into(),
-            observed: format!(
-                "troughs {:.1} MiB, peaks {:.1} MiB",
-                saw.trough_median.unwrap_or(f64::NAN),
-                saw.peak_median.unwrap_or(f64::NAN)
-            ),
-            verdict: if saw.peaks.is_empty() {
-                oslab_model::Verdict::NotTestable
-            } else if to_zero {
-                oslab_model::Verdict::Holds
-            } else {
-                oslab_model::Verdict::Differs
-            },
-            why: if to_zero {
-                "the flusher wrote everything".into()
-            } else {
-                format!(
-                    "today's background flusher stops as soon as Dirty is under the limit, after chunks of {} (min(bandwidth/2, hard limit/8) + 4 MiB, rounded down to 4 MiB)",
-                    human_bytes(chunk_bytes(hard))
-                )
-            },
-        };
-        let notes = vec![format!(
-            "writer {}/s in 10 writes a second; dirty_writeback_centisecs=0, dirty_background_bytes={}, dirty_bytes={} (journaled, restored)",
-            human_bytes(rate),
-            human_bytes(bg),
-            human_bytes(hard)
-        )];
-        Ok(output(
-            &polls,
-            &p,
-            vec![claim, author],
-            findings,
-            "Dirty with periodic write back off",
-            notes,
-            &lat,
-            ctx.config.seed,
-        ))
+    fn plan(&self, p: &mut Planner) -> Plan {
+        Plan {
+            rate: p.get(&sawexp::RATE),
+            background: p.get(&BACKGROUND),
+            duration: p.get(&sawexp::DURATION),
+        }
     }
+
+    fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<SawRaw>, LabError> {
+        let duration = Duration::from_secs_f64(plan.duration);
+        run_sawtooth(ctx, META.id, &plan.knobs(), plan.rate, duration).map(Measured::Raw)
+    }
+
+    fn judge(&self, plan: &Plan, raw: &SawRaw, env: &Environment) -> Output {
+        judge(plan, raw, env.seed)
+    }
+}
+
+/// The chunk each flush wrote: the median period times the writer's rate, MiB.
+fn implied_chunk_mib(plan: &Plan, saw: &Sawtooth) -> Option<f64> {
+    saw.period.map(|p| p * plan.rate as f64 / MIB)
+}
+
+fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
+    let hard = plan.hard();
+    let chunk = chunk_bytes(hard);
+    let p = predict(plan.rate, plan.background, hard);
+    let saw = sawtooth_of(raw, plan.rate);
+    let rules = Rules {
+        peak: "dirty_background_bytes".into(),
+        period: format!(
+            "chunk / rate, chunk = round_down(min(write bandwidth / 2, hard limit {} / 8) + 4 MiB, 4 MiB) = {}, the hard-limit term",
+            human_bytes(hard),
+            human_bytes(chunk)
+        ),
+        trough: "the background limit less one chunk".into(),
+    };
+    let sawtooth = matches_prediction(&SAWTOOTH, raw, &saw, &p, &rules, |o| {
+        sawtooth_why(o, plan, raw, &saw)
+    });
+    let claims = vec![sawtooth, falls_to_zero(plan, &saw, &p)];
+    let notes = vec![format!(
+        "writer {}/s in 10 writes a second; dirty_writeback_centisecs=0, dirty_background_bytes={}, dirty_bytes={} (journaled, restored)",
+        human_bytes(plan.rate),
+        human_bytes(plan.background),
+        human_bytes(hard)
+    )];
+    let mut out = output(
+        raw,
+        plan.rate,
+        &p,
+        &saw,
+        claims,
+        "Dirty with periodic write back off",
+        notes,
+        seed,
+    );
+    out.findings.push(finding(
+        "implied_chunk_mib",
+        implied_chunk_mib(plan, &saw).unwrap_or(f64::NAN),
+        "MiB",
+        format!(
+            "median period x the writer's rate: what each background flush wrote (the rule's hard-limit term gives {})",
+            human_bytes(chunk)
+        ),
+    ));
+    out
+}
+
+/// The write bandwidth estimates (MiB/s) for which the rule gives chunks of
+/// `chunk_mib` (a multiple of 4): round_down(bw / 2 + 4, 4) = chunk.
+fn bandwidth_for_chunk(chunk_mib: f64) -> (f64, f64) {
+    let c = (chunk_mib / 4.0).round().max(1.0) * 4.0;
+    (2.0 * (c - 4.0), 2.0 * c)
+}
+
+fn sawtooth_why(o: &Outcome, plan: &Plan, raw: &SawRaw, saw: &Sawtooth) -> String {
+    if o.holds() {
+        return "the kernel flushed where its rules say: chunks from the hard-limit term".into();
+    }
+    let chunk_mib = chunk_bytes(plan.hard()) as f64 / MIB;
+    let mut parts = Vec::new();
+    if o.failed(0) {
+        parts.push(format!(
+            "peaks at {:.1} MiB against a background limit of {} ({} by /proc/vmstat); Dirty beside the test file was {:.1} MiB (other dirtiers)",
+            saw.peak_median.unwrap_or(f64::NAN),
+            human_bytes(plan.background),
+            raw.threshold_mib(raw.thresholds.background_pages)
+                .map_or_else(|| "unread".into(), |m| format!("{m:.1} MiB")),
+            other_dirty_mib(&raw.polls).unwrap_or(f64::NAN)
+        ));
+    }
+    if !o.failed(0)
+        && let Some(t) = others_text(raw, plan.rate, plan.background as f64 / MIB)
+    {
+        parts.push(t);
+    }
+    let implied = implied_chunk_mib(plan, saw);
+    match implied {
+        Some(c) if (o.failed(1) || o.failed(2)) && c < chunk_mib * (1.0 - TOLERANCE) => {
+            let (lo, hi) = bandwidth_for_chunk(c);
+            let bdi: Vec<f64> = raw
+                .polls
+                .iter()
+                .filter_map(|p| p.bdi_write_bandwidth_kbps.map(|b| b as f64 / 1024.0))
+                .collect();
+            let estimate = oslab_stats::median(&bdi).map_or_else(
+                || "; the estimate itself is not readable here (debugfs is not mounted)".to_string(),
+                |b| format!("; debugfs read {b:.1} MiB/s"),
+            );
+            parts.push(format!(
+                "Dirty fell by about {c:.1} MiB per flush ({:.2} s at {}/s), not {chunk_mib:.0} MiB: the rule's min(write bandwidth / 2, hard limit / 8) took the bandwidth term, which gives that chunk for a write bandwidth estimate of {lo:.0} to {hi:.0} MiB/s for the device{estimate}; the device wrote at most {:.1} MiB/s in any second of the run",
+                saw.period.unwrap_or(f64::NAN),
+                human_bytes(plan.rate),
+                best_window(&device_rates(&raw.polls), 10).unwrap_or(f64::NAN)
+            ));
+        }
+        Some(c) if (o.failed(1) || o.failed(2)) && c > chunk_mib * (1.0 + TOLERANCE) => {
+            parts.push(format!(
+                "Dirty fell by about {c:.1} MiB per flush, more than one chunk of {chunk_mib:.0} MiB: another flush (a sync, or write back of other dirty data) joined"
+            ));
+        }
+        _ if o.failed(2) => parts.push(format!(
+            "troughs at {:.1} MiB with flushes of the predicted size: Dirty beside the test file was {:.1} MiB",
+            saw.trough_median.unwrap_or(f64::NAN),
+            other_dirty_mib(&raw.polls).unwrap_or(f64::NAN)
+        )),
+        _ => {}
+    }
+    for (name, set, now) in raw.sysctls_changed() {
+        parts.push(format!("{name} read {now} at the end, not the {set} set"));
+    }
+    if parts.is_empty() {
+        "the measured sawtooth is off the prediction by more than the tolerance".into()
+    } else {
+        parts.join("; ")
+    }
+}
+
+fn falls_to_zero(plan: &Plan, saw: &Sawtooth, p: &Prediction) -> Claim {
+    let conditions = [Condition::from_option(
+        "median trough",
+        "MiB",
+        Rule::Below(TOLERANCE * p.peak_mib),
+        saw.trough_median,
+        "Dirty never dropped by half a second of writing in the run: run longer (full mode)",
+    )];
+    let context = format!("peaks {:.1} MiB", saw.peak_median.unwrap_or(f64::NAN));
+    FALLS_TO_ZERO.judge(&conditions, &context, |o| {
+        if o.holds() {
+            "the flusher wrote everything".into()
+        } else {
+            format!(
+                "today's background flusher stops as soon as Dirty is under the limit, after chunks of {} (round_down(min(write bandwidth / 2, hard limit / 8) + 4 MiB, 4 MiB)){}",
+                human_bytes(chunk_bytes(plan.hard())),
+                implied_chunk_mib(plan, saw)
+                    .map(|c| format!("; here Dirty fell by about {c:.1} MiB per flush"))
+                    .unwrap_or_default()
+            )
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wb::sawexp::tests::{saw_raw, sawtooth_polls};
+    use oslab_model::Verdict;
+
+    fn plan() -> Plan {
+        Plan {
+            rate: 4 << 20,
+            background: 32 << 20,
+            duration: 40.0,
+        }
+    }
 
     #[test]
     fn prediction_matches_the_figures_seen_here() {
@@ -144,5 +319,74 @@ mod tests {
         assert_eq!(p.trough_mib, 20.0);
         assert_eq!(p.period_s, 3.0);
         assert_eq!(p.first_peak_s, 8.0);
+        assert_eq!(bandwidth_for_chunk(4.0), (0.0, 8.0));
+        assert_eq!(bandwidth_for_chunk(12.0), (16.0, 24.0));
+    }
+
+    fn claims(raw: &SawRaw) -> (Claim, Claim) {
+        let out = judge(&plan(), raw, 1);
+        (out.claims[0].clone(), out.claims[1].clone())
+    }
+
+    #[test]
+    fn every_verdict_of_both_claims() {
+        // the predicted sawtooth: 32 -> 20 MiB every 3 s
+        let (saw, zero) = claims(&saw_raw(sawtooth_polls(4.0, 32.0, 20.0, 40.0), 0));
+        assert_eq!(saw.verdict, Verdict::Holds, "{saw:?}");
+        assert!(
+            saw.expectation
+                .contains("round_down(min(write bandwidth / 2"),
+            "{}",
+            saw.expectation
+        );
+        assert!(
+            saw.expectation.contains("median trough"),
+            "{}",
+            saw.expectation
+        );
+        assert_eq!(zero.verdict, Verdict::Differs);
+        assert!(zero.why.contains("chunks of 12 MiB"), "{}", zero.why);
+        // the runs seen here: 4 MiB chunks, a 1 s period, 28 MiB troughs
+        let (saw, _) = claims(&saw_raw(sawtooth_polls(4.0, 32.0, 28.0, 40.0), 0));
+        assert_eq!(saw.verdict, Verdict::Differs);
+        assert!(saw.why.contains("bandwidth term"), "{}", saw.why);
+        assert!(saw.why.contains("0 to 8 MiB/s"), "{}", saw.why);
+        assert!(saw.why.contains("debugfs is not mounted"), "{}", saw.why);
+        // the author's kernel: everything written
+        let (saw, zero) = claims(&saw_raw(sawtooth_polls(4.0, 32.0, 0.0, 40.0), 0));
+        assert_eq!(zero.verdict, Verdict::Holds);
+        assert_eq!(saw.verdict, Verdict::Differs);
+        // other dirtiers lift the peaks
+        let (saw, _) = claims(&saw_raw(sawtooth_polls(4.0, 40.0, 28.0, 40.0), 8));
+        assert!(saw.why.contains("other dirtiers"), "{}", saw.why);
+        // too short a run: not judged, with the reason
+        let (saw, zero) = claims(&saw_raw(sawtooth_polls(4.0, 32.0, 20.0, 5.0), 0));
+        assert_eq!(saw.verdict, Verdict::NotJudged);
+        assert!(saw.why.contains("run longer"), "{}", saw.why);
+        assert_eq!(zero.verdict, Verdict::NotJudged);
+    }
+
+    #[test]
+    fn findings_keep_their_names() {
+        let out = judge(
+            &plan(),
+            &saw_raw(sawtooth_polls(4.0, 32.0, 20.0, 40.0), 0),
+            1,
+        );
+        for n in [
+            "predicted_peak_mib",
+            "peak_mib",
+            "trough_mib",
+            "period_s",
+            "first_peak_s",
+            "period_error",
+            "max_write_ms",
+            "implied_chunk_mib",
+            "device_peak_write_mib_s",
+        ] {
+            assert!(out.findings.iter().any(|f| f.name == n), "{n}");
+        }
+        assert_eq!(out.plots[0].id, "dirty");
+        assert!(out.plots[0].series[0].name.starts_with("Dirty"));
     }
 }

@@ -41,8 +41,7 @@ fn vm(name: &str) -> Result<u64, LabError> {
 
 fn vmstat_value(key: &str) -> Option<u64> {
     let t = Root::live().read("/proc/vmstat").ok()?;
-    t.lines()
-        .find_map(|l| l.strip_prefix(&format!("{key} "))?.trim().parse().ok())
+    oslab_sys::parse::vmstat::value(&t, key)
 }
 
 /// Reads the inputs on the live system.

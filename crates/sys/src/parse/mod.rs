@@ -1,12 +1,16 @@
 //! Pure parsers: text in, typed values out. No file system access here.
 
 pub mod cpulist;
+pub mod interrupts;
 pub mod kconfig;
 pub mod meminfo;
+pub mod pidsched;
 pub mod pidstat;
 pub mod procstat;
+pub mod schedstat;
 pub mod size;
 pub mod status;
+pub mod vmstat;
 
 pub use cpulist::parse_cpulist;
 pub use size::parse_sysfs_size;

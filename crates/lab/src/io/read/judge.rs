@@ -1,0 +1,434 @@
+//! Judging `io.read` from its raw data: summaries, findings, the two claims, plots.
+
+use oslab_model::{Axis, Claim, Environment, Plot, Scale, Series, SeriesStyle};
+use oslab_sys::parse::size::human_bytes;
+
+use super::{Plan, Raw, Round};
+use crate::check::{Check, Condition, Rule};
+use crate::experiment::{Output, finding, measurement};
+use crate::io::probe::{OpStats, implausible_for_a_disk, mb_s};
+use crate::sampler;
+
+const WARM_FASTER: Check = Check {
+    id: "warm-read-faster",
+    text: "A warm read is many times faster than a cold one and causes no device reads",
+    source: "material 3 (seed 000: cold 1.117 s, warm 0.134 s for 1 GiB)",
+};
+
+const CACHE_GROWS: Check = Check {
+    id: "cache-grows-once",
+    text: "buff/cache grows by about the file size during the first read and not during the second",
+    source: "material 3 (seed 000)",
+};
+
+/// "Many times faster": at least this ratio of cold to warm time.
+const MIN_SPEEDUP: f64 = 3.0;
+/// "No device reads": under this many bytes per byte of the file.
+const MAX_WARM_DEVICE: f64 = 0.05;
+/// "About the file size": at least this share of it.
+const MIN_GROWTH: f64 = 0.9;
+/// Eviction that leaves more than this share cached made the cold read partly warm.
+const EVICTED_ENOUGH: f64 = 0.05;
+
+const MIB: f64 = (1u64 << 20) as f64;
+
+fn med(v: &[f64]) -> f64 {
+    oslab_stats::median(v).unwrap_or(f64::NAN)
+}
+
+/// One figure of every round.
+fn col(raw: &Raw, f: impl Fn(&Round) -> f64) -> Vec<f64> {
+    raw.rounds.iter().map(f).collect()
+}
+
+/// The measurements: (name, description, unit, figure of one round).
+type Column = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&Round, u64) -> f64,
+);
+
+const COLUMNS: [Column; 16] = [
+    ("cold_read", "read(2) after eviction", "s", |r, _| {
+        r.cold.secs
+    }),
+    ("warm_read", "read(2) again, file cached", "s", |r, _| {
+        r.warm.secs
+    }),
+    (
+        "mmap_cold",
+        "mmap, one byte per page, after eviction",
+        "s",
+        |r, _| r.mmap_cold.secs,
+    ),
+    ("mmap_warm", "mmap again, file cached", "s", |r, _| {
+        r.mmap_warm.secs
+    }),
+    (
+        "cold_read_rate",
+        "cold read(2) throughput",
+        "MB/s",
+        |r, size| mb_s(size, r.cold.secs),
+    ),
+    (
+        "warm_read_rate",
+        "warm read(2) throughput",
+        "MB/s",
+        |r, size| mb_s(size, r.warm.secs),
+    ),
+    ("cold_user", "user CPU of the cold read", "s", |r, _| {
+        r.cold.user_s
+    }),
+    ("cold_sys", "system CPU of the cold read", "s", |r, _| {
+        r.cold.sys_s
+    }),
+    ("warm_user", "user CPU of the warm read", "s", |r, _| {
+        r.warm.user_s
+    }),
+    ("warm_sys", "system CPU of the warm read", "s", |r, _| {
+        r.warm.sys_s
+    }),
+    (
+        "cold_device_read",
+        "bytes the device read during the cold read",
+        "bytes",
+        |r, _| r.cold.dev_read_bytes as f64,
+    ),
+    (
+        "warm_device_read",
+        "bytes the device read during the warm read",
+        "bytes",
+        |r, _| r.warm.dev_read_bytes as f64,
+    ),
+    (
+        "mmap_cold_major_faults",
+        "major faults of the cold mmap read",
+        "faults",
+        |r, _| r.mmap_cold.major_faults as f64,
+    ),
+    (
+        "mmap_warm_major_faults",
+        "major faults of the warm mmap read",
+        "faults",
+        |r, _| r.mmap_warm.major_faults as f64,
+    ),
+    (
+        "cold_cache_growth",
+        "Buffers + Cached growth during the cold read",
+        "bytes",
+        |r, _| r.cold.cache_delta_bytes as f64,
+    ),
+    (
+        "warm_cache_growth",
+        "Buffers + Cached growth during the warm read",
+        "bytes",
+        |r, _| r.warm.cache_delta_bytes as f64,
+    ),
+];
+
+/// The medians the findings and claims use.
+struct Figures {
+    size: u64,
+    cold_s: f64,
+    warm_s: f64,
+    cold_dev: f64,
+    warm_dev: f64,
+    speedup: f64,
+    cold_dev_rate: f64,
+    grow_cold: f64,
+    grow_warm: f64,
+    /// Shares of the file's pages cached in the last round (NaN: not read).
+    before_cold: f64,
+    after_cold: f64,
+    after_warm: f64,
+    /// The hypervisor's name, when the environment shows one.
+    hypervisor: Option<String>,
+}
+
+fn figures(plan: &Plan, raw: &Raw, env: &Environment) -> Figures {
+    let size = plan.size_bytes;
+    let (cold_s, warm_s) = (
+        med(&col(raw, |r| r.cold.secs)),
+        med(&col(raw, |r| r.warm.secs)),
+    );
+    let cold_dev = med(&col(raw, |r| r.cold.dev_read_bytes as f64));
+    let pages = size.div_ceil(raw.page_bytes.max(1)).max(1) as f64;
+    let share = |f: fn(&Round) -> Option<u64>| {
+        raw.rounds
+            .last()
+            .and_then(f)
+            .map_or(f64::NAN, |n| n as f64 / pages)
+    };
+    Figures {
+        size,
+        cold_s,
+        warm_s,
+        cold_dev,
+        warm_dev: med(&col(raw, |r| r.warm.dev_read_bytes as f64)),
+        speedup: cold_s / warm_s,
+        cold_dev_rate: if cold_dev.is_finite() {
+            mb_s(cold_dev as u64, cold_s)
+        } else {
+            f64::NAN
+        },
+        grow_cold: med(&col(raw, |r| r.cold.cache_delta_bytes as f64)),
+        grow_warm: med(&col(raw, |r| r.warm.cache_delta_bytes as f64)),
+        before_cold: share(|r| r.cached_before_cold),
+        after_cold: share(|r| r.cached_after_cold),
+        after_warm: share(|r| r.cached_after_warm),
+        hypervisor: env.machine.hypervisor.name.clone(),
+    }
+}
+
+impl Figures {
+    /// The cold read was faster than a disk could serve it under a hypervisor.
+    fn host_cached(&self) -> bool {
+        implausible_for_a_disk(self.cold_dev_rate, self.hypervisor.is_some())
+    }
+}
+
+pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+    let f = figures(plan, raw, env);
+    let system = sampler::records(&raw.snapshots);
+    let times = [
+        f.cold_s,
+        f.warm_s,
+        med(&col(raw, |r| r.mmap_cold.secs)),
+        med(&col(raw, |r| r.mmap_warm.secs)),
+    ];
+    let mut plots = vec![Plot {
+        id: "times".into(),
+        title: "Reading the file cold and warm".into(),
+        x: Axis::new("", "", Scale::Linear),
+        y: Axis::new("time", "s", Scale::Linear),
+        series: vec![Series {
+            name: "median time".into(),
+            style: SeriesStyle::Bars,
+            points: times
+                .iter()
+                .enumerate()
+                .map(|(i, y)| [i as f64, *y])
+                .collect(),
+        }],
+        markers: vec![],
+        x_labels: ["read cold", "read warm", "mmap cold", "mmap warm"]
+            .map(String::from)
+            .to_vec(),
+    }];
+    plots.extend(sampler::plots(&system, raw.device()));
+    let mut out = Output {
+        measurements: COLUMNS
+            .iter()
+            .map(|(name, description, unit, get)| {
+                let samples = raw.rounds.iter().map(|r| get(r, f.size)).collect();
+                measurement(name, description, unit, samples, env.seed, None)
+            })
+            .collect(),
+        findings: findings(raw, &f, &raw.create),
+        claims: vec![warm_faster(raw, &f), cache_grows(&f)],
+        plots,
+        notes: notes(plan, raw, &f),
+        system,
+        ..Default::default()
+    };
+    out.params
+        .insert("device".into(), serde_json::json!(raw.device()));
+    out
+}
+
+fn findings(raw: &Raw, f: &Figures, create: &OpStats) -> Vec<oslab_model::Finding> {
+    let method = raw
+        .residency_method
+        .as_deref()
+        .unwrap_or("neither cachestat nor mincore worked");
+    let over_size = "above 1 when the device also read metadata or another program read from it";
+    vec![
+        finding("file_bytes", f.size as f64, "bytes", human_bytes(f.size)),
+        finding("create_s", create.secs, "s", "writing and syncing the file"),
+        finding(
+            "speedup_warm_vs_cold",
+            f.speedup,
+            "x",
+            "median cold read time over median warm read time",
+        ),
+        finding(
+            "cold_device_share",
+            f.cold_dev / f.size as f64,
+            "x",
+            format!(
+                "bytes the device read during the cold read ({}) over the file size; {over_size}",
+                human_bytes(f.cold_dev.max(0.0) as u64)
+            ),
+        ),
+        finding(
+            "warm_device_share",
+            f.warm_dev / f.size as f64,
+            "x",
+            format!(
+                "bytes the device read during the warm read ({}) over the file size",
+                human_bytes(f.warm_dev.max(0.0) as u64)
+            ),
+        ),
+        finding(
+            "cold_device_rate",
+            f.cold_dev_rate,
+            "MB/s",
+            "device bytes during the cold read over its time",
+        ),
+        finding(
+            "cached_before_cold",
+            f.before_cold,
+            "fraction",
+            format!("of the file's pages cached after eviction ({method})"),
+        ),
+        finding(
+            "cached_after_cold",
+            f.after_cold,
+            "fraction",
+            format!("of the file's pages cached after the cold read ({method})"),
+        ),
+        finding(
+            "cached_after_warm",
+            f.after_warm,
+            "fraction",
+            format!("after the warm read ({method})"),
+        ),
+    ]
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.0} %", x * 100.0)
+}
+
+fn warm_faster(raw: &Raw, f: &Figures) -> Claim {
+    let conditions = [
+        Condition::new(
+            "cold over warm read time",
+            "x",
+            Rule::AtLeast(MIN_SPEEDUP),
+            f.speedup,
+        ),
+        Condition::new(
+            "device bytes read during the warm read over the file size",
+            "x",
+            Rule::Below(MAX_WARM_DEVICE),
+            f.warm_dev / f.size as f64,
+        ),
+    ];
+    let context = format!(
+        "cold {:.3} s, warm {:.3} s; device read {} cold, {} warm",
+        f.cold_s,
+        f.warm_s,
+        human_bytes(f.cold_dev.max(0.0) as u64),
+        human_bytes(f.warm_dev.max(0.0) as u64)
+    );
+    WARM_FASTER.judge(&conditions, &context, |o| {
+        if o.holds() {
+            "the second read was served from the page cache".into()
+        } else if o.failed(1) {
+            match f.after_cold.is_finite() {
+                true => format!(
+                    "the warm read still went to the device: only {} of the file was cached after the cold read (memory pressure?)",
+                    pct(f.after_cold)
+                ),
+                false => "the warm read still went to the device: the file did not stay cached (memory pressure?)".into(),
+            }
+        } else if raw.disk.is_none() {
+            "the scratch directory is on no block device: the 'cold' read came from memory as well".into()
+        } else if f.host_cached() {
+            format!(
+                "the cold read ran at {:.0} MB/s by the device counters, faster than a disk: under {} the host caches this virtual disk, so 'cold' is only cold for the guest",
+                f.cold_dev_rate,
+                f.hypervisor.as_deref().unwrap_or("the hypervisor")
+            )
+        } else if f.before_cold > EVICTED_ENOUGH {
+            format!(
+                "eviction left {} of the file cached, so the cold read was partly warm",
+                pct(f.before_cold)
+            )
+        } else {
+            format!(
+                "cold and warm reads ran at similar speed: the device delivered {:.0} MB/s",
+                f.cold_dev_rate
+            )
+        }
+    })
+}
+
+fn cache_grows(f: &Figures) -> Claim {
+    let size_mib = f.size as f64 / MIB;
+    let conditions = [
+        Condition::new(
+            "Buffers + Cached growth during the cold read",
+            "MiB",
+            Rule::AtLeast(MIN_GROWTH * size_mib),
+            f.grow_cold / MIB,
+        ),
+        Condition::new(
+            "its change during the warm read (either way)",
+            "MiB",
+            Rule::Below(MAX_WARM_DEVICE * size_mib),
+            f.grow_warm.abs() / MIB,
+        ),
+    ];
+    let context = format!("file {}", human_bytes(f.size));
+    CACHE_GROWS.judge(&conditions, &context, |o| {
+        if o.holds() {
+            "the first read filled the page cache; the second found it there".into()
+        } else if o.failed(0) && f.after_cold.is_finite() && f.after_cold < MIN_GROWTH {
+            format!(
+                "the cache did not keep the file: {} of its pages were cached after the cold read",
+                pct(f.after_cold)
+            )
+        } else if o.failed(0) {
+            format!(
+                "the file was cached after the cold read ({} of its pages) yet Buffers + Cached grew less: the counter is global, and other programs' cache shrank at the same time",
+                if f.after_cold.is_finite() { pct(f.after_cold) } else { "residency unknown".into() }
+            )
+        } else {
+            "the warm read found the file cached, yet Buffers + Cached moved: the counter is global, and other activity changed it at the same time".into()
+        }
+    })
+}
+
+fn notes(plan: &Plan, raw: &Raw, f: &Figures) -> Vec<String> {
+    let mut notes = Vec::new();
+    if plan.size_bytes < plan.size {
+        notes.push(format!(
+            "file shrunk from {} to {} to fit in half the available memory",
+            human_bytes(plan.size),
+            human_bytes(plan.size_bytes)
+        ));
+    }
+    match &raw.disk {
+        Some(d) => notes.push(format!("the file lives on {}", d.device)),
+        None => notes.push("the scratch directory is on no block device (tmpfs?): device bytes are zero and eviction may do nothing".into()),
+    }
+    if f.host_cached() {
+        notes.push(format!(
+            "the cold read ran at {:.0} MB/s from the device counters: on this virtual disk ({}) that is the host's page cache answering, not a disk",
+            f.cold_dev_rate,
+            f.hypervisor.as_deref().unwrap_or("hypervisor")
+        ));
+    }
+    if f.before_cold > EVICTED_ENOUGH {
+        notes.push(format!(
+            "eviction left {} of the file cached: the cold read was partly warm",
+            pct(f.before_cold)
+        ));
+    }
+    notes.push(format!(
+        "eviction by {}; residency by {}; {} rounds",
+        if plan.drop_caches {
+            "vm.drop_caches=3"
+        } else {
+            "fsync + posix_fadvise(DONTNEED)"
+        },
+        raw.residency_method
+            .as_deref()
+            .unwrap_or("nothing (unreadable)"),
+        raw.rounds.len()
+    ));
+    notes
+}

@@ -1,0 +1,183 @@
+//! The findings of a latency sweep: where each level ends, its cycles, its ratio
+//! to sysfs, and the effective last-level cache.
+
+use oslab_model::Finding;
+use oslab_sys::parse::size::human_bytes;
+
+use super::claim::RATIO_LOW;
+use super::curve::{self, LEFT_RATIO};
+use super::judge::{Judging, bytes, edge_words};
+use crate::experiment::finding;
+
+/// Samples at one size spreading wider than this near an edge are bimodal.
+const BIMODAL_SPREAD: f64 = 1.5;
+
+/// Per plateau: where it ends and, with the TSC's rate known, its cycles.
+pub(super) fn level_findings(j: &Judging) -> Vec<Finding> {
+    let sizes: Vec<u64> = j.raw.small.iter().map(|c| c.bytes).collect();
+    let samples: Vec<Vec<f64>> = j.raw.small.iter().map(|c| c.ns.clone()).collect();
+    let mut out = Vec::new();
+    for p in &j.reading.plateaus {
+        if let Some(e) = &p.edge {
+            let spread = curve::edge_spread(&sizes, &samples, e.bytes);
+            let place = if e.range {
+                format!(
+                    "{:.2} ns; the plateau ends between {} ({:.2} ns, the last size below {LEFT_RATIO}x that) and {} ({:.2} ns, the first at {LEFT_RATIO}x): the plateau's last size and the next plateau's first lie {:.2} octaves apart, too far to interpolate, so the figure is the range's geometric middle",
+                    p.ns,
+                    bytes(e.below.bytes),
+                    e.below.ns,
+                    bytes(e.above.bytes),
+                    e.above.ns,
+                    e.gap_octaves
+                )
+            } else {
+                format!(
+                    "{:.2} ns up to about {} (between the sampled {} at {:.2} ns and {} at {:.2} ns)",
+                    p.ns,
+                    bytes(e.bytes),
+                    bytes(e.below.bytes),
+                    e.below.ns,
+                    bytes(e.above.bytes),
+                    e.above.ns
+                )
+            };
+            out.push(finding(
+                &format!("edge.{}", p.name),
+                e.bytes,
+                "bytes",
+                format!(
+                    "{place}; the next plateau is {:.1}x slower; samples within half an octave of the edge spread up to {spread:.2}x{}",
+                    e.step,
+                    if spread > BIMODAL_SPREAD {
+                        " (bimodal: the cache may be shared or partitioned)"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+        if let Some(mhz) = j.mhz {
+            out.push(finding(
+                &format!("cycles.{}", p.name),
+                p.ns * mhz / 1000.0,
+                "cycles",
+                format!(
+                    "{:.2} ns at the TSC's {mhz:.0} MHz (cycles of the TSC; the core's own clock may differ)",
+                    p.ns
+                ),
+            ));
+        }
+    }
+    out
+}
+
+/// Per sysfs level: the ratio of its edge to its size and the effective size; then
+/// the effective last level.
+pub(super) fn sysfs_findings(j: &Judging) -> Vec<Finding> {
+    let mut out = Vec::new();
+    let mut effective = Vec::new();
+    for (i, l) in j.sysfs.iter().enumerate() {
+        let edge = j.reading.of_sysfs(i).and_then(|p| p.edge.as_ref());
+        if let Some(e) = edge {
+            let (r, lo, hi) = e.ratio(l.bytes);
+            out.push(finding(
+                &format!("ratio.{}", l.name),
+                r,
+                "x",
+                if e.range {
+                    format!(
+                        "the {} edge over its sysfs size ({}): between {lo:.2}x and {hi:.2}x ({}), {r:.2}x at the middle",
+                        l.name,
+                        human_bytes(l.bytes),
+                        edge_words(e)
+                    )
+                } else {
+                    format!(
+                        "the {} edge ({}) over its sysfs size ({})",
+                        l.name,
+                        edge_words(e),
+                        human_bytes(l.bytes)
+                    )
+                },
+            ));
+        }
+        effective.push(finding(
+            &format!("effective.{}", l.name),
+            edge.map_or(f64::NAN, |e| e.bytes),
+            "bytes",
+            match edge {
+                Some(e) => format!(
+                    "sysfs {}, effective {} ({:.2}x)",
+                    human_bytes(l.bytes),
+                    edge_words(e),
+                    e.ratio(l.bytes).0
+                ),
+                None => format!(
+                    "sysfs {}, no edge matched it{}",
+                    human_bytes(l.bytes),
+                    if l.bytes > j.plan.max_size {
+                        format!(
+                            " (beyond the largest size swept, {})",
+                            human_bytes(j.plan.max_size)
+                        )
+                    } else {
+                        String::new()
+                    }
+                ),
+            },
+        ));
+    }
+    out.extend(effective);
+    out.extend(last_level(j));
+    out
+}
+
+/// Why the last level can be smaller than sysfs says, from the machine's facts.
+pub fn shared_why(hypervisor: Option<&str>) -> String {
+    match hypervisor {
+        Some(h) => format!(
+            "under {h} the guest is told the host CPU's cache, which the host shares with its other guests or partitions"
+        ),
+        None => "the cache is shared with the other cores and processes, or partitioned (resctrl)"
+            .into(),
+    }
+}
+
+fn last_level(j: &Judging) -> Option<Finding> {
+    let e = j.reading.memory_entry.as_ref()?;
+    let last = j.sysfs.last()?;
+    let mem = j.reading.memory()?;
+    let r = e.bytes / last.bytes as f64;
+    let cache = j
+        .reading
+        .plateaus
+        .iter()
+        .rev()
+        .find(|p| p.sysfs.is_some())
+        .map_or_else(String::new, |p| {
+            format!(" (the last cache level found is {})", p.name)
+        });
+    Some(finding(
+        "effective.last_level",
+        e.bytes,
+        "bytes",
+        format!(
+            "the curve reaches memory's latency ({:.0} ns) between {} ({:.1} ns) and {} ({:.1} ns): the caches this program could use end there{cache}; sysfs says the last level, {}, is {}: {r:.2}x of it{}",
+            mem.ns,
+            bytes(e.below.bytes),
+            e.below.ns,
+            bytes(e.above.bytes),
+            e.above.ns,
+            last.name,
+            human_bytes(last.bytes),
+            if r < RATIO_LOW {
+                format!(
+                    "; this program could use far less than sysfs describes: {}",
+                    shared_why(j.hypervisor.as_deref())
+                )
+            } else {
+                String::new()
+            }
+        ),
+    ))
+}

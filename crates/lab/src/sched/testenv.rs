@@ -1,0 +1,91 @@
+//! Synthetic workers and an environment for the scheduler experiments' unit tests.
+
+use std::path::Path;
+
+use oslab_model::{Environment, LoadRecord};
+use oslab_sys::fsread::Root;
+use oslab_sys::machine::{self, Hz, LiveProbes, Probed, SchedulerKind};
+
+use super::analysis::Worker;
+
+pub const MS: u64 = 1_000_000;
+
+/// The captured 2-CPU KVM guest of the sys fixtures (EEVDF), with HZ set to `hz`
+/// (None: unknown) and the hypervisor named `hv` (None: bare metal).
+pub fn env(hz: Option<u32>, hv: Option<&str>) -> Environment {
+    let root =
+        Root::at(Path::new(env!("CARGO_MANIFEST_DIR")).join("../sys/tests/fixtures/kvm-xeon-2cpu"));
+    let mut m = machine::collect(
+        &root,
+        &LiveProbes {
+            scratch_dir: "/tmp".into(),
+            page_bytes: 4096,
+            ..Default::default()
+        },
+    );
+    m.kernel.scheduler = SchedulerKind::Eevdf;
+    m.kernel.hz = match hz {
+        Some(hz) => Probed::Value(Hz {
+            hz,
+            source: "test".into(),
+        }),
+        None => Probed::Unavailable("test".into()),
+    };
+    m.hypervisor.name = hv.map(str::to_string);
+    Environment {
+        oslab_version: "test".into(),
+        machine: m,
+        timer: "CLOCK_MONOTONIC".into(),
+        load: LoadRecord {
+            loadavg_before: [0.0; 3],
+            loadavg_after: [0.0; 3],
+            cpu_busy_fraction: 0.0,
+            steal_fraction: 0.0,
+            warning: None,
+        },
+        seed: 1,
+    }
+}
+
+/// A worker that ran during `runs` (ms) and was off the CPU between them, from the
+/// first run's start to the last one's end.
+pub fn worker(runs: &[(f64, f64)]) -> Worker {
+    let ns = |ms: f64| (ms * 1e6) as u64 + 1_000 * MS;
+    let gaps = runs
+        .windows(2)
+        .map(|w| (ns(w[0].1), ns(w[1].0)))
+        .filter(|(a, b)| b > a)
+        .collect();
+    Worker {
+        pid: 1,
+        start_ns: ns(runs.first().map_or(0.0, |r| r.0)),
+        end_ns: ns(runs.last().map_or(0.0, |r| r.1)),
+        gaps,
+        readings: 1000,
+        ..Default::default()
+    }
+}
+
+/// `n` workers taking turns of `turn` ms on one CPU for `total` ms; each turn of a
+/// worker in `cut` is split in the middle by a gap of 0.2 ms in which nobody ran.
+pub fn round_robin(n: usize, turn: &[f64], total: f64, cut: &[usize]) -> Vec<Worker> {
+    let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new(); n];
+    let mut t = 0.0;
+    'outer: loop {
+        for i in 0..n {
+            let len = turn[i % turn.len()];
+            if t + len > total {
+                break 'outer;
+            }
+            if cut.contains(&i) {
+                let mid = t + len / 2.0;
+                runs[i].push((t, mid - 0.1));
+                runs[i].push((mid + 0.1, t + len));
+            } else {
+                runs[i].push((t, t + len));
+            }
+            t += len;
+        }
+    }
+    runs.iter().map(|r| worker(r)).collect()
+}

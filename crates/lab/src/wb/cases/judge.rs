@@ -1,0 +1,275 @@
+//! Judging `wb.cases`: each case's peak Dirty, device load and write-back
+//! episodes, and the claim that case 2 trades a lower peak for more episodes.
+
+use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
+use oslab_sys::parse::size::human_bytes;
+
+use super::{CASES, Case, Plan, Raw, SCALED_MEMORY};
+use crate::check::{Check, Condition, Rule};
+use crate::experiment::{Output, finding};
+use crate::wb::sawexp::measure::POLL;
+use crate::wb::sawexp::{SawRaw, best_window, device_rates};
+use crate::wb::trace::mib;
+
+const FLUSH_OFTEN: Check = Check {
+    id: "flush-often-lowers-peak",
+    text: "Flushing more often lowers the peak device load but wakes the flusher more",
+    source: "material 4 (seed 001, case comparison: 800 MB vs 80 MB peaks, util 100 % vs 98 %)",
+};
+
+/// The device counts as writing above this share of the cap.
+const ACTIVE_SHARE: f64 = 0.05;
+
+/// Flush episodes (idle -> writing transitions) and the longest writing stretch in
+/// s, from device write rates sampled every `dt` s; writing = above `active`.
+pub fn episodes(rates: &[f64], dt: f64, active: f64) -> (usize, f64) {
+    let (mut n, mut best, mut cur) = (0, 0.0f64, 0.0);
+    let mut was = false;
+    for r in rates {
+        let on = *r > active;
+        if on {
+            if !was {
+                n += 1;
+            }
+            cur += dt;
+            best = best.max(cur);
+        } else {
+            cur = 0.0;
+        }
+        was = on;
+    }
+    (n, best)
+}
+
+/// What one case showed.
+pub struct CaseFigures {
+    pub peak_dirty_mib: f64,
+    pub flushes: usize,
+    pub peak_write_mib_s: f64,
+    pub busy_share: f64,
+    pub longest_busy_s: f64,
+    pub dirty: Vec<[f64; 2]>,
+    pub writes: Vec<[f64; 2]>,
+}
+
+pub fn figures(raw: &SawRaw, cap_bytes_s: u64) -> CaseFigures {
+    let writes = device_rates(&raw.polls);
+    let rates: Vec<f64> = writes.iter().map(|w| w[1]).collect();
+    let active = mib(cap_bytes_s) * ACTIVE_SHARE;
+    let (flushes, longest_busy_s) = episodes(&rates, POLL.as_secs_f64(), active);
+    let dirty: Vec<[f64; 2]> = raw
+        .polls
+        .iter()
+        .map(|p| [p.poll.t_s, mib(p.poll.dirty_bytes)])
+        .collect();
+    CaseFigures {
+        peak_dirty_mib: dirty.iter().map(|d| d[1]).fold(0.0, f64::max),
+        flushes,
+        peak_write_mib_s: best_window(&writes, 10).unwrap_or(0.0),
+        busy_share: rates.iter().filter(|r| **r > active).count() as f64
+            / rates.len().max(1) as f64,
+        longest_busy_s,
+        dirty,
+        writes,
+    }
+}
+
+fn case_findings(c: &Case, r: &CaseFigures) -> Vec<Finding> {
+    let k = c.name.replace(' ', "");
+    vec![
+        finding(
+            &format!("{k}.peak_dirty_mib"),
+            r.peak_dirty_mib,
+            "MiB",
+            format!(
+                "background {} %, hard {} %, expire {} s of {} scaled memory",
+                c.bg_pct,
+                c.hard_pct,
+                c.expire_cs / 100,
+                human_bytes(SCALED_MEMORY)
+            ),
+        ),
+        finding(
+            &format!("{k}.flushes"),
+            r.flushes as f64,
+            "count",
+            "write-back episodes: the device going from idle to writing",
+        ),
+        finding(
+            &format!("{k}.peak_write_mib_s"),
+            r.peak_write_mib_s,
+            "MiB/s",
+            "device writes, best 1 s window",
+        ),
+        finding(
+            &format!("{k}.busy_share"),
+            r.busy_share,
+            "fraction",
+            "of the run the device was writing",
+        ),
+        finding(
+            &format!("{k}.longest_busy_s"),
+            r.longest_busy_s,
+            "s",
+            "longest stretch of continuous writing",
+        ),
+    ]
+}
+
+pub fn judge(plan: &Plan, raw: &Raw, _env: &Environment) -> Output {
+    let cap = raw.testbed.bandwidth_bytes_s;
+    let figs: Vec<CaseFigures> = raw.cases.iter().map(|c| figures(c, cap)).collect();
+    let mut out = Output::default();
+    for (c, f) in CASES.iter().zip(&figs) {
+        out.findings.extend(case_findings(c, f));
+    }
+    out.findings.push(finding(
+        "testbed_measured_mib_s",
+        raw.testbed.measured_bytes_s / (1u64 << 20) as f64,
+        "MiB/s",
+        format!(
+            "write-back throughput of {} measured when it was built (capped at {}/s)",
+            raw.testbed.device,
+            human_bytes(cap)
+        ),
+    ));
+    out.claims.push(match (figs.first(), figs.get(1)) {
+        (Some(a), Some(b)) => flush_often(raw, a, b),
+        _ => FLUSH_OFTEN.not_judged(
+            "case 2 has the lower peak Dirty, no higher peak device write rate, and at least as many write-back episodes",
+            format!("{} of the 2 cases were measured", figs.len()),
+        ),
+    });
+    let series = |f: fn(&CaseFigures) -> &Vec<[f64; 2]>| -> Vec<Series> {
+        CASES
+            .iter()
+            .zip(&figs)
+            .map(|(c, r)| Series {
+                name: c.name.into(),
+                style: SeriesStyle::Line,
+                points: f(r).clone(),
+            })
+            .collect()
+    };
+    out.plots = vec![
+        Plot {
+            id: "dirty".into(),
+            title: "Dirty: case 1 vs case 2".into(),
+            x: Axis::new("time", "s", Scale::Linear),
+            y: Axis::new("Dirty", "MiB", Scale::Linear),
+            series: series(|r| &r.dirty),
+            markers: vec![],
+            x_labels: vec![],
+        },
+        Plot {
+            id: "device".into(),
+            title: "Device writes: case 1 vs case 2".into(),
+            x: Axis::new("time", "s", Scale::Linear),
+            y: Axis::new("writes", "MiB/s", Scale::Linear),
+            series: series(|r| &r.writes),
+            markers: vec![],
+            x_labels: vec![],
+        },
+    ];
+    out.notes = notes(plan, raw);
+    out
+}
+
+fn notes(plan: &Plan, raw: &Raw) -> Vec<String> {
+    let mut notes = vec![format!(
+        "writer {}/s for {} s per case on a testbed capped at {}/s (measured {:.1} MiB/s); limits scaled from the author's 8 GiB to {}",
+        human_bytes(plan.rate),
+        plan.duration,
+        human_bytes(raw.testbed.bandwidth_bytes_s),
+        raw.testbed.measured_bytes_s / (1u64 << 20) as f64,
+        human_bytes(SCALED_MEMORY)
+    )];
+    for (c, r) in CASES.iter().zip(&raw.cases) {
+        let limit = |p| {
+            r.threshold_mib(p)
+                .map_or_else(|| "unread".into(), |m| format!("{m:.1} MiB"))
+        };
+        notes.push(format!(
+            "{}: the kernel's limits while writing: background {}, hard {} (/proc/vmstat)",
+            c.name,
+            limit(r.thresholds.background_pages),
+            limit(r.thresholds.dirty_pages)
+        ));
+        for (name, set, now) in r.sysctls_changed() {
+            notes.push(format!(
+                "{}: {name} was set to {set} but the kernel reported {now} at the end",
+                c.name
+            ));
+        }
+    }
+    notes
+}
+
+fn flush_often(raw: &Raw, a: &CaseFigures, b: &CaseFigures) -> Claim {
+    let conditions = [
+        Condition::new(
+            "case 2's peak Dirty over case 1's",
+            "x",
+            Rule::Below(1.0),
+            b.peak_dirty_mib / a.peak_dirty_mib,
+        ),
+        Condition::new(
+            "case 2's peak device write rate over case 1's",
+            "x",
+            Rule::AtMost(1.0),
+            b.peak_write_mib_s / a.peak_write_mib_s,
+        ),
+        Condition::new(
+            "case 2's write-back episodes less case 1's",
+            "",
+            Rule::AtLeast(0.0),
+            b.flushes as f64 - a.flushes as f64,
+        ),
+    ];
+    let context = format!(
+        "peak Dirty {:.1} vs {:.1} MiB; peak device writes {:.1} vs {:.1} MiB/s; episodes {} vs {}; longest writing stretch {:.1} vs {:.1} s",
+        a.peak_dirty_mib,
+        b.peak_dirty_mib,
+        a.peak_write_mib_s,
+        b.peak_write_mib_s,
+        a.flushes,
+        b.flushes,
+        a.longest_busy_s,
+        b.longest_busy_s
+    );
+    let measured = raw.testbed.measured_bytes_s / (1u64 << 20) as f64;
+    FLUSH_OFTEN.judge(&conditions, &context, |o| {
+        if o.holds() {
+            return "small, frequent flushes keep the device's bursts short".into();
+        }
+        let mut parts = Vec::new();
+        if o.failed(0) {
+            parts.push(format!(
+                "case 2's lower background limit did not lower peak Dirty ({:.1} vs {:.1} MiB): the writer at its rate stayed under both limits, or other dirtiers added to Dirty",
+                b.peak_dirty_mib, a.peak_dirty_mib
+            ));
+        }
+        if o.failed(1) {
+            let capped = a.peak_write_mib_s >= 0.8 * measured && b.peak_write_mib_s >= 0.8 * measured;
+            parts.push(if capped {
+                format!(
+                    "both cases wrote at the testbed's pace ({:.1} and {:.1} MiB/s, measured {measured:.1} MiB/s): the cap, not the flush size, set the peak",
+                    a.peak_write_mib_s, b.peak_write_mib_s
+                )
+            } else {
+                format!(
+                    "case 2's flushes reached the device faster ({:.1} vs {:.1} MiB/s in the best second)",
+                    b.peak_write_mib_s, a.peak_write_mib_s
+                )
+            });
+        }
+        if o.failed(2) {
+            parts.push(format!(
+                "case 2 had fewer write-back episodes ({} vs {}): its flushes ran together into continuous writing (longest stretch {:.1} s)",
+                b.flushes, a.flushes, b.longest_busy_s
+            ));
+        }
+        parts.push("the scaled run did not separate the cases (try a longer duration or a slower device)".into());
+        parts.join("; ")
+    })
+}

@@ -1,0 +1,249 @@
+//! `wb.cases`: the material's case comparison (section 4, experiment C), scaled.
+//!
+//! What: whether flushing early and often (case 2) lowers the peak of Dirty and the
+//! device's peak load against flushing late and big (case 1), at the price of more
+//! write-back episodes.
+//!
+//! Method: case 1: background 10 %, hard 20 %, writeback every 5 s, expire 30 s.
+//! Case 2: background 1 %, hard 20 %, writeback 5 s, expire 10 s. The author's
+//! 8 GiB box is scaled to 512 MiB of "memory" (so 10 % is 51.2 MiB), the limits are
+//! set in bytes through the journal, and a steady writer runs on the testbed (a
+//! loop device with ext4 and a blkio write cap, [`super::testbed`]), whose
+//! write-back throughput is measured when it is built. For each case the 10 Hz
+//! poller of [`super::sawexp`] reads Dirty, Writeback, the test file's own pages and
+//! the loop device's written sectors; the dirty sysctls and the kernel's limits are
+//! read back at the end of the writing. Judging derives the device's write rate
+//! between polls, the number of write-back episodes (the device going from idle,
+//! under 5 % of the cap, to writing), the best 1 s of writing and the longest
+//! stretch of continuous writing.
+//!
+//! Pitfalls: a throttled loop device shows no %util, because blk-throttle holds
+//! requests before they reach it, so the load is read as MiB/s written; the
+//! writeback tracepoints are not used, so an episode is seen at the device, not in
+//! the flusher; the testbed needs root, loop devices and the cgroup v1 blkio
+//! throttle (otherwise the run is skipped with the reason).
+//!
+//! References: Documentation/admin-guide/sysctl/vm.rst,
+//! Documentation/admin-guide/cgroup-v1/blkio-controller.rst, loop(4); material
+//! section 4, seed 001, the case comparison (../shared/spec/material.md).
+
+mod judge;
+#[cfg(test)]
+mod tests;
+
+use std::time::Duration;
+
+use oslab_model::Environment;
+use serde::{Deserialize, Serialize};
+
+use super::sawexp::SawRaw;
+use super::sawexp::measure::{DeviceProbe, run_with_knobs};
+use super::testbed::{Testbed, down_for_run, unavailable, up_for_run};
+use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::io::probe::disk_facts;
+use crate::settings::{AnySetting, Bytes, Declared, Seconds, Setting};
+use crate::shape::{Lab, Measured, Planner};
+
+pub use judge::episodes;
+
+pub struct Cases;
+crate::shaped_experiment!(Cases);
+
+static META: Meta = Meta {
+    id: "wb.cases",
+    title: "Flush early and often vs late and big (case 1 vs case 2)",
+    section: "4",
+    summary: "material's case comparison scaled to a testbed: peak Dirty, device load, flush count",
+    needs: Needs {
+        root: true,
+        min_cpus: 1,
+        free_disk_bytes: 0,
+    },
+    quick_s: 55.0,
+    full_s: 130.0,
+    internal: false,
+};
+
+static RATE: Setting<Bytes> = Setting {
+    name: "rate",
+    help: "writer rate per second",
+    quick: 8 << 20,
+    full: 8 << 20,
+    bounds: Some((1 << 20, 1 << 30)),
+    names: &[],
+};
+static BANDWIDTH: Setting<Bytes> = Setting {
+    name: "bandwidth",
+    help: "testbed write cap per second",
+    quick: 20 << 20,
+    full: 20 << 20,
+    bounds: Some((1 << 20, 10 << 30)),
+    names: &[],
+};
+static DURATION: Setting<Seconds> = Setting {
+    name: "duration",
+    help: "seconds per case",
+    quick: 25.0,
+    full: 60.0,
+    bounds: Some((1.0, 3600.0)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 3] = [&RATE, &BANDWIDTH, &DURATION];
+
+/// The author's 8 GiB, scaled.
+pub const SCALED_MEMORY: u64 = 512 << 20;
+
+pub struct Case {
+    pub name: &'static str,
+    pub bg_pct: u64,
+    pub hard_pct: u64,
+    pub writeback_cs: u64,
+    pub expire_cs: u64,
+}
+
+pub const CASES: [Case; 2] = [
+    Case {
+        name: "case 1",
+        bg_pct: 10,
+        hard_pct: 20,
+        writeback_cs: 500,
+        expire_cs: 3000,
+    },
+    Case {
+        name: "case 2",
+        bg_pct: 1,
+        hard_pct: 20,
+        writeback_cs: 500,
+        expire_cs: 1000,
+    },
+];
+
+impl Case {
+    fn knobs(&self) -> [(&'static str, String); 4] {
+        [
+            (
+                "vm.dirty_background_bytes",
+                (SCALED_MEMORY * self.bg_pct / 100).to_string(),
+            ),
+            (
+                "vm.dirty_bytes",
+                (SCALED_MEMORY * self.hard_pct / 100).to_string(),
+            ),
+            (
+                "vm.dirty_writeback_centisecs",
+                self.writeback_cs.to_string(),
+            ),
+            ("vm.dirty_expire_centisecs", self.expire_cs.to_string()),
+        ]
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The writer's bytes per second.
+    pub rate: u64,
+    /// The testbed's write cap, bytes per second.
+    pub bandwidth: u64,
+    /// Seconds of writing per case.
+    pub duration: f64,
+}
+
+/// The testbed as it was built.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TestbedFacts {
+    /// The loop device as /proc/diskstats names it.
+    pub device: String,
+    /// Its "MAJ:MIN".
+    pub dev: String,
+    pub size_bytes: u64,
+    /// The blkio write cap.
+    pub bandwidth_bytes_s: u64,
+    /// Write-back throughput measured after it was built (buffered writes + fsync).
+    pub measured_bytes_s: f64,
+}
+
+impl TestbedFacts {
+    fn of(tb: &Testbed) -> TestbedFacts {
+        TestbedFacts {
+            device: tb.disk_name(),
+            dev: tb.dev.clone(),
+            size_bytes: tb.size_bytes,
+            bandwidth_bytes_s: tb.bandwidth_bytes_s,
+            measured_bytes_s: tb.measured_bytes_s,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Raw {
+    pub testbed: TestbedFacts,
+    /// One run per case of [`CASES`], in order.
+    pub cases: Vec<SawRaw>,
+}
+
+impl Lab for Cases {
+    type Plan = Plan;
+    type Raw = Raw;
+
+    fn meta(&self) -> &Meta {
+        &META
+    }
+
+    fn settings(&self) -> Declared {
+        &SETTINGS
+    }
+
+    fn plan(&self, p: &mut Planner) -> Plan {
+        Plan {
+            rate: p.get(&RATE),
+            bandwidth: p.get(&BANDWIDTH),
+            duration: p.get(&DURATION),
+        }
+    }
+
+    fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
+        if let Some(reason) = unavailable() {
+            return Ok(Measured::Skipped { reason });
+        }
+        ctx.progress.stage("building the testbed");
+        let size = (plan.rate as f64 * plan.duration * 2.5) as u64 + (512 << 20);
+        let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
+        let result = run_cases(plan, ctx, &tb);
+        let errors = down_for_run(&tb);
+        let cases = result?;
+        if !errors.is_empty() {
+            return Err(LabError::Failed(format!(
+                "testbed teardown: {}",
+                errors.join("; ")
+            )));
+        }
+        Ok(Measured::Raw(Raw {
+            testbed: TestbedFacts::of(&tb),
+            cases,
+        }))
+    }
+
+    fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+        judge::judge(plan, raw, env)
+    }
+}
+
+fn run_cases(plan: &Plan, ctx: &mut Context, tb: &Testbed) -> Result<Vec<SawRaw>, LabError> {
+    let probe = DeviceProbe::new(&tb.disk_name(), Some(&tb.dev));
+    let mut out = Vec::new();
+    for (i, c) in CASES.iter().enumerate() {
+        ctx.progress.stage(c.name);
+        let progress = ctx.progress;
+        let mut raw = run_with_knobs(
+            &c.knobs(),
+            tb.mount.join(format!("case{}.dat", i + 1)),
+            plan.rate,
+            Duration::from_secs_f64(plan.duration),
+            Some(&probe),
+            &|f| progress.fraction((i as f64 + f) / CASES.len() as f64),
+        )?;
+        raw.disk = disk_facts(&tb.mount);
+        out.push(raw);
+    }
+    Ok(out)
+}

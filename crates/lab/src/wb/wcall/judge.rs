@@ -1,0 +1,307 @@
+//! Judging the matrix: per cell the latency figures of the first writer, the
+//! competitors' throughput, what the governor held back, the simulator's
+//! prediction beside; then the claims ([`super::claims`]), the plots
+//! ([`super::plots`]) and the notes. Pure: everything comes from the plan, the
+//! raw data and the environment.
+
+use oslab_model::Environment;
+use oslab_sys::parse::size::human_bytes;
+use oslab_wbsim::policy::Policy;
+
+use super::{CHUNK, Cell, PERIOD_MS, POLICIES, Plan, Raw, Scenario};
+use crate::check::figure;
+use crate::experiment::{Output, finding, measurement};
+use crate::simrun::{LatencyStats, latency_stats};
+
+/// The cells of a run, looked up by policy, scenario and run.
+pub struct Matrix<'a> {
+    pub cells: &'a [Cell],
+    /// How many runs of the matrix were made.
+    pub runs: usize,
+}
+
+impl<'a> Matrix<'a> {
+    pub fn new(cells: &'a [Cell]) -> Matrix<'a> {
+        Matrix {
+            cells,
+            runs: cells.iter().map(|c| c.run + 1).max().unwrap_or(0),
+        }
+    }
+
+    pub fn of(&self, p: Policy, s: Scenario) -> impl Iterator<Item = &'a Cell> + '_ {
+        self.cells
+            .iter()
+            .filter(move |c| c.policy == p && c.scenario == s)
+    }
+
+    pub fn has(&self, p: Policy, s: Scenario) -> bool {
+        self.of(p, s).next().is_some()
+    }
+
+    pub fn cell(&self, p: Policy, s: Scenario, run: usize) -> Option<&'a Cell> {
+        self.of(p, s).find(|c| c.run == run)
+    }
+
+    /// Every write() latency of the first writer, all runs pooled.
+    pub fn pooled(&self, p: Policy, s: Scenario) -> Vec<f64> {
+        self.of(p, s)
+            .flat_map(|c| c.first().latency_ms.iter().copied())
+            .collect()
+    }
+
+    /// The scenarios and the policies that ran, in the usual order.
+    pub fn present(&self) -> (Vec<Scenario>, Vec<Policy>) {
+        let scenarios = Scenario::ALL
+            .into_iter()
+            .filter(|s| self.cells.iter().any(|c| c.scenario == *s))
+            .collect();
+        let policies = POLICIES
+            .into_iter()
+            .filter(|p| self.cells.iter().any(|c| c.policy == *p))
+            .collect();
+        (scenarios, policies)
+    }
+}
+
+/// The governor's targets for one run: with competitors the RT-55 writer's p99
+/// within 2x of its p99 alone (vanilla) and no write over 200 ms.
+pub fn meets_latency_target(alone_p99: f64, with: &[f64]) -> bool {
+    let r = latency_stats(with);
+    r.p99 <= 2.0 * alone_p99.max(0.001) && r.over_200 == 0
+}
+
+/// The latency figures in words, each with the digits its size needs, so a
+/// maximum never prints below the p99 it bounds.
+pub fn stats_text(r: &LatencyStats) -> String {
+    format!(
+        "mean {}, p50 {}, p90 {}, p99 {}, max {} ms",
+        figure(r.mean, ""),
+        figure(r.p50, ""),
+        figure(r.p90, ""),
+        figure(r.p99, ""),
+        figure(r.max, "")
+    )
+}
+
+/// Bandwidth the device leaves the competitors once the RT-55 writer has its
+/// 25 MiB/s (512 KiB every 20 ms), bytes per second; at least 0.
+pub fn left_for_competitors(raw: &Raw) -> f64 {
+    let high_rate = CHUNK as f64 / (PERIOD_MS / 1000.0);
+    (raw.testbed_measured_bytes_s - high_rate).max(0.0)
+}
+
+/// The simulator's latencies of the first writer, for the same workload.
+pub fn predict(s: Scenario, policy: Policy, bandwidth: f64, writes: u64) -> Option<Vec<f64>> {
+    let mut c = oslab_wbsim::scenario::find(s.sim_scenario()?)?.config;
+    c.device.bandwidth_bytes_s = bandwidth;
+    c.policy = policy;
+    let o = oslab_wbsim::engine::simulate(&c);
+    let lat = &o.writers.first()?.latency_ms;
+    Some(lat.iter().take(writes as usize).copied().collect())
+}
+
+fn mib_s(bytes_s: f64) -> f64 {
+    bytes_s / (1 << 20) as f64
+}
+
+/// What the governor held back in the cells of `p` x `s`, per group over all
+/// runs, and how its coordinator fared; None under vanilla.
+fn governor_note(m: &Matrix, p: Policy, s: Scenario) -> Option<String> {
+    let governors: Vec<_> = m.of(p, s).filter_map(|c| c.governor.as_ref()).collect();
+    let mut held: Vec<(String, f64, u64, u64)> = Vec::new();
+    for g in governors
+        .iter()
+        .flat_map(|g| g.groups.iter().filter(|x| x.writes > 0))
+    {
+        match held.iter_mut().find(|h| h.0 == g.group) {
+            Some(h) => {
+                h.1 += g.held_ms;
+                h.2 += g.delayed_writes;
+                h.3 += g.writes;
+            }
+            None => held.push((g.group.clone(), g.held_ms, g.delayed_writes, g.writes)),
+        }
+    }
+    if held.is_empty() {
+        return None;
+    }
+    let mut parts: Vec<String> = held
+        .iter()
+        .map(|(g, ms, d, w)| format!("{g} held {ms:.0} ms in all, {d} of {w} writes delayed"))
+        .collect();
+    let passes: u64 = governors.iter().map(|g| g.passes).sum();
+    let busy_us: f64 = governors
+        .iter()
+        .map(|g| g.pass_mean_us * g.passes as f64)
+        .sum();
+    let longest = governors.iter().map(|g| g.pass_max_us).fold(0.0, f64::max);
+    parts.push(format!(
+        "coordinator: {passes} passes of {:.0} µs on average, the longest {longest:.0} µs",
+        busy_us / passes.max(1) as f64
+    ));
+    Some(format!(
+        "{}.{} ({} run(s)): {}",
+        p.name(),
+        s.name(),
+        m.runs,
+        parts.join("; ")
+    ))
+}
+
+/// The measurement and findings of one cell kind (policy x scenario), and its
+/// mean latency (measured, then simulated) for the Fig. 6 bars.
+fn cell_figures(
+    (m, plan, raw, seed): (&Matrix, &Plan, &Raw, u64),
+    p: Policy,
+    s: Scenario,
+    out: &mut Output,
+    rows_mean: &mut Vec<(String, f64)>,
+) {
+    let lat = m.pooled(p, s);
+    let key = format!("{}.{}", p.name(), s.name());
+    let who = if s == Scenario::Fig7 {
+        "the nice-4 writer"
+    } else {
+        "the SCHED_FIFO 55 writer"
+    };
+    let r = latency_stats(&lat);
+    out.measurements.push(measurement(
+        &format!("latency.{key}"),
+        &format!(
+            "every write() of 512 KiB by {who}, {} run(s) pooled",
+            m.runs
+        ),
+        "ms",
+        lat,
+        seed,
+        None,
+    ));
+    let per_run: Vec<String> = (0..m.runs)
+        .filter_map(|k| m.cell(p, s, k))
+        .map(|c| latency_stats(&c.first().latency_ms).over_200.to_string())
+        .collect();
+    out.findings.push(finding(
+        &format!("p99_ms.{key}"),
+        r.p99,
+        "ms",
+        format!(
+            "{}; over 200 ms: {} (per run: {})",
+            stats_text(&r),
+            r.over_200,
+            per_run.join(", ")
+        ),
+    ));
+    rows_mean.push((key.clone(), r.mean));
+    if Scenario::CONTESTED.contains(&s) {
+        let tput: Vec<f64> = m.of(p, s).map(Cell::competitors_bytes_s).collect();
+        let mean = oslab_stats::mean(&tput).unwrap_or(0.0);
+        let left = left_for_competitors(raw);
+        out.findings.push(finding(
+            &format!("competitors_mib_s.{key}"),
+            mib_s(mean),
+            "MiB/s",
+            format!(
+                "both competitors together over the RT-55 writer's span; the device leaves them {:.1} MiB/s ({:.0} %)",
+                mib_s(left),
+                if left > 0.0 { mean / left * 100.0 } else { 0.0 }
+            ),
+        ));
+    }
+    if let Some(note) = governor_note(m, p, s) {
+        out.notes.push(note);
+    }
+    if let Some(sim) = predict(s, p, raw.testbed_measured_bytes_s, plan.writes) {
+        let r = latency_stats(&sim);
+        out.findings.push(finding(
+            &format!("sim.p99_ms.{key}"),
+            r.p99,
+            "ms",
+            format!(
+                "simulator, same workload and measured bandwidth: {}, over 200 ms {}",
+                stats_text(&r),
+                r.over_200
+            ),
+        ));
+        rows_mean.push((format!("sim {key}"), r.mean));
+    }
+}
+
+/// "4 scenarios" for the whole set, "1 scenario of 4 (rt45x2)" for part of it.
+fn counted(names: &[&str], all: usize, one: &str, many: &str) -> String {
+    let word = if names.len() == 1 { one } else { many };
+    if names.len() == all {
+        format!("{} {word}", names.len())
+    } else {
+        format!("{} {word} of {all} ({})", names.len(), names.join(", "))
+    }
+}
+
+/// What ran: runs x the scenarios and policies present, the workload, the knobs.
+fn matrix_note(m: &Matrix, plan: &Plan, raw: &Raw) -> String {
+    let (scenarios, policies) = m.present();
+    let s: Vec<&str> = scenarios.iter().map(|s| s.name()).collect();
+    let p: Vec<&str> = policies.iter().map(|p| p.name()).collect();
+    format!(
+        "{} run(s) x {} x {}; {} writes of 512 KiB every 20 ms by the RT-55 writer; dirty_bytes {}, dirty_background_bytes {}; groups from each writer's scheduling class",
+        m.runs,
+        counted(&s, Scenario::ALL.len(), "scenario", "scenarios"),
+        counted(&p, POLICIES.len(), "policy", "policies"),
+        plan.writes,
+        human_bytes(raw.dirty_bytes),
+        human_bytes(raw.dirty_background_bytes)
+    )
+}
+
+/// Why the writers' clean pages are dropped, and whether this machine needs it:
+/// from the run's page-reporting fact and the environment's hypervisor.
+pub fn memory_note(backed_memory: bool, raw: &Raw, env: &Environment) -> String {
+    let machine = match (raw.page_reporting, &env.machine.hypervisor.name) {
+        (true, _) => "this machine reports free memory to its hypervisor (free page reporting is loaded), and the first touch of such memory costs a host page fault per page (docs/wcall.md has figures)".to_string(),
+        (false, Some(h)) => format!(
+            "this machine runs under {h} without free page reporting, so freed memory stays backed; in a virtual machine that hands free memory back to its host, the first touch of that memory costs a host page fault"
+        ),
+        (false, None) => "this machine shows no hypervisor, so no host page faults arise here; in a virtual machine that hands free memory back to its host, the first touch of that memory costs one".to_string(),
+    };
+    if backed_memory {
+        format!(
+            "before each cell 512 MiB of memory was touched and freed, and the writers' pages were dropped from the page cache every 100 ms once written back (never a dirty or writeback page; POSIX_FADV_DONTNEED on the clean start of each file), so writes use memory the machine already backs: {machine}; the kernel's dirty limits do not change, as free and clean cached memory count alike"
+        )
+    } else {
+        format!(
+            "no memory was touched before the cells and clean pages were kept in the page cache (backed_memory=false): {machine}, which adds to every write after that point in every policy"
+        )
+    }
+}
+
+pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+    let m = Matrix::new(&raw.cells);
+    let (scenarios, policies) = m.present();
+    let mut out = Output::default();
+    let mut rows_mean = Vec::new();
+    for &s in &scenarios {
+        for &p in &policies {
+            cell_figures((&m, plan, raw, env.seed), p, s, &mut out, &mut rows_mean);
+        }
+    }
+    out.findings.push(finding(
+        "testbed_measured_mib_s",
+        mib_s(raw.testbed_measured_bytes_s),
+        "MiB/s",
+        format!("cap {}/s", human_bytes(plan.bandwidth)),
+    ));
+    out.claims = super::claims::claims(&m, plan, raw, env);
+    out.plots = super::plots::plots(&m, &rows_mean, raw, plan.writes);
+    out.notes.push(matrix_note(&m, plan, raw));
+    out.notes.push("the simulator does not model per-wb limits or the rate estimator's lag, so it under-predicts vanilla's stalls with bulk writers (see sim validate)".into());
+    out.notes.push(memory_note(plan.backed_memory, raw, env));
+    out.notes.push(match plan.coordinator_fifo {
+        0 => "the coordinator ran as an ordinary (not real-time) thread".to_string(),
+        f => format!("the coordinator ran SCHED_FIFO {f}"),
+    });
+    out.notes.extend(
+        raw.teardown_errors
+            .iter()
+            .map(|e| format!("testbed teardown: {e}")),
+    );
+    out
+}

@@ -1,0 +1,132 @@
+//! Replay of the write-back experiments' raw fixtures (see replay.rs): wb.background,
+//! wb.periodic and wb.cases, captured on this KVM guest with --quick on a quiet
+//! machine (`ID.raw.json`), and wb.background and wb.periodic again while parallel
+//! builds kept 10 to 125 MiB of their own pages dirty (`ID.busy.raw.json`), which
+//! the "why" texts name. (wb.wcall and wb.throttle: replay_wcall.rs.)
+
+mod common;
+use common::{finding, judged, verdict};
+use oslab_lab::Registry;
+use oslab_lab::rawfile::RawFile;
+use oslab_lab::runner::judge_file;
+use oslab_lab::simrun;
+use oslab_model::{ExperimentResult, Status, Verdict};
+
+/// An extra fixture of `id`, `ID.NAME.raw.json`, judged.
+fn judged_extra(id: &str, name: &str) -> ExperimentResult {
+    let path = common::fixtures().join(format!("{id}.{name}.raw.json"));
+    let reg = Registry::default();
+    let r = judge_file(reg.get(id).unwrap(), &RawFile::read(&path).unwrap());
+    assert_eq!(r.status, Status::Completed, "{:?}", r.status);
+    r
+}
+
+#[test]
+fn wb_background() {
+    let r = judged("wb.background");
+    // on a quiet machine: 32 -> 20.8 MiB every 3.0 s, the hard-limit term's 12 MiB
+    assert_eq!(verdict(&r, "background-sawtooth"), Verdict::Holds);
+    let c = r.claim("background-sawtooth").unwrap();
+    assert!(
+        c.expectation
+            .contains("round_down(min(write bandwidth / 2, hard limit 64 MiB / 8)"),
+        "the expectation states the rule: {}",
+        c.expectation
+    );
+    assert_eq!(verdict(&r, "background-falls-to-zero"), Verdict::Differs);
+    let peak = finding(&r, "peak_mib");
+    assert!((31.0..33.0).contains(&peak), "{peak}");
+    let period = finding(&r, "period_s");
+    assert!((2.8..3.2).contains(&period), "{period}");
+    let trough = finding(&r, "trough_mib");
+    assert!((19.0..22.0).contains(&trough), "{trough}");
+    assert!((11.0..13.0).contains(&finding(&r, "implied_chunk_mib")));
+    assert!(finding(&r, "other_dirty_mib") < 1.0);
+    // what the kernel reported during the run is in the raw data and the params
+    assert_eq!(
+        r.params["sysctls_in_force"]["vm.dirty_writeback_centisecs"],
+        "0"
+    );
+    assert_eq!(r.params["background"], 32 << 20);
+    assert!(r.plots.iter().any(|p| p.id == "device"));
+}
+
+#[test]
+fn wb_background_beside_other_dirtiers() {
+    let r = judged_extra("wb.background", "busy");
+    // 6 MiB per flush and 9.5 MiB of other programs' dirty pages
+    assert_eq!(verdict(&r, "background-sawtooth"), Verdict::Differs);
+    let why = &r.claim("background-sawtooth").unwrap().why;
+    assert!(why.contains("bandwidth term"), "{why}");
+    assert!(why.contains("other programs kept"), "{why}");
+    let period = finding(&r, "period_s");
+    assert!((1.3..1.7).contains(&period), "{period}");
+    assert!((5.0..7.0).contains(&finding(&r, "implied_chunk_mib")));
+}
+
+#[test]
+fn wb_periodic() {
+    let r = judged("wb.periodic");
+    assert_eq!(verdict(&r, "periodic-expiry"), Verdict::Holds);
+    let peak = finding(&r, "peak_mib");
+    assert!((38.0..44.0).contains(&peak), "{peak}");
+    let period = finding(&r, "period_s");
+    assert!((9.5..11.0).contains(&period), "{period}");
+    assert!(finding(&r, "trough_mib") < 1.0);
+    assert_eq!(r.params["expire"], 10.0);
+    assert_eq!(
+        r.params["sysctls_in_force"]["vm.dirty_expire_centisecs"],
+        "1000"
+    );
+}
+
+#[test]
+fn wb_periodic_beside_other_dirtiers() {
+    let r = judged_extra("wb.periodic", "busy");
+    // 125 MiB of other programs' dirty pages moved global Dirty; the test file's own
+    // pages expired as predicted: 40.6 MiB every 10.3 s, down to ~0
+    assert_eq!(verdict(&r, "periodic-expiry"), Verdict::Differs);
+    let why = &r.claim("periodic-expiry").unwrap().why;
+    assert!(why.contains("other programs kept"), "{why}");
+    let own = finding(&r, "file_period_s");
+    assert!((9.5..11.0).contains(&own), "{own}");
+    let own_peak = finding(&r, "file_peak_mib");
+    assert!((38.0..44.0).contains(&own_peak), "{own_peak}");
+    assert!(finding(&r, "file_trough_mib") < 1.0);
+    assert!(finding(&r, "other_dirty_mib") > 50.0);
+}
+
+#[test]
+fn wb_cases() {
+    let r = judged("wb.cases");
+    assert_eq!(verdict(&r, "flush-often-lowers-peak"), Verdict::Holds);
+    let (p1, p2) = (
+        finding(&r, "case1.peak_dirty_mib"),
+        finding(&r, "case2.peak_dirty_mib"),
+    );
+    assert!((50.0..56.0).contains(&p1) && p2 < 10.0, "{p1} {p2}");
+    assert!(finding(&r, "case2.flushes") > finding(&r, "case1.flushes"));
+    let tb = finding(&r, "testbed_measured_mib_s");
+    assert!((18.0..21.0).contains(&tb), "{tb}");
+}
+
+/// `oslab sim validate` reads the real runs' params and findings.
+#[test]
+fn the_simulator_validation_reads_the_replayed_runs() {
+    let real = [judged("wb.background"), judged("wb.periodic")];
+    for r in &real {
+        assert!(r.params["rate"].as_f64().is_some() && r.params["duration"].as_f64().is_some());
+    }
+    for r in &real {
+        assert!(simrun::config_for_real(r).is_some(), "{}", r.experiment);
+    }
+    let out = simrun::validate(&real);
+    assert!(
+        out.findings
+            .iter()
+            .any(|f| f.name == "wb.background.peak_mib_error"),
+        "{:?}",
+        out.findings
+    );
+    assert_eq!(out.plots.len(), 2);
+}

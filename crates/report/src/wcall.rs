@@ -1,0 +1,231 @@
+//! The WCALL governor for people: `oslab wcall status`, the line `wcall daemon
+//! --every S` prints, and what a governor did when it ends.
+
+use oslab_sys::parse::size::human_bytes;
+use oslab_wcall::view::Snapshot;
+
+use crate::table::simple;
+
+/// A governor found running.
+pub struct Running<'a> {
+    pub name: &'a str,
+    /// The process that holds its table.
+    pub pid: u32,
+    /// Its table, read now.
+    pub snapshot: &'a Snapshot,
+}
+
+/// `oslab wcall status`: per governor a line (policy, passes, global Dirty and
+/// Writeback, the kernel's limits) and a table of its groups.
+pub fn status(governors: &[Running]) -> String {
+    if governors.is_empty() {
+        return "no governor is running (start one: oslab wcall daemon, or oslab wcall run -- CMD)\n"
+            .into();
+    }
+    let mut out = String::new();
+    for g in governors {
+        let s = g.snapshot;
+        out += &format!(
+            "governor '{}' pid {} policy {} ({} passes of {:.0} µs, longest {:.0} µs{}); global Dirty {} Writeback {}; kernel limits: background {}, free-run {}, hard {}\n",
+            g.name,
+            g.pid,
+            s.policy,
+            s.passes,
+            s.pass_mean_us,
+            s.pass_max_us,
+            if s.coordinator_alive {
+                ""
+            } else {
+                ", NOT RESPONDING"
+            },
+            human_bytes(s.global_dirty_bytes),
+            human_bytes(s.global_writeback_bytes),
+            human_bytes(s.bg_thresh_bytes),
+            human_bytes(s.freerun_bytes),
+            human_bytes(s.thresh_bytes)
+        );
+        let rows: Vec<Vec<String>> = s
+            .groups
+            .iter()
+            .map(|g| {
+                vec![
+                    g.group.clone(),
+                    format!("{}/{}", g.tasks, g.processes),
+                    human_bytes(g.dirty_bytes),
+                    human_bytes(g.writeback_bytes),
+                    format!("{:.3}", g.share),
+                    g.limit_bytes
+                        .map(human_bytes)
+                        .unwrap_or_else(|| "none".into()),
+                    if g.held { "yes".into() } else { "no".into() },
+                    format!("{:.0}", g.held_ms),
+                    g.delayed_writes.to_string(),
+                    g.writes.to_string(),
+                    match (g.memcg_dirty_bytes, g.memcg_writeback_bytes) {
+                        (Some(d), Some(w)) => format!("{} / {}", human_bytes(d), human_bytes(w)),
+                        _ => "-".into(),
+                    },
+                    cgroup_controls(g.io_weight, g.memory_high_bytes),
+                ]
+            })
+            .collect();
+        out += &simple(
+            &[
+                "group",
+                "tasks/procs",
+                "dirty",
+                "writeback",
+                "share",
+                "limit",
+                "held now",
+                "held ms",
+                "delayed",
+                "writes",
+                "memcg dirty / writeback",
+                "io.weight / memory.high",
+            ],
+            &rows,
+            &[1, 2, 3, 4, 5, 7, 8, 9],
+        );
+        out.push('\n');
+    }
+    out
+}
+
+/// A group cgroup's io weight and memory.high, as `status` shows them.
+fn cgroup_controls(io_weight: Option<u32>, memory_high: Option<u64>) -> String {
+    match (io_weight, memory_high) {
+        (None, None) => "-".into(),
+        (w, h) => format!(
+            "{} / {}",
+            w.map(|w| w.to_string()).unwrap_or_else(|| "-".into()),
+            h.map(human_bytes).unwrap_or_else(|| "max".into())
+        ),
+    }
+}
+
+/// One line of a running governor's state, after the wall clock `clock`
+/// (`wcall daemon --every S`).
+pub fn status_line(clock: &str, s: &Snapshot) -> String {
+    let groups: Vec<String> = s
+        .groups
+        .iter()
+        .map(|g| {
+            format!(
+                "{} {}t {}/{}{}",
+                g.group,
+                g.tasks,
+                human_bytes(g.dirty_bytes + g.writeback_bytes),
+                g.limit_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
+                if g.held { " HELD" } else { "" }
+            )
+        })
+        .collect();
+    format!(
+        "{clock} dirty {} writeback {} | {}",
+        human_bytes(s.global_dirty_bytes),
+        human_bytes(s.global_writeback_bytes),
+        groups.join(" | ")
+    )
+}
+
+/// What a governor did, when it ends (`wcall run`, `wcall daemon`).
+pub fn summary(s: &Snapshot) -> String {
+    let mut out = format!("oslab wcall: policy {}\n", s.policy);
+    for g in s
+        .groups
+        .iter()
+        .filter(|g| g.writes + g.passed_through + g.mmap_writable > 0)
+    {
+        out += &format!(
+            "  {:8} {} writes ({}), {} delayed, held {:.0} ms in all, files pushed {} times\n",
+            g.group,
+            g.writes,
+            human_bytes(g.bytes),
+            g.delayed_writes,
+            g.held_ms,
+            g.pushes
+        );
+        if g.passed_through > 0 {
+            out += &format!(
+                "           {} writes passed through (O_DIRECT or not a regular file)\n",
+                g.passed_through
+            );
+        }
+        if g.mmap_writable > 0 {
+            out += &format!(
+                "           {} shared writable file mappings: their stores were not governed\n",
+                g.mmap_writable
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_wcall::view::GroupView;
+
+    fn snapshot() -> Snapshot {
+        Snapshot {
+            policy: "wcall-fair".into(),
+            coordinator_alive: true,
+            passes: 3,
+            global_dirty_bytes: 2 << 20,
+            groups: vec![
+                GroupView {
+                    group: "rt-high".into(),
+                    tasks: 1,
+                    processes: 1,
+                    dirty_bytes: 1 << 20,
+                    limit_bytes: Some(64 << 20),
+                    writes: 10,
+                    bytes: 10 << 20,
+                    io_weight: Some(400),
+                    ..GroupView::default()
+                },
+                GroupView {
+                    group: "normal".into(),
+                    held: true,
+                    ..GroupView::default()
+                },
+            ],
+            ..Snapshot::default()
+        }
+    }
+
+    #[test]
+    fn status_has_a_line_and_a_table_per_governor() {
+        assert!(status(&[]).starts_with("no governor is running"));
+        let s = snapshot();
+        let text = status(&[Running {
+            name: "g",
+            pid: 42,
+            snapshot: &s,
+        }]);
+        let mut lines = text.lines();
+        assert!(
+            lines
+                .next()
+                .unwrap()
+                .starts_with("governor 'g' pid 42 policy wcall-fair (3 passes of 0 µs")
+        );
+        assert!(lines.next().unwrap().trim_start().starts_with("group"));
+        assert!(text.contains("400 / max"), "{text}");
+        assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn the_daemon_line_and_the_summary() {
+        let s = snapshot();
+        assert_eq!(
+            status_line("12:00:00", &s),
+            "12:00:00 dirty 2 MiB writeback 0 B | rt-high 1t 1 MiB/64 MiB | normal 0t 0 B/- HELD"
+        );
+        assert_eq!(
+            summary(&s),
+            "oslab wcall: policy wcall-fair\n  rt-high  10 writes (10 MiB), 0 delayed, held 0 ms in all, files pushed 0 times\n"
+        );
+    }
+}

@@ -1,0 +1,375 @@
+//! Settings a user can change with `--set NAME=VALUE`: an experiment's
+//! (`oslab run ID --set ...`) and the simulator's (`oslab sim run|sweep --set ...`).
+//!
+//! Each setting is declared once, as a typed static (`Setting<Bytes>`,
+//! `Setting<Seconds>`, ...) with its help, its quick and full defaults and the range
+//! it accepts. The CLI parses every `--set` once against the declarations of the
+//! experiments it names ([`AnySetting::parse_value`]): a value of the wrong kind or
+//! outside the range is a usage error naming the range, never a silent clamp. The
+//! experiment reads the parsed value with `ctx.get(&SETTING)`, which also records
+//! it in the result's parameters, so what is recorded is what ran. The simulator's
+//! keys (`oslab_wbsim::settings`) are declared the same way; `oslab list --settings`
+//! and `oslab sim list --settings` print both from the declarations.
+//!
+//! Its own crate (not a module of the lab) because the simulator, which the lab
+//! depends on, declares its keys with it.
+#![forbid(unsafe_code)]
+
+use std::any::Any;
+use std::fmt::Debug;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use oslab_sys::parse::size::{human_bytes, parse_human_size};
+
+/// A kind of setting: how its text is parsed and shown.
+pub trait Kind: 'static {
+    type Value: Clone + PartialOrd + Debug + serde::Serialize + Send + Sync + 'static;
+    /// What `oslab list --settings` calls the kind.
+    fn label(names: &'static [&'static str]) -> String;
+    /// The value of `text`, or why not (without the setting's name).
+    fn parse(text: &str, names: &'static [&'static str]) -> Result<Self::Value, String>;
+    fn show(v: &Self::Value) -> String;
+}
+
+/// A size: `256MiB`, `1G`, `4096`.
+pub struct Bytes;
+/// A whole number.
+pub struct Count;
+/// Seconds, fractional allowed: `2.5` or `2.5s`.
+pub struct Seconds;
+/// `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`.
+pub struct Flag;
+/// A file to write; none by default.
+pub struct FilePath;
+/// A comma-separated subset of the setting's `names`; all of them by default.
+pub struct Choices;
+/// Exactly one of the setting's `names`.
+pub struct OneOf;
+/// Bytes per second: `40MiB/s`, `40MiB`, `41943040`.
+pub struct Rate;
+/// Milliseconds, fractional allowed: `2.5` or `2.5ms`.
+pub struct Millis;
+
+impl Kind for Bytes {
+    type Value = u64;
+    fn label(_: &'static [&'static str]) -> String {
+        "bytes".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<u64, String> {
+        parse_human_size(text).map_err(|_| "not a size (try 256MiB or 1G)".into())
+    }
+    fn show(v: &u64) -> String {
+        human_bytes(*v)
+    }
+}
+
+impl Kind for Count {
+    type Value = u64;
+    fn label(_: &'static [&'static str]) -> String {
+        "count".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<u64, String> {
+        text.parse().map_err(|_| "not a whole number".into())
+    }
+    fn show(v: &u64) -> String {
+        v.to_string()
+    }
+}
+
+impl Kind for Seconds {
+    type Value = f64;
+    fn label(_: &'static [&'static str]) -> String {
+        "seconds".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<f64, String> {
+        match text.trim_end_matches('s').parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err("not a number of seconds".into()),
+        }
+    }
+    fn show(v: &f64) -> String {
+        format!("{v} s")
+    }
+}
+
+impl Kind for Flag {
+    type Value = bool;
+    fn label(_: &'static [&'static str]) -> String {
+        "bool".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<bool, String> {
+        match text.to_ascii_lowercase().as_str() {
+            "true" | "yes" | "1" | "on" => Ok(true),
+            "false" | "no" | "0" | "off" => Ok(false),
+            _ => Err("not true or false".into()),
+        }
+    }
+    fn show(v: &bool) -> String {
+        v.to_string()
+    }
+}
+
+impl Kind for FilePath {
+    type Value = Option<PathBuf>;
+    fn label(_: &'static [&'static str]) -> String {
+        "path".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<Option<PathBuf>, String> {
+        if text.is_empty() {
+            Err("needs a file name".into())
+        } else {
+            Ok(Some(PathBuf::from(text)))
+        }
+    }
+    fn show(v: &Option<PathBuf>) -> String {
+        v.as_ref()
+            .map_or_else(|| "none".into(), |p| p.display().to_string())
+    }
+}
+
+impl Kind for Choices {
+    /// The chosen names in the declaration's order; empty means all (the default).
+    type Value = Vec<&'static str>;
+    fn label(names: &'static [&'static str]) -> String {
+        format!("some of {}", names.join(","))
+    }
+    fn parse(text: &str, names: &'static [&'static str]) -> Result<Vec<&'static str>, String> {
+        let given: Vec<&str> = text.split(',').map(str::trim).collect();
+        if let Some(bad) = given.iter().find(|g| !names.contains(g)) {
+            return Err(format!("'{bad}' is not one of {}", names.join(", ")));
+        }
+        Ok(names
+            .iter()
+            .copied()
+            .filter(|n| given.contains(n))
+            .collect())
+    }
+    fn show(v: &Vec<&'static str>) -> String {
+        if v.is_empty() {
+            "all".into()
+        } else {
+            v.join(",")
+        }
+    }
+}
+
+impl Kind for OneOf {
+    type Value = &'static str;
+    fn label(names: &'static [&'static str]) -> String {
+        format!("one of {}", names.join(","))
+    }
+    fn parse(text: &str, names: &'static [&'static str]) -> Result<&'static str, String> {
+        names
+            .iter()
+            .copied()
+            .find(|n| *n == text)
+            .ok_or_else(|| format!("'{text}' is not one of {}", names.join(", ")))
+    }
+    fn show(v: &&'static str) -> String {
+        v.to_string()
+    }
+}
+
+impl Kind for Rate {
+    type Value = u64;
+    fn label(_: &'static [&'static str]) -> String {
+        "bytes/s".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<u64, String> {
+        parse_human_size(text.trim_end_matches("/s")).map_err(|_| "not a rate (try 40MiB/s)".into())
+    }
+    fn show(v: &u64) -> String {
+        format!("{}/s", human_bytes(*v))
+    }
+}
+
+impl Kind for Millis {
+    type Value = f64;
+    fn label(_: &'static [&'static str]) -> String {
+        "ms".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<f64, String> {
+        match text.trim_end_matches("ms").trim_end().parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err("not a number of milliseconds".into()),
+        }
+    }
+    fn show(v: &f64) -> String {
+        format!("{v} ms")
+    }
+}
+
+/// One setting, declared once.
+pub struct Setting<K: Kind> {
+    pub name: &'static str,
+    pub help: &'static str,
+    pub quick: K::Value,
+    pub full: K::Value,
+    /// The least and the most accepted, both included.
+    pub bounds: Option<(K::Value, K::Value)>,
+    /// For [`Choices`]: the names to choose from.
+    pub names: &'static [&'static str],
+}
+
+impl<K: Kind> Setting<K> {
+    /// The default for the mode.
+    pub fn default_for(&self, quick: bool) -> K::Value {
+        if quick {
+            self.quick.clone()
+        } else {
+            self.full.clone()
+        }
+    }
+
+    /// Parses `text` and checks it against the bounds.
+    pub fn parse(&self, text: &str) -> Result<K::Value, String> {
+        let t = text.trim();
+        let v = K::parse(t, self.names).map_err(|why| format!("{}={t}: {why}", self.name))?;
+        if let Some((lo, hi)) = &self.bounds
+            && (v < *lo || v > *hi)
+        {
+            return Err(format!(
+                "{}={t} is out of range: give {} to {}",
+                self.name,
+                K::show(lo),
+                K::show(hi)
+            ));
+        }
+        Ok(v)
+    }
+}
+
+/// A parsed `--set` value, typed as its declaration says.
+#[derive(Clone)]
+pub struct SetValue {
+    pub text: String,
+    value: Arc<dyn Any + Send + Sync>,
+}
+
+impl Debug for SetValue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl SetValue {
+    /// The value as `K` declares it; None when it was parsed for another kind.
+    pub fn get<K: Kind>(&self) -> Option<&K::Value> {
+        self.value.downcast_ref::<K::Value>()
+    }
+}
+
+/// What the CLI and `oslab list --settings` need of any setting.
+pub trait AnySetting: Sync {
+    fn name(&self) -> &'static str;
+    fn help(&self) -> &'static str;
+    fn kind_label(&self) -> String;
+    /// The default in quick and in full mode, as text.
+    fn defaults(&self) -> (String, String);
+    /// "a to b", when the setting has bounds.
+    fn range(&self) -> Option<String>;
+    /// Parses and checks `text`, or says in one sentence why not.
+    fn parse_value(&self, text: &str) -> Result<SetValue, String>;
+}
+
+impl<K: Kind> AnySetting for Setting<K>
+where
+    K::Value: Sync,
+{
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn help(&self) -> &'static str {
+        self.help
+    }
+    fn kind_label(&self) -> String {
+        K::label(self.names)
+    }
+    fn defaults(&self) -> (String, String) {
+        (K::show(&self.quick), K::show(&self.full))
+    }
+    fn range(&self) -> Option<String> {
+        self.bounds
+            .as_ref()
+            .map(|(lo, hi)| format!("{} to {}", K::show(lo), K::show(hi)))
+    }
+    fn parse_value(&self, text: &str) -> Result<SetValue, String> {
+        let v = self.parse(text)?;
+        Ok(SetValue {
+            text: text.trim().to_string(),
+            value: Arc::new(v),
+        })
+    }
+}
+
+/// Declared settings of every experiment must not repeat a name.
+pub type Declared = &'static [&'static dyn AnySetting];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static SIZE: Setting<Bytes> = Setting {
+        name: "size",
+        help: "",
+        quick: 64 << 20,
+        full: 1 << 30,
+        bounds: Some((1 << 20, 16 << 30)),
+        names: &[],
+    };
+    static WHICH: Setting<Choices> = Setting {
+        name: "s",
+        help: "",
+        quick: Vec::new(),
+        full: Vec::new(),
+        bounds: None,
+        names: &["alone", "bulk", "rt"],
+    };
+
+    #[test]
+    fn parses_each_kind() {
+        assert_eq!(SIZE.parse("64MiB"), Ok(64 << 20));
+        assert_eq!(
+            SIZE.parse("big").unwrap_err(),
+            "size=big: not a size (try 256MiB or 1G)"
+        );
+        assert_eq!(
+            SIZE.parse("100").unwrap_err(),
+            "size=100 is out of range: give 1 MiB to 16 GiB"
+        );
+        assert_eq!(Flag::parse("yes", &[]), Ok(true));
+        assert!(Flag::parse("maybe", &[]).is_err());
+        assert_eq!(Count::parse("12", &[]), Ok(12));
+        assert_eq!(Seconds::parse("1.5s", &[]), Ok(1.5));
+        assert!(Seconds::parse("inf", &[]).is_err());
+        assert_eq!(WHICH.parse("rt, alone"), Ok(vec!["alone", "rt"]));
+        assert_eq!(
+            WHICH.parse("rt,solo").unwrap_err(),
+            "s=rt,solo: 'solo' is not one of alone, bulk, rt"
+        );
+        assert!(WHICH.parse("").is_err());
+        assert!(FilePath::parse("", &[]).is_err());
+        assert_eq!(OneOf::parse("bulk", WHICH.names), Ok("bulk"));
+        assert_eq!(
+            OneOf::parse("rt,bulk", WHICH.names).unwrap_err(),
+            "'rt,bulk' is not one of alone, bulk, rt"
+        );
+        assert_eq!(Rate::parse("40MiB/s", &[]), Ok(40 << 20));
+        assert_eq!(Rate::parse("4096", &[]), Ok(4096));
+        assert!(Rate::parse("fast", &[]).is_err());
+        assert_eq!(Rate::show(&(40 << 20)), "40 MiB/s");
+        assert_eq!(Millis::parse("2.5ms", &[]), Ok(2.5));
+        assert!(Millis::parse("nan", &[]).is_err());
+    }
+
+    #[test]
+    fn a_parsed_value_comes_back_typed() {
+        let v = SIZE.parse_value(" 2MiB ").unwrap();
+        assert_eq!(v.text, "2MiB");
+        assert_eq!(v.get::<Bytes>(), Some(&(2 << 20)));
+        assert_eq!(v.get::<Seconds>(), None);
+        assert_eq!(SIZE.range().as_deref(), Some("1 MiB to 16 GiB"));
+        assert_eq!(WHICH.defaults().0, "all");
+    }
+}
