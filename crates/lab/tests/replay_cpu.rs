@@ -23,21 +23,20 @@ fn cpu_syscall() {
 
 #[test]
 fn cpu_ctxsw() {
-    // captured with --set launches=1 --set round_trips=2000 --repeat 3 while other
-    // programs kept the 2-vCPU KVM guest about 86 % busy
+    // `oslab run all --quick` (release build) on the quiet 2-vCPU KVM guest
     let r = judged("cpu.ctxsw");
-    // the unpinned futex pair fell into two modes, both on cpu0: judged by the lower
-    // one, which costs about what the pinned pair does
+    // unpinned, the tasks ran on both CPUs: every handoff is a cross-CPU wake-up
+    // (a VM exit under KVM), so pinning saves far more than the material's 45-70 %
     assert_eq!(verdict(&r, "pinning-cheaper"), Verdict::Differs);
     let pin = r.claim("pinning-cheaper").unwrap();
-    assert!(
-        pin.expectation.contains("unpinned (lower mode)"),
-        "{}",
-        pin.expectation
+    assert_eq!(
+        pin.expectation,
+        "saving of pinned vs unpinned between 45 % and 70 %"
     );
-    assert!(pin.why.contains("kept both tasks on cpu0"), "{}", pin.why);
-    assert!(pin.why.contains("disturbed by other work"), "{}", pin.why);
-    assert_eq!(finding(&r, "unpinned_modes.processes.futex"), 2.0);
+    assert!(pin.why.contains("ran on two CPUs"), "{}", pin.why);
+    assert!(pin.why.contains("under KVM"), "{}", pin.why);
+    assert_eq!(finding(&r, "unpinned_modes.processes.futex"), 1.0);
+    assert_eq!(finding(&r, "unpinned_modes.threads.futex"), 2.0);
     // this CPU has PCID: threads cost what processes do
     assert_eq!(verdict(&r, "threads-cheaper"), Verdict::Differs);
     assert!(r.claim("threads-cheaper").unwrap().why.contains("PCID"));
@@ -62,9 +61,12 @@ fn cpu_ctxsw() {
     }
     // perf beside ours: an agreement check only where both are steady
     let detail = |n: &str| r.finding(n).unwrap().detail.clone();
-    assert!(detail("ours_over_perf.processes.same-cpu").contains("no agreement check"));
+    assert!(detail("ours_over_perf.processes.same-cpu").contains("is an agreement check"));
     assert!(detail("ours_over_perf.threads.same-cpu").contains("is an agreement check"));
+    assert!(detail("ours_over_perf.processes.unpinned").contains("no agreement check"));
     assert!(detail("ours_over_perf.threads.unpinned").contains("no agreement check"));
+    let agreement = finding(&r, "ours_over_perf.processes.same-cpu");
+    assert!((0.95..1.05).contains(&agreement), "{agreement}");
     assert!(
         r.notes
             .iter()
@@ -74,27 +76,25 @@ fn cpu_ctxsw() {
 
 #[test]
 fn cpu_ctxsw_ws() {
-    // quick defaults on the same loaded guest (L2 1 MiB): the same-CPU cost rises at
-    // 256 KiB, a quarter of L2, and pinning keeps it far below two CPUs'
+    // quick defaults (up to 4 MiB) on the quiet guest, L2 1 MiB per core: the
+    // same-CPU cost did not rise 1.5x within the sweep, and pinning kept it far
+    // below the two-CPU placement's
     let r = judged("cpu.ctxsw-ws");
-    assert_eq!(verdict(&r, "working-set-rise"), Verdict::Holds);
-    assert_eq!(finding(&r, "rise_at.same-cpu"), 262_144.0);
-    assert_eq!(finding(&r, "rise_at.cross-cpu.same-l3"), 1_048_576.0);
-    assert!(finding(&r, "rise_at.unpinned").is_nan());
+    assert_eq!(verdict(&r, "working-set-rise"), Verdict::Differs);
     let c = r.claim("working-set-rise").unwrap();
-    assert!(
-        c.expectation
-            .contains("same-CPU / cross-cpu.same-l3 cost at 4 MiB below 0.500x"),
-        "{}",
-        c.expectation
+    assert_eq!(
+        c.expectation,
+        "same-CPU cost at 4 MiB / with no working set above 1.50x, and same-CPU / cross-cpu.same-l3 cost at 4 MiB below 0.500x"
     );
+    assert!(c.why.contains("never rose 1.5x"), "{}", c.why);
+    assert!(finding(&r, "rise_at.same-cpu").is_nan());
+    assert_eq!(finding(&r, "rise_at.cross-cpu.same-l3"), 1_048_576.0);
     let m = r.measurement("ns.same-cpu.4194304").unwrap();
     let median = m.summary.as_ref().unwrap().median;
-    assert!((50_000.0..70_000.0).contains(&median), "{median}");
-    // the unpinned batches at W = 0 fell into two modes
+    assert!((3_000.0..4_500.0).contains(&median), "{median}");
     assert!(
         r.notes
             .iter()
-            .any(|n| n.starts_with("unpinned: the batches at 0 B"))
+            .any(|n| n.starts_with("unpinned: the batches at 16 KiB, 64 KiB"))
     );
 }

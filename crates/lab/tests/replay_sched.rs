@@ -38,8 +38,11 @@ fn sched_scaling() {
         Verdict::Holds
     );
     let (n1, n8) = (finding(&r, "one_cpu.n1"), finding(&r, "one_cpu.n8"));
-    assert!((5.0..7.5).contains(&(n8 / n1)), "{n1} {n8}");
-    assert!((0.6..0.75).contains(&finding(&r, "all_cpus.n8")));
+    // eight processes share one CPU: each takes about eight times as long
+    assert!((7.5..8.5).contains(&(n8 / n1)), "{n1} {n8}");
+    // and two CPUs: about four times
+    let all8 = finding(&r, "all_cpus.n8");
+    assert!((0.35..0.45).contains(&all8), "{all8}");
     assert_eq!(r.plots.len(), 2);
     // no per-process findings: that is multiload's
     assert!(r.finding("one_cpu.n2.p1").is_none());
@@ -58,8 +61,8 @@ fn sched_slices() {
     assert!((245.0..260.0).contains(&hz), "{hz}");
     assert!(r.finding("timer_hz").unwrap().detail.contains("agrees"));
     let w = &r.finding("n4").unwrap().detail;
-    assert!(w.contains("wait median 12.06 ms (predicted 12.00)"), "{w}");
-    assert_eq!(r.measurement("slice_ms.n2").unwrap().samples.len(), 273);
+    assert!(w.contains("wait median 12.03 ms (predicted 12.00)"), "{w}");
+    assert_eq!(r.measurement("slice_ms.n2").unwrap().samples.len(), 281);
     let c = r.claim("slice-is-tick-bound").unwrap();
     assert!(
         c.observed
@@ -83,7 +86,7 @@ fn sched_nice() {
     // the run between gaps is shorter and said why
     let d = &r.finding("turn_ms.nice0_vs_10").unwrap().detail;
     assert!(
-        d.contains("median 16.78 ms") && d.contains("no slice"),
+        d.contains("median 3.05 ms") && d.contains("no slice"),
         "{d}"
     );
     // the intervals' shares are samples; the plan is in the params

@@ -1,7 +1,6 @@
 //! Replay of the throttling and WCALL experiments' raw fixtures (see replay.rs):
-//! wb.throttle, wb.wcall-overhead and wb.wcall, captured on this machine (a
-//! 2-vCPU KVM guest, 94 % of its CPUs busy with other programs during the wb.wcall
-//! capture) with `oslab run ID --quick --save-raw`.
+//! wb.throttle, wb.wcall-overhead and wb.wcall, captured on this machine (a quiet
+//! 2-vCPU KVM guest) by `oslab run all --quick --save-raw` with a release build.
 
 mod common;
 use common::{finding, judged, verdict};
@@ -19,9 +18,9 @@ fn wb_throttle() {
     );
     assert!(claim.why.contains("balance_dirty_pages()"), "{}", claim.why);
     let (p99, max) = (finding(&r, "p99_ms"), finding(&r, "max_ms"));
-    assert!((150.0..300.0).contains(&p99), "{p99}");
-    assert!(max >= p99 && (300.0..600.0).contains(&max), "{max}");
-    assert_eq!(finding(&r, "writes_over_200ms"), 67.0);
+    assert!((100.0..200.0).contains(&p99), "{p99}");
+    assert!(max >= p99 && (100.0..200.0).contains(&max), "{max}");
+    assert_eq!(finding(&r, "writes_over_200ms"), 0.0);
     let peak = finding(&r, "peak_dirty_plus_writeback_mib");
     assert!((60.0..70.0).contains(&peak), "{peak}");
     let bw = finding(&r, "testbed_measured_mib_s");
@@ -35,7 +34,7 @@ fn wb_wcall_overhead() {
     let r = judged("wb.wcall-overhead");
     assert_eq!(verdict(&r, "overhead-under-1us"), Verdict::Holds);
     let o = finding(&r, "overhead_ns");
-    assert!((150.0..300.0).contains(&o), "{o}");
+    assert!((10.0..100.0).contains(&o), "{o}");
     assert_eq!(finding(&r, "writes_counted"), 303_000.0);
     assert_eq!(
         r.claim("overhead-under-1us").unwrap().expectation,
@@ -47,10 +46,11 @@ fn wb_wcall_overhead() {
 fn wb_wcall_every_claim_is_judged() {
     let r = judged("wb.wcall");
     for (id, v) in [
-        // the kernel throttled the RT-55 writer (p99 82 ms) but short of 100 ms
+        // the kernel throttled the RT-55 writer (p99 84 ms) but short of 100 ms
         ("vanilla-stalls-the-high-writer", Verdict::Differs),
+        // Algorithm 1 held the RT-55 writer's own group for HZ/10
         ("wcall-keeps-latency", Verdict::Differs),
-        ("wcall-fair-keeps-latency", Verdict::Differs),
+        ("wcall-fair-keeps-latency", Verdict::Holds),
         ("competitors-not-starved", Verdict::Holds),
         ("fig7-no-overhead", Verdict::Holds),
     ] {
@@ -60,8 +60,8 @@ fn wb_wcall_every_claim_is_judged() {
     let f = |n: &str| finding(&r, n);
     assert!((0.2..0.5).contains(&f("p99_ms.vanilla.alone")));
     assert!((60.0..100.0).contains(&f("p99_ms.vanilla.rt45x2")));
-    assert!((40.0..80.0).contains(&f("p99_ms.wcall-fair.rt45x2")));
-    assert!((25.0..35.0).contains(&f("competitors_mib_s.wcall-fair.rt45x2")));
+    assert!((0.1..0.5).contains(&f("p99_ms.wcall-fair.rt45x2")));
+    assert!((20.0..35.0).contains(&f("competitors_mib_s.wcall-fair.rt45x2")));
     assert!((39.0..41.0).contains(&f("testbed_measured_mib_s")));
     // the simulator's prediction beside, for the scenarios it has
     assert!(r.finding("sim.p99_ms.vanilla.rt45x2").is_some());
@@ -80,12 +80,12 @@ fn wb_wcall_whys_follow_the_outcome() {
     // wcall held the RT-55 writer's own group; wcall-fair never did
     let w = why("wcall-keeps-latency");
     assert!(
-        w.contains("own group 500 ms") && w.contains("Algorithm 1"),
+        w.contains("own group 400 ms") && w.contains("Algorithm 1"),
         "{w}"
     );
     let w = why("wcall-fair-keeps-latency");
     assert!(
-        w.contains("never held") && w.contains("the kernel throttled it"),
+        w.contains("over-share groups waited") && w.contains("not throttled"),
         "{w}"
     );
     let w = why("fig7-no-overhead");

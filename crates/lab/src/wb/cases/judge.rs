@@ -205,6 +205,10 @@ fn notes(plan: &Plan, raw: &Raw) -> Vec<String> {
     notes
 }
 
+/// Peak write rates within this share of each other are the same rate: the peak is
+/// the best one-second window, and two runs at a device's cap differ by noise.
+const SAME_RATE_TOLERANCE: f64 = 0.05;
+
 fn flush_often(raw: &Raw, a: &CaseFigures, b: &CaseFigures) -> Claim {
     let conditions = [
         Condition::new(
@@ -213,14 +217,15 @@ fn flush_often(raw: &Raw, a: &CaseFigures, b: &CaseFigures) -> Claim {
             Rule::Below(1.0),
             b.peak_dirty_mib / a.peak_dirty_mib,
         ),
+        // two runs at the testbed's cap read the same rate within a few percent
         Condition::new(
             "case 2's peak device write rate over case 1's",
             "x",
-            Rule::AtMost(1.0),
+            Rule::AtMost(1.0 + SAME_RATE_TOLERANCE),
             b.peak_write_mib_s / a.peak_write_mib_s,
         ),
         Condition::new(
-            "case 2's write-back episodes less case 1's",
+            "case 2's write-back episodes minus case 1's",
             "",
             Rule::AtLeast(0.0),
             b.flushes as f64 - a.flushes as f64,

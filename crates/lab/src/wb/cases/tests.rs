@@ -49,7 +49,7 @@ fn every_verdict() {
     let c = &out.claims[0];
     assert_eq!(c.verdict, Verdict::Holds, "{c:?}");
     assert!(
-        c.expectation.contains("episodes less case 1's at least 0"),
+        c.expectation.contains("episodes minus case 1's at least 0"),
         "{}",
         c.expectation
     );
