@@ -54,6 +54,96 @@ fn round_mib(b: f64) -> u64 {
     ((b / MIB).round().max(1.0) as u64) << 20
 }
 
+/// The figures the advice reasons with, all as used.
+struct Figures {
+    b: f64,
+    r: f64,
+    t: f64,
+    bg: u64,
+    hard: u64,
+    one_second: u64,
+    expire_wanted: f64,
+    expire_s: f64,
+    writeback_s: f64,
+}
+
+/// One plain-words line per setting, naming the figures used.
+fn reasons(f: &Figures) -> Vec<String> {
+    let background = if f.one_second >= MIN_BACKGROUND {
+        format!(
+            "dirty_background_bytes {} MiB: about one second of the device's {:.1} MiB/s, so each background flush is a second of device work",
+            f.bg >> 20,
+            f.b / MIB
+        )
+    } else {
+        format!(
+            "dirty_background_bytes {} MiB: the floor; one second of the device's {:.2} MiB/s would be less, and smaller flushes cost more per byte",
+            f.bg >> 20,
+            f.b / MIB
+        )
+    };
+    let ceiling = (f.bg + f.hard) / 2;
+    let wait_s = (ceiling - f.bg) as f64 / f.b;
+    let hard_reason = if f.hard == f.bg * 2 && round_mib(f.bg as f64 + 2.0 * f.b * f.t) < f.bg * 2 {
+        format!(
+            "dirty_bytes {} MiB: twice the background limit (the least that leaves room above it); the free-run ceiling ({} MiB) sits {wait_s:.2} s of device work above the background limit, so a writer at the hard limit waits about {wait_s:.2} s",
+            f.hard >> 20,
+            ceiling >> 20
+        )
+    } else {
+        format!(
+            "dirty_bytes {} MiB: the free-run ceiling ({} MiB) sits {wait_s:.2} s of device work above the background limit, so a writer at the hard limit waits about {wait_s:.2} s (target {} s)",
+            f.hard >> 20,
+            ceiling >> 20,
+            f.t
+        )
+    };
+    let expire_reason = if f.r <= 0.0 {
+        format!(
+            "dirty_expire_centisecs {}: no dirtying was measured, so the longest the kernel allows",
+            (f.expire_s * 100.0).round()
+        )
+    } else if f.expire_wanted > MAX_EXPIRE_S {
+        format!(
+            "dirty_expire_centisecs {}: at {:.2} MiB/s one background flush worth of data takes longer than {MAX_EXPIRE_S:.0} s to dirty, so data is not left older than that",
+            (f.expire_s * 100.0).round(),
+            f.r / MIB
+        )
+    } else if f.expire_wanted < MIN_EXPIRE_S {
+        format!(
+            "dirty_expire_centisecs {}: the shortest worth setting; at {:.1} MiB/s the periodic pass will find more than one background flush worth of old data",
+            (f.expire_s * 100.0).round(),
+            f.r / MIB
+        )
+    } else {
+        format!(
+            "dirty_expire_centisecs {}: at {:.1} MiB/s the periodic pass then finds at most one background flush worth of old data",
+            (f.expire_s * 100.0).round(),
+            f.r / MIB
+        )
+    };
+    let writeback_reason = if (f.writeback_s - f.expire_s / 2.0).abs() < 1e-9 {
+        format!(
+            "dirty_writeback_centisecs {}: half the expire time, so old data waits at most {:.1} s",
+            (f.writeback_s * 100.0).round(),
+            f.expire_s + f.writeback_s
+        )
+    } else if f.writeback_s >= MAX_WRITEBACK_S {
+        format!(
+            "dirty_writeback_centisecs {}: the kernel's default interval (half the expire time would wake the flusher less often than that for little gain), so old data waits at most {:.1} s",
+            (f.writeback_s * 100.0).round(),
+            f.expire_s + f.writeback_s
+        )
+    } else {
+        format!(
+            "dirty_writeback_centisecs {}: the shortest interval worth waking the flusher for, so old data waits at most {:.1} s",
+            (f.writeback_s * 100.0).round(),
+            f.expire_s + f.writeback_s
+        )
+    };
+    vec![background, hard_reason, expire_reason, writeback_reason]
+}
+
 /// The advice for `i`. Every figure in the reasoning is the one used: the device
 /// bandwidth must be positive (the CLI refuses 0), the target is taken as given.
 pub fn advise(i: AdviceInputs) -> Advice {
@@ -78,78 +168,18 @@ pub fn advise(i: AdviceInputs) -> Advice {
             b / MIB
         ));
     }
-    let background = if one_second >= MIN_BACKGROUND {
-        format!(
-            "dirty_background_bytes {} MiB: about one second of the device's {:.1} MiB/s, so each background flush is a second of device work",
-            bg >> 20,
-            b / MIB
-        )
-    } else {
-        format!(
-            "dirty_background_bytes {} MiB: the floor; one second of the device's {:.2} MiB/s would be less, and smaller flushes cost more per byte",
-            bg >> 20,
-            b / MIB
-        )
+    let f = Figures {
+        b,
+        r,
+        t,
+        bg,
+        hard,
+        one_second,
+        expire_wanted,
+        expire_s,
+        writeback_s,
     };
-    let ceiling = (bg + hard) / 2;
-    let wait_s = (ceiling - bg) as f64 / b;
-    let hard_reason = if hard == bg * 2 && round_mib(bg as f64 + 2.0 * b * t) < bg * 2 {
-        format!(
-            "dirty_bytes {} MiB: twice the background limit (the least that leaves room above it); the free-run ceiling ({} MiB) sits {wait_s:.2} s of device work above the background limit, so a writer at the hard limit waits about {wait_s:.2} s",
-            hard >> 20,
-            ceiling >> 20
-        )
-    } else {
-        format!(
-            "dirty_bytes {} MiB: the free-run ceiling ({} MiB) sits {wait_s:.2} s of device work above the background limit, so a writer at the hard limit waits about {wait_s:.2} s (target {t} s)",
-            hard >> 20,
-            ceiling >> 20
-        )
-    };
-    let expire_reason = if r <= 0.0 {
-        format!(
-            "dirty_expire_centisecs {}: no dirtying was measured, so the longest the kernel allows",
-            (expire_s * 100.0).round()
-        )
-    } else if expire_wanted > MAX_EXPIRE_S {
-        format!(
-            "dirty_expire_centisecs {}: at {:.2} MiB/s one background flush worth of data takes longer than {MAX_EXPIRE_S:.0} s to dirty, so data is not left older than that",
-            (expire_s * 100.0).round(),
-            r / MIB
-        )
-    } else if expire_wanted < MIN_EXPIRE_S {
-        format!(
-            "dirty_expire_centisecs {}: the shortest worth setting; at {:.1} MiB/s the periodic pass will find more than one background flush worth of old data",
-            (expire_s * 100.0).round(),
-            r / MIB
-        )
-    } else {
-        format!(
-            "dirty_expire_centisecs {}: at {:.1} MiB/s the periodic pass then finds at most one background flush worth of old data",
-            (expire_s * 100.0).round(),
-            r / MIB
-        )
-    };
-    let writeback_reason = if (writeback_s - expire_s / 2.0).abs() < 1e-9 {
-        format!(
-            "dirty_writeback_centisecs {}: half the expire time, so old data waits at most {:.1} s",
-            (writeback_s * 100.0).round(),
-            expire_s + writeback_s
-        )
-    } else if writeback_s >= MAX_WRITEBACK_S {
-        format!(
-            "dirty_writeback_centisecs {}: the kernel's default interval (half the expire time would wake the flusher less often than that for little gain), so old data waits at most {:.1} s",
-            (writeback_s * 100.0).round(),
-            expire_s + writeback_s
-        )
-    } else {
-        format!(
-            "dirty_writeback_centisecs {}: the shortest interval worth waking the flusher for, so old data waits at most {:.1} s",
-            (writeback_s * 100.0).round(),
-            expire_s + writeback_s
-        )
-    };
-    let reasons = vec![background, hard_reason, expire_reason, writeback_reason];
+    let reasons = reasons(&f);
     let prediction = if r <= 0.0 {
         "no dirtying measured: Dirty stays near 0".to_string()
     } else {

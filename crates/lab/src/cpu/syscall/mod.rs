@@ -210,13 +210,71 @@ fn median(v: &[f64]) -> f64 {
     oslab_stats::median(v).unwrap_or(f64::NAN)
 }
 
+/// Counts of calls and switches the claims and findings use.
+struct Calls {
+    syscalls: u64,
+    all: u64,
+    switches_per_million: f64,
+}
+
+impl Calls {
+    fn of(raw: &Raw) -> Calls {
+        let calls_of = |names: &[&str]| -> u64 {
+            raw.probes
+                .iter()
+                .filter(|p| names.contains(&p.name.as_str()))
+                .map(|p| p.batch * p.ns_per_call.len() as u64)
+                .sum()
+        };
+        let all = calls_of(&["loop", "gettid", "getppid", "clock_gettime_vdso"]);
+        Calls {
+            syscalls: calls_of(&["gettid", "getppid"]),
+            all,
+            switches_per_million: raw.voluntary_switches as f64 * 1e6 / all.max(1) as f64,
+        }
+    }
+}
+
 fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
-    let probe = |name: &str| raw.probes.iter().find(|p| p.name == name);
-    let overhead = probe("loop").map_or(0.0, |p| median(&p.ns_per_call));
+    let mut out = Output::default();
+    let (corrected, overhead) = measurements(raw, seed, &mut out);
+    let fig = |name: &str| corrected.get(name).copied().unwrap_or(f64::NAN);
+    let calls = Calls::of(raw);
+    out.findings = findings(raw, &calls, overhead, |n| fig(n));
+    out.claims = vec![
+        mode_switch_claim(raw, &calls),
+        cost_claim(raw, fig("gettid"), fig("getppid")),
+    ];
+    out.notes.push(format!(
+        "pinned to cpu{}; {} interleaved rounds after {WARMUP_ROUNDS} warm-up rounds; batches of at least {} us",
+        raw.cpu,
+        plan.samples,
+        MIN_BATCH_NS / 1000
+    ));
+    if !raw.mitigations.is_empty() {
+        out.notes.push(format!(
+            "CPU vulnerability mitigations in force: {}",
+            raw.mitigations.join("; ")
+        ));
+    }
+    out
+}
+
+/// The probes' measurements (the loop subtracted from the others) and the round
+/// by round plot; the corrected medians by probe, and the loop's cost.
+fn measurements(
+    raw: &Raw,
+    seed: u64,
+    out: &mut Output,
+) -> (std::collections::BTreeMap<String, f64>, f64) {
+    let overhead = raw
+        .probes
+        .iter()
+        .find(|p| p.name == "loop")
+        .map_or(0.0, |p| median(&p.ns_per_call));
     let correction = format!(
         "loop cost {overhead:.3} ns per iteration subtracted (an indirect call, as every probe makes)"
     );
-    let mut out = Output::default();
     let mut series = Vec::new();
     let mut corrected = std::collections::BTreeMap::new();
     for (p, (_, description, _)) in raw.probes.iter().zip(PROBES) {
@@ -247,21 +305,32 @@ fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
         ));
     }
     out.params.insert("cpu".into(), serde_json::json!(raw.cpu));
-    let fig = |name: &str| corrected.get(name).copied().unwrap_or(f64::NAN);
-    let raw_median = |name: &str| probe(name).map_or(f64::NAN, |p| median(&p.ns_per_call));
-    let (gettid_ns, getppid_ns, vdso_ns) =
-        (fig("gettid"), fig("getppid"), fig("clock_gettime_vdso"));
-    let calls_of = |names: &[&str]| -> u64 {
+    out.plots.push(Plot {
+        id: "rounds".into(),
+        title: "Cost per call, round by round".into(),
+        x: Axis::new("round", "", Scale::Linear),
+        y: Axis::new("time per call", "ns", Scale::Linear),
+        series,
+        markers: vec![],
+        x_labels: vec![],
+    });
+    (corrected, overhead)
+}
+
+fn findings(
+    raw: &Raw,
+    calls: &Calls,
+    overhead: f64,
+    fig: impl Fn(&str) -> f64,
+) -> Vec<oslab_model::Finding> {
+    let raw_median = |name: &str| {
         raw.probes
             .iter()
-            .filter(|p| names.contains(&p.name.as_str()))
-            .map(|p| p.batch * p.ns_per_call.len() as u64)
-            .sum()
+            .find(|p| p.name == name)
+            .map_or(f64::NAN, |p| median(&p.ns_per_call))
     };
-    let syscalls = calls_of(&["gettid", "getppid"]);
-    let all_calls = calls_of(&["loop", "gettid", "getppid", "clock_gettime_vdso"]);
-    let per_million = raw.voluntary_switches as f64 * 1e6 / all_calls.max(1) as f64;
-    out.findings = vec![
+    let (gettid_ns, vdso_ns) = (fig("gettid"), fig("clock_gettime_vdso"));
+    vec![
         finding(
             "gettid_ns",
             gettid_ns,
@@ -270,7 +339,7 @@ fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
         ),
         finding(
             "getppid_ns",
-            getppid_ns,
+            fig("getppid"),
             "ns",
             "median cost of one getppid system call",
         ),
@@ -312,7 +381,10 @@ fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
             "voluntary_switches",
             raw.voluntary_switches as f64,
             "switches",
-            format!("during {all_calls} timed calls ({per_million:.3} per million)"),
+            format!(
+                "during {} timed calls ({:.3} per million)",
+                calls.all, calls.switches_per_million
+            ),
         ),
         finding(
             "involuntary_switches",
@@ -329,17 +401,20 @@ fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
                 None => "pinned; sched_getcpu unavailable".into(),
             },
         ),
-    ];
-    let mode_switch = MODE_SWITCH.judge(
+    ]
+}
+
+fn mode_switch_claim(raw: &Raw, calls: &Calls) -> oslab_model::Claim {
+    MODE_SWITCH.judge(
         &[Condition::new(
             "voluntary switches per million calls",
             "",
             Rule::AtMost(SWITCHES_PER_MILLION),
-            per_million,
+            calls.switches_per_million,
         )],
         &format!(
-            "{} voluntary and {} involuntary switches during {all_calls} calls ({syscalls} of them system calls)",
-            raw.voluntary_switches, raw.involuntary_switches
+            "{} voluntary and {} involuntary switches during {} calls ({} of them system calls)",
+            raw.voluntary_switches, raw.involuntary_switches, calls.all, calls.syscalls
         ),
         |o| {
             if o.holds() {
@@ -348,8 +423,11 @@ fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
                 "the thread blocked during the loop; something else (page faults, a signal, a debugger) made it sleep".into()
             }
         },
-    );
-    let cost = COST.judge(
+    )
+}
+
+fn cost_claim(raw: &Raw, gettid_ns: f64, getppid_ns: f64) -> oslab_model::Claim {
+    COST.judge(
         &[Condition::new(
             "gettid",
             "ns",
@@ -371,92 +449,8 @@ fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
                 "cheaper than on the author's CPUs: a newer CPU enters the kernel faster".into()
             }
         },
-    );
-    out.claims = vec![mode_switch, cost];
-    out.notes.push(format!(
-        "pinned to cpu{}; {} interleaved rounds after {WARMUP_ROUNDS} warm-up rounds; batches of at least {} us",
-        raw.cpu,
-        plan.samples,
-        MIN_BATCH_NS / 1000
-    ));
-    if !raw.mitigations.is_empty() {
-        out.notes.push(format!(
-            "CPU vulnerability mitigations in force: {}",
-            raw.mitigations.join("; ")
-        ));
-    }
-    out.plots.push(Plot {
-        id: "rounds".into(),
-        title: "Cost per call, round by round".into(),
-        x: Axis::new("round", "", Scale::Linear),
-        y: Axis::new("time per call", "ns", Scale::Linear),
-        series,
-        markers: vec![],
-        x_labels: vec![],
-    });
-    out
+    )
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use oslab_model::Verdict;
-
-    /// A synthetic run: the loop costs 1 ns, gettid `gettid_ns` more.
-    fn raw(gettid_ns: f64, voluntary: u64, mitigations: &[&str]) -> Raw {
-        let probe = |name: &str, ns: f64| ProbeRaw {
-            name: name.into(),
-            batch: 1000,
-            ns_per_call: vec![ns; 5],
-        };
-        Raw {
-            cpu: 0,
-            ran_on: Some(0),
-            probes: vec![
-                probe("loop", 1.0),
-                probe("gettid", gettid_ns + 1.0),
-                probe("getppid", gettid_ns + 2.0),
-                probe("clock_gettime_vdso", 21.0),
-            ],
-            voluntary_switches: voluntary,
-            involuntary_switches: 3,
-            mitigations: mitigations.iter().map(|m| m.to_string()).collect(),
-        }
-    }
-
-    fn verdicts(r: &Raw) -> (Verdict, Verdict, String) {
-        let out = judge(&Plan { samples: 5 }, r, 1);
-        (
-            out.claims[0].verdict,
-            out.claims[1].verdict,
-            out.claims[1].why.clone(),
-        )
-    }
-
-    #[test]
-    fn every_verdict_of_both_claims() {
-        // 20,000 calls: one switch is 50 per million, none is 0
-        assert_eq!(verdicts(&raw(50.0, 0, &[])).0, Verdict::Holds);
-        assert_eq!(verdicts(&raw(50.0, 1, &[])).0, Verdict::Differs);
-        let (_, cost, _) = verdicts(&raw(50.0, 0, &[]));
-        assert_eq!(cost, Verdict::Holds);
-        let (_, cost, why) = verdicts(&raw(400.0, 0, &["spectre_v2: Mitigation: Retpolines"]));
-        assert_eq!(cost, Verdict::Differs);
-        assert!(why.contains("Retpolines"), "{why}");
-        let (_, _, why) = verdicts(&raw(400.0, 0, &[]));
-        assert!(why.contains("no mitigation"), "{why}");
-        let (_, cost, why) = verdicts(&raw(5.0, 0, &[]));
-        assert_eq!(cost, Verdict::Differs);
-        assert!(why.contains("cheaper"), "{why}");
-    }
-
-    #[test]
-    fn the_loop_is_subtracted_and_reported_beside() {
-        let out = judge(&Plan { samples: 5 }, &raw(50.0, 0, &[]), 1);
-        let f = |n: &str| out.findings.iter().find(|f| f.name == n).unwrap().value;
-        assert_eq!(f("gettid_ns"), 50.0);
-        assert_eq!(f("gettid_uncorrected_ns"), 51.0);
-        assert_eq!(f("loop_overhead_ns"), 1.0);
-        assert_eq!(out.params["batch_gettid"], 1000);
-    }
-}
+mod tests;

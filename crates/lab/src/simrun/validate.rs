@@ -1,0 +1,169 @@
+//! The simulator beside real wb.background and wb.periodic runs on the same settings.
+
+use oslab_model::{Series, SeriesStyle};
+use oslab_wbsim::config::MIB;
+use oslab_wbsim::{Config, Policy, simulate};
+
+use crate::check::{Check, Condition, Rule};
+use crate::experiment::{Output, finding};
+
+const MATCHES: Check = Check {
+    id: "simulator-matches-kernel",
+    text: "The simulator's Dirty curve matches the real kernel's within 10 % in peak, trough and period",
+    source: "oslab design (issue: the write-back simulator)",
+};
+
+fn param_f(r: &oslab_model::ExperimentResult, k: &str) -> Option<f64> {
+    r.params.get(k).and_then(|v| v.as_f64())
+}
+
+fn found(r: &oslab_model::ExperimentResult, k: &str) -> Option<f64> {
+    r.finding(k).map(|f| f.value).filter(|v| v.is_finite())
+}
+
+/// The simulator's configuration for a real wb.background or wb.periodic run.
+pub fn config_for_real(r: &oslab_model::ExperimentResult) -> Option<Config> {
+    use oslab_wbsim::{Class, DeviceCfg, Kind, RuleSet, Sysctls, WriterCfg};
+    let rate = param_f(r, "rate")?;
+    let duration = param_f(r, "duration")?;
+    let sysctls = if r.experiment == "wb.background" {
+        let bg = param_f(r, "background")? as u64;
+        Sysctls {
+            dirty_background_bytes: bg,
+            dirty_bytes: bg * 2,
+            dirty_writeback_centisecs: 0,
+            ..Sysctls::default()
+        }
+    } else {
+        let far = (rate * duration * 2.0) as u64 + (256 << 20);
+        Sysctls {
+            dirty_background_bytes: far,
+            dirty_bytes: far * 2,
+            dirty_expire_centisecs: (param_f(r, "expire")? * 100.0).round() as u64,
+            dirty_writeback_centisecs: (param_f(r, "interval")? * 100.0).round() as u64,
+            ..Sysctls::default()
+        }
+    };
+    Some(Config {
+        rules: RuleSet::Linux6,
+        dirtyable_bytes: r
+            .environment
+            .machine
+            .memory
+            .available_bytes
+            .unwrap_or(8 << 30),
+        sysctls,
+        device: DeviceCfg {
+            bandwidth_bytes_s: 1000.0 * MIB as f64,
+            request_latency_ns: 0,
+            max_request_bytes: 512 << 10,
+            queue_bytes: 1 << 40,
+        },
+        copy_bytes_s: 2.0e9,
+        writers: vec![WriterCfg {
+            name: "writer".into(),
+            kind: Kind::Rate {
+                bytes_per_s: rate,
+                chunk: (rate / 10.0) as u64,
+            },
+            class: Class::Normal { nice: 0 },
+            group: None,
+            fsync_every: None,
+            start_ms: 0.0,
+        }],
+        duration_s: duration,
+        policy: Policy::Vanilla,
+        sample_ms: 100.0,
+        wcall_block_ms: 100.0,
+        cpus: 2,
+    })
+}
+
+/// Compares real sawtooth experiments with the simulator on the same settings.
+pub fn validate(real: &[oslab_model::ExperimentResult]) -> Output {
+    let mut findings = Vec::new();
+    let mut worst: f64 = 0.0;
+    let mut compared = 0;
+    let mut plots = Vec::new();
+    for r in real {
+        let Some(c) = config_for_real(r) else {
+            continue;
+        };
+        let out = simulate(&c);
+        let t: Vec<f64> = out.samples.iter().map(|s| s.t_s).collect();
+        let y: Vec<f64> = out
+            .samples
+            .iter()
+            .map(|s| s.dirty as f64 / MIB as f64)
+            .collect();
+        let rate_mib = c.writers.first().map_or(1.0, |w| match w.kind {
+            oslab_wbsim::Kind::Rate { bytes_per_s, .. } => bytes_per_s / MIB as f64,
+            _ => 1.0,
+        });
+        let saw = oslab_stats::sawtooth::sawtooth(&t, &y, (rate_mib * 0.5).max(1.0));
+        for (what, sim) in [
+            ("peak_mib", saw.peak_median),
+            ("trough_mib", saw.trough_median),
+            ("period_s", saw.period),
+        ] {
+            if let (Some(real_v), Some(sim_v)) = (found(r, what), sim) {
+                // troughs near zero are compared against the peak, not themselves
+                let scale = if what == "trough_mib" {
+                    found(r, "peak_mib").unwrap_or(real_v).abs()
+                } else {
+                    real_v.abs()
+                };
+                let err = (sim_v - real_v).abs() / scale.max(1e-9);
+                worst = worst.max(err);
+                compared += 1;
+                findings.push(finding(
+                    &format!("{}.{what}_error", r.experiment),
+                    err,
+                    "fraction",
+                    format!("real {real_v:.2}, simulated {sim_v:.2}"),
+                ));
+            }
+        }
+        if let Some(real_plot) = r.plots.iter().find(|p| p.id == "dirty") {
+            let mut p = real_plot.clone();
+            p.id = format!("{}-vs-sim", r.experiment);
+            p.title = format!("{}: real kernel vs simulator", r.experiment);
+            p.series.retain(|s| s.name.starts_with("Dirty"));
+            p.series.push(Series {
+                name: "simulated Dirty".into(),
+                style: SeriesStyle::Line,
+                points: t.iter().zip(&y).map(|(a, b)| [*a, *b]).collect(),
+            });
+            plots.push(p);
+        }
+    }
+    let claim = if compared == 0 {
+        MATCHES.not_judged(
+            "every error at most 10 %",
+            "no real run to compare with (the real runs need root)",
+        )
+    } else {
+        MATCHES.judge(
+            &[Condition::new(
+                "the worst error of peak, trough and period",
+                "%",
+                Rule::AtMost(10.0),
+                worst * 100.0,
+            )],
+            &format!("{compared} figures compared"),
+            |o| {
+                if o.holds() {
+                    "the modelled flusher rules reproduce the kernel's sawtooth".into()
+                } else {
+                    "at least one figure is off by more than 10 %; see the findings".into()
+                }
+            },
+        )
+    };
+    Output {
+        findings,
+        claims: vec![claim],
+        plots,
+        ..Default::default()
+    }
+}
