@@ -199,7 +199,7 @@ impl Check {
                 c.figure
                     .as_ref()
                     .ok()
-                    .map(|x| format!("{} {}", c.subject, figure(*x, &c.unit)))
+                    .map(|x| format!("{} = {}", c.subject, figure(*x, &c.unit)))
             })
             .collect();
         let mut observed = observed_figures.join(", ");
@@ -301,7 +301,7 @@ mod tests {
             claim.expectation,
             "gettid between 10 ns and 150 ns, and ratio at least 1.50x"
         );
-        assert_eq!(claim.observed, "gettid 80 ns, ratio 1.20x");
+        assert_eq!(claim.observed, "gettid = 80 ns, ratio = 1.20x");
         assert_eq!(claim.verdict, Verdict::Differs);
         assert_eq!(claim.why, "second failed");
     }

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use oslab_model::{Claim, Finding, Measurement, Mode, Params, Plot};
 
-use crate::settings::{Choices, Declared, Kind, Setting};
+use crate::settings::Declared;
 use oslab_sys::machine::MachineInfo;
 
 /// What an experiment needs from the machine before it can run.
@@ -86,37 +86,6 @@ impl Context<'_> {
         );
         value
     }
-
-    /// A declared setting: the `--set` value given for this experiment, else the
-    /// default for the mode; recorded in the parameters as used.
-    pub fn get<K: Kind>(&mut self, setting: &'static Setting<K>) -> K::Value {
-        let given = self
-            .config
-            .sets
-            .get(&(self.experiment.to_string(), setting.name.to_string()))
-            .and_then(|v| v.get::<K>().cloned());
-        let v = given.unwrap_or_else(|| setting.default_for(self.config.quick()));
-        self.param(setting.name, v)
-    }
-
-    /// A [`Choices`] setting: the names chosen, all of them by default, in the order
-    /// of the declaration.
-    pub fn choices(&mut self, setting: &'static Setting<Choices>) -> Vec<&'static str> {
-        let mut v = self.get(setting);
-        if v.is_empty() {
-            v = setting.names.to_vec();
-        }
-        self.param(setting.name, v)
-    }
-
-    /// The sample count: `--repeat` when given, else `quick` or `full`.
-    pub fn samples(&mut self, quick: usize, full: usize) -> usize {
-        let n = self
-            .config
-            .repeat
-            .unwrap_or(if self.config.quick() { quick } else { full });
-        self.param("samples", n.max(1))
-    }
 }
 
 /// Everything an experiment found.
@@ -160,7 +129,8 @@ pub trait Experiment: Sync {
     fn shaped(&self) -> Option<&dyn crate::shape::Shaped> {
         None
     }
-    /// An experiment not yet in the shape measures and judges in one step.
+    /// The simulator's runs, which are not in the registry, measure and judge in
+    /// one step.
     fn run(&self, _ctx: &mut Context) -> Result<Outcome, LabError> {
         Err(LabError::Failed(format!(
             "{} has no single-step run",

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use oslab_model::{Claim, Verdict};
+use oslab_model::Claim;
 use oslab_sys::dirty::{DirtyInputs, DirtyLimits, compute};
 use oslab_sys::fsread::Root;
 use oslab_sys::journal;
@@ -11,6 +11,7 @@ use oslab_sys::parse::size::human_bytes;
 use oslab_sys::{process, sysctl};
 use serde::Serialize;
 
+use crate::check::{Check, Condition, Rule};
 use crate::experiment::LabError;
 
 /// The periodic flusher's settings.
@@ -62,65 +63,68 @@ fn with_sysctls<T>(settings: &[(&str, String)], f: impl FnOnce() -> T) -> Result
     Ok(out)
 }
 
-fn not_testable(id: &str, text: &str, expectation: &str, why: &str) -> Claim {
-    Claim {
-        id: id.into(),
-        text: text.into(),
-        source: "material 4 (seed 001)".into(),
-        expectation: expectation.into(),
-        observed: "-".into(),
-        verdict: Verdict::NotTestable,
-        why: why.into(),
-    }
-}
+const RULE_A: Check = Check {
+    id: "rule-a-min-ratio",
+    text: "dirty_ratio has a minimum of 5: smaller values are raised to 5",
+    source: "material 4 (seed 001; 2.6-era get_dirty_limits)",
+};
+const RULE_B: Check = Check {
+    id: "rule-b-bg-halved",
+    text: "If dirty_background_ratio >= dirty_ratio, the background limit becomes half of dirty_ratio",
+    source: "material 4 (seed 001)",
+};
+const RULE_C: Check = Check {
+    id: "rule-c-bytes-override",
+    text: "A non-zero *_bytes overrides the matching *_ratio; writing one zeroes the other",
+    source: "material 4 (seed 001)",
+};
+const RULE_D: Check = Check {
+    id: "rule-d-writeback-zero",
+    text: "dirty_writeback_centisecs = 0 disables periodic write back",
+    source: "material 4 (seed 001)",
+};
+const RULE_E: Check = Check {
+    id: "rule-e-dirtyable",
+    text: "The ratios are percentages of total memory",
+    source: "material 4 (seed 001 notes)",
+};
+
+const NEEDS_ROOT: &str = "needs root to change the sysctls (run as root to test live)";
 
 fn rule_a(root: bool) -> Result<Claim, LabError> {
-    let text = "dirty_ratio has a minimum of 5: smaller values are raised to 5";
-    let exp = "writing vm.dirty_ratio = 3 reads back 5";
     if !root {
-        return Ok(not_testable(
-            "rule-a-min-ratio",
-            text,
-            exp,
-            "needs root to write vm.dirty_ratio (run as root to test live)",
-        ));
+        return Ok(RULE_A.not_testable("writing vm.dirty_ratio = 3 reads back 5", NEEDS_ROOT));
     }
     let (kept, thresh) = with_sysctls(&[("vm.dirty_ratio", "3".into())], || {
         (vm("dirty_ratio").ok(), vmstat_value("nr_dirty_threshold"))
     })?;
-    let floor = kept == Some(5);
-    Ok(Claim {
-        id: "rule-a-min-ratio".into(),
-        text: text.into(),
-        source: "material 4 (seed 001; 2.6-era get_dirty_limits)".into(),
-        expectation: exp.into(),
-        observed: format!(
-            "the kernel kept dirty_ratio = {}; nr_dirty_threshold became {} pages",
-            kept.map_or("?".into(), |k| k.to_string()),
+    Ok(RULE_A.judge(
+        &[Condition::from_option(
+            "dirty_ratio as read back",
+            "",
+            Rule::Exactly(5.0),
+            kept.map(|k| k as f64),
+            "vm.dirty_ratio could not be read back",
+        )],
+        &format!(
+            "after writing vm.dirty_ratio = 3; nr_dirty_threshold became {} pages",
             thresh.map_or("?".into(), |t| t.to_string())
         ),
-        verdict: if floor {
-            Verdict::Holds
-        } else {
-            Verdict::Differs
+        |o| {
+            if o.holds() {
+                "this kernel still has the 5 % floor".into()
+            } else {
+                "today's domain_dirty_limits() applies any ratio as given; the 5 % floor of 2.6 kernels is gone".into()
+            }
         },
-        why: if floor {
-            "this kernel still has the 5 % floor".into()
-        } else {
-            "today's domain_dirty_limits() applies any ratio as given; the 5 % floor of 2.6 kernels is gone".into()
-        },
-    })
+    ))
 }
 
 fn rule_b(root: bool) -> Result<Claim, LabError> {
-    let text = "If dirty_background_ratio >= dirty_ratio, the background limit becomes half of dirty_ratio";
-    let exp = "with background 15 % and hard 10 %, nr_dirty_background_threshold = nr_dirty_threshold / 2";
     if !root {
-        return Ok(not_testable(
-            "rule-b-bg-halved",
-            text,
-            exp,
-            "needs root (run as root to test live)",
+        return Ok(RULE_B.not_testable(
+            "with background 15 % and hard 10 %, nr_dirty_background_threshold = nr_dirty_threshold / 2",
+            NEEDS_ROOT,
         ));
     }
     let (t, b) = with_sysctls(
@@ -135,36 +139,36 @@ fn rule_b(root: bool) -> Result<Claim, LabError> {
             )
         },
     )?;
-    let (t, b) = (t.unwrap_or(0), b.unwrap_or(0));
-    let holds = t > 0 && b == t / 2;
-    Ok(Claim {
-        id: "rule-b-bg-halved".into(),
-        text: text.into(),
-        source: "material 4 (seed 001)".into(),
-        expectation: exp.into(),
-        observed: format!("hard {t} pages, background {b} pages"),
-        verdict: if holds {
-            Verdict::Holds
-        } else {
-            Verdict::Differs
+    let halved = t.zip(b).map(|(t, b)| b as f64 - (t / 2) as f64);
+    Ok(RULE_B.judge(
+        &[Condition::from_option(
+            "background threshold - hard threshold / 2",
+            "pages",
+            Rule::Exactly(0.0),
+            halved,
+            "the kernel's thresholds could not be read from /proc/vmstat",
+        )],
+        &format!(
+            "with background 15 % and hard 10 %: hard {} pages, background {} pages",
+            t.unwrap_or(0),
+            b.unwrap_or(0)
+        ),
+        |o| {
+            if o.holds() {
+                "domain_dirty_limits() halves a background limit that is not below the hard one"
+                    .into()
+            } else {
+                "the kernel did not halve it".into()
+            }
         },
-        why: if holds {
-            "domain_dirty_limits() halves a background limit that is not below the hard one".into()
-        } else {
-            "the kernel did not halve it".into()
-        },
-    })
+    ))
 }
 
 fn rule_c(root: bool) -> Result<Claim, LabError> {
-    let text = "A non-zero *_bytes overrides the matching *_ratio; writing one zeroes the other";
-    let exp = "after vm.dirty_bytes = 64 MiB: dirty_ratio reads 0 and nr_dirty_threshold = 16384 pages of 4 KiB";
     if !root {
-        return Ok(not_testable(
-            "rule-c-bytes-override",
-            text,
-            exp,
-            "needs root (run as root to test live)",
+        return Ok(RULE_C.not_testable(
+            "after vm.dirty_bytes = 64 MiB: dirty_ratio reads 0 and nr_dirty_threshold = 64 MiB in pages",
+            NEEDS_ROOT,
         ));
     }
     let page = oslab_sys::machine::page_size();
@@ -172,40 +176,39 @@ fn rule_c(root: bool) -> Result<Claim, LabError> {
         (vm("dirty_ratio").ok(), vmstat_value("nr_dirty_threshold"))
     })?;
     let want = (64u64 << 20).div_ceil(page);
-    let holds = ratio == Some(0) && thresh == Some(want);
-    Ok(Claim {
-        id: "rule-c-bytes-override".into(),
-        text: text.into(),
-        source: "material 4 (seed 001)".into(),
-        expectation: exp.into(),
-        observed: format!(
-            "dirty_ratio read {}; nr_dirty_threshold {} (expected {want})",
-            ratio.map_or("?".into(), |r| r.to_string()),
-            thresh.map_or("?".into(), |t| t.to_string())
-        ),
-        verdict: if holds {
-            Verdict::Holds
-        } else {
-            Verdict::Differs
+    Ok(RULE_C.judge(
+        &[
+            Condition::from_option(
+                "dirty_ratio",
+                "",
+                Rule::Exactly(0.0),
+                ratio.map(|r| r as f64),
+                "vm.dirty_ratio could not be read back",
+            ),
+            Condition::from_option(
+                "nr_dirty_threshold",
+                "pages",
+                Rule::Exactly(want as f64),
+                thresh.map(|t| t as f64),
+                "nr_dirty_threshold could not be read from /proc/vmstat",
+            ),
+        ],
+        &format!("after writing vm.dirty_bytes = 64 MiB, {page}-byte pages"),
+        |o| {
+            if o.holds() {
+                "the sysctl handlers keep the pair exclusive and the bytes value sets the limit"
+                    .into()
+            } else {
+                "the pair did not behave as described".into()
+            }
         },
-        why: if holds {
-            "the sysctl handlers keep the pair exclusive and the bytes value sets the limit".into()
-        } else {
-            "the pair did not behave as described".into()
-        },
-    })
+    ))
 }
 
 fn rule_d(root: bool, scratch: &std::path::Path) -> Result<Claim, LabError> {
-    let text = "dirty_writeback_centisecs = 0 disables periodic write back";
     let exp = "with writeback 0 and expire 1 s, a 1 MiB file stays dirty for 3 s";
     if !root {
-        return Ok(not_testable(
-            "rule-d-writeback-zero",
-            text,
-            exp,
-            "needs root (run as root to test live)",
-        ));
+        return Ok(RULE_D.not_testable(exp, NEEDS_ROOT));
     }
     let path = scratch.join(format!("oslab-explain-{}.dat", std::process::id()));
     let seq = journal::with_global(|j| {
@@ -235,33 +238,29 @@ fn rule_d(root: bool, scratch: &std::path::Path) -> Result<Claim, LabError> {
     let _ = journal::with_global(|j| j.undo(seq));
     let (before, after) = result?.map_err(|e| LabError::Failed(e.to_string()))?;
     if before == 0 {
-        return Ok(not_testable(
-            "rule-d-writeback-zero",
-            text,
+        return Ok(RULE_D.not_testable(
             exp,
             "the test file was not dirty right after writing (file system without dirty accounting, or cachestat missing)",
         ));
     }
-    let holds = after * 10 >= before * 9;
-    Ok(Claim {
-        id: "rule-d-writeback-zero".into(),
-        text: text.into(),
-        source: "material 4 (seed 001)".into(),
-        expectation: exp.into(),
-        observed: format!(
-            "{before} dirty pages after writing, {after} three seconds later (cachestat)"
+    Ok(RULE_D.judge(
+        &[Condition::new(
+            "dirty pages 3 s later / right after writing",
+            "x",
+            Rule::AtLeast(0.9),
+            after as f64 / before as f64,
+        )],
+        &format!(
+            "a 1 MiB file with writeback 0 and expire 1 s: {before} dirty pages after writing, {after} three seconds later (cachestat)"
         ),
-        verdict: if holds {
-            Verdict::Holds
-        } else {
-            Verdict::Differs
+        |o| {
+            if o.holds() {
+                "with the periodic pass off, expired pages stay dirty until a background or explicit flush".into()
+            } else {
+                "the pages were written back anyway (another flush: sync, memory pressure, or other dirtiers past the background limit)".into()
+            }
         },
-        why: if holds {
-            "with the periodic pass off, expired pages stay dirty until a background or explicit flush".into()
-        } else {
-            "the pages were written back anyway (another flush: sync, memory pressure, or other dirtiers past the background limit)".into()
-        },
-    })
+    ))
 }
 
 fn rule_e(e: &Explanation) -> Claim {
@@ -272,30 +271,34 @@ fn rule_e(e: &Explanation) -> Claim {
     let of_dirtyable = e.limits.normal.thresh;
     let kernel = e.kernel_thresh.unwrap_or(0);
     let dev = |x: u64| (x as f64 - kernel as f64).abs() / (kernel.max(1) as f64) * 100.0;
-    let text = "The ratios are percentages of total memory";
     if e.inputs.dirty_bytes > 0 {
-        return not_testable(
-            "rule-e-dirtyable",
-            text,
+        return RULE_E.not_testable(
             "the kernel's threshold equals ratio x total memory",
             "vm.dirty_bytes is set, so no ratio applies now",
         );
     }
-    let total_closer = dev(of_total) < dev(of_dirtyable);
-    Claim {
-        id: "rule-e-dirtyable".into(),
-        text: text.into(),
-        source: "material 4 (seed 001 notes)".into(),
-        expectation: format!("nr_dirty_threshold = {} % of total memory = {of_total} pages", e.inputs.dirty_ratio),
-        observed: format!(
-            "kernel {kernel} pages; {} % of total {of_total} ({:.1} % off), of dirtyable memory {of_dirtyable} ({:.2} % off)",
+    RULE_E.judge(
+        &[Condition::from_option(
+            "% off ratio x total memory - % off ratio x dirtyable memory",
+            "%",
+            Rule::Below(0.0),
+            e.kernel_thresh.map(|_| dev(of_total) - dev(of_dirtyable)),
+            "the kernel's nr_dirty_threshold could not be read",
+        )],
+        &format!(
+            "the kernel's nr_dirty_threshold {kernel} pages; {} % of total memory {of_total} ({:.1} % off), of dirtyable memory {of_dirtyable} ({:.2} % off)",
             e.inputs.dirty_ratio,
             dev(of_total),
             dev(of_dirtyable)
         ),
-        verdict: if total_closer { Verdict::Holds } else { Verdict::Differs },
-        why: "the kernel applies the ratio to dirtyable memory: free pages above the reserves plus file pages; anonymous memory does not count".into(),
-    }
+        |o| {
+            if o.holds() {
+                "the kernel's threshold is the ratio of total memory".into()
+            } else {
+                "the kernel applies the ratio to dirtyable memory: free pages above the reserves plus file pages; anonymous memory does not count".into()
+            }
+        },
+    )
 }
 
 /// Computes the explanation; with `live_tests` (root) the rules are also tested by
