@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::cli_values::{number, seconds, whole};
+use crate::cli_values::{duration, number, seconds, whole};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -33,6 +33,11 @@ pub enum Command {
     /// Live sar-like view of memory, dirty pages, paging, devices, CPU and context
     /// switches; optionally served in OpenMetrics format for Prometheus
     Watch(WatchArgs),
+    /// Slow writes explained by the kernel (eBPF, root): for every write, pwrite or
+    /// fsync over the threshold, how long it was throttled, waited for write back,
+    /// blocked elsewhere (with the kernel stack) or waited for a CPU; who dirtied
+    /// the pages, what the flusher did and the device's bandwidth estimate
+    Stalls(StallsArgs),
     /// Dirty-page write back: the limits the kernel applies, and tuning advice
     #[command(subcommand)]
     Dirty(DirtyCommand),
@@ -295,6 +300,35 @@ pub struct WatchArgs {
     /// With --prometheus: print nothing, only serve
     #[arg(long)]
     pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct StallsArgs {
+    /// Watch only this process (repeatable; its children forked later too)
+    #[arg(long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
+    pub pids: Vec<u64>,
+    /// Report calls at least this long, e.g. 10ms, 1.5s (a bare number is ms)
+    #[arg(long, value_name = "DURATION", default_value = "10ms", allow_negative_numbers = true, value_parser = duration(0.000_01, 60.0))]
+    pub threshold: u64,
+    /// Seconds between summaries (0.1 to 3600)
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
+    pub interval: f64,
+    /// Stop after N intervals
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
+    pub count: Option<u64>,
+    /// Write JSON lines (each slow call, then each interval) to FILE, or `-` for
+    /// standard output instead of the tables
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a Chrome/Perfetto trace (real pids and tids, CLOCK_MONOTONIC time) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Rows per table (dirtiers, blocking places)
+    #[arg(long, value_name = "N", default_value_t = 5, allow_negative_numbers = true, value_parser = whole(1, 1000))]
+    pub top: u64,
+    /// Run this command and watch it (and its children) until it ends
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
 }
 
 #[derive(Debug, Subcommand)]

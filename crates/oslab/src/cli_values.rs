@@ -38,9 +38,47 @@ pub fn seconds(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone
     number(lo, hi, "seconds")
 }
 
+/// A duration such as `10ms`, `1.5s`, `250us` or `2000000ns` (a bare number is
+/// milliseconds), from `lo` to `hi` seconds; the value in nanoseconds.
+pub fn duration(lo: f64, hi: f64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
+    move |text: &str| {
+        let range = format!("give a duration from {} to {} s, e.g. 10ms or 1.5s", lo, hi);
+        let t = text.trim();
+        let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
+        let (num, unit) = t.split_at(split);
+        let scale = match unit.trim() {
+            "" | "ms" => 1e-3,
+            "s" => 1.0,
+            "us" => 1e-6,
+            "ns" => 1e-9,
+            other => return Err(format!("unknown unit '{other}': {range}")),
+        };
+        match num.trim().parse::<f64>() {
+            Ok(v) if v.is_finite() && v * scale >= lo && v * scale <= hi => {
+                Ok((v * scale * 1e9).round() as u64)
+            }
+            Ok(_) => Err(format!("out of range: {range}")),
+            Err(_) => Err(format!("not a duration: {range}")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_take_units_and_a_bare_number_is_milliseconds() {
+        let d = duration(0.0001, 10.0);
+        assert_eq!(d("10ms"), Ok(10_000_000));
+        assert_eq!(d("1.5s"), Ok(1_500_000_000));
+        assert_eq!(d("250us"), Ok(250_000));
+        assert_eq!(d("20"), Ok(20_000_000));
+        assert!(d("-5ms").unwrap_err().starts_with("out of range"));
+        assert!(d("11s").unwrap_err().starts_with("out of range"));
+        assert!(d("5 parsecs").unwrap_err().starts_with("unknown unit"));
+        assert!(d("ms").unwrap_err().starts_with("not a duration"));
+    }
 
     #[test]
     fn ranges_are_named_and_negatives_refused() {

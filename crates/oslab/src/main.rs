@@ -15,6 +15,7 @@ mod cmd_report;
 mod cmd_restore;
 mod cmd_run;
 mod cmd_sim;
+mod cmd_stalls;
 mod cmd_testbed;
 mod cmd_tweak;
 mod cmd_watch;
@@ -48,6 +49,7 @@ fn main() {
         Command::Restore(a) => cmd_restore::run(a),
         Command::Sim(c) => cmd_sim::run(c),
         Command::Testbed(c) => cmd_testbed::run(c),
+        Command::Stalls(a) => cmd_stalls::run(a),
         Command::Dirty(c) => cmd_dirty::run(c),
         Command::Watch(a) => cmd_watch::run(a),
         Command::Tweak(a) => cmd_tweak::run(a),

@@ -14,6 +14,7 @@ pub mod info;
 pub mod json;
 mod markup;
 pub mod num;
+pub mod stalls;
 pub mod svg;
 pub mod table;
 pub mod terminal;

@@ -20,6 +20,7 @@ pub mod machine;
 pub mod memcg;
 pub mod memprobe;
 pub mod parse;
+pub mod pidinfo;
 pub mod pingpong;
 pub mod process;
 pub mod sar;

@@ -198,7 +198,8 @@ fn read_gz(path: &Path) -> Option<String> {
     Some(s)
 }
 
-fn kernel_hz(root: &Root, release: &str) -> Probed<Hz> {
+/// CONFIG_HZ from the kernel's configuration, where it can be read.
+pub fn kernel_hz(root: &Root, release: &str) -> Probed<Hz> {
     let gz = root.path("/proc/config.gz");
     if let Some(cfg) = read_gz(&gz)
         && let Some(hz) = kconfig::config_hz(&cfg)

@@ -111,3 +111,21 @@ pub fn oslab() -> std::process::Command {
     c.env("OSLAB_DB", test_db());
     c
 }
+
+/// The oslab binary with its journal in `journal` (see [`journal_dir`]).
+pub fn oslab_journaled(journal: &std::path::Path) -> std::process::Command {
+    let mut c = oslab();
+    c.env("OSLAB_JOURNAL_DIR", journal);
+    c
+}
+
+/// Runs a command to its end and fails the test with its stderr unless it succeeded.
+pub fn succeed(cmd: &mut std::process::Command) -> std::process::Output {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

@@ -2,6 +2,7 @@
 
 pub mod cpulist;
 pub mod interrupts;
+pub mod kallsyms;
 pub mod kconfig;
 pub mod meminfo;
 pub mod pidsched;

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: (MIT OR GPL-2.0)
+/* Write stalls as the kernel sees them.
+ *
+ * For every watched write-like system call the program follows its task off
+ * and on the CPU (sched_switch, sched_wakeup) and charges each off-CPU stretch
+ * to a cause: a dirty-throttle pause (the task slept right after a
+ * balance_dirty_pages decision with pause > 0), a wait on page write back
+ * (folio_wait_writeback), other blocking (its kernel stack is kept), or the
+ * run queue (preempted, or woken but not yet running). At the call's exit one
+ * record carries the split.
+ *
+ * Beside that: every balance_dirty_pages decision, the device's bandwidth
+ * estimates (bdi_dirty_ratelimit), every flusher pass with its reason
+ * (writeback_start/writeback_written), the global limits, and per process the
+ * pages it dirtied (writeback_dirty_folio, which also sees stores through
+ * shared mappings, since the fault that dirties the page runs in the storer).
+ */
+#include "kernel.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "events.h"
+#include "common.h"
+
+/* Causes of an off-CPU stretch. */
+#define CAUSE_NONE 0
+#define CAUSE_THROTTLE 1
+#define CAUSE_WBWAIT 2
+
+/* Set by the loader before load. */
+const volatile bool watch_all = true;
+const volatile bool all_writes = false;
+const volatile u64 write_threshold_ns = 10000000;
+const volatile u64 stack_threshold_ns = 1000000;
+
+u64 last_limits_ns = 0;
+
+struct task_state {
+	u64 sys_start;
+	u64 off_since;
+	u64 woken_at;
+	u64 throttle_ns;
+	u64 wbwait_ns;
+	u64 blocked_ns;
+	u64 runq_ns;
+	u64 count;
+	s64 fd;
+	u32 sysno;
+	u32 pauses;
+	u8 off_runnable;
+	u8 off_cause;
+	u8 pending;
+	u8 pad;
+	u32 nframes;
+	u64 frames[MAX_FRAMES];
+};
+
+struct dirtier {
+	u64 pages;
+	u64 first_ns;
+	u64 last_ns;
+	u64 cgroup_id;
+	u32 policy;
+	s32 prio;
+	u32 rt_priority;
+	u32 pad;
+	char comm[16];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct task_state);
+} tasks SEC(".maps");
+
+/* Pages dirtied, per process. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, u32);
+	__type(value, struct dirtier);
+} dirtiers SEC(".maps");
+
+/* The page count at a flusher pass's start, per bdi_writeback. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, u64);
+	__type(value, struct ev_flush);
+} passes SEC(".maps");
+
+static __always_inline bool is_write_call(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* write, msync, writev, pwrite64, fsync, fdatasync, sync_file_range,
+	 * pwritev, pwritev2 */
+	return id == 1 || id == 26 || id == 20 || id == 18 || id == 74 ||
+	       id == 75 || id == 277 || id == 296 || id == 328;
+#elif defined(__TARGET_ARCH_arm64)
+	/* write, writev, pwrite64, pwritev, sync_file_range, fsync, fdatasync,
+	 * msync, pwritev2 */
+	return id == 64 || id == 66 || id == 68 || id == 70 || id == 84 ||
+	       id == 82 || id == 83 || id == 227 || id == 287;
+#else
+	return false;
+#endif
+}
+
+static __always_inline bool is_watched(u32 tgid)
+{
+	return watch_all || in_watched(tgid);
+}
+
+static __always_inline void bdi_name(char *dst, struct bdi_writeback *wb)
+{
+	struct backing_dev_info *bdi = BPF_CORE_READ(wb, bdi);
+	if (bdi && bpf_core_field_exists(bdi->dev_name))
+		bpf_probe_read_kernel_str(dst, BDI_NAME_LEN, bdi->dev_name);
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+{
+	if (!is_write_call(id))
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (!is_watched(t->tgid))
+		return 0;
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return 0;
+	s->sys_start = bpf_ktime_get_ns();
+	s->sysno = id;
+#if defined(__TARGET_ARCH_x86)
+	s->fd = (s32)BPF_CORE_READ(regs, di);
+	s->count = BPF_CORE_READ(regs, dx);
+#elif defined(__TARGET_ARCH_arm64)
+	s->fd = (s32)BPF_CORE_READ(regs, regs[0]);
+	s->count = BPF_CORE_READ(regs, regs[2]);
+#endif
+	s->off_since = 0;
+	s->woken_at = 0;
+	s->throttle_ns = 0;
+	s->wbwait_ns = 0;
+	s->blocked_ns = 0;
+	s->runq_ns = 0;
+	s->pauses = 0;
+	s->pending = CAUSE_NONE;
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
+	if (!s || !s->sys_start)
+		return 0;
+	u64 now = bpf_ktime_get_ns();
+	u64 dur = now - s->sys_start;
+	if (all_writes || dur >= write_threshold_ns) {
+		struct ev_write *e = reserve(sizeof(*e));
+		if (e) {
+			header(&e->h, EV_WRITE, now);
+			e->pid = t->pid;
+			e->tgid = t->tgid;
+			e->sysno = s->sysno;
+			e->fd = s->fd;
+			e->count = s->count;
+			e->ret = ret;
+			e->start = s->sys_start;
+			e->dur = dur;
+			e->throttle_ns = s->throttle_ns;
+			e->wbwait_ns = s->wbwait_ns;
+			e->blocked_ns = s->blocked_ns;
+			e->runq_ns = s->runq_ns;
+			e->pauses = s->pauses;
+			e->prio = t->prio;
+			bpf_ringbuf_submit(e, 0);
+		}
+	}
+	s->sys_start = 0;
+	s->pending = CAUSE_NONE;
+	return 0;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	u64 now = bpf_ktime_get_ns();
+	struct task_state *s = bpf_task_storage_get(&tasks, prev, 0, 0);
+	if (s && s->sys_start) {
+		s->off_since = now;
+		s->woken_at = 0;
+		s->off_runnable = preempt || prev_state == 0;
+		s->nframes = 0;
+		if (s->off_runnable) {
+			s->off_cause = CAUSE_NONE;
+		} else {
+			s->off_cause = s->pending;
+			s->pending = CAUSE_NONE;
+			if (s->off_cause == CAUSE_NONE) {
+				long n = bpf_get_stack(ctx, s->frames, sizeof(s->frames), 0);
+				if (n > 0)
+					s->nframes = n / sizeof(u64);
+			}
+		}
+	}
+
+	s = bpf_task_storage_get(&tasks, next, 0, 0);
+	if (!s || !s->sys_start || !s->off_since)
+		return 0;
+	if (s->off_runnable) {
+		s->runq_ns += now - s->off_since;
+	} else {
+		u64 woke = s->woken_at ? s->woken_at : now;
+		u64 blocked = woke - s->off_since;
+		s->runq_ns += now - woke;
+		if (s->off_cause == CAUSE_THROTTLE) {
+			s->throttle_ns += blocked;
+		} else if (s->off_cause == CAUSE_WBWAIT) {
+			s->wbwait_ns += blocked;
+		} else {
+			s->blocked_ns += blocked;
+			if (blocked >= stack_threshold_ns) {
+				struct ev_offcpu *e = reserve(sizeof(*e));
+				if (e) {
+					header(&e->h, EV_OFFCPU, now);
+					e->pid = next->pid;
+					e->tgid = next->tgid;
+					e->sysno = s->sysno;
+					e->nframes = s->nframes;
+					e->start = s->off_since;
+					e->dur = blocked;
+					__builtin_memcpy(e->frames, s->frames, sizeof(e->frames));
+					bpf_ringbuf_submit(e, 0);
+				}
+			}
+		}
+	}
+	s->off_since = 0;
+	s->woken_at = 0;
+	return 0;
+}
+
+static __always_inline void woken(struct task_struct *p)
+{
+	struct task_state *s = bpf_task_storage_get(&tasks, p, 0, 0);
+	if (s && s->sys_start && s->off_since && !s->off_runnable && !s->woken_at)
+		s->woken_at = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(on_wakeup, struct task_struct *p)
+{
+	woken(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
+{
+	if (!watch_all)
+		follow_fork(parent, child);
+	return 0;
+}
+
+static __always_inline void mark(u8 cause)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
+	if (s && s->sys_start) {
+		s->pending = cause;
+		if (cause == CAUSE_THROTTLE)
+			s->pauses++;
+	}
+}
+
+/* The decision's own figures, the same on every kernel. */
+static __always_inline void pause_decision(struct ev_pause *e, unsigned long dirty_ratelimit,
+					   unsigned long task_ratelimit, unsigned long dirtied,
+					   unsigned long period, long pause, unsigned long start_time)
+{
+	e->dirty_ratelimit = dirty_ratelimit;
+	e->task_ratelimit = task_ratelimit;
+	e->dirtied = dirtied;
+	e->period = period;
+	e->pause = pause;
+	e->start_time = start_time;
+	bpf_ringbuf_submit(e, 0);
+}
+
+static __always_inline void pause_common(struct bdi_writeback *wb, struct ev_pause *e)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	e->pid = t->pid;
+	e->tgid = t->tgid;
+	e->prio = t->prio;
+	e->policy = t->policy;
+	e->nr_dirtied_pause = t->nr_dirtied_pause;
+	e->paused_when = t->dirty_paused_when;
+	e->jiffies = bpf_jiffies64();
+	e->bdi_id = BPF_CORE_READ(wb, bdi, id);
+}
+
+/* Linux 6.x: the figures travel in the throttle control. */
+SEC("tp_btf/balance_dirty_pages")
+int BPF_PROG(on_pause, struct bdi_writeback *wb, struct dirty_throttle_control *dtc,
+	     unsigned long dirty_ratelimit, unsigned long task_ratelimit,
+	     unsigned long dirtied, unsigned long period, long pause, unsigned long start_time)
+{
+	if (pause > 0)
+		mark(CAUSE_THROTTLE);
+	struct ev_pause *e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	header(&e->h, EV_PAUSE, bpf_ktime_get_ns());
+	pause_common(wb, e);
+	e->avail = BPF_CORE_READ(dtc, avail);
+	e->dirty = BPF_CORE_READ(dtc, dirty);
+	e->thresh = BPF_CORE_READ(dtc, thresh);
+	e->bg_thresh = BPF_CORE_READ(dtc, bg_thresh);
+	e->limit = bpf_core_field_exists(dtc->limit) ? BPF_CORE_READ(dtc, limit) : 0;
+	e->wb_dirty = BPF_CORE_READ(dtc, wb_dirty);
+	e->wb_thresh = BPF_CORE_READ(dtc, wb_thresh);
+	e->wb_bg_thresh = BPF_CORE_READ(dtc, wb_bg_thresh);
+	e->pos_ratio = BPF_CORE_READ(dtc, pos_ratio);
+	e->has_pos_ratio = 1;
+	pause_decision(e, dirty_ratelimit, task_ratelimit, dirtied, period, pause, start_time);
+	return 0;
+}
+
+/* Kernels before the throttle control was passed: the figures are arguments. */
+SEC("tp_btf/balance_dirty_pages")
+int BPF_PROG(on_pause_args, struct bdi_writeback *wb, unsigned long thresh,
+	     unsigned long bg_thresh, unsigned long dirty, unsigned long wb_thresh,
+	     unsigned long wb_dirty, unsigned long dirty_ratelimit,
+	     unsigned long task_ratelimit, unsigned long dirtied, unsigned long period,
+	     long pause, unsigned long start_time)
+{
+	if (pause > 0)
+		mark(CAUSE_THROTTLE);
+	struct ev_pause *e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	header(&e->h, EV_PAUSE, bpf_ktime_get_ns());
+	pause_common(wb, e);
+	e->avail = 0;
+	e->dirty = dirty;
+	e->thresh = thresh;
+	e->bg_thresh = bg_thresh;
+	e->limit = 0;
+	e->wb_dirty = wb_dirty;
+	e->wb_thresh = wb_thresh;
+	e->wb_bg_thresh = 0;
+	e->pos_ratio = 0;
+	e->has_pos_ratio = 0;
+	pause_decision(e, dirty_ratelimit, task_ratelimit, dirtied, period, pause, start_time);
+	return 0;
+}
+
+SEC("tp_btf/folio_wait_writeback")
+int BPF_PROG(on_wb_wait, struct folio *folio, struct address_space *mapping)
+{
+	mark(CAUSE_WBWAIT);
+	return 0;
+}
+
+static __always_inline u64 folio_pages(struct folio *folio)
+{
+	unsigned long flags = 0;
+	bpf_probe_read_kernel(&flags, sizeof(flags), folio);
+	int head = bpf_core_enum_value(enum pageflags, PG_head);
+	if (!(flags & (1UL << head)))
+		return 1;
+	if (bpf_core_field_exists(folio->_nr_pages))
+		return BPF_CORE_READ(folio, _nr_pages);
+	return 1UL << (BPF_CORE_READ(folio, _flags_1) & 0xff);
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(on_dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	u32 tgid = t->tgid;
+	u64 pages = folio_pages(folio);
+	u64 now = bpf_ktime_get_ns();
+	struct dirtier *d = bpf_map_lookup_elem(&dirtiers, &tgid);
+	if (d) {
+		__sync_fetch_and_add(&d->pages, pages);
+		d->last_ns = now;
+		return 0;
+	}
+	struct dirtier fresh = {};
+	fresh.pages = pages;
+	fresh.first_ns = now;
+	fresh.last_ns = now;
+	fresh.cgroup_id = bpf_get_current_cgroup_id();
+	fresh.policy = t->policy;
+	fresh.prio = t->prio;
+	fresh.rt_priority = t->rt_priority;
+	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+	bpf_map_update_elem(&dirtiers, &tgid, &fresh, BPF_NOEXIST);
+	return 0;
+}
+
+SEC("tp_btf/bdi_dirty_ratelimit")
+int BPF_PROG(on_bandwidth, struct bdi_writeback *wb, unsigned long dirty_rate,
+	     unsigned long task_ratelimit)
+{
+	struct ev_bandwidth *e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	header(&e->h, EV_BANDWIDTH, bpf_ktime_get_ns());
+	e->bdi_id = BPF_CORE_READ(wb, bdi, id);
+	__builtin_memset(e->name, 0, sizeof(e->name));
+	bdi_name(e->name, wb);
+	e->write_bw = BPF_CORE_READ(wb, write_bandwidth);
+	e->avg_write_bw = BPF_CORE_READ(wb, avg_write_bandwidth);
+	e->dirty_rate = dirty_rate;
+	e->dirty_ratelimit = BPF_CORE_READ(wb, dirty_ratelimit);
+	e->task_ratelimit = task_ratelimit;
+	e->balanced_dirty_ratelimit = BPF_CORE_READ(wb, balanced_dirty_ratelimit);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tp_btf/writeback_start")
+int BPF_PROG(on_pass_start, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	u64 key = (u64)wb;
+	struct ev_flush f = {};
+	f.start = bpf_ktime_get_ns();
+	f.pages = BPF_CORE_READ(work, nr_pages);
+	bpf_map_update_elem(&passes, &key, &f, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/writeback_written")
+int BPF_PROG(on_pass_end, struct bdi_writeback *wb, struct wb_writeback_work *work)
+{
+	u64 key = (u64)wb;
+	struct ev_flush *f = bpf_map_lookup_elem(&passes, &key);
+	if (!f)
+		return 0;
+	struct ev_flush *e = reserve(sizeof(*e));
+	if (e) {
+		header(&e->h, EV_FLUSH, bpf_ktime_get_ns());
+		e->bdi_id = BPF_CORE_READ(wb, bdi, id);
+		__builtin_memset(e->name, 0, sizeof(e->name));
+		bdi_name(e->name, wb);
+		e->start = f->start;
+		e->pages = f->pages - BPF_CORE_READ(work, nr_pages);
+		e->reason = BPF_CORE_READ(work, reason);
+		e->pad = 0;
+		bpf_ringbuf_submit(e, 0);
+	}
+	bpf_map_delete_elem(&passes, &key);
+	return 0;
+}
+
+SEC("tp_btf/global_dirty_state")
+int BPF_PROG(on_limits, unsigned long background_thresh, unsigned long dirty_thresh)
+{
+	u64 now = bpf_ktime_get_ns();
+	if (now - last_limits_ns < 10000000)
+		return 0;
+	last_limits_ns = now;
+	struct ev_limits *e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	header(&e->h, EV_LIMITS, now);
+	e->bg_thresh = background_thresh;
+	e->thresh = dirty_thresh;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+char LICENSE[] SEC("license") = "Dual MIT/GPL";
