@@ -10,6 +10,7 @@ pub mod cpu;
 pub mod experiment;
 pub mod harness;
 pub mod io;
+pub mod kernel_trace;
 pub mod load;
 pub mod mem;
 pub mod null;

@@ -48,6 +48,12 @@ pub struct PingPong {
     /// Where each side was seen running (sched_getcpu, sampled per batch).
     pub own_cpus: u64,
     pub peer_cpus: u64,
+    /// Each side's thread id and the CLOCK_MONOTONIC stretch its switch counts
+    /// cover, so a record of the scheduler's switches can be counted alike.
+    pub own_tid: u32,
+    pub own_window_ns: (u64, u64),
+    pub peer_tid: u32,
+    pub peer_window_ns: (u64, u64),
 }
 
 pub const MAX_BATCHES: usize = 64;
@@ -65,6 +71,9 @@ struct Shared {
     /// Bytes of working set each side writes between switches.
     ws_len: AtomicU64,
     ws_ptr: AtomicU64,
+    peer_tid: AtomicU64,
+    peer_t0: AtomicU64,
+    peer_t1: AtomicU64,
 }
 
 /// The value the watchdog puts in `turn` once the forked peer has died.
@@ -129,7 +138,11 @@ fn touch(sh: &Shared) {
 
 /// The peer's side: wait for its turn, touch the working set, hand back.
 fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
+    sh.peer_tid
+        .store(crate::process::raw_gettid() as u64, Ordering::Relaxed);
     let (v0, i0) = rusage_thread();
+    sh.peer_t0
+        .store(crate::clock::monotonic_ns(), Ordering::Relaxed);
     let mut cpus = 0u64;
     let mut byte = [0u8; 1];
     let mut n = 0u64;
@@ -170,6 +183,8 @@ fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
             }
         }
     }
+    sh.peer_t1
+        .store(crate::clock::monotonic_ns(), Ordering::Relaxed);
     let (v1, i1) = rusage_thread();
     sh.peer_vol.store(v1 - v0, Ordering::Relaxed);
     sh.peer_invol.store(i1 - i0, Ordering::Relaxed);
@@ -309,6 +324,7 @@ pub fn run(
         ..Default::default()
     };
     let (v0, i0) = rusage_thread();
+    let window_start = crate::clock::monotonic_ns();
     let mut cpus = 0u64;
     for b in 0..batches {
         if !peer_alive {
@@ -324,7 +340,10 @@ pub fn run(
         out.batch_ns[b] = crate::clock::monotonic_ns() - t0;
         cpus |= cpu_bit();
     }
+    let window_end = crate::clock::monotonic_ns();
     let (v1, i1) = rusage_thread();
+    out.own_tid = crate::process::raw_gettid() as u32;
+    out.own_window_ns = (window_start, window_end);
     out.own_voluntary = v1 - v0;
     out.own_involuntary = i1 - i0;
     out.own_cpus = cpus;
@@ -355,6 +374,11 @@ pub fn run(
     out.peer_voluntary = sh.peer_vol.load(Ordering::Relaxed);
     out.peer_involuntary = sh.peer_invol.load(Ordering::Relaxed);
     out.peer_cpus = sh.peer_cpus.load(Ordering::Relaxed);
+    out.peer_tid = sh.peer_tid.load(Ordering::Relaxed) as u32;
+    out.peer_window_ns = (
+        sh.peer_t0.load(Ordering::Relaxed),
+        sh.peer_t1.load(Ordering::Relaxed),
+    );
     if let Some(p) = previous {
         let _ = crate::process::set_affinity(&p);
     }

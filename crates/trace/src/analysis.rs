@@ -13,7 +13,7 @@ use crate::records::{
 
 /// What a traced run kept: every record, the kernel-side counters, and how many
 /// records were lost (the ring buffer was full) or unreadable.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Captured {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<WriteCall>,
@@ -39,6 +39,51 @@ pub struct Captured {
     pub undecoded: u64,
     /// The kernel's tick rate, to turn jiffies into time.
     pub hz: u32,
+    /// Bytes per page, to turn the kernel's page counts into bytes.
+    #[serde(default = "default_page_size")]
+    pub page_size: u64,
+}
+
+fn default_page_size() -> u64 {
+    4096
+}
+
+impl Default for Captured {
+    fn default() -> Self {
+        Captured {
+            writes: Vec::new(),
+            pauses: Vec::new(),
+            bandwidth: Vec::new(),
+            flushes: Vec::new(),
+            offcpu: Vec::new(),
+            limits: Vec::new(),
+            switches: Vec::new(),
+            wakeups: Vec::new(),
+            dirtiers: Vec::new(),
+            counts: Vec::new(),
+            lost: 0,
+            undecoded: 0,
+            hz: 0,
+            page_size: default_page_size(),
+        }
+    }
+}
+
+impl Captured {
+    /// The device's write-bandwidth estimates during the run, bytes per second:
+    /// (median of avg_write_bw, median of write_bw, samples), for the bdi named
+    /// `bdi` ("7:0").
+    pub fn bandwidth_estimate(&self, bdi: &str) -> Option<(f64, f64, usize)> {
+        let of: Vec<&Bandwidth> = self.bandwidth.iter().filter(|b| b.bdi == bdi).collect();
+        if of.is_empty() {
+            return None;
+        }
+        let bytes = |f: &dyn Fn(&Bandwidth) -> u64| -> f64 {
+            let v: Vec<f64> = of.iter().map(|b| (f(b) * self.page_size) as f64).collect();
+            oslab_stats::describe::median(&v).unwrap_or(0.0)
+        };
+        Some((bytes(&|b| b.avg_write_bw), bytes(&|b| b.write_bw), of.len()))
+    }
 }
 
 /// A run's kernel trace, or why there is none. Experiments keep this in their raw
@@ -339,6 +384,21 @@ pub fn episodes(passes: &[&FlushPass], gap_ns: u64) -> Vec<(u64, u64, u64, Flush
     out
 }
 
+/// A thread's switches out inside (from, to), counted as getrusage counts them:
+/// (voluntary, involuntary).
+pub fn switches_between(switches: &[Switch], tid: u32, from: u64, to: u64) -> (u64, u64) {
+    switches
+        .iter()
+        .filter(|s| s.prev_pid == tid && s.ts_ns > from && s.ts_ns < to)
+        .fold((0, 0), |(v, i), s| {
+            if s.prev_runnable {
+                (v, i + 1)
+            } else {
+                (v + 1, i)
+            }
+        })
+}
+
 /// Turns the kernel's jiffies into nanoseconds.
 pub fn jiffies_ns(jiffies: i64, hz: u32) -> i64 {
     if hz == 0 {
@@ -467,6 +527,8 @@ mod tests {
             bdi: "7:0".into(),
             reason: FlushReason::Background,
             pages,
+            avg_write_bw: 0,
+            write_bw: 0,
         };
         let ps = [
             p(0, 10, 100),
@@ -504,6 +566,31 @@ mod tests {
         );
         assert_eq!(hz_from_pauses(&[p(0, 1000), p(100_000_000, 1025)]), None);
         assert_eq!(hz_from_pauses(&[]), None);
+    }
+
+    #[test]
+    fn switches_count_inside_the_window_by_kind() {
+        let sw = |ts, pid, runnable| Switch {
+            ts_ns: ts,
+            cpu: 0,
+            prev_pid: pid,
+            prev_tgid: pid,
+            next_pid: 99,
+            next_tgid: 99,
+            prev_prio: 120,
+            next_prio: 120,
+            prev_runnable: runnable,
+        };
+        let s = [
+            sw(5, 1, false),
+            sw(10, 1, false),
+            sw(20, 1, true),
+            sw(30, 2, false),
+            sw(40, 1, false),
+        ];
+        assert_eq!(switches_between(&s, 1, 5, 40), (1, 1));
+        assert_eq!(switches_between(&s, 1, 0, 100), (3, 1));
+        assert_eq!(switches_between(&s, 2, 0, 100), (1, 0));
     }
 
     #[test]

@@ -20,7 +20,7 @@ pub const SIZES: [(u32, usize); 8] = [
     (EV_WRITE, 104),
     (EV_PAUSE, 184),
     (EV_BANDWIDTH, 104),
-    (EV_FLUSH, 80),
+    (EV_FLUSH, 96),
     (EV_OFFCPU, 240),
     (EV_LIMITS, 32),
     (EV_SWITCH, 48),
@@ -168,6 +168,8 @@ pub fn decode(data: &[u8]) -> Option<Event> {
             let bdi = f.name();
             let start_ns = f.u64();
             let pages = f.u64();
+            let avg_write_bw = f.u64();
+            let write_bw = f.u64();
             let reason = FlushReason::from_kernel(f.u32());
             Event::Flush(FlushPass {
                 start_ns,
@@ -176,6 +178,8 @@ pub fn decode(data: &[u8]) -> Option<Event> {
                 bdi,
                 reason,
                 pages,
+                avg_write_bw,
+                write_bw,
             })
         }
         EV_OFFCPU => {
@@ -359,13 +363,15 @@ mod tests {
 
     #[test]
     fn a_flush_pass_names_its_device_and_reason() {
-        let mut v = header(EV_FLUSH, 80);
+        let mut v = header(EV_FLUSH, 96);
         push64(&mut v, 3);
         let mut name = [0u8; 32];
         name[..3].copy_from_slice(b"7:0");
         v.extend_from_slice(&name);
         push64(&mut v, 4000);
         push64(&mut v, 1024);
+        push64(&mut v, 2560);
+        push64(&mut v, 2600);
         push32(&mut v, 3);
         push32(&mut v, 0);
         let Some(Event::Flush(f)) = decode(&v) else {
@@ -374,6 +380,7 @@ mod tests {
         assert_eq!(f.bdi, "7:0");
         assert_eq!(f.reason, FlushReason::Periodic);
         assert_eq!((f.start_ns, f.end_ns, f.pages), (4000, 5000, 1024));
+        assert_eq!((f.avg_write_bw, f.write_bw), (2560, 2600));
     }
 
     proptest! {

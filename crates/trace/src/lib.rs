@@ -219,6 +219,7 @@ impl Tracer {
     pub fn finish(mut self, hz: u32) -> Captured {
         let mut c = Captured {
             hz,
+            page_size: oslab_sys::machine::page_size(),
             ..Captured::default()
         };
         self.collect(&mut c);

@@ -161,6 +161,13 @@ pub struct FlushPass {
     pub bdi: String,
     pub reason: FlushReason,
     pub pages: u64,
+    /// The device's estimates when the pass began, pages per second: the
+    /// background flusher's chunk is round_down(min(avg_write_bw / 2,
+    /// dirty_limit / 8) + 4 MiB, 4 MiB) (fs/fs-writeback.c writeback_chunk_size).
+    #[serde(default)]
+    pub avg_write_bw: u64,
+    #[serde(default)]
+    pub write_bw: u64,
 }
 
 /// A blocked stretch of a watched call not explained by throttling or write

@@ -320,6 +320,8 @@ mod tests {
             bdi: "7:0".into(),
             reason: FlushReason::Background,
             pages: 256,
+            avg_write_bw: 0,
+            write_bw: 0,
         }];
         let iv = Interval {
             start_ns: 0,

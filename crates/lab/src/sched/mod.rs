@@ -7,6 +7,7 @@
 //! they run, through `oslab_sys::parse`).
 
 pub mod analysis;
+pub mod kernel_view;
 pub mod nice;
 pub mod probe;
 pub mod scaling;

@@ -23,8 +23,10 @@ use std::time::Duration;
 use oslab_model::{Claim, Environment};
 use oslab_stats::sawtooth::Sawtooth;
 use oslab_sys::parse::size::human_bytes;
+use oslab_trace::records::FlushReason;
 use serde::{Deserialize, Serialize};
 
+use super::sawexp::flusher;
 use super::sawexp::{
     self, Prediction, Rules, SawRaw, TOLERANCE, best_window, device_rates, matches_prediction,
     other_dirty_mib, others_text, output, run_sawtooth, sawtooth_of,
@@ -74,19 +76,20 @@ const FALLS_TO_ZERO: Check = Check {
     source: "material 4 (seed 001, experiment A: 83-85 MB, then ~0)",
 };
 
-/// MIN_WRITEBACK_PAGES in fs/fs-writeback.c: 4 MiB.
-const MIN_CHUNK: u64 = 4 << 20;
-
 const MIB: f64 = (1u64 << 20) as f64;
 
 /// The chunk the background flusher writes before checking again, assuming the
 /// device is fast enough that hard limit / 8 is the smaller term.
 pub fn chunk_bytes(hard: u64) -> u64 {
-    (hard / 8 + MIN_CHUNK) / MIN_CHUNK * MIN_CHUNK
+    flusher::chunk_for(u64::MAX, hard)
 }
 
 pub fn predict(rate: u64, bg: u64, hard: u64) -> Prediction {
-    let chunk = chunk_bytes(hard);
+    predict_with_chunk(rate, bg, chunk_bytes(hard))
+}
+
+/// The sawtooth for flushes of `chunk` bytes.
+pub fn predict_with_chunk(rate: u64, bg: u64, chunk: u64) -> Prediction {
     let mib = |b: u64| b as f64 / MIB;
     Prediction {
         first_peak_s: bg as f64 / rate as f64,
@@ -157,28 +160,55 @@ fn implied_chunk_mib(plan: &Plan, saw: &Sawtooth) -> Option<f64> {
 
 fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
     let hard = plan.hard();
-    let chunk = chunk_bytes(hard);
-    let p = predict(plan.rate, plan.background, hard);
+    let kernel = flusher::kernel_flush(raw, FlushReason::Background, hard);
+    // The chunk the kernel's own estimate gave when it flushed; without a trace,
+    // the rule's hard-limit term (a device faster than hard limit / 4).
+    let (chunk, period_rule) = match &kernel {
+        Some(k) => {
+            let chunk = (k.predicted_chunk_mib * MIB) as u64;
+            (
+                chunk,
+                format!(
+                    "chunk / rate, chunk = round_down(min(the kernel's avg_write_bandwidth {:.1} MiB/s / 2, hard limit {} / 8) + 4 MiB, 4 MiB) = {} (median over its {} background passes)",
+                    k.avg_write_bw_mib_s,
+                    human_bytes(hard),
+                    human_bytes(chunk),
+                    k.passes
+                ),
+            )
+        }
+        None => {
+            let chunk = chunk_bytes(hard);
+            (
+                chunk,
+                format!(
+                    "chunk / rate, chunk = round_down(min(write bandwidth / 2, hard limit {} / 8) + 4 MiB, 4 MiB) = {}, the hard-limit term",
+                    human_bytes(hard),
+                    human_bytes(chunk)
+                ),
+            )
+        }
+    };
+    let p = predict_with_chunk(plan.rate, plan.background, chunk);
     let saw = sawtooth_of(raw, plan.rate);
     let rules = Rules {
         peak: "dirty_background_bytes".into(),
-        period: format!(
-            "chunk / rate, chunk = round_down(min(write bandwidth / 2, hard limit {} / 8) + 4 MiB, 4 MiB) = {}, the hard-limit term",
-            human_bytes(hard),
-            human_bytes(chunk)
-        ),
+        period: period_rule,
         trough: "the background limit less one chunk".into(),
     };
     let sawtooth = matches_prediction(&SAWTOOTH, raw, &saw, &p, &rules, |o| {
-        sawtooth_why(o, plan, raw, &saw)
+        sawtooth_why(o, plan, raw, &saw, chunk, kernel.as_ref())
     });
-    let claims = vec![sawtooth, falls_to_zero(plan, &saw, &p)];
-    let notes = vec![format!(
-        "writer {}/s in 10 writes a second; dirty_writeback_centisecs=0, dirty_background_bytes={}, dirty_bytes={} (journaled, restored)",
-        human_bytes(plan.rate),
-        human_bytes(plan.background),
-        human_bytes(hard)
-    )];
+    let claims = vec![sawtooth, falls_to_zero(&saw, &p, chunk, plan)];
+    let notes = vec![
+        format!(
+            "writer {}/s in 10 writes a second; dirty_writeback_centisecs=0, dirty_background_bytes={}, dirty_bytes={} (journaled, restored)",
+            human_bytes(plan.rate),
+            human_bytes(plan.background),
+            human_bytes(hard)
+        ),
+        raw.kernel.note(),
+    ];
     let mut out = output(
         raw,
         plan.rate,
@@ -194,10 +224,14 @@ fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
         implied_chunk_mib(plan, &saw).unwrap_or(f64::NAN),
         "MiB",
         format!(
-            "median period x the writer's rate: what each background flush wrote (the rule's hard-limit term gives {})",
+            "median period x the writer's rate: what each background flush wrote (the rule gives {})",
             human_bytes(chunk)
         ),
     ));
+    if let Some(k) = &kernel {
+        out.findings
+            .extend(flusher::findings(k, FlushReason::Background));
+    }
     out
 }
 
@@ -208,11 +242,26 @@ fn bandwidth_for_chunk(chunk_mib: f64) -> (f64, f64) {
     (2.0 * (c - 4.0), 2.0 * c)
 }
 
-fn sawtooth_why(o: &Outcome, plan: &Plan, raw: &SawRaw, saw: &Sawtooth) -> String {
+fn sawtooth_why(
+    o: &Outcome,
+    plan: &Plan,
+    raw: &SawRaw,
+    saw: &Sawtooth,
+    chunk: u64,
+    kernel: Option<&flusher::KernelFlush>,
+) -> String {
     if o.holds() {
-        return "the kernel flushed where its rules say: chunks from the hard-limit term".into();
+        return match kernel {
+            Some(k) => format!(
+                "the kernel flushed where its rules say, in chunks its own bandwidth estimate ({:.1} MiB/s) gave",
+                k.avg_write_bw_mib_s
+            ),
+            None => {
+                "the kernel flushed where its rules say: chunks from the hard-limit term".into()
+            }
+        };
     }
-    let chunk_mib = chunk_bytes(plan.hard()) as f64 / MIB;
+    let chunk_mib = chunk as f64 / MIB;
     let mut parts = Vec::new();
     if o.failed(0) {
         parts.push(format!(
@@ -230,8 +279,19 @@ fn sawtooth_why(o: &Outcome, plan: &Plan, raw: &SawRaw, saw: &Sawtooth) -> Strin
         parts.push(t);
     }
     let implied = implied_chunk_mib(plan, saw);
-    match implied {
-        Some(c) if (o.failed(1) || o.failed(2)) && c < chunk_mib * (1.0 - TOLERANCE) => {
+    let off = o.failed(1) || o.failed(2);
+    match (implied, kernel) {
+        (Some(c), Some(k)) if off => parts.push(format!(
+            "Dirty fell by about {c:.1} MiB per flush; the kernel's passes wrote {:.1} MiB each where its estimate gives {:.1} MiB: {}",
+            k.written_mib,
+            k.predicted_chunk_mib,
+            if (k.written_mib - k.predicted_chunk_mib).abs() <= TOLERANCE * k.predicted_chunk_mib {
+                "the flusher kept to its rule, so the sawtooth's shape came from elsewhere (other dirty data, or the poll missing short drops)"
+            } else {
+                "a pass wrote another amount than one chunk (the file had fewer dirty pages, or several inodes shared the pass)"
+            }
+        )),
+        (Some(c), None) if off && c < chunk_mib * (1.0 - TOLERANCE) => {
             let (lo, hi) = bandwidth_for_chunk(c);
             let bdi: Vec<f64> = raw
                 .polls
@@ -239,7 +299,7 @@ fn sawtooth_why(o: &Outcome, plan: &Plan, raw: &SawRaw, saw: &Sawtooth) -> Strin
                 .filter_map(|p| p.bdi_write_bandwidth_kbps.map(|b| b as f64 / 1024.0))
                 .collect();
             let estimate = oslab_stats::median(&bdi).map_or_else(
-                || "; the estimate itself is not readable here (debugfs is not mounted)".to_string(),
+                || format!("; the estimate itself is not readable here ({})", raw.kernel.note()),
                 |b| format!("; debugfs read {b:.1} MiB/s"),
             );
             parts.push(format!(
@@ -249,7 +309,7 @@ fn sawtooth_why(o: &Outcome, plan: &Plan, raw: &SawRaw, saw: &Sawtooth) -> Strin
                 best_window(&device_rates(&raw.polls), 10).unwrap_or(f64::NAN)
             ));
         }
-        Some(c) if (o.failed(1) || o.failed(2)) && c > chunk_mib * (1.0 + TOLERANCE) => {
+        (Some(c), None) if off && c > chunk_mib * (1.0 + TOLERANCE) => {
             parts.push(format!(
                 "Dirty fell by about {c:.1} MiB per flush, more than one chunk of {chunk_mib:.0} MiB: another flush (a sync, or write back of other dirty data) joined"
             ));
@@ -271,7 +331,7 @@ fn sawtooth_why(o: &Outcome, plan: &Plan, raw: &SawRaw, saw: &Sawtooth) -> Strin
     }
 }
 
-fn falls_to_zero(plan: &Plan, saw: &Sawtooth, p: &Prediction) -> Claim {
+fn falls_to_zero(saw: &Sawtooth, p: &Prediction, chunk: u64, plan: &Plan) -> Claim {
     let conditions = [Condition::from_option(
         "median trough",
         "MiB",
@@ -286,7 +346,7 @@ fn falls_to_zero(plan: &Plan, saw: &Sawtooth, p: &Prediction) -> Claim {
         } else {
             format!(
                 "today's background flusher stops as soon as Dirty is under the limit, after chunks of {} (round_down(min(write bandwidth / 2, hard limit / 8) + 4 MiB, 4 MiB)){}",
-                human_bytes(chunk_bytes(plan.hard())),
+                human_bytes(chunk),
                 implied_chunk_mib(plan, saw)
                     .map(|c| format!("; here Dirty fell by about {c:.1} MiB per flush"))
                     .unwrap_or_default()
@@ -351,7 +411,11 @@ mod tests {
         assert_eq!(saw.verdict, Verdict::Differs);
         assert!(saw.why.contains("bandwidth term"), "{}", saw.why);
         assert!(saw.why.contains("0 to 8 MiB/s"), "{}", saw.why);
-        assert!(saw.why.contains("debugfs is not mounted"), "{}", saw.why);
+        assert!(
+            saw.why.contains("kernel tracing: not available"),
+            "{}",
+            saw.why
+        );
         // the author's kernel: everything written
         let (saw, zero) = claims(&saw_raw(sawtooth_polls(4.0, 32.0, 0.0, 40.0), 0));
         assert_eq!(zero.verdict, Verdict::Holds);
@@ -364,6 +428,73 @@ mod tests {
         assert_eq!(saw.verdict, Verdict::NotJudged);
         assert!(saw.why.contains("run longer"), "{}", saw.why);
         assert_eq!(zero.verdict, Verdict::NotJudged);
+    }
+
+    /// `passes` background passes of `chunk_mib` each, the kernel's estimate
+    /// `bw_mib_s` at their start, one a second.
+    fn traced(mut raw: SawRaw, passes: u64, chunk_mib: u64, bw_mib_s: u64) -> SawRaw {
+        use oslab_trace::analysis::Captured;
+        use oslab_trace::records::FlushPass;
+        let flushes = (0..passes)
+            .map(|i| FlushPass {
+                start_ns: i * 1_000_000_000,
+                end_ns: i * 1_000_000_000 + 1_000_000,
+                bdi_id: 1,
+                bdi: "254:0".into(),
+                reason: FlushReason::Background,
+                pages: chunk_mib * 256,
+                avg_write_bw: bw_mib_s * 256,
+                write_bw: bw_mib_s * 256,
+            })
+            .collect();
+        raw.kernel = oslab_trace::TraceOutcome::Traced(Box::new(Captured {
+            flushes,
+            ..Captured::default()
+        }));
+        raw
+    }
+
+    #[test]
+    fn the_kernels_own_estimate_sizes_the_prediction() {
+        // The runs that used to flip: 4 MiB flushes, 28.4 MiB troughs, a 1 s
+        // period. The kernel's estimate then was 6 MiB/s: min(3, 8) + 4 -> 4 MiB.
+        let raw = traced(saw_raw(sawtooth_polls(4.0, 32.0, 28.4, 40.0), 0), 30, 4, 6);
+        let out = judge(&plan(), &raw, 1);
+        let saw = &out.claims[0];
+        assert_eq!(saw.verdict, Verdict::Holds, "{saw:?}");
+        assert!(
+            saw.expectation.contains("avg_write_bandwidth 6.0 MiB/s"),
+            "{}",
+            saw.expectation
+        );
+        assert!(
+            saw.why.contains("its own bandwidth estimate (6.0 MiB/s)"),
+            "{}",
+            saw.why
+        );
+        let f = |n: &str| out.findings.iter().find(|f| f.name == n).unwrap().value;
+        assert_eq!(f("kernel.background_passes"), 30.0);
+        assert_eq!(f("kernel.background_predicted_chunk_mib"), 4.0);
+        assert_eq!(f("kernel.avg_write_bw_mib_s"), 6.0);
+        // With a fast device in the estimate the same 12 MiB rule as before holds.
+        let raw = traced(
+            saw_raw(sawtooth_polls(4.0, 32.0, 20.0, 40.0), 0),
+            10,
+            12,
+            200,
+        );
+        assert_eq!(judge(&plan(), &raw, 1).claims[0].verdict, Verdict::Holds);
+        // A kernel that flushed 12 MiB chunks while the sawtooth shows 4 MiB: the
+        // "why" says the flusher kept its rule and looks elsewhere.
+        let raw = traced(
+            saw_raw(sawtooth_polls(4.0, 32.0, 28.4, 40.0), 0),
+            10,
+            12,
+            200,
+        );
+        let saw = &judge(&plan(), &raw, 1).claims[0];
+        assert_eq!(saw.verdict, Verdict::Differs);
+        assert!(saw.why.contains("kept to its rule"), "{}", saw.why);
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod explain;
 pub mod knobs;
 pub mod periodic;
 pub mod sawexp;
+pub mod stall_causes;
 pub mod testbed;
 pub mod throttle;
 pub mod trace;

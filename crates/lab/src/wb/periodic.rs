@@ -25,6 +25,7 @@ use oslab_stats::sawtooth::Sawtooth;
 use oslab_sys::parse::size::human_bytes;
 use serde::{Deserialize, Serialize};
 
+use super::sawexp::flusher;
 use super::sawexp::{
     self, Prediction, Rules, SawRaw, TOLERANCE, matches_prediction, others_text, output,
     run_sawtooth, sawtooth_of,
@@ -33,6 +34,7 @@ use crate::check::{Check, Outcome};
 use crate::experiment::{Context, LabError, Meta, Needs, Output};
 use crate::settings::{AnySetting, Declared, Seconds, Setting};
 use crate::shape::{Lab, Measured, Planner};
+use oslab_trace::records::FlushReason;
 
 pub struct Periodic;
 crate::shaped_experiment!(Periodic);
@@ -167,7 +169,7 @@ fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
         expiry_why(o, plan, raw, &saw, &p)
     });
     let far = plan.far();
-    let notes = vec![format!(
+    let mut notes = vec![format!(
         "writer {}/s; expire {} s, writeback interval {} s; background and hard limits set to {} and {} so they never trigger (journaled, restored)",
         human_bytes(plan.rate),
         plan.expire,
@@ -175,7 +177,8 @@ fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
         human_bytes(far),
         human_bytes(far * 2)
     )];
-    output(
+    notes.push(raw.kernel.note());
+    let mut out = output(
         raw,
         plan.rate,
         &p,
@@ -184,7 +187,12 @@ fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
         "Dirty under periodic write back",
         notes,
         seed,
-    )
+    );
+    if let Some(k) = flusher::kernel_flush(raw, FlushReason::Periodic, far * 2) {
+        out.findings
+            .extend(flusher::findings(&k, FlushReason::Periodic));
+    }
+    out
 }
 
 fn expiry_why(o: &Outcome, plan: &Plan, raw: &SawRaw, saw: &Sawtooth, p: &Prediction) -> String {

@@ -30,14 +30,17 @@ use oslab_sys::parse::size::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use super::knobs::Knobs;
+use super::stall_causes;
 use super::testbed::{down_for_run, parse_bandwidth, unavailable, up_for_run};
 use super::trace::{self, Poll, WriterSpec, WriterTrace, mib};
 use super::wcall::verdicts::judge_all;
 use crate::check::{Check, Condition, Rule, figure};
 use crate::experiment::{Context, LabError, Meta, Needs, Output, finding, measurement};
+use crate::kernel_trace::KernelTrace;
 use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
 use crate::shape::{Lab, Measured, Planner};
 use crate::simrun::latency_stats;
+use oslab_trace::TraceOutcome;
 
 pub struct Throttle;
 crate::shaped_experiment!(Throttle);
@@ -122,6 +125,13 @@ pub struct Raw {
     pub traces: Vec<WriterTrace>,
     /// Dirty and Writeback every 100 ms.
     pub polls: Vec<Poll>,
+    /// "MAJOR:MINOR" of the testbed, the name of its bdi in the kernel's records.
+    #[serde(default)]
+    pub testbed_dev: String,
+    /// The kernel's account of the run: every write() split by cause, the
+    /// throttling decisions, the device's bandwidth estimates.
+    #[serde(default)]
+    pub kernel: TraceOutcome,
 }
 
 impl Lab for Throttle {
@@ -152,7 +162,9 @@ impl Lab for Throttle {
         ctx.progress.stage("building the testbed");
         let size = (plan.bandwidth as f64 * plan.duration * 1.5) as u64 + (512 << 20);
         let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
+        let kernel = KernelTrace::writeback(ctx.machine);
         let result = write_on(&tb.mount, plan, ctx);
+        let kernel = kernel.finish();
         let errors = down_for_run(&tb);
         if !errors.is_empty() {
             return Err(LabError::Failed(format!(
@@ -169,6 +181,8 @@ impl Lab for Throttle {
             chunk_bytes: CHUNK as u64,
             traces,
             polls,
+            testbed_dev: tb.dev.clone(),
+            kernel,
         }))
     }
 
@@ -326,7 +340,16 @@ fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
             "bytes written over the run",
         ));
     }
-    out.claims = vec![claim(raw, &all, peak_dw, freerun)];
+    let tids: Vec<u32> = raw.traces.iter().map(|t| t.tid).collect();
+    out.findings.extend(stall_causes::findings(
+        "kernel",
+        &stall_causes::calls_of(&raw.kernel, &tids),
+    ));
+    out.findings.extend(kernel_findings(raw, &tids));
+    out.claims = vec![
+        claim(raw, &all, peak_dw, freerun),
+        stall_causes::explained_claim(&raw.kernel, &tids),
+    ];
     out.plots = plots(raw);
     out.notes.push(format!(
         "testbed {} capped at {}/s; dirty_bytes {}, dirty_background_bytes {} (journaled, restored)",
@@ -335,6 +358,47 @@ fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
         human_bytes(raw.dirty_bytes),
         human_bytes(raw.dirty_background_bytes)
     ));
+    out.notes.extend(stall_causes::notes(&raw.kernel, &tids));
+    out
+}
+
+/// The kernel's pauses of the writers and its bandwidth estimate of the testbed.
+fn kernel_findings(raw: &Raw, tids: &[u32]) -> Vec<oslab_model::Finding> {
+    let Some(c) = raw.kernel.captured() else {
+        return Vec::new();
+    };
+    let pauses: Vec<f64> = c
+        .pauses
+        .iter()
+        .filter(|p| tids.contains(&p.pid) && p.pause_jiffies > 0)
+        .map(|p| oslab_trace::analysis::jiffies_ns(p.pause_jiffies, c.hz) as f64 / 1e6)
+        .collect();
+    let mut out = vec![finding(
+        "kernel.pauses",
+        pauses.len() as f64,
+        "count",
+        "balance_dirty_pages decisions that put a writer to sleep",
+    )];
+    if let Some(max) = pauses.iter().copied().reduce(f64::max) {
+        out.push(finding(
+            "kernel.max_pause_ms",
+            max,
+            "ms",
+            "the longest (MAX_PAUSE is 200 ms)",
+        ));
+    }
+    if let Some((avg, now, n)) = c.bandwidth_estimate(&raw.testbed_dev) {
+        out.push(finding(
+            "kernel.avg_write_bw_mib_s",
+            avg / (1 << 20) as f64,
+            "MiB/s",
+            format!(
+                "the kernel's estimate of the testbed (avg_write_bandwidth, median of {n}; write_bandwidth {:.1} MiB/s) beside the {:.1} MiB/s the testbed measured",
+                now / (1 << 20) as f64,
+                raw.testbed_measured_bytes_s / (1 << 20) as f64
+            ),
+        ));
+    }
     out
 }
 
@@ -413,6 +477,7 @@ mod tests {
                 start_s,
                 latency_ms,
                 error: None,
+                tid: 0,
             }],
             polls: vec![Poll {
                 t_s: 1.0,
@@ -420,6 +485,8 @@ mod tests {
                 writeback_bytes: (peak_mib << 20) / 2,
                 ..Default::default()
             }],
+            testbed_dev: "7:9".into(),
+            kernel: TraceOutcome::default(),
         }
     }
 

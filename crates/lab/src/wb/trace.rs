@@ -40,6 +40,9 @@ pub struct WriterTrace {
     pub latency_ms: Vec<f64>,
     pub bytes: u64,
     pub error: Option<String>,
+    /// The writer's thread id, to find its calls in the kernel's trace.
+    #[serde(default)]
+    pub tid: u32,
 }
 
 /// One poll.
@@ -56,7 +59,10 @@ pub struct Poll {
 /// Runs one writer on the calling thread from `start` (CLOCK_MONOTONIC ns) until
 /// its count is done or `stop` is set.
 pub fn run_writer(spec: WriterSpec, start: u64, stop: Arc<AtomicBool>) -> WriterTrace {
-    let mut tr = WriterTrace::default();
+    let mut tr = WriterTrace {
+        tid: oslab_sys::process::raw_gettid() as u32,
+        ..WriterTrace::default()
+    };
     if let Some(n) = spec.nice
         && let Err(e) = oslab_sys::process::set_nice(n)
     {

@@ -1,5 +1,10 @@
 /* What both programs share: the ring buffer, the watched processes and the lost
- * record counter the loader reads. */
+ * record counter the loader reads.
+ *
+ * Records are submitted with BPF_RB_NO_WAKEUP and the loader drains the buffer on
+ * a 50 ms timer: a wake-up per record would have the reader's thread preempt the
+ * very tasks being traced (a spinner pinned to one CPU saw its run cut every
+ * 12 us by it). */
 #ifndef OSLAB_COMMON_H
 #define OSLAB_COMMON_H
 
@@ -20,7 +25,10 @@ struct {
 
 static __always_inline bool in_watched(u32 tgid)
 {
-	return bpf_map_lookup_elem(&watched, &tgid) != NULL;
+	bool hit = bpf_map_lookup_elem(&watched, &tgid) != NULL;
+	/* Keeps clang from OR-ing two lookups' pointers, which the verifier refuses. */
+	barrier_var(hit);
+	return hit;
 }
 
 static __always_inline void *reserve(u64 size)

@@ -89,13 +89,16 @@ struct ev_bandwidth {
 	u64 balanced_dirty_ratelimit;
 };
 
-/* One pass of the flusher (writeback_start to writeback_written). */
+/* One pass of the flusher (writeback_start to writeback_written), with the
+ * device's bandwidth estimates when it began (they size its chunks). */
 struct ev_flush {
 	struct ev_header h;
 	u64 bdi_id;
 	char name[BDI_NAME_LEN];
 	u64 start;
 	u64 pages;
+	u64 avg_write_bw;
+	u64 write_bw;
 	u32 reason;
 	u32 pad;
 };
@@ -144,7 +147,7 @@ _Static_assert(sizeof(struct ev_header) == 16, "ev_header");
 _Static_assert(sizeof(struct ev_write) == 104, "ev_write");
 _Static_assert(sizeof(struct ev_pause) == 184, "ev_pause");
 _Static_assert(sizeof(struct ev_bandwidth) == 104, "ev_bandwidth");
-_Static_assert(sizeof(struct ev_flush) == 80, "ev_flush");
+_Static_assert(sizeof(struct ev_flush) == 96, "ev_flush");
 _Static_assert(sizeof(struct ev_offcpu) == 240, "ev_offcpu");
 _Static_assert(sizeof(struct ev_limits) == 32, "ev_limits");
 _Static_assert(sizeof(struct ev_switch) == 48, "ev_switch");

@@ -81,7 +81,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	e->next_prio = next->prio;
 	e->prev_state = prev_state;
 	e->preempt = preempt;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -97,7 +97,7 @@ static __always_inline void wakeup(struct task_struct *p)
 	e->tgid = p->tgid;
 	e->prio = p->prio;
 	e->target_cpu = 0;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 SEC("tp_btf/sched_wakeup")

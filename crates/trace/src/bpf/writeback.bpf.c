@@ -177,7 +177,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 			e->runq_ns = s->runq_ns;
 			e->pauses = s->pauses;
 			e->prio = t->prio;
-			bpf_ringbuf_submit(e, 0);
+			bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 		}
 	}
 	s->sys_start = 0;
@@ -235,7 +235,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 					e->start = s->off_since;
 					e->dur = blocked;
 					__builtin_memcpy(e->frames, s->frames, sizeof(e->frames));
-					bpf_ringbuf_submit(e, 0);
+					bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 				}
 			}
 		}
@@ -289,7 +289,7 @@ static __always_inline void pause_decision(struct ev_pause *e, unsigned long dir
 	e->period = period;
 	e->pause = pause;
 	e->start_time = start_time;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
 static __always_inline void pause_common(struct bdi_writeback *wb, struct ev_pause *e)
@@ -423,7 +423,7 @@ int BPF_PROG(on_bandwidth, struct bdi_writeback *wb, unsigned long dirty_rate,
 	e->dirty_ratelimit = BPF_CORE_READ(wb, dirty_ratelimit);
 	e->task_ratelimit = task_ratelimit;
 	e->balanced_dirty_ratelimit = BPF_CORE_READ(wb, balanced_dirty_ratelimit);
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 
@@ -434,6 +434,8 @@ int BPF_PROG(on_pass_start, struct bdi_writeback *wb, struct wb_writeback_work *
 	struct ev_flush f = {};
 	f.start = bpf_ktime_get_ns();
 	f.pages = BPF_CORE_READ(work, nr_pages);
+	f.avg_write_bw = BPF_CORE_READ(wb, avg_write_bandwidth);
+	f.write_bw = BPF_CORE_READ(wb, write_bandwidth);
 	bpf_map_update_elem(&passes, &key, &f, BPF_ANY);
 	return 0;
 }
@@ -453,9 +455,11 @@ int BPF_PROG(on_pass_end, struct bdi_writeback *wb, struct wb_writeback_work *wo
 		bdi_name(e->name, wb);
 		e->start = f->start;
 		e->pages = f->pages - BPF_CORE_READ(work, nr_pages);
+		e->avg_write_bw = f->avg_write_bw;
+		e->write_bw = f->write_bw;
 		e->reason = BPF_CORE_READ(work, reason);
 		e->pad = 0;
-		bpf_ringbuf_submit(e, 0);
+		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	}
 	bpf_map_delete_elem(&passes, &key);
 	return 0;
@@ -474,7 +478,7 @@ int BPF_PROG(on_limits, unsigned long background_thresh, unsigned long dirty_thr
 	header(&e->h, EV_LIMITS, now);
 	e->bg_thresh = background_thresh;
 	e->thresh = dirty_thresh;
-	bpf_ringbuf_submit(e, 0);
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
 

@@ -32,6 +32,7 @@ pub(super) fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     cells(&mut out, raw, env.seed);
     syscalls(&mut out, raw, env.seed);
     perf(&mut out, raw);
+    super::kernel_count::judge(&raw.kernel, &mut out);
     out.claims = super::claims::claims(raw, env);
     out.notes.push(format!(
         "{} launches x {} batches x {} round trips per cell; a sample is one batch; unpinned and cross-CPU figures are wake-ups, not switch costs",

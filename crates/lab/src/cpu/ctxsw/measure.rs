@@ -232,7 +232,14 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Raw, LabError> {
     } else {
         None
     };
+    ctx.progress.stage("switches counted by the kernel");
+    let kernel = super::kernel_count::count(
+        ctx.machine,
+        plan.placements.first().and_then(|p| p.own),
+        plan.round_trips,
+    );
     Ok(Raw {
+        kernel,
         cells,
         futex_wake_no_waiter_ns: wake,
         futex_wait_mismatch_ns: wait,

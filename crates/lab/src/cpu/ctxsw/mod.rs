@@ -62,6 +62,7 @@
 
 mod claims;
 mod judge;
+pub mod kernel_count;
 mod measure;
 pub mod modes;
 #[cfg(test)]
@@ -268,6 +269,9 @@ pub struct Raw {
     pub perf: Option<Vec<PerfRaw>>,
     /// Whether /proc/cpuinfo lists the pcid flag (None: no flags line).
     pub pcid: Option<bool>,
+    /// One more same-CPU ping-pong whose switches the scheduler counted.
+    #[serde(default)]
+    pub kernel: kernel_count::KernelCount,
 }
 
 impl Raw {

@@ -116,6 +116,7 @@ fn raw(pinned: f64, threads: f64, unpinned: Vec<LaunchRaw>) -> Raw {
                 .collect(),
         ),
         pcid: Some(true),
+        kernel: Default::default(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Judging the nice pairs: shares against the weight table (relatively), the
 //! shares per interval as samples, and the turns of both workers.
 
+use crate::sched::kernel_view;
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
 
 use super::{Pair, Plan, Raw, predicted_share};
@@ -70,6 +71,33 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
             .extend(turn_findings(s, tick_ms, plan.gap_ns, takers(s, env)));
     }
     out.claims.push(claim(&seen, raw, env));
+    for p in &raw.pairs {
+        if let Some(c) = p.kernel.captured() {
+            let key = format!("nice0_vs_{}", p.k);
+            out.findings
+                .extend(kernel_view::findings(&key, c, &p.workers));
+            if let Some(share) = kernel_share(c, &p.workers) {
+                out.findings.push(finding(
+                    &format!("kernel.{key}.share"),
+                    share,
+                    "fraction",
+                    "nice 0's share of the two run times by the kernel's switches",
+                ));
+            }
+        }
+    }
+    let groups: Vec<(
+        &oslab_trace::TraceOutcome,
+        &[crate::sched::analysis::Worker],
+    )> = raw
+        .pairs
+        .iter()
+        .map(|p| (&p.kernel, &p.workers[..]))
+        .collect();
+    out.claims.push(kernel_view::agreement_claim(&groups));
+    if let Some(p) = raw.pairs.first() {
+        out.notes.push(p.kernel.note());
+    }
     out.plots.push(plot(&seen));
     out.notes.push(format!(
         "two processes forked from oslab, pinned to CPU {}, {} s each k; shares from their own run time; a turn runs from taking the CPU to handing it to the other, through gaps in which neither ran",
@@ -77,6 +105,24 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     ));
     out.params.insert("cpu".into(), serde_json::json!(raw.cpu));
     out
+}
+
+/// Nice 0's share of the pair's run time over their common window, by the
+/// kernel's switches.
+fn kernel_share(
+    c: &oslab_trace::analysis::Captured,
+    workers: &[crate::sched::analysis::Worker],
+) -> Option<f64> {
+    let (w0, wk) = (workers.first()?, workers.get(1)?);
+    let (from, to) = (w0.start_ns.max(wk.start_ns), w0.end_ns.min(wk.end_ns));
+    let ran = |pid| -> u64 {
+        kernel_view::kernel_runs(c, pid, from, to)
+            .iter()
+            .map(|(a, b)| b - a)
+            .sum()
+    };
+    let (r0, rk) = (ran(w0.pid), ran(wk.pid));
+    (r0 + rk > 0).then(|| r0 as f64 / (r0 + rk) as f64)
 }
 
 fn seen_in(p: &Pair, plan: &Plan) -> Seen {

@@ -39,6 +39,7 @@ use oslab_sys::spinners::Spec;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::{Worker, weight};
+use super::kernel_view;
 use super::probe::{self, GAP_NS};
 use crate::experiment::{Context, LabError, Meta, Needs, Output};
 use crate::shape::{Lab, Measured, Planner};
@@ -93,6 +94,9 @@ pub struct Pair {
     /// /proc/stat (all CPUs) before and after.
     pub stat_before: Option<CpuTimes>,
     pub stat_after: Option<CpuTimes>,
+    /// The scheduler's own switches and wake-ups of the two workers.
+    #[serde(default)]
+    pub kernel: oslab_trace::TraceOutcome,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -139,13 +143,20 @@ impl Lab for SchedNice {
             });
             let mut sched = Vec::new();
             let stat_before = probe::stat(&root);
-            let workers = probe::spin(&specs, (plan.duration * 1e9) as u64, MAX_GAPS, |pids| {
-                std::thread::sleep(std::time::Duration::from_millis(300));
-                sched = pids.iter().map(|&p| probe::pid_sched(&root, p)).collect();
-            })?;
+            let (workers, kernel) = kernel_view::spin_traced(
+                ctx.machine,
+                &specs,
+                (plan.duration * 1e9) as u64,
+                MAX_GAPS,
+                |pids| {
+                    std::thread::sleep(std::time::Duration::from_millis(300));
+                    sched = pids.iter().map(|&p| probe::pid_sched(&root, p)).collect();
+                },
+            )?;
             pairs.push(Pair {
                 k,
                 workers,
+                kernel,
                 sched,
                 stat_before,
                 stat_after: probe::stat(&root),

@@ -40,6 +40,7 @@ fn pair(k: i32, t0: f64, cut: bool, weight_k: Option<u64>, steal: u64) -> Pair {
         sched: vec![sched(0, 1024), sched(k, weight_k.unwrap_or(weight(k)))],
         stat_before: Some(CpuTimes::default()),
         stat_after: Some(stat(steal)),
+        kernel: Default::default(),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Judging the slices: per N the runs, waits and shares; the tick rate measured;
 //! the claim that a slice is max(se.slice, one tick).
 
+use crate::sched::kernel_view;
 use oslab_model::{Claim, Environment, Finding};
 use oslab_sys::machine::SchedulerKind;
 
@@ -73,6 +74,24 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let multi: Vec<&Seen> = seen.iter().filter(|s| s.n > 1).collect();
     out.claims
         .push(claim(&multi, se_slice_ms, tick_ms, hz, env));
+    for r in &raw.rounds {
+        if let Some(c) = r.kernel.captured() {
+            out.findings
+                .extend(kernel_view::findings(&format!("n{}", r.n), c, &r.workers));
+        }
+    }
+    let groups: Vec<(
+        &oslab_trace::TraceOutcome,
+        &[crate::sched::analysis::Worker],
+    )> = raw
+        .rounds
+        .iter()
+        .map(|r| (&r.kernel, &r.workers[..]))
+        .collect();
+    out.claims.push(kernel_view::agreement_claim(&groups));
+    if let Some(r) = raw.rounds.first() {
+        out.notes.push(r.kernel.note());
+    }
     let medians = multi
         .iter()
         .filter(|s| s.median.is_finite())

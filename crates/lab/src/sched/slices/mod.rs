@@ -12,8 +12,13 @@
 //! workers' own run time, never as loop counts (the host's speed varies). While
 //! they run, the parent reads the first worker's /proc/PID/sched (se.slice), its
 //! /proc/PID/schedstat and the busy CPU's local timer interrupts (/proc/interrupts)
-//! over a window, so the tick rate is measured, not assumed. `--set trace=FILE`
-//! writes the runs of the largest N as a Chrome trace for ui.perfetto.dev.
+//! over a window, so the tick rate is measured, not assumed. Where kernel tracing
+//! is available (root, eBPF) the scheduler's own sched_switch and sched_wakeup
+//! records of the workers are kept too: slices from the kernel's switches beside
+//! the workers' own, which must agree within 1 % of run time. `--set trace=FILE`
+//! writes the largest N as a Chrome trace for ui.perfetto.dev: the kernel's
+//! switches (running and runnable slices) on the real pids with CLOCK_MONOTONIC
+//! timestamps, or the workers' own runs without tracing.
 //!
 //! Pitfalls: a gap in which no worker ran (the host took the vCPU, an interrupt
 //! handler, another task) splits a run in two, so a noisy CPU shortens the median
@@ -41,10 +46,12 @@ use oslab_sys::parse::schedstat::SchedStat;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::Worker;
+use super::kernel_view;
 use super::probe::{self, GAP_NS};
 use crate::experiment::{Context, LabError, Meta, Needs, Output};
 use crate::settings::{AnySetting, Declared, FilePath, Seconds, Setting};
 use crate::shape::{Lab, Measured, Planner};
+use oslab_trace::TraceOutcome;
 
 pub struct SchedSlices;
 crate::shaped_experiment!(SchedSlices);
@@ -118,6 +125,9 @@ pub struct Round {
     /// The first worker's /proc/PID/sched, 300 ms in.
     pub first_sched: PidSched,
     pub window: Window,
+    /// The scheduler's own switches and wake-ups of the workers.
+    #[serde(default)]
+    pub kernel: TraceOutcome,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -158,14 +168,18 @@ impl Lab for SchedSlices {
         let mut rounds = Vec::new();
         for (k, &n) in plan.ns.iter().enumerate() {
             ctx.progress.stage(&format!("{n} process(es)"));
-            rounds.push(round(&root, cpu, n, plan.duration)?);
+            rounds.push(round(ctx.machine, &root, cpu, n, plan.duration)?);
             ctx.progress.fraction((k + 1) as f64 / plan.ns.len() as f64);
         }
         if let (Some(path), Some(last)) = (&plan.trace, rounds.last()) {
             let names: Vec<String> = (0..last.workers.len())
                 .map(|i| format!("worker {i}"))
                 .collect();
-            let text = serde_json::to_string(&plots::chrome_trace(&last.workers, &names))
+            let events = match last.kernel.captured() {
+                Some(c) => kernel_view::chrome_events(c, &last.workers, &names),
+                None => plots::chrome_trace(&last.workers, &names),
+            };
+            let text = serde_json::to_string(&oslab_trace::chrome::document(&events))
                 .map_err(|e| LabError::Failed(e.to_string()))?;
             std::fs::write(path, text)
                 .map_err(|e| LabError::Failed(format!("{}: {e}", path.display())))?;
@@ -181,10 +195,17 @@ impl Lab for SchedSlices {
 /// `n` workers on `cpu` for `secs`; the parent reads the first one's
 /// /proc/PID/sched 300 ms in, then its schedstat and the CPU's timer interrupts
 /// around a window of half the run (at least 50 ms, at most 1 s).
-fn round(root: &Root, cpu: u32, n: usize, secs: f64) -> Result<Round, LabError> {
+fn round(
+    machine: &oslab_sys::machine::MachineInfo,
+    root: &Root,
+    cpu: u32,
+    n: usize,
+    secs: f64,
+) -> Result<Round, LabError> {
     let mut first_sched = PidSched::default();
     let mut window = None;
-    let workers = probe::spin(
+    let (workers, kernel) = kernel_view::spin_traced(
+        machine,
         &probe::specs(n, Some(cpu), 0, 0),
         (secs * 1e9) as u64,
         MAX_GAPS,
@@ -216,6 +237,7 @@ fn round(root: &Root, cpu: u32, n: usize, secs: f64) -> Result<Round, LabError> 
     Ok(Round {
         n,
         workers,
+        kernel,
         first_sched,
         window: window.unwrap_or(Window {
             ns: 0,

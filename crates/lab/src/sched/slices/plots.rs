@@ -2,27 +2,27 @@
 
 use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 
+use oslab_trace::chrome::{self, TraceEvent};
+
 use crate::sched::analysis::{Worker, runs};
 
-/// The workers' runs as Chrome trace events (ui.perfetto.dev and chrome://tracing
-/// open it): one complete ("X") event per run, one thread per worker.
-pub fn chrome_trace(workers: &[Worker], names: &[String]) -> serde_json::Value {
-    let t0 = workers.iter().map(|t| t.start_ns).min().unwrap_or(0);
+/// The workers' runs as they noticed them, as Chrome trace events (for when the
+/// kernel's own switches are not available): one "running" slice per run on the
+/// worker's real pid, CLOCK_MONOTONIC timestamps.
+pub fn chrome_trace(workers: &[Worker], names: &[String]) -> Vec<TraceEvent> {
     let mut events = Vec::new();
     for (i, t) in workers.iter().enumerate() {
         let name = names
             .get(i)
             .cloned()
             .unwrap_or_else(|| format!("worker {i}"));
-        events.push(serde_json::json!({"name": "thread_name", "ph": "M", "pid": 1, "tid": i + 1, "args": {"name": name}}));
+        events.push(chrome::name(t.pid, t.pid, false, &name));
+        events.push(chrome::name(t.pid, t.pid, true, &name));
         for (a, b) in runs(t) {
-            events.push(serde_json::json!({
-                "name": "run", "ph": "X", "pid": 1, "tid": i + 1,
-                "ts": (a - t0) as f64 / 1e3, "dur": (b - a) as f64 / 1e3
-            }));
+            events.push(chrome::slice("running", "sched", t.pid, t.pid, a, b - a));
         }
     }
-    serde_json::json!({"traceEvents": events, "displayTimeUnit": "ms"})
+    events
 }
 
 /// A lane chart of the first `window_ms` of the runs: for worker i, points at
@@ -151,9 +151,10 @@ mod tests {
     }
 
     #[test]
-    fn chrome_trace_parses_back() {
+    fn chrome_trace_uses_real_pids_and_monotonic_time() {
         let t = worker(0, 10 * MS, &[(4 * MS, 8 * MS)]);
-        let v = chrome_trace(&[t], &["a".into()]);
+        let pid = t.pid;
+        let v = chrome::document(&chrome_trace(&[t], &["a".into()]));
         let text = serde_json::to_string(&v).unwrap();
         let back: serde_json::Value = serde_json::from_str(&text).unwrap();
         let ev = back["traceEvents"].as_array().unwrap();
@@ -161,6 +162,7 @@ mod tests {
         assert_eq!(runs.len(), 2);
         assert_eq!(runs[1]["ts"], 8000.0);
         assert_eq!(runs[1]["dur"], 2000.0);
+        assert!(runs.iter().all(|r| r["pid"] == pid && r["tid"] == pid));
         assert!(
             ev.iter()
                 .any(|e| e["ph"] == "M" && e["args"]["name"] == "a")

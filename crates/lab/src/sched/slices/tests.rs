@@ -24,6 +24,7 @@ fn raw(turn: f64, se_slice: Option<u64>, cut: &[usize]) -> Raw {
         .map(|&n| Round {
             n,
             workers: round_robin(n, &[turn], 1000.0, cut),
+            kernel: Default::default(),
             first_sched: PidSched {
                 slice_ns: se_slice,
                 load_weight: Some(1_048_576),

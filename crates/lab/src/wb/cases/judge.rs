@@ -1,8 +1,10 @@
 //! Judging `wb.cases`: each case's peak Dirty, device load and write-back
 //! episodes, and the claim that case 2 trades a lower peak for more episodes.
 
+use crate::wb::sawexp::flusher;
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
 use oslab_sys::parse::size::human_bytes;
+use oslab_trace::records::FlushReason;
 
 use super::{CASES, Case, Plan, Raw, SCALED_MEMORY};
 use crate::check::{Check, Condition, Rule};
@@ -123,6 +125,9 @@ pub fn judge(plan: &Plan, raw: &Raw, _env: &Environment) -> Output {
     for (c, f) in CASES.iter().zip(&figs) {
         out.findings.extend(case_findings(c, f));
     }
+    for (c, r) in CASES.iter().zip(&raw.cases) {
+        out.findings.extend(kernel_findings(c, r));
+    }
     out.findings.push(finding(
         "testbed_measured_mib_s",
         raw.testbed.measured_bytes_s / (1u64 << 20) as f64,
@@ -175,6 +180,39 @@ pub fn judge(plan: &Plan, raw: &Raw, _env: &Environment) -> Output {
     out
 }
 
+/// The flusher's own episodes of a case, by reason, and the kernel's estimate.
+fn kernel_findings(c: &Case, r: &SawRaw) -> Vec<Finding> {
+    let k = c.name.replace(' ', "");
+    let hard = r
+        .thresholds
+        .dirty_pages
+        .map_or(SCALED_MEMORY / 5, |p| p * r.page_bytes);
+    let mut out = Vec::new();
+    for reason in [FlushReason::Background, FlushReason::Periodic] {
+        if let Some(f) = flusher::kernel_flush(r, reason, hard) {
+            out.push(finding(
+                &format!("{k}.kernel.{}_episodes", reason.name()),
+                f.episodes as f64,
+                "count",
+                format!(
+                    "{} passes of the flusher in runs less than 100 ms apart, median {:.1} MiB each",
+                    reason.name(),
+                    f.episode_mib
+                ),
+            ));
+            if reason == FlushReason::Background {
+                out.push(finding(
+                    &format!("{k}.kernel.avg_write_bw_mib_s"),
+                    f.avg_write_bw_mib_s,
+                    "MiB/s",
+                    "the kernel's avg_write_bandwidth of the testbed when its background passes began",
+                ));
+            }
+        }
+    }
+    out
+}
+
 fn notes(plan: &Plan, raw: &Raw) -> Vec<String> {
     let mut notes = vec![format!(
         "writer {}/s for {} s per case on a testbed capped at {}/s (measured {:.1} MiB/s); limits scaled from the author's 8 GiB to {}",
@@ -195,6 +233,7 @@ fn notes(plan: &Plan, raw: &Raw) -> Vec<String> {
             limit(r.thresholds.background_pages),
             limit(r.thresholds.dirty_pages)
         ));
+        notes.push(format!("{}: {}", c.name, r.kernel.note()));
         for (name, set, now) in r.sysctls_changed() {
             notes.push(format!(
                 "{}: {name} was set to {set} but the kernel reported {now} at the end",

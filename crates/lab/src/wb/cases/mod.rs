@@ -15,12 +15,15 @@
 //! read back at the end of the writing. Judging derives the device's write rate
 //! between polls, the number of write-back episodes (the device going from idle,
 //! under 5 % of the cap, to writing), the best 1 s of writing and the longest
-//! stretch of continuous writing.
+//! stretch of continuous writing. Where kernel tracing is available the flusher's
+//! own passes (writeback_start/writeback_written) are kept too: per case how many
+//! background and periodic episodes it ran and what they wrote, and the kernel's
+//! bandwidth estimate of the testbed beside the throughput measured when it was built.
 //!
 //! Pitfalls: a throttled loop device shows no %util, because blk-throttle holds
-//! requests before they reach it, so the load is read as MiB/s written; the
-//! writeback tracepoints are not used, so an episode is seen at the device, not in
-//! the flusher; the testbed needs root, loop devices and the cgroup v1 blkio
+//! requests before they reach it, so the load is read as MiB/s written; an episode
+//! seen at the device and one of the flusher's need not match one to one (a
+//! periodic pass may find a background one in progress); the testbed needs root, loop devices and the cgroup v1 blkio
 //! throttle (otherwise the run is skipped with the reason).
 //!
 //! References: Documentation/admin-guide/sysctl/vm.rst,
@@ -37,10 +40,11 @@ use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
 use super::sawexp::SawRaw;
-use super::sawexp::measure::{DeviceProbe, run_with_knobs};
+use super::sawexp::measure::{DeviceProbe, flusher_view, run_with_knobs};
 use super::testbed::{Testbed, down_for_run, unavailable, up_for_run};
 use crate::experiment::{Context, LabError, Meta, Needs, Output};
 use crate::io::probe::disk_facts;
+use crate::kernel_trace::KernelTrace;
 use crate::settings::{AnySetting, Bytes, Declared, Seconds, Setting};
 use crate::shape::{Lab, Measured, Planner};
 
@@ -234,6 +238,7 @@ fn run_cases(plan: &Plan, ctx: &mut Context, tb: &Testbed) -> Result<Vec<SawRaw>
     for (i, c) in CASES.iter().enumerate() {
         ctx.progress.stage(c.name);
         let progress = ctx.progress;
+        let kernel = KernelTrace::writeback(ctx.machine);
         let mut raw = run_with_knobs(
             &c.knobs(),
             tb.mount.join(format!("case{}.dat", i + 1)),
@@ -243,6 +248,8 @@ fn run_cases(plan: &Plan, ctx: &mut Context, tb: &Testbed) -> Result<Vec<SawRaw>
             &|f| progress.fraction((i as f64 + f) / CASES.len() as f64),
         )?;
         raw.disk = disk_facts(&tb.mount);
+        raw.bdi = Some(tb.dev.clone());
+        raw.kernel = flusher_view(kernel.finish());
         out.push(raw);
     }
     Ok(out)

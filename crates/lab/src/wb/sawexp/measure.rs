@@ -14,9 +14,11 @@ use oslab_sys::sar::parse_diskstats;
 use super::{KernelPoll, SawRaw, Thresholds};
 use crate::experiment::{Context, LabError};
 use crate::io::probe::disk_facts;
+use crate::kernel_trace::KernelTrace;
 use crate::scratch::Scratch;
 use crate::wb::knobs::Knobs;
 use crate::wb::trace::{self, WriterSpec, WriterTrace};
+use oslab_trace::TraceOutcome;
 
 /// The dirty sysctls read back at the end of a run.
 pub const DIRTY_SYSCTLS: [&str; 6] = [
@@ -183,6 +185,8 @@ pub fn run_with_knobs(
         disk: None,
         polls,
         writer,
+        bdi: None,
+        kernel: Default::default(),
     })
 }
 
@@ -208,6 +212,7 @@ pub fn run_sawtooth(
         .as_ref()
         .map(|d| DeviceProbe::new(&d.device, bdi.as_deref()));
     let progress = ctx.progress;
+    let kernel = KernelTrace::writeback(ctx.machine);
     let mut raw = run_with_knobs(
         knobs,
         scratch.file("writer.dat"),
@@ -217,5 +222,17 @@ pub fn run_sawtooth(
         &|f| progress.fraction(f),
     )?;
     raw.disk = disk;
+    raw.bdi = bdi;
+    raw.kernel = flusher_view(kernel.finish());
     Ok(raw)
+}
+
+/// What a sawtooth keeps of the kernel's records: the flusher's passes, the
+/// estimates, the limits and the dirtiers; not every write of the steady writer.
+pub fn flusher_view(mut outcome: TraceOutcome) -> TraceOutcome {
+    if let TraceOutcome::Traced(c) = &mut outcome {
+        c.writes.clear();
+        c.offcpu.clear();
+    }
+    outcome
 }

@@ -42,6 +42,7 @@
 //! wb_check_old_data_flush), cachestat(2); material section 4, seed 001
 //! (../shared/spec/material.md) and ../shared/spec/writeback-kernel.md.
 
+pub mod flusher;
 mod judge;
 pub mod measure;
 #[cfg(test)]
@@ -135,6 +136,14 @@ pub struct SawRaw {
     pub disk: Option<DiskFacts>,
     pub polls: Vec<KernelPoll>,
     pub writer: WriterTrace,
+    /// "MAJ:MIN" of the disk whose bdi holds the test file (the kernel's name for
+    /// it in its records).
+    #[serde(default)]
+    pub bdi: Option<String>,
+    /// The kernel's account: the flusher's passes with their reason, pages and
+    /// the bandwidth estimates that sized them; the processes that dirtied pages.
+    #[serde(default)]
+    pub kernel: oslab_trace::TraceOutcome,
 }
 
 impl SawRaw {

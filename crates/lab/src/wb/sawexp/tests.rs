@@ -68,8 +68,11 @@ pub fn saw_raw(polls: Vec<(f64, f64, u64)>, other: u64) -> SawRaw {
             latency_ms: vec![0.05; polls.len()],
             bytes: 0,
             error: None,
+            tid: 0,
         },
         polls,
+        bdi: Some("254:0".into()),
+        kernel: Default::default(),
     }
 }
 

@@ -12,6 +12,7 @@ use super::{CHUNK, Cell, PERIOD_MS, POLICIES, Plan, Raw, Scenario};
 use crate::check::figure;
 use crate::experiment::{Output, finding, measurement};
 use crate::simrun::{LatencyStats, latency_stats};
+use crate::wb::stall_causes;
 
 /// The cells of a run, looked up by policy, scenario and run.
 pub struct Matrix<'a> {
@@ -207,6 +208,7 @@ fn cell_figures(
             ),
         ));
     }
+    kernel_figures(m, p, s, &key, out);
     if let Some(note) = governor_note(m, p, s) {
         out.notes.push(note);
     }
@@ -273,6 +275,44 @@ pub fn memory_note(backed_memory: bool, raw: &Raw, env: &Environment) -> String 
     }
 }
 
+/// Where the first writer's time in write() went, by the kernel's account, all
+/// runs of the cell pooled: the share of each cause in its writes over 20 ms,
+/// and how long the kernel paused it at most.
+fn kernel_figures(m: &Matrix, p: Policy, s: Scenario, key: &str, out: &mut Output) {
+    let cells: Vec<&Cell> = m
+        .of(p, s)
+        .filter(|c| c.kernel.captured().is_some())
+        .collect();
+    if cells.is_empty() {
+        return;
+    }
+    let calls: Vec<&oslab_trace::records::WriteCall> = cells
+        .iter()
+        .flat_map(|c| stall_causes::calls_of(&c.kernel, &[c.first().tid]))
+        .collect();
+    out.findings
+        .extend(stall_causes::findings(&format!("kernel.{key}"), &calls));
+    let longest = cells
+        .iter()
+        .filter_map(|c| {
+            let k = c.kernel.captured()?;
+            k.pauses
+                .iter()
+                .filter(|x| x.pid == c.first().tid && x.pause_jiffies > 0)
+                .map(|x| oslab_trace::analysis::jiffies_ns(x.pause_jiffies, k.hz) as f64 / 1e6)
+                .reduce(f64::max)
+        })
+        .reduce(f64::max);
+    if let Some(ms) = longest {
+        out.findings.push(finding(
+            &format!("kernel.{key}.max_pause_ms"),
+            ms,
+            "ms",
+            "the longest balance_dirty_pages pause of the first writer",
+        ));
+    }
+}
+
 pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let m = Matrix::new(&raw.cells);
     let (scenarios, policies) = m.present();
@@ -298,6 +338,9 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         0 => "the coordinator ran as an ordinary (not real-time) thread".to_string(),
         f => format!("the coordinator ran SCHED_FIFO {f}"),
     });
+    if let Some(c) = raw.cells.first() {
+        out.notes.push(c.kernel.note());
+    }
     out.notes.extend(
         raw.teardown_errors
             .iter()

@@ -256,6 +256,10 @@ pub struct Cell {
     /// Empty under vanilla (no governor).
     pub groups: Vec<GroupPoll>,
     pub governor: Option<GovernorRaw>,
+    /// The kernel's account of the cell: the first writer's write() calls split
+    /// by cause, every writer's throttling decisions, the bandwidth estimates.
+    #[serde(default)]
+    pub kernel: oslab_trace::TraceOutcome,
 }
 
 impl Cell {
@@ -265,6 +269,7 @@ impl Cell {
             latency_ms: Vec::new(),
             bytes: 0,
             error: None,
+            tid: 0,
         };
         self.writers.first().map_or(&NONE, |w| &w.trace)
     }

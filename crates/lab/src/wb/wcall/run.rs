@@ -14,11 +14,13 @@ use super::{
     Cell, GovernorRaw, GroupCount, GroupPoll, META, PERIOD_MS, Plan, Raw, Scenario, WriterRaw,
 };
 use crate::experiment::{Context, LabError};
+use crate::kernel_trace::KernelTrace;
 use crate::shape::Measured;
 use crate::wb::knobs::Knobs;
 use crate::wb::testbed::{Testbed, down_for_run, unavailable, up_for_run};
 use crate::wb::throttle::{BACKGROUND, HARD};
 use crate::wb::trace::{self, WriterTrace};
+use oslab_trace::TraceOutcome;
 
 /// One writer process to start.
 #[derive(Debug, Clone)]
@@ -103,6 +105,7 @@ fn spawn_writer(
 /// What every cell of one run shares.
 struct Env<'a> {
     tb: &'a Testbed,
+    machine: &'a oslab_sys::machine::MachineInfo,
     exe: PathBuf,
     lib: PathBuf,
     scratch: PathBuf,
@@ -241,6 +244,7 @@ fn run_cell(
         // touched, then freed: back on the free lists, and backed by the host
         drop(oslab_sys::memprobe::Buffer::new(WARM_BYTES, false));
     }
+    let kernel = KernelTrace::writeback(e.machine);
     let start_at = oslab_sys::clock::monotonic_ns() + 300_000_000;
     let mut children = Vec::new();
     let mut files = Vec::new();
@@ -260,6 +264,8 @@ fn run_cell(
     let (polls, groups) = poll_until_done(e, governor.as_ref(), &mut children, &files, start_at);
     let governor = governor.map(|g| governor_raw(&g.finish()));
     let writers = collect_traces(children)?;
+    let first = writers.first().map_or(0, |w| w.trace.tid);
+    let kernel = keep_first_writers_calls(kernel.finish(), first);
     trace::settle();
     for f in &files {
         let _ = std::fs::remove_file(f);
@@ -272,7 +278,20 @@ fn run_cell(
         polls,
         groups,
         governor,
+        kernel,
     })
+}
+
+/// The kernel's records a cell keeps: the first writer's calls and blocked
+/// stretches (the others' would only weigh the raw data), everyone's throttling
+/// decisions, the bandwidth estimates and the flusher's passes.
+fn keep_first_writers_calls(mut outcome: TraceOutcome, tid: u32) -> TraceOutcome {
+    if let TraceOutcome::Traced(c) = &mut outcome {
+        c.writes.retain(|w| w.pid == tid);
+        c.offcpu.retain(|o| o.pid == tid);
+        c.dirtiers.clear();
+    }
+    outcome
 }
 
 /// Every cell of the plan, run by run, on the testbed `tb`.
@@ -292,6 +311,7 @@ fn run_matrix(
     let fifo = plan.coordinator_fifo as i32;
     let env = Env {
         tb,
+        machine: ctx.machine,
         exe,
         lib,
         scratch: scratch.dir().to_path_buf(),

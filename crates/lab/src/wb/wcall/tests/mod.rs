@@ -55,6 +55,7 @@ fn trace(lat: Vec<f64>, span_s: f64) -> WriterTrace {
         bytes: lat.len() as u64 * CHUNK,
         latency_ms: lat,
         error: None,
+        tid: 0,
     }
 }
 
@@ -108,6 +109,7 @@ fn cell(p: Policy, s: Scenario, first: Vec<f64>, competitor_writes: usize, peak_
         }],
         groups: vec![],
         governor,
+        kernel: Default::default(),
     }
 }
 
