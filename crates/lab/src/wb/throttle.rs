@@ -478,6 +478,7 @@ mod tests {
                 latency_ms,
                 error: None,
                 tid: 0,
+                tgid: 0,
             }],
             polls: vec![Poll {
                 t_s: 1.0,

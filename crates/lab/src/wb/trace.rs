@@ -43,6 +43,9 @@ pub struct WriterTrace {
     /// The writer's thread id, to find its calls in the kernel's trace.
     #[serde(default)]
     pub tid: u32,
+    /// Its process id (oslab's, or a writer process's).
+    #[serde(default)]
+    pub tgid: u32,
 }
 
 /// One poll.
@@ -61,6 +64,7 @@ pub struct Poll {
 pub fn run_writer(spec: WriterSpec, start: u64, stop: Arc<AtomicBool>) -> WriterTrace {
     let mut tr = WriterTrace {
         tid: oslab_sys::process::raw_gettid() as u32,
+        tgid: std::process::id(),
         ..WriterTrace::default()
     };
     if let Some(n) = spec.nice

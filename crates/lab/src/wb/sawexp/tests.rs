@@ -69,6 +69,7 @@ pub fn saw_raw(polls: Vec<(f64, f64, u64)>, other: u64) -> SawRaw {
             bytes: 0,
             error: None,
             tid: 0,
+            tgid: 0,
         },
         polls,
         bdi: Some("254:0".into()),

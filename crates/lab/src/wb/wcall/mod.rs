@@ -270,6 +270,7 @@ impl Cell {
             bytes: 0,
             error: None,
             tid: 0,
+            tgid: 0,
         };
         self.writers.first().map_or(&NONE, |w| &w.trace)
     }

@@ -56,6 +56,7 @@ fn trace(lat: Vec<f64>, span_s: f64) -> WriterTrace {
         latency_ms: lat,
         error: None,
         tid: 0,
+        tgid: 0,
     }
 }
 
