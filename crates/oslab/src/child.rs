@@ -12,10 +12,20 @@ use crate::failure::Failure;
 
 /// Runs `cmd` to its end; its exit code, or 128 + the signal that ended it.
 pub fn run_forwarding(cmd: &mut Command, program: &str) -> Result<i32, Failure> {
+    run_forwarding_with(cmd, program, |_| {})
+}
+
+/// [`run_forwarding`], calling `started` with the command's pid once it runs.
+pub fn run_forwarding_with(
+    cmd: &mut Command,
+    program: &str,
+    started: impl FnOnce(u32),
+) -> Result<i32, Failure> {
     cmd.process_group(0);
     let mut child = child_of_oslab(cmd, OnParentDeath::Terminate)
         .spawn()
         .map_err(|e| Failure::runtime(format!("cannot run '{program}': {e}")))?;
+    started(child.id());
     crate::guard::forward_signals_to(child.id());
     let status = child.wait();
     crate::guard::stop_forwarding();

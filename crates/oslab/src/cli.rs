@@ -524,18 +524,31 @@ pub struct WcallBenchArgs {
     pub per_batch: u64,
 }
 
+/// How a governor is set up. Each is optional so that `wcall run` can tell an
+/// option given for a governor it joins (which it refuses) from the defaults.
 #[derive(Debug, Args)]
 pub struct WcallPolicyArgs {
     /// Allocation policy: wcall (the paper's Algorithm 1) or wcall-fair (shares of
-    /// the free-run ceiling, over-share groups pushed to the device)
-    #[arg(long, value_name = "POLICY", default_value = "wcall-fair")]
-    pub policy: String,
-    /// How long a held writer waits before it looks again under wcall (the paper's HZ/10)
-    #[arg(long, value_name = "MS", default_value_t = 100.0, allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
-    pub block_ms: f64,
-    /// Milliseconds between the coordinator's passes
-    #[arg(long, value_name = "MS", default_value_t = 10.0, allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
-    pub interval_ms: f64,
+    /// the free-run ceiling, groups nearing their share pushed to the device)
+    /// [default: wcall-fair]
+    #[arg(long, value_name = "POLICY")]
+    pub policy: Option<String>,
+    /// How long a held writer waits before it looks again under wcall (the paper's
+    /// HZ/10) [default: 100]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
+    pub block_ms: Option<f64>,
+    /// Milliseconds between the coordinator's passes [default: 10]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
+    pub interval_ms: Option<f64>,
+    /// wcall-fair: room kept free under the free-run ceiling for rt-high writers,
+    /// e.g. 8MiB [default: an eighth of the free-run ceiling]
+    #[arg(long, value_name = "SIZE")]
+    pub headroom: Option<String>,
+    /// Drop governed files' pages from the page cache once written back, so new
+    /// writes reuse memory the machine already backs: on, off, or auto (on where the
+    /// machine hands free memory back to its hypervisor) [default: auto]
+    #[arg(long, value_name = "on|off|auto")]
+    pub recycle: Option<String>,
     /// Do not place governed processes in per-group memory cgroups (as root they are,
     /// where a memory controller is available, to show the kernel's own dirty counts)
     #[arg(long)]
@@ -547,15 +560,43 @@ pub struct WcallPolicyArgs {
     pub memory_high: Vec<String>,
 }
 
+impl WcallPolicyArgs {
+    /// The options given, by name (`--policy`, ...): what a joined governor
+    /// cannot take.
+    pub fn given(&self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        for (set, name) in [
+            (self.policy.is_some(), "--policy"),
+            (self.block_ms.is_some(), "--block-ms"),
+            (self.interval_ms.is_some(), "--interval-ms"),
+            (self.headroom.is_some(), "--headroom"),
+            (self.recycle.is_some(), "--recycle"),
+            (self.no_cgroups, "--no-cgroups"),
+            (!self.memory_high.is_empty(), "--memory-high"),
+        ] {
+            if set {
+                v.push(name);
+            }
+        }
+        v
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct WcallRunArgs {
-    /// The group of CMD's processes: rt-high, rt-low, normal, or auto (from each
-    /// process's scheduling class: real-time priority above 50, 1-50, not real-time)
+    /// The group of CMD's processes: rt-high (high), rt-low (low), normal (non-rt),
+    /// or auto (from each process's scheduling class: real-time priority above 50,
+    /// 1-50, not real-time)
     #[arg(long, value_name = "GROUP", default_value = "auto")]
     pub group: String,
-    /// Join the running daemon of this name instead of starting a governor
-    #[arg(long, value_name = "NAME")]
+    /// Join the running governor of this name (default: the one governor daemon
+    /// running, if there is exactly one)
+    #[arg(long, value_name = "NAME", conflicts_with = "private")]
     pub name: Option<String>,
+    /// Start a governor of its own for CMD even if a daemon runs (it sees only
+    /// CMD's writers)
+    #[arg(long)]
+    pub private: bool,
     #[command(flatten)]
     pub policy: WcallPolicyArgs,
     /// The program and its arguments

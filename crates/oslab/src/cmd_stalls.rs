@@ -110,6 +110,7 @@ pub fn run(a: StallsArgs) -> CmdResult {
         all_writes: false,
         write_threshold: Duration::from_nanos(a.threshold),
         stack_threshold: Duration::from_nanos((a.threshold / 10).max(1_000_000)),
+        per_file: false,
     };
     let mut tracer = Tracer::writeback(&opts).map_err(|e| Failure::runtime(e.to_string()))?;
     let mut json = a

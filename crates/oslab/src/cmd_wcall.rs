@@ -33,33 +33,52 @@ pub fn run(c: WcallCommand) -> CmdResult {
 }
 
 fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
-    let policy = match Policy::parse(&p.policy) {
+    let name = p.policy.as_deref().unwrap_or("wcall-fair");
+    let policy = match Policy::parse(name) {
         Some(Policy::Vanilla) | None => {
             return Err(Failure::usage(format!(
-                "unknown policy '{}': use wcall or wcall-fair",
-                p.policy
+                "unknown policy '{name}': use wcall or wcall-fair"
             )));
         }
         Some(x) => x,
     };
-    let ms = |name: &str, v: f64, lo: f64| {
-        if v.is_finite() && v >= lo && v <= 10_000.0 {
-            Ok(Duration::from_secs_f64(v / 1000.0))
-        } else {
-            Err(Failure::usage(format!(
-                "--{name} {v} is out of range ({lo} to 10000 ms)"
-            )))
+    let headroom = match &p.headroom {
+        None => None,
+        Some(h) => Some(parse_human_size(h).map_err(|e| {
+            Failure::usage(format!("--headroom {h}: {e} (give a size such as 8MiB)"))
+        })?),
+    };
+    let recycle = match p.recycle.as_deref().unwrap_or("auto") {
+        "on" => true,
+        "off" => false,
+        "auto" => service::page_reporting(),
+        other => {
+            return Err(Failure::usage(format!(
+                "--recycle {other}: use on, off or auto"
+            )));
         }
     };
+    let is_root = oslab_sys::process::is_root();
     Ok(Options {
         policy,
-        block_ns: ms("block-ms", p.block_ms, 1.0)?.as_nanos() as u64,
-        interval: ms("interval-ms", p.interval_ms, 1.0)?,
-        fifo_priority: oslab_sys::process::is_root()
-            .then_some(oslab_wcall::service::COORDINATOR_FIFO),
+        block_ns: (p.block_ms.unwrap_or(100.0) * 1e6) as u64,
+        interval: Duration::from_secs_f64(p.interval_ms.unwrap_or(10.0) / 1000.0),
+        fifo_priority: is_root.then_some(oslab_wcall::service::COORDINATOR_FIFO),
         cgroups: !p.no_cgroups,
         cgroup_limits: cgroup_limits(&p.memory_high)?,
+        tuning: oslab_wcall::coordinator::Tuning { headroom, recycle },
+        kernel_monitor: true,
     })
+}
+
+/// What a governor does beside its policy, in one line for the user.
+fn described(g: &Governor, o: &Options) -> String {
+    let recycle = if o.tuning.recycle {
+        "written-back pages of governed files are dropped every 100 ms (--recycle off to keep them)"
+    } else {
+        "written-back pages stay in the page cache"
+    };
+    format!("{}; {}; {recycle}", g.monitor(), g.cgroups().describe())
 }
 
 /// The policy's io weights and the `--memory-high GROUP=SIZE` values.
@@ -93,39 +112,80 @@ fn start(name: &str, o: Options) -> Result<Governor, Failure> {
     Ok(g)
 }
 
-fn run_governed(a: WcallRunArgs) -> CmdResult {
-    if group_number(&a.group).is_none() {
+/// The governor `wcall run` uses: the one named, the one daemon running, or one
+/// of its own (with a word on what that means).
+fn choose_governor(a: &WcallRunArgs) -> Result<Option<service::Found>, Failure> {
+    if a.private {
+        return Ok(None);
+    }
+    let daemons: Vec<service::Found> = service::discover()
+        .into_iter()
+        .filter(|f| !f.name.starts_with("run-"))
+        .collect();
+    let chosen = match &a.name {
+        Some(name) => daemons.into_iter().find(|f| &f.name == name).ok_or_else(|| {
+            Failure::runtime(format!(
+                "no governor named '{name}' is running (start one with `oslab wcall daemon --name {name}`)"
+            ))
+        })?,
+        None => match daemons.len() {
+            0 => {
+                eprintln!(
+                    "oslab wcall: no governor daemon runs, so this command gets a governor of its own, which sees only its own writers; to govern several programs together start `oslab wcall daemon` first and run each with `oslab wcall run`"
+                );
+                return Ok(None);
+            }
+            1 => daemons.into_iter().next().expect("one"),
+            _ => {
+                let names: Vec<&str> = daemons.iter().map(|f| f.name.as_str()).collect();
+                return Err(Failure::usage(format!(
+                    "several governors run ({}): name one with --name, or use --private",
+                    names.join(", ")
+                )));
+            }
+        },
+    };
+    let given = a.policy.given();
+    if !given.is_empty() {
         return Err(Failure::usage(format!(
-            "unknown group '{}': use rt-high, rt-low, normal or auto",
-            a.group
+            "{} cannot apply: governor '{}' is already running with its own settings; drop {} or use --private",
+            given.join(", "),
+            chosen.name,
+            if given.len() == 1 { "it" } else { "them" }
         )));
     }
-    let opts = options(&a.policy)?;
+    eprintln!(
+        "oslab wcall: joining governor '{}' (pid {})",
+        chosen.name, chosen.pid
+    );
+    Ok(Some(chosen))
+}
+
+fn run_governed(a: WcallRunArgs) -> CmdResult {
+    let Some(group) = group_number(&a.group) else {
+        return Err(Failure::usage(format!(
+            "unknown group '{}': use rt-high (high), rt-low (low), normal (non-rt) or auto",
+            a.group
+        )));
+    };
     let lib = launch::preload_path().map_err(Failure::runtime)?;
     let program = &a.command[0];
     let Some(path) = launch::resolve(program) else {
         return Err(Failure::usage(format!("no program '{program}' found")));
     };
-    if launch::is_static(&path) == Some(true) {
+    let is_static = launch::is_static(&path) == Some(true);
+    if is_static {
         eprintln!(
-            "oslab wcall: {} is statically linked: the interposer cannot reach it, so it runs ungoverned",
+            "oslab wcall: {} is statically linked: the interposer cannot reach it, so its writes cannot be held; it is registered with the governor, which pushes the files it dirties where the kernel's records show them",
             path.display()
         );
     }
-    let (own, table) = match &a.name {
-        Some(name) => {
-            let found = service::discover()
-                .into_iter()
-                .find(|f| &f.name == name)
-                .ok_or_else(|| {
-                    Failure::runtime(format!(
-                        "no governor named '{name}' is running (start one with `oslab wcall daemon --name {name}`)"
-                    ))
-                })?;
-            (None, found.path)
-        }
+    let (own, table) = match choose_governor(&a)? {
+        Some(found) => (None, found.path),
         None => {
+            let opts = options(&a.policy)?;
             let g = start(&format!("run-{}", std::process::id()), opts)?;
+            eprintln!("oslab wcall: {}", described(&g, &opts));
             let p = g.path().to_path_buf();
             (Some(g), p)
         }
@@ -135,7 +195,24 @@ fn run_governed(a: WcallRunArgs) -> CmdResult {
     for (k, v) in launch::env(&lib, &table, &a.group) {
         cmd.env(k, v);
     }
-    let code = crate::child::run_forwarding(&mut cmd, program)?;
+    // a static program registers through us: the coordinator checks that it is
+    // our child and that we map the table
+    let launcher_view = if is_static {
+        Mapped::open(&table).ok()
+    } else {
+        None
+    };
+    let code = crate::child::run_forwarding_with(&mut cmd, program, |pid| {
+        if let Some(m) = &launcher_view {
+            let g = if group == oslab_wcall::shm::AUTO {
+                oslab_wcall::shm::NORMAL
+            } else {
+                group
+            };
+            let _ = m.table().register_launched(pid, g, std::process::id());
+        }
+    })?;
+    drop(launcher_view);
     if let Some(g) = own {
         let cgroups = g.cgroups().describe();
         let s = g.finish();
@@ -158,13 +235,13 @@ fn daemon(a: WcallDaemonArgs) -> CmdResult {
     }
     let g = start(&a.name, opts)?;
     eprintln!(
-        "oslab wcall: governor '{}' ({}) running as pid {}; govern programs with `oslab wcall run --name {} -- CMD`; Ctrl-C stops it; {}",
+        "oslab wcall: governor '{}' ({}) running as pid {}; govern programs with `oslab wcall run -- CMD` (or --name {} when several run); Ctrl-C stops it",
         a.name,
         opts.policy.name(),
         std::process::id(),
-        a.name,
-        g.cgroups().describe()
+        a.name
     );
+    eprintln!("oslab wcall: {}", described(&g, &opts));
     let end = a
         .duration
         .map(|d| oslab_sys::clock::monotonic_ns() + (d.max(0.0) * 1e9) as u64);

@@ -167,7 +167,7 @@ fn a_killed_oslab_leaves_nothing_running_and_restore_leaves_nothing_changed() {
         case("tweak vm.dirty_expire_centisecs=2999 --for 60", &[0.5]),
         case("testbed up --bandwidth 20MiB/s", &[0.2, 1.0]),
         case(
-            "wcall run --no-cgroups -- dd if=/dev/zero of=/dev/null bs=1M count=100000000",
+            "wcall run --private --no-cgroups -- dd if=/dev/zero of=/dev/null bs=1M count=100000000",
             &[0.5],
         ),
     ];

@@ -7,9 +7,9 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use common::{oslab_journaled as oslab, succeed};
+use common::{Testbed, oslab_journaled as oslab, succeed};
 use std::process::Command;
 
 use serde_json::Value;
@@ -48,46 +48,6 @@ fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
     lines.iter().filter(|l| l["type"] == t).collect()
 }
 
-/// A testbed that goes down when dropped.
-struct Testbed {
-    journal: PathBuf,
-    mount: PathBuf,
-}
-
-impl Testbed {
-    fn up(journal: &Path, scratch: &Path) -> Testbed {
-        let out = oslab(journal)
-            .args([
-                "testbed",
-                "up",
-                "--bandwidth",
-                "20MiB/s",
-                "--size",
-                "1GiB",
-                "--scratch",
-            ])
-            .arg(scratch)
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let mount = text
-            .split("mounted on ")
-            .nth(1)
-            .and_then(|s| s.split_whitespace().next())
-            .expect("the testbed names its mount point");
-        Testbed {
-            journal: journal.to_path_buf(),
-            mount: PathBuf::from(mount),
-        }
-    }
-}
-
-impl Drop for Testbed {
-    fn drop(&mut self) {
-        let _ = oslab(&self.journal).args(["testbed", "down"]).output();
-    }
-}
-
 #[test]
 fn a_throttled_probe_writers_stalls_are_put_down_to_dirty_throttling() {
     let _s = serial();
@@ -102,7 +62,7 @@ fn a_throttled_probe_writers_stalls_are_put_down_to_dirty_throttling() {
         common::compile_c("paced_writer.c", &probe, &[]),
         "cc builds the probe"
     );
-    let bed = Testbed::up(&journal, dir.path());
+    let bed = Testbed::up(&journal, dir.path(), "20MiB/s");
     let m = bed.mount.display();
     let pids = dir.path().join("bulk.pids");
     // Two bulk writers fill the dirty allowance; the probe writes 512 KiB every

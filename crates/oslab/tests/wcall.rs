@@ -43,7 +43,7 @@ fn expected(count: usize) -> Vec<u8> {
 /// Runs the test program under `oslab wcall run OPTS -- EXE FILE ARGS`.
 fn governed(opts: &[&str], exe: &Path, file: &Path, args: &[&str]) -> Output {
     oslab()
-        .args(["wcall", "run"])
+        .args(["wcall", "run", "--private"])
         .args(opts)
         .arg("--")
         .arg(exe)
@@ -67,7 +67,16 @@ fn dd_under_the_governor_keeps_every_byte() {
     std::fs::write(&input, &data).unwrap();
     let out_path = dir.path().join("out");
     let o = oslab()
-        .args(["wcall", "run", "--group", "normal", "--", "dd", "bs=64K"])
+        .args([
+            "wcall",
+            "run",
+            "--private",
+            "--group",
+            "normal",
+            "--",
+            "dd",
+            "bs=64K",
+        ])
         .arg(format!("if={}", input.display()))
         .arg(format!("of={}", out_path.display()))
         .output()
@@ -122,7 +131,7 @@ fn auto_groups_follow_the_scheduling_class() {
     );
     if common::is_root() {
         let o = oslab()
-            .args(["wcall", "run", "--", "chrt", "-f", "55"])
+            .args(["wcall", "run", "--private", "--", "chrt", "-f", "55"])
             .arg(&exe)
             .arg(&out_path)
             .args(["8", "0", "mixed"])
@@ -200,8 +209,17 @@ fn wait_for_governor(name: &str) -> serde_json::Value {
     panic!("governor {name} did not show up");
 }
 
+/// Tests that start daemons, one at a time: `wcall run` without `--name` joins
+/// the one daemon running, so two at once would change what it joins.
+static DAEMONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn daemons() -> std::sync::MutexGuard<'static, ()> {
+    DAEMONS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 #[test]
 fn writers_carry_on_when_the_coordinator_is_killed() {
+    let _d = daemons();
     let dir = workdir();
     let exe = writer_program(dir.path());
     let name = format!("kill-{}", std::process::id());
@@ -252,18 +270,26 @@ fn stdout_of(o: &Output) -> String {
 #[test]
 fn bad_input_and_attach_get_one_sentence() {
     let o = oslab()
-        .args(["wcall", "run", "--group", "vip", "--", "true"])
+        .args(["wcall", "run", "--private", "--group", "vip", "--", "true"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("unknown group 'vip'"));
     let o = oslab()
-        .args(["wcall", "run", "--policy", "vanilla", "--", "true"])
+        .args([
+            "wcall",
+            "run",
+            "--private",
+            "--policy",
+            "vanilla",
+            "--",
+            "true",
+        ])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let o = oslab()
-        .args(["wcall", "run", "--", "no-such-program-xyz"])
+        .args(["wcall", "run", "--private", "--", "no-such-program-xyz"])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
@@ -276,7 +302,15 @@ fn bad_input_and_attach_get_one_sentence() {
     assert!(stderr(&o).contains("no governor named 'nobody-runs-this'"));
     for bad in ["vip=1GiB", "normal", "normal=lots", "rt-high=10"] {
         let o = oslab()
-            .args(["wcall", "run", "--memory-high", bad, "--", "true"])
+            .args([
+                "wcall",
+                "run",
+                "--private",
+                "--memory-high",
+                bad,
+                "--",
+                "true",
+            ])
             .output()
             .unwrap();
         assert_eq!(o.status.code(), Some(2), "{bad}");
@@ -319,7 +353,15 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
     );
     let out = oslab()
         .args([
-            "wcall", "run", "--group", "rt-low", "--", "sh", "-c", &script,
+            "wcall",
+            "run",
+            "--private",
+            "--group",
+            "rt-low",
+            "--",
+            "sh",
+            "-c",
+            &script,
         ])
         .output()
         .unwrap();
@@ -359,7 +401,15 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
 
     // a memory cap is a v2 control: set there, said to be impossible on v1
     let out = oslab()
-        .args(["wcall", "run", "--memory-high", "normal=1GiB", "--", "true"])
+        .args([
+            "wcall",
+            "run",
+            "--private",
+            "--memory-high",
+            "normal=1GiB",
+            "--",
+            "true",
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
@@ -370,12 +420,74 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
     assert!(stderr(&out).contains(expected), "{}", stderr(&out));
 
     let out = oslab()
-        .args(["wcall", "run", "--no-cgroups", "--", "sh", "-c", &script])
+        .args([
+            "wcall",
+            "run",
+            "--private",
+            "--no-cgroups",
+            "--",
+            "sh",
+            "-c",
+            &script,
+        ])
         .output()
         .unwrap();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     assert!(!text.contains("/oslab-wcall-"), "{text}");
     assert!(stderr(&out).contains("not used (--no-cgroups)"));
+}
+
+/// `wcall run` joins the one daemon running (and says so), refuses options that
+/// would configure it, accepts obvious group aliases, and without a daemon warns
+/// that its own governor sees only its own writers.
+#[test]
+fn a_command_joins_the_daemon_and_cannot_reconfigure_it() {
+    let _d = daemons();
+    let name = format!("join-{}", std::process::id());
+    let mut daemon = oslab()
+        .args(["wcall", "daemon", "--every", "0", "--name", &name])
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_governor(&name);
+    let o = oslab()
+        .args(["wcall", "run", "--group", "high", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("joining governor '{name}'")),
+        "{}",
+        stderr(&o)
+    );
+    for flags in [
+        vec!["--policy", "wcall"],
+        vec!["--name", name.as_str(), "--headroom", "8MiB"],
+    ] {
+        let o = oslab()
+            .args(["wcall", "run"])
+            .args(&flags)
+            .args(["--", "true"])
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{flags:?}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert_eq!(e.trim().lines().count(), 1, "one sentence: {e}");
+        assert!(e.contains("cannot apply") && e.contains(&name), "{e}");
+    }
+    daemon.kill().unwrap();
+    daemon.wait().unwrap();
+    let _ = oslab().arg("restore").output();
+    let o = oslab()
+        .args(["wcall", "run", "--no-cgroups", "--", "true"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("sees only its own writers"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 /// Regression: `status` listed one governor once per process holding its table
@@ -386,6 +498,7 @@ fn status_lists_a_governor_once_however_many_processes_it_governs() {
         .args([
             "wcall",
             "run",
+            "--private",
             "--no-cgroups",
             "--",
             "sh",

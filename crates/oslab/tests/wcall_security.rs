@@ -93,7 +93,15 @@ fn a_governed_program_cannot_resize_the_table_and_the_coordinator_goes_on() {
     let heartbeat = std::mem::offset_of!(oslab_wcall::shm::Header, heartbeat_ns);
     // without cgroups: an oslab killed by SIGBUS (as before the seals) leaves none
     let o = oslab()
-        .args(["wcall", "run", "--no-cgroups", "--group", "normal", "--"])
+        .args([
+            "wcall",
+            "run",
+            "--private",
+            "--no-cgroups",
+            "--group",
+            "normal",
+            "--",
+        ])
         .arg(&exe)
         .arg(heartbeat.to_string())
         .output()
@@ -202,7 +210,7 @@ fn reused_descriptor_numbers_are_classified_afresh() {
     let dir = workdir();
     let exe = compile(dir.path(), "fdreuse", FD_REUSE_C);
     let o = oslab()
-        .args(["wcall", "run", "--group", "normal", "--"])
+        .args(["wcall", "run", "--private", "--group", "normal", "--"])
         .arg(&exe)
         .arg(dir.path())
         .output()

@@ -55,7 +55,16 @@ fn wcall_run(script: &str, journal: &Path) -> Child {
     common::oslab()
         .env("OSLAB_WCALL_LIB", common::preload_lib())
         .env("OSLAB_JOURNAL_DIR", journal)
-        .args(["wcall", "run", "--no-cgroups", "--", "sh", "-c", script])
+        .args([
+            "wcall",
+            "run",
+            "--private",
+            "--no-cgroups",
+            "--",
+            "sh",
+            "-c",
+            script,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

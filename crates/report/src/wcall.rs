@@ -2,7 +2,7 @@
 //! --every S` prints, and what a governor did when it ends.
 
 use oslab_sys::parse::size::human_bytes;
-use oslab_wcall::view::Snapshot;
+use oslab_wcall::view::{ProcView, Snapshot};
 
 use crate::table::simple;
 
@@ -88,6 +88,65 @@ pub fn status(governors: &[Running]) -> String {
             &[1, 2, 3, 4, 5, 7, 8, 9],
         );
         out.push('\n');
+        out += &format!(
+            "  {}; headroom {}, ungoverned dirty {}; coordinator CPU {:.2} %{}\n",
+            match s.monitor.as_str() {
+                "kernel" =>
+                    "monitor: the kernel's records (every file governed processes dirty) and cachestat()",
+                _ =>
+                    "monitor: cachestat() of files governed write() calls reach (no kernel tracing)",
+            },
+            human_bytes(s.headroom_bytes),
+            human_bytes(s.ungoverned_bytes),
+            s.cpu_percent,
+            if s.kernel_lost > 0 {
+                format!("; {} kernel records lost", s.kernel_lost)
+            } else {
+                String::new()
+            }
+        );
+        out += &processes(&s.processes);
+        out.push('\n');
+    }
+    out
+}
+
+/// One line per governed process: what it is, and what the governor can do about
+/// its writes ("not holdable, pushed" for those it cannot hold).
+pub fn processes(ps: &[ProcView]) -> String {
+    let mut out = String::new();
+    for p in ps {
+        let exe = p.exe.as_deref().unwrap_or("?");
+        let mut what = Vec::new();
+        if let Some(d) = p.kernel_dirtied_bytes {
+            what.push(format!("{} dirtied", human_bytes(d)));
+        }
+        what.push(format!("{} writes ({})", p.writes, human_bytes(p.bytes)));
+        if p.delayed_writes > 0 {
+            what.push(format!(
+                "{} delayed, held {:.0} ms",
+                p.delayed_writes, p.held_ms
+            ));
+        }
+        if !p.holdable {
+            what.push("not holdable (static)".into());
+        } else if p.unheld_files > 0 {
+            what.push(format!(
+                "{} file{} dirtied outside write() (shared mapping or stdio): not holdable",
+                p.unheld_files,
+                if p.unheld_files == 1 { "" } else { "s" }
+            ));
+        }
+        if p.pushes > 0 {
+            what.push(format!("pushed {} x", p.pushes));
+        }
+        out += &format!(
+            "  pid {} {} [{}]: {}\n",
+            p.pid,
+            exe,
+            p.group,
+            what.join(", ")
+        );
     }
     out
 }
@@ -213,7 +272,37 @@ mod tests {
         );
         assert!(lines.next().unwrap().trim_start().starts_with("group"));
         assert!(text.contains("400 / max"), "{text}");
+        assert!(text.contains("coordinator CPU"), "{text}");
         assert!(text.ends_with('\n'));
+    }
+
+    #[test]
+    fn processes_the_governor_cannot_hold_are_named_so() {
+        let ps = [
+            ProcView {
+                pid: 123,
+                group: "normal".into(),
+                exe: Some("/usr/bin/x".into()),
+                holdable: false,
+                kernel_dirtied_bytes: Some(300 << 20),
+                pushes: 12,
+                ..ProcView::default()
+            },
+            ProcView {
+                pid: 124,
+                group: "rt-low".into(),
+                exe: Some("/usr/bin/y".into()),
+                holdable: true,
+                unheld_files: 1,
+                ..ProcView::default()
+            },
+        ];
+        let text = processes(&ps);
+        assert!(
+            text.contains("pid 123 /usr/bin/x [normal]: 300 MiB dirtied, 0 writes (0 B), not holdable (static), pushed 12 x"),
+            "{text}"
+        );
+        assert!(text.contains("1 file dirtied outside write()"), "{text}");
     }
 
     #[test]

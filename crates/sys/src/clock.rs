@@ -29,6 +29,11 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// CPU time the calling thread has used, in ns.
+pub fn thread_cpu_ns() -> u64 {
+    clock_ns(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
 /// The resolution the kernel claims for CLOCK_MONOTONIC_RAW, in ns.
 pub fn resolution_ns() -> u64 {
     let mut ts = libc::timespec {

@@ -3,7 +3,8 @@
 //! (counted by the caller), never trusted.
 
 use crate::records::{
-    Bandwidth, Event, FlushPass, FlushReason, Limits, OffCpuRaw, Pause, Switch, Wakeup, WriteCall,
+    Bandwidth, DirtiedFile, Event, FlushPass, FlushReason, Limits, OffCpuRaw, Pause, Switch,
+    Wakeup, WriteCall,
 };
 
 pub const EV_WRITE: u32 = 1;
@@ -14,9 +15,10 @@ pub const EV_OFFCPU: u32 = 5;
 pub const EV_LIMITS: u32 = 6;
 pub const EV_SWITCH: u32 = 7;
 pub const EV_WAKEUP: u32 = 8;
+pub const EV_FILE: u32 = 9;
 
 /// The byte sizes pinned by `_Static_assert` in events.h.
-pub const SIZES: [(u32, usize); 8] = [
+pub const SIZES: [(u32, usize); 9] = [
     (EV_WRITE, 104),
     (EV_PAUSE, 184),
     (EV_BANDWIDTH, 104),
@@ -25,6 +27,7 @@ pub const SIZES: [(u32, usize); 8] = [
     (EV_LIMITS, 32),
     (EV_SWITCH, 48),
     (EV_WAKEUP, 32),
+    (EV_FILE, 48),
 ];
 
 const MAX_FRAMES: usize = 24;
@@ -232,8 +235,30 @@ pub fn decode(data: &[u8]) -> Option<Event> {
             tgid: f.u32(),
             prio: f.i32(),
         }),
+        EV_FILE => {
+            let pid = f.u32();
+            let tgid = f.u32();
+            let kdev = f.u64();
+            DirtiedFile {
+                ts_ns: ts,
+                pid,
+                tgid,
+                dev: user_dev(kdev),
+                ino: f.u64(),
+                policy: f.u32(),
+                prio: f.i32(),
+            }
+            .into()
+        }
         _ => return None,
     })
+}
+
+/// A device number as the kernel keeps it inside (MKDEV: major << 20 | minor) in
+/// the encoding stat() gives user space.
+pub fn user_dev(kernel_dev: u64) -> u64 {
+    let (major, minor) = ((kernel_dev >> 20) as u32, (kernel_dev & 0xfffff) as u32);
+    libc::makedev(major, minor)
 }
 
 /// The write-like calls the program watches, by this architecture's numbers.
@@ -352,6 +377,13 @@ mod tests {
             (12, 25, 4)
         );
         assert_eq!(p.nr_dirtied_pause, 32);
+    }
+
+    #[test]
+    fn kernel_device_numbers_read_as_stat_gives_them() {
+        // 254:1 inside the kernel is (254 << 20) | 1; stat() says makedev(254, 1)
+        assert_eq!(user_dev((254 << 20) | 1), libc::makedev(254, 1));
+        assert_eq!(user_dev((7 << 20) | 300), libc::makedev(7, 300));
     }
 
     #[test]

@@ -75,6 +75,9 @@ pub struct WritebackOptions {
     pub write_threshold: Duration,
     /// Keep the kernel stack of blocked stretches at least this long.
     pub stack_threshold: Duration,
+    /// Report each (process, file) pair the first time the process dirties the
+    /// file ([`records::DirtiedFile`]).
+    pub per_file: bool,
 }
 
 impl Default for WritebackOptions {
@@ -84,6 +87,7 @@ impl Default for WritebackOptions {
             all_writes: false,
             write_threshold: Duration::from_millis(10),
             stack_threshold: Duration::from_millis(1),
+            per_file: false,
         }
     }
 }
@@ -245,6 +249,7 @@ impl Tracer {
             Event::Limits(l) => into.limits.push(l),
             Event::Switch(s) => into.switches.push(s),
             Event::Wakeup(w) => into.wakeups.push(w),
+            Event::File(_) => {}
         }
     }
 

@@ -224,6 +224,7 @@ fn load_writeback<'o>(
     rodata.all_writes = opts.all_writes;
     rodata.write_threshold_ns = opts.write_threshold.as_nanos() as u64;
     rodata.stack_threshold_ns = opts.stack_threshold.as_nanos() as u64;
+    rodata.per_file = opts.per_file;
     match bdp_args() {
         Some(8) => open.progs.on_pause_args.set_autoload(false),
         Some(12) => open.progs.on_pause.set_autoload(false),

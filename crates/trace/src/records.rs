@@ -239,6 +239,25 @@ pub struct SwitchCounts {
     pub run_ns: u64,
 }
 
+/// A process dirtied a page of a file for the first time (device in stat()'s
+/// encoding).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DirtiedFile {
+    pub ts_ns: u64,
+    pub pid: u32,
+    pub tgid: u32,
+    pub dev: u64,
+    pub ino: u64,
+    pub policy: u32,
+    pub prio: i32,
+}
+
+impl From<DirtiedFile> for Event {
+    fn from(d: DirtiedFile) -> Event {
+        Event::File(d)
+    }
+}
+
 /// One record from a ring buffer.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Event {
@@ -250,6 +269,7 @@ pub enum Event {
     Limits(Limits),
     Switch(Switch),
     Wakeup(Wakeup),
+    File(DirtiedFile),
 }
 
 /// An off-CPU record before its addresses are named.

@@ -16,14 +16,18 @@
 //! `wcall-fair` (ours): shares by tasks x weight only, so a group that starts writing
 //! is not at zero; groups with no active writer get nothing and their space flows to
 //! the others; every active group keeps a floor of 1/(4 x active groups). The
-//! highest-priority group present is never held back by the policy. Every other
-//! active group may use, of the free-run ceiling (not the hard limit), what the
-//! groups above it do not already occupy (their dirty + writeback bytes), divided
-//! among the held-back groups by their shares; it is held against its own dirty +
-//! writeback bytes. So together the groups stay where the kernel pauses nobody,
-//! whatever the top group writes, and the others get exactly the room it leaves.
-//! A group over its limit has its own files written back at once (group-targeted
-//! write back) and retries every 10 ms.
+//! RT-HIGH group is never held back by the policy. Every other active group, even
+//! when no RT-HIGH writer is there yet, may use of the free-run ceiling (not the hard
+//! limit) only what is left once the groups above it (their dirty + writeback
+//! bytes), the dirty memory of programs nobody governs, and a headroom are taken
+//! off, divided among the held-back groups by their shares; it is held against its
+//! own dirty + writeback bytes. So together the groups stay where the kernel
+//! pauses nobody, whatever the RT-HIGH group writes, and a high-priority writer
+//! that arrives late finds room from its first write: lower writers that were
+//! alone could otherwise have filled the cache up to their own (real-time,
+//! raised) limit, and it would wait until that drained. A group nearing its
+//! limit has its own files written back at once (group-targeted write back) and
+//! its writers retry every 10 ms.
 
 use serde::{Deserialize, Serialize};
 
@@ -98,6 +102,18 @@ pub struct GroupLimit {
 
 /// The limits of every group under `policy`, given the global (bg, hard) limits.
 pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -> Vec<GroupLimit> {
+    group_limits_in(policy, groups, bg, hard, 0)
+}
+
+/// As [`group_limits`], with `reserved` bytes of the basis kept out of the held
+/// groups' room (wcall-fair: the ungoverned dirty memory and the headroom).
+pub fn group_limits_in(
+    policy: Policy,
+    groups: &[GroupState],
+    bg: u64,
+    hard: u64,
+    reserved: u64,
+) -> Vec<GroupLimit> {
     let unlimited = GroupLimit {
         share: 1.0,
         bg,
@@ -144,16 +160,10 @@ pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -
                 .map(|(r, a)| if *a { (r / sum).max(floor) } else { 0.0 })
                 .collect();
             let norm: f64 = floored.iter().sum();
-            let top = groups
-                .iter()
-                .filter(|g| g.tasks > 0)
-                .map(|g| g.weight)
-                .max()
-                .unwrap_or(0);
             let held_share: f64 = floored
                 .iter()
                 .zip(groups)
-                .filter(|(_, g)| g.tasks > 0 && g.weight != top)
+                .filter(|(_, g)| g.tasks > 0 && !never_held(g))
                 .map(|(s, _)| s / norm)
                 .sum();
             floored
@@ -161,9 +171,9 @@ pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -
                 .zip(groups)
                 .map(|(s, g)| {
                     let share = s / norm;
-                    if g.tasks > 0 && g.weight == top {
-                        // the highest priority present is never held back by the
-                        // policy; what it occupies is taken from the others' room
+                    if g.tasks > 0 && never_held(g) {
+                        // RT-HIGH is never held back by the policy; what it
+                        // occupies is taken from the others' room
                         GroupLimit {
                             share,
                             bg,
@@ -185,10 +195,14 @@ pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -
                             .map(|h| h.dirty + h.writeback)
                             .sum();
                         let part = share / held_share;
+                        let room = |basis: u64| {
+                            (basis.saturating_sub(above).saturating_sub(reserved) as f64 * part)
+                                as u64
+                        };
                         GroupLimit {
                             share,
-                            bg: (bg.saturating_sub(above) as f64 * part) as u64,
-                            hard: (hard.saturating_sub(above) as f64 * part) as u64,
+                            bg: room(bg),
+                            hard: room(hard),
                             unlimited: false,
                         }
                     }
@@ -196,6 +210,11 @@ pub fn group_limits(policy: Policy, groups: &[GroupState], bg: u64, hard: u64) -
                 .collect()
         }
     }
+}
+
+/// The group the policy protects: the highest weight (RT-HIGH).
+fn never_held(g: &GroupState) -> bool {
+    g.weight >= WEIGHT_RT_HIGH
 }
 
 /// Whether a group's writer must wait before its next write (WCALL: its dirty pages
@@ -246,19 +265,60 @@ pub fn gates(
     freerun: u64,
     wcall_block_ns: u64,
 ) -> Vec<Gate> {
-    let basis = match policy {
-        Policy::WcallFair => freerun,
-        _ => hard,
+    let room = Room {
+        bg,
+        hard,
+        freerun,
+        ungoverned: 0,
+        headroom: 0,
     };
-    group_limits(policy, groups, bg, basis)
+    gates_in(policy, groups, &room, wcall_block_ns)
+}
+
+/// The kernel's global limits and what else occupies them, bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+pub struct Room {
+    pub bg: u64,
+    pub hard: u64,
+    pub freerun: u64,
+    /// Dirty and writeback memory of programs no group holds (global Dirty +
+    /// Writeback less the groups' own).
+    pub ungoverned: u64,
+    /// Kept free under wcall-fair for the RT-HIGH group: what it may dirty before
+    /// the next pass holds the others down to its footprint.
+    pub headroom: u64,
+}
+
+/// A held group's files are written back once its footprint passes this share of
+/// its limit, so that the kernel's background write back never has to catch up
+/// with it while a higher writer writes.
+pub const PUSH_AT: f64 = 0.75;
+
+/// [`gates`] with what else occupies the kernel's limits: `wcall-fair` takes the
+/// ungoverned dirty memory and the headroom off the held groups' room (`wcall`,
+/// the paper's algorithm, knows only its groups).
+pub fn gates_in(
+    policy: Policy,
+    groups: &[GroupState],
+    room: &Room,
+    wcall_block_ns: u64,
+) -> Vec<Gate> {
+    let (basis, reserved) = match policy {
+        Policy::WcallFair => (room.freerun, room.ungoverned.saturating_add(room.headroom)),
+        _ => (room.hard, 0),
+    };
+    group_limits_in(policy, groups, room.bg, basis, reserved)
         .into_iter()
         .zip(groups)
         .map(|(limit, g)| {
             let hold = policy != Policy::Vanilla && over_policy(policy, &limit, g);
+            let near = !limit.unlimited
+                && limit.hard != u64::MAX
+                && charged(policy, g) as f64 > limit.hard as f64 * PUSH_AT;
             Gate {
                 limit,
                 hold,
-                push: hold && policy.targets_write_back(),
+                push: (hold || near) && g.tasks > 0 && policy.targets_write_back(),
                 retry_ns: if policy.targets_write_back() {
                     FAIR_RETRY_NS
                 } else {
@@ -335,6 +395,44 @@ mod tests {
         let l = group_limits(Policy::WcallFair, &[g(1, 4, 0), g(1, 100, 0)], 1000, 2000);
         assert!(l[0].share > 0.1, "{}", l[0].share);
         assert!((l.iter().map(|x| x.share).sum::<f64>() - 1.0).abs() < 1e-12);
+    }
+
+    #[test]
+    fn fair_keeps_room_for_a_late_high_writer() {
+        let room = Room {
+            bg: 32,
+            hard: 64,
+            freerun: 48,
+            ungoverned: 0,
+            headroom: 6,
+        };
+        // Two RT-LOW writers alone: no longer unlimited (they could fill up to
+        // their raised real-time limit), but held to the free-run ceiling less the
+        // headroom: 48 - 6 = 42.
+        let alone = gates_in(Policy::WcallFair, &[g(0, 4, 0), g(2, 2, 40)], &room, 0);
+        assert!(!alone[1].limit.unlimited);
+        assert_eq!(alone[1].limit.hard, 42);
+        assert!(!alone[1].hold);
+        // At 43 they are held and their files pushed.
+        let over = gates_in(Policy::WcallFair, &[g(0, 4, 0), g(2, 2, 43)], &room, 0);
+        assert!(over[1].hold && over[1].push);
+        // The RT-HIGH writer arrives with 10 of its own: 48 - 10 - 6 = 32 left.
+        let with = gates_in(Policy::WcallFair, &[g(1, 4, 10), g(2, 2, 30)], &room, 0);
+        assert!(with[0].limit.unlimited && !with[0].hold);
+        assert_eq!(with[1].limit.hard, 32);
+        // Ungoverned dirty memory (other programs) is taken off too: 48 - 10 - 6 - 8.
+        let busy = Room {
+            ungoverned: 8,
+            ..room
+        };
+        let with = gates_in(Policy::WcallFair, &[g(1, 4, 10), g(2, 2, 20)], &busy, 0);
+        assert_eq!(with[1].limit.hard, 24);
+        // Past three quarters of its limit a group is pushed without being held:
+        // 19 > 0.75 x 24.
+        assert!(!with[1].hold && with[1].push);
+        // Algorithm 1 knows only its groups: nothing reserved.
+        let w = gates_in(Policy::Wcall, &[g(1, 4, 10), g(2, 2, 30)], &busy, 0);
+        assert_eq!(w[1].limit.hard, 64 * 120 / 160);
     }
 
     #[test]

@@ -3,8 +3,10 @@
 //! Loaded with LD_PRELOAD, it stands in front of write, pwrite, writev, pwritev
 //! and their 64-bit and v2 variants. For a regular file opened without O_DIRECT,
 //! a write first looks at its group's hold flag in the coordinator's table; while
-//! the flag is set it sleeps the group's retry time and looks again (the paper's
-//! HZ/10 block), then the real write runs. Everything else passes straight through.
+//! the flag is set it waits and looks again (under wcall, the paper's HZ/10 block;
+//! under wcall-fair, until the coordinator's next pass wakes it through a shared
+//! futex in the table), then the real write runs. Everything else passes straight
+//! through. The process registers in the table when it starts, before it writes.
 //!
 //! What it cannot cover, and says so: statically linked programs never load it
 //! (`oslab wcall run` checks the ELF and warns); stores into shared writable file
@@ -76,7 +78,13 @@ extern "C" fn init() {
     let group = var(c"OSLAB_WCALL_GROUP").unwrap_or_else(|| "auto".into());
     GROUP_MODE.store(shm::group_number(&group).unwrap_or(AUTO), Ordering::Relaxed);
     match Mapped::open(std::path::Path::new(&path)) {
-        Ok(m) => TABLE.store((m.leak() as *const Table).cast_mut(), Ordering::Release),
+        Ok(m) => {
+            let t = m.leak();
+            TABLE.store((t as *const Table).cast_mut(), Ordering::Release);
+            // Registered at exec, before the first write: the coordinator keeps
+            // room for the group from now on and `status` lists the process.
+            let _ = my_slot(t);
+        }
         Err(e) => say(&format!(
             "cannot use the governor's table {path}: {e}; writes are not governed"
         )),
@@ -85,9 +93,12 @@ extern "C" fn init() {
     unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
 }
 
-/// A forked child is a new process: it claims its own slot on its first write.
+/// A forked child is a new process: it claims its own slot at once.
 extern "C" fn after_fork_in_child() {
     SLOT.store(usize::MAX, Ordering::Relaxed);
+    if let Some(t) = table() {
+        let _ = my_slot(t);
+    }
 }
 
 fn table() -> Option<&'static Table> {
@@ -219,7 +230,14 @@ fn before(fd: c_int, n: u64) -> Option<(&'static ProcSlot, &'static shm::GroupSl
     slot.delayed_writes.fetch_add(1, Ordering::Relaxed);
     let start = now;
     let mut now = now;
-    while group.must_wait(n) {
+    // wcall-fair wakes its held writers at the coordinator's next pass; wcall,
+    // the paper's Algorithm 1, blocks its fixed time (HZ/10) and looks again
+    let woken = t.header.policy.load(Ordering::Relaxed) == 2;
+    loop {
+        let seen = group.wake_seq.load(Ordering::Acquire);
+        if !group.must_wait(n) {
+            break;
+        }
         if !t.coordinator_alive(now, MAX_SILENCE_NS) {
             warn_ungoverned(t, slot);
             break;
@@ -228,12 +246,16 @@ fn before(fd: c_int, n: u64) -> Option<(&'static ProcSlot, &'static shm::GroupSl
             .retry_ns
             .load(Ordering::Relaxed)
             .clamp(1_000_000, 1_000_000_000);
-        let ts = libc::timespec {
-            tv_sec: (wait / 1_000_000_000) as libc::time_t,
-            tv_nsec: (wait % 1_000_000_000) as libc::c_long,
-        };
-        // SAFETY: sleeping on a local timespec.
-        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        if woken {
+            group.sleep_until_pass(seen, wait);
+        } else {
+            let ts = libc::timespec {
+                tv_sec: (wait / 1_000_000_000) as libc::time_t,
+                tv_nsec: (wait % 1_000_000_000) as libc::c_long,
+            };
+            // SAFETY: sleeping on a local timespec.
+            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        }
         now = monotonic_ns();
     }
     slot.held_ns.fetch_add(now - start, Ordering::Relaxed);

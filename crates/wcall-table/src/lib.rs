@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 pub const MAGIC: u64 = u64::from_le_bytes(*b"oslabwc1");
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 pub const GROUPS: usize = 3;
 pub const MAX_PROCS: usize = 512;
 pub const MAX_FILES: usize = 1024;
@@ -44,12 +44,13 @@ pub fn monotonic_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
-/// A group number from its name (`auto` included).
+/// A group number from its name (`auto` included), or from an obvious alias:
+/// `high`, `low`, `non-rt`/`nrt`/`other`.
 pub fn group_number(name: &str) -> Option<u32> {
-    match name {
-        "rt-high" => Some(RT_HIGH),
-        "rt-low" => Some(RT_LOW),
-        "normal" => Some(NORMAL),
+    match name.to_ascii_lowercase().as_str() {
+        "rt-high" | "high" | "rthigh" => Some(RT_HIGH),
+        "rt-low" | "low" | "rtlow" => Some(RT_LOW),
+        "normal" | "non-rt" | "nrt" | "other" => Some(NORMAL),
         "auto" => Some(AUTO),
         _ => None,
     }
@@ -101,8 +102,27 @@ pub struct Header {
     /// Table entries the coordinator refused to act on (a pid that does not map
     /// this table, a file the process does not hold open for writing, ...).
     pub refused: AtomicU64,
-    _pad: [u64; 1],
+    /// How the coordinator sees the groups' dirty pages: MONITOR_*.
+    pub monitor: AtomicU32,
+    _pad0: AtomicU32,
+    /// Global Dirty + Writeback that no governed process accounts for, and the
+    /// headroom kept free for RT-HIGH, at the last pass, bytes.
+    pub ungoverned_bytes: AtomicU64,
+    pub headroom_bytes: AtomicU64,
+    /// CPU time the coordinator's thread has used, and when it started
+    /// (CLOCK_MONOTONIC), ns.
+    pub cpu_ns: AtomicU64,
+    pub started_ns: AtomicU64,
+    /// Records the kernel's tracer could not deliver (its ring buffer was full).
+    pub kernel_lost: AtomicU64,
 }
+
+/// The coordinator sees only the files the interposer registered (cachestat).
+pub const MONITOR_CACHESTAT: u32 = 1;
+/// It also sees, by the kernel's writeback_dirty_folio records, every file a
+/// governed process or one it started dirties: stores through shared mappings,
+/// stdio, statically linked programs.
+pub const MONITOR_KERNEL: u32 = 2;
 
 /// What the coordinator decided for a group, and its totals.
 #[repr(C, align(128))]
@@ -128,9 +148,76 @@ pub struct GroupSlot {
     /// The limit the group gets once it has a writer, while it has none yet (so a
     /// group that starts writing is limited from its first write).
     pub limit_if_active: AtomicU64,
+    /// Bumped by the coordinator after every pass; held writers of wcall-fair
+    /// sleep on it (a shared futex) and are woken when it changes.
+    pub wake_seq: AtomicU32,
+    /// Writers sleeping on `wake_seq` now (the coordinator wakes only when some are).
+    pub waiters: AtomicU32,
+    /// Governed processes registered in the group and alive, writing or not.
+    pub members: AtomicU32,
+    /// The counters of the group's processes that have exited and given their
+    /// slot back (every process registers at exec, so slots are recycled).
+    pub retired: Retired,
+}
+
+/// What exited processes of a group did, summed.
+#[repr(C)]
+#[derive(Default)]
+pub struct Retired {
+    pub processes: AtomicU64,
+    pub writes: AtomicU64,
+    pub bytes: AtomicU64,
+    pub delayed_writes: AtomicU64,
+    pub held_ns: AtomicU64,
+    pub passed_through: AtomicU64,
+    pub mmap_writable: AtomicU64,
 }
 
 impl GroupSlot {
+    /// Sleeps until the coordinator's next pass (a change of `wake_seq` from
+    /// `seen`) or `timeout_ns`, whichever comes first. The futex is shared (not
+    /// FUTEX_PRIVATE): the word lives in a mapping of the table file that every
+    /// governed process and the coordinator share.
+    pub fn sleep_until_pass(&self, seen: u32, timeout_ns: u64) {
+        let ts = libc::timespec {
+            tv_sec: (timeout_ns / 1_000_000_000) as libc::time_t,
+            tv_nsec: (timeout_ns % 1_000_000_000) as libc::c_long,
+        };
+        self.waiters.fetch_add(1, Ordering::AcqRel);
+        // SAFETY: a FUTEX_WAIT on an aligned u32 of a live mapping with a relative
+        // timeout; it returns at once if the word no longer holds `seen`.
+        unsafe {
+            libc::syscall(
+                libc::SYS_futex,
+                self.wake_seq.as_ptr(),
+                libc::FUTEX_WAIT,
+                seen,
+                &ts as *const libc::timespec,
+            )
+        };
+        let _ = self
+            .waiters
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |w| {
+                Some(w.saturating_sub(1))
+            });
+    }
+
+    /// Marks a pass and wakes the writers sleeping on it (the coordinator's side).
+    pub fn pass_done(&self) {
+        self.wake_seq.fetch_add(1, Ordering::AcqRel);
+        if self.waiters.load(Ordering::Acquire) > 0 {
+            // SAFETY: FUTEX_WAKE of every waiter on an aligned u32 of a live mapping.
+            unsafe {
+                libc::syscall(
+                    libc::SYS_futex,
+                    self.wake_seq.as_ptr(),
+                    libc::FUTEX_WAKE,
+                    i32::MAX,
+                )
+            };
+        }
+    }
+
     /// Whether a write of `n` bytes would take the group over its limit, by the
     /// last pass's figures plus what was written since.
     pub fn would_exceed(&self, n: u64) -> bool {
@@ -172,6 +259,25 @@ pub struct ProcSlot {
     /// 1 once the process found the coordinator gone.
     pub ungoverned: AtomicU32,
     pub alive: AtomicU32,
+    /// 1 when the interposer runs in the process (its writes can be held); 0 for a
+    /// program registered by the `oslab wcall run` that started it (statically
+    /// linked: the interposer never loads).
+    pub holdable: AtomicU32,
+    /// The governed process that registered this one (its parent), 0 when the
+    /// process registered itself.
+    pub launcher: AtomicU32,
+    /// When it registered (CLOCK_MONOTONIC ns): at exec, before its first write.
+    pub registered_ns: AtomicU64,
+    /// Bytes the kernel counted it dirtying (writeback_dirty_folio), written by the
+    /// coordinator where it traces the kernel.
+    pub kernel_dirtied: AtomicU64,
+    /// Times the coordinator pushed this process's files itself because its writes
+    /// cannot all be held (not holdable, or dirtying outside write()).
+    pub pushes: AtomicU64,
+    /// Files the kernel saw it dirty that no governed write() reached (stores
+    /// through a shared mapping, stdio, a static program).
+    pub unheld_files: AtomicU32,
+    _pad: AtomicU32,
 }
 
 pub const FILE_FREE: u32 = 0;
@@ -218,8 +324,57 @@ impl Table {
         self.header.stopped.store(1, Ordering::Release);
     }
 
-    /// Claims a process slot for `pid` (reusing a dead one when the table is full).
+    /// Claims a process slot for `pid`, which runs the interposer (reusing a dead
+    /// one when the table is full).
     pub fn claim_proc(&self, pid: u32, group: u32) -> Option<usize> {
+        self.claim(pid, group, true, 0)
+    }
+
+    /// Gives the slot of an exited process back, its counters added to its group's
+    /// retired totals (the coordinator's side).
+    pub fn retire(&self, i: usize) {
+        let p = &self.procs[i];
+        let r = &self.groups[group_index(p.group.load(Ordering::Relaxed))].retired;
+        let add = |to: &AtomicU64, from: &AtomicU64| {
+            let v = from.swap(0, Ordering::AcqRel);
+            let _ = to.fetch_update(Ordering::AcqRel, Ordering::Acquire, |x| {
+                Some(x.saturating_add(v))
+            });
+        };
+        r.processes.fetch_add(1, Ordering::Relaxed);
+        add(&r.writes, &p.writes);
+        add(&r.bytes, &p.bytes);
+        add(&r.delayed_writes, &p.delayed_writes);
+        add(&r.held_ns, &p.held_ns);
+        add(&r.passed_through, &p.passed_through);
+        add(&r.mmap_writable, &p.mmap_writable);
+        for x in [
+            &p.last_write_ns,
+            &p.registered_ns,
+            &p.kernel_dirtied,
+            &p.pushes,
+        ] {
+            x.store(0, Ordering::Relaxed);
+        }
+        for x in [
+            &p.alive,
+            &p.ungoverned,
+            &p.holdable,
+            &p.launcher,
+            &p.unheld_files,
+        ] {
+            x.store(0, Ordering::Relaxed);
+        }
+        p.pid.store(0, Ordering::Release);
+    }
+
+    /// Registers `pid`, started by the governed process `launcher`, that cannot be
+    /// held (a statically linked program).
+    pub fn register_launched(&self, pid: u32, group: u32, launcher: u32) -> Option<usize> {
+        self.claim(pid, group, false, launcher)
+    }
+
+    fn claim(&self, pid: u32, group: u32, holdable: bool, launcher: u32) -> Option<usize> {
         for (i, p) in self.procs.iter().enumerate() {
             if p.pid.load(Ordering::Relaxed) == 0
                 && p.pid
@@ -227,6 +382,9 @@ impl Table {
                     .is_ok()
             {
                 p.group.store(group, Ordering::Relaxed);
+                p.holdable.store(holdable as u32, Ordering::Relaxed);
+                p.launcher.store(launcher, Ordering::Relaxed);
+                p.registered_ns.store(monotonic_ns(), Ordering::Relaxed);
                 p.alive.store(1, Ordering::Release);
                 return Some(i);
             }
@@ -417,6 +575,9 @@ mod tests {
         assert_eq!(classify(libc::SCHED_BATCH, 0), NORMAL);
         assert_eq!(group_number("auto"), Some(AUTO));
         assert_eq!(group_number("rt-mid"), None);
+        assert_eq!(group_number("high"), Some(RT_HIGH));
+        assert_eq!(group_number("Low"), Some(RT_LOW));
+        assert_eq!(group_number("non-rt"), Some(NORMAL));
     }
 
     #[test]
@@ -540,6 +701,59 @@ mod tests {
         );
         m.table().release();
         assert!(!g.must_wait(1 << 30), "a stopped governor holds nobody");
+    }
+
+    #[test]
+    fn a_held_writer_wakes_at_the_next_pass_not_at_its_timeout() {
+        let (m, f) = Mapped::create_memfd("test").unwrap();
+        let path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&f));
+        let other = Mapped::open(std::path::Path::new(&path)).unwrap();
+        let writer = std::thread::spawn(move || {
+            let g = &other.table().groups[1];
+            let seen = g.wake_seq.load(Ordering::Acquire);
+            let t0 = monotonic_ns();
+            g.sleep_until_pass(seen, 60_000_000_000);
+            (monotonic_ns() - t0, g.waiters.load(Ordering::Relaxed))
+        });
+        let g = &m.table().groups[1];
+        while g.waiters.load(Ordering::Acquire) == 0 {
+            std::thread::yield_now();
+        }
+        g.pass_done();
+        let (slept, waiters_after) = writer.join().unwrap();
+        // woken by the pass, long before the minute it would otherwise sleep
+        assert!(slept < 30_000_000_000, "{slept} ns");
+        assert_eq!(waiters_after, 0);
+        assert_eq!(g.wake_seq.load(Ordering::Relaxed), 1);
+    }
+
+    #[test]
+    fn an_exited_process_gives_its_slot_back_and_keeps_its_counts() {
+        let (m, _f) = Mapped::create_memfd("test").unwrap();
+        let t = m.table();
+        let i = t.claim_proc(10, RT_LOW).unwrap();
+        t.procs[i].writes.store(5, Ordering::Relaxed);
+        t.procs[i].held_ns.store(7, Ordering::Relaxed);
+        t.retire(i);
+        assert_eq!(t.procs[i].pid.load(Ordering::Relaxed), 0);
+        let r = &t.groups[RT_LOW as usize].retired;
+        assert_eq!(r.writes.load(Ordering::Relaxed), 5);
+        assert_eq!(r.held_ns.load(Ordering::Relaxed), 7);
+        assert_eq!(r.processes.load(Ordering::Relaxed), 1);
+        assert_eq!(t.claim_proc(11, NORMAL), Some(i), "the slot is reused");
+        assert_eq!(t.procs[i].writes.load(Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn a_launched_program_is_registered_as_not_holdable() {
+        let (m, _f) = Mapped::create_memfd("test").unwrap();
+        let t = m.table();
+        let own = t.claim_proc(10, RT_HIGH).unwrap();
+        let kid = t.register_launched(11, NORMAL, 10).unwrap();
+        assert_eq!(t.procs[own].holdable.load(Ordering::Relaxed), 1);
+        assert_eq!(t.procs[kid].holdable.load(Ordering::Relaxed), 0);
+        assert_eq!(t.procs[kid].launcher.load(Ordering::Relaxed), 10);
+        assert!(t.procs[kid].registered_ns.load(Ordering::Relaxed) > 0);
     }
 
     #[test]

@@ -6,26 +6,30 @@
 //!   and the kernel's limits as `oslab dirty explain` computes them.
 //! - Allocation: `oslab_wbsim::policy::gates`, the same code the simulator runs.
 //! - Control: the hold flag of each group, which the interposer checks before every
-//!   write, and for `wcall-fair` a push of an over-share group's files with
-//!   sync_file_range(SYNC_FILE_RANGE_WRITE), which starts write back without waiting.
+//!   write, and for `wcall-fair` a push of a group's files once it nears its limit
+//!   with sync_file_range(SYNC_FILE_RANGE_WRITE), which starts write back without
+//!   waiting (on the pusher's thread, so a full device queue never holds up a
+//!   pass); held writers of wcall-fair sleep on a futex in the table that each
+//!   pass wakes.
 //!
 //! Everything read from the table may have been written by any governed process:
 //! pids and files are acted on only as `crate::trust` confirms them, group numbers
 //! out of range count as the lowest group, and no sum of table values can
 //! overflow.
 
-use std::fs::File;
-use std::os::fd::AsRawFd;
 use std::sync::atomic::Ordering;
 
-use oslab_sys::clock::monotonic_ns;
-use oslab_sys::fileio::cachestat;
+use oslab_sys::clock::{monotonic_ns, thread_cpu_ns};
 use oslab_sys::fsread::Root;
 use oslab_sys::parse::meminfo::parse_meminfo;
-use oslab_wbsim::policy::{self, GroupState, Policy};
+use oslab_wbsim::policy::{self, GroupState, Policy, Room};
 
-use crate::shm::{FILE_FREE, FILE_READY, GROUPS, MAX_FILES, Mapped, Table, group_index};
-use crate::trust::{Budget, FileClaim, Member, PASS_PROC_BYTES, Refusal, process_exists};
+use crate::files::Files;
+use crate::members::{Members, counts};
+use crate::monitor::KernelMonitor;
+use crate::pusher::Pusher;
+use crate::shm::{GROUPS, MONITOR_CACHESTAT, MONITOR_KERNEL, Mapped, Table};
+use crate::trust::{Budget, PASS_PROC_BYTES};
 
 /// A writer counts as an active task of its group for this long after a write.
 pub const ACTIVE_NS: u64 = 1_000_000_000;
@@ -33,6 +37,10 @@ pub const ACTIVE_NS: u64 = 1_000_000_000;
 pub const WCALL_BLOCK_NS: u64 = 100_000_000;
 /// The kernel limits are read again at most this often (zoneinfo is long).
 const LIMITS_EVERY_NS: u64 = 100_000_000;
+/// Written-back pages of governed files are dropped this often (`recycle`).
+const RECYCLE_EVERY_NS: u64 = 100_000_000;
+/// The kernel's per-process dirtied counts are read this often (status only).
+const DIRTIERS_EVERY_NS: u64 = 1_000_000_000;
 
 pub fn policy_code(p: Policy) -> u32 {
     match p {
@@ -60,37 +68,33 @@ pub struct Global {
     pub freerun: u64,
 }
 
-/// What the coordinator knows of the process in one slot of the table.
-#[derive(Debug)]
-enum Known {
-    /// Not checked yet.
-    Unknown,
-    /// Shown to map the table: governed.
-    Member(Member),
-    /// This pid was refused (or is gone); not checked again while the slot holds it.
-    Refused(u32),
-}
-
-/// A file slot's file, opened, and the claim it was opened for.
-struct Opened {
-    file: File,
-    claim: FileClaim,
+/// How a coordinator works beside its policy.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Tuning {
+    /// Kept free under wcall-fair for RT-HIGH; None: an eighth of the free-run
+    /// ceiling.
+    pub headroom: Option<u64>,
+    /// Drop governed files' written-back pages from the page cache every 100 ms,
+    /// so new writes reuse memory the machine already backs (see docs/wcall.md).
+    pub recycle: bool,
 }
 
 pub struct Coordinator {
     map: Mapped,
     policy: Policy,
     block_ns: u64,
-    files: Vec<Option<Opened>>,
+    tuning: Tuning,
     page: u64,
     limits: Global,
     limits_at: u64,
     /// Memory cgroups per group, where they could be made.
     cgroups: Option<crate::cgroups::GroupCgroups>,
-    /// The pid placed from each process slot, so each is moved once.
-    placed: Vec<u32>,
-    /// What is known of each process slot's pid.
-    known: Vec<Known>,
+    members: Members,
+    files: Files,
+    pusher: Option<Pusher>,
+    monitor: Option<KernelMonitor>,
+    recycled_at: u64,
+    dirtiers_at: u64,
 }
 
 /// The global Dirty and Writeback bytes (/proc/meminfo); 0 when unreadable.
@@ -104,89 +108,50 @@ fn meminfo_dirty_writeback() -> (u64, u64) {
 
 impl Coordinator {
     pub fn new(map: Mapped, policy: Policy, block_ns: u64) -> Coordinator {
+        Coordinator::tuned(map, policy, block_ns, Tuning::default())
+    }
+
+    pub fn tuned(map: Mapped, policy: Policy, block_ns: u64, tuning: Tuning) -> Coordinator {
         let t = map.table();
+        let now = monotonic_ns();
         t.header
             .policy
             .store(policy_code(policy), Ordering::Relaxed);
-        t.header
-            .heartbeat_ns
-            .store(monotonic_ns(), Ordering::Release);
+        t.header.started_ns.store(now, Ordering::Relaxed);
+        t.header.monitor.store(MONITOR_CACHESTAT, Ordering::Relaxed);
+        t.header.heartbeat_ns.store(now, Ordering::Release);
         Coordinator {
             map,
             policy,
             block_ns,
-            files: (0..MAX_FILES).map(|_| None).collect(),
+            tuning,
             page: oslab_sys::machine::page_size(),
             limits: Global::default(),
             limits_at: 0,
             cgroups: None,
-            placed: vec![0; crate::shm::MAX_PROCS],
-            known: (0..crate::shm::MAX_PROCS).map(|_| Known::Unknown).collect(),
+            members: Members::default(),
+            files: Files::default(),
+            pusher: Pusher::start().ok(),
+            monitor: None,
+            recycled_at: 0,
+            dirtiers_at: 0,
         }
-    }
-
-    /// The governed process in process slot `i`, which holds `pid`: checked once
-    /// per pid (as far as this pass's /proc budget goes), then held by its pidfd.
-    fn member(&mut self, i: usize, pid: u32, budget: &mut Budget) -> Option<&Member> {
-        let fresh = match &self.known[i] {
-            Known::Member(m) if m.pid == pid => {
-                if !m.alive() {
-                    self.known[i] = Known::Refused(pid);
-                    return None;
-                }
-                false
-            }
-            Known::Refused(p) if *p == pid => return None,
-            _ => true,
-        };
-        if fresh {
-            self.known[i] = match crate::trust::verify_member(pid, self.map.file_id(), budget) {
-                Ok(m) => Known::Member(m),
-                Err(Refusal::Later) => Known::Unknown,
-                Err(Refusal::Gone) => Known::Refused(pid),
-                Err(Refusal::No(_)) => {
-                    self.refused();
-                    Known::Refused(pid)
-                }
-            };
-        }
-        match &self.known[i] {
-            Known::Member(m) => Some(m),
-            _ => None,
-        }
-    }
-
-    /// The governed process `pid`, from any slot: Later while some slot with that
-    /// pid waits to be checked.
-    fn member_by_pid(&self, pid: u32) -> Result<&Member, Refusal> {
-        let mut waiting = false;
-        for (i, k) in self.known.iter().enumerate() {
-            match k {
-                Known::Member(m) if m.pid == pid => return Ok(m),
-                Known::Unknown if self.map.table().procs[i].pid.load(Ordering::Relaxed) == pid => {
-                    waiting = true
-                }
-                _ => {}
-            }
-        }
-        Err(if waiting {
-            Refusal::Later
-        } else {
-            Refusal::No("the file's process is not a governed one")
-        })
-    }
-
-    fn refused(&self) {
-        self.map
-            .table()
-            .header
-            .refused
-            .fetch_add(1, Ordering::Relaxed);
     }
 
     /// Places governed processes in memory cgroups of their groups from now on.
     pub fn use_cgroups(&mut self, c: crate::cgroups::GroupCgroups) {
         self.cgroups = Some(c);
+    }
+
+    /// Sees through the kernel's records from now on which files governed
+    /// processes dirty.
+    pub fn use_kernel_monitor(&mut self, m: KernelMonitor) {
+        self.monitor = Some(m);
+        self.map
+            .table()
+            .header
+            .monitor
+            .store(MONITOR_KERNEL, Ordering::Relaxed);
     }
 
     pub fn table(&self) -> &Table {
@@ -197,100 +162,57 @@ impl Coordinator {
     pub fn tick(&mut self) -> [GroupState; GROUPS] {
         let now = monotonic_ns();
         let global = self.global(now);
-        let t = self.map.table();
+        let table_id = self.map.file_id();
         // what the writers reported before this measurement; taken off afterwards
-        let pending: Vec<u64> = t
+        let pending: Vec<u64> = self
+            .table()
             .groups
             .iter()
             .map(|g| g.pending_bytes.load(Ordering::Acquire))
             .collect();
+        let mut budget = Budget::new(PASS_PROC_BYTES);
+        let map = &self.map;
+        let refused = || {
+            map.table().header.refused.fetch_add(1, Ordering::Relaxed);
+        };
+        let rows = {
+            let t = self.map.table();
+            self.members
+                .pass(t, table_id, &mut budget, self.cgroups.as_ref(), &refused)
+        };
+        let (members, tasks) = counts(&rows, now, ACTIVE_NS);
         let mut states = [GroupState::default(); GROUPS];
         for (g, s) in states.iter_mut().enumerate() {
             s.weight = policy::weight(crate::shm::GROUP_NAMES[g]);
+            s.tasks = tasks[g];
         }
-        let mut budget = Budget::new(PASS_PROC_BYTES);
-        for i in 0..t.procs.len() {
-            let t = self.map.table();
-            let p = &t.procs[i];
-            let pid = p.pid.load(Ordering::Acquire);
-            if pid == 0 || p.alive.load(Ordering::Relaxed) == 0 {
-                continue;
-            }
-            if !process_exists(pid) {
-                p.alive.store(0, Ordering::Relaxed);
-                continue;
-            }
-            let g = group_index(p.group.load(Ordering::Relaxed));
-            let last = p.last_write_ns.load(Ordering::Relaxed);
-            // only a process shown to map the table is governed: counted, placed
-            if self.member(i, pid, &mut budget).is_none() {
-                continue;
-            }
-            if let Some(cg) = &self.cgroups
-                && self.placed[i] != pid
-            {
-                // A process gone in between is no error; it is simply not placed.
-                let _ = cg.place(pid, g);
-                self.placed[i] = pid;
-            }
-            if last > 0 && now.saturating_sub(last) <= ACTIVE_NS {
-                states[g].tasks += 1;
-            }
+        if let Some(m) = &self.monitor {
+            let found = m.new_files();
+            self.files
+                .discover(&found, self.map.table(), &self.members, &mut budget);
         }
+        self.files.measure(
+            self.map.table(),
+            &self.members,
+            &mut budget,
+            &mut states,
+            &refused,
+        );
+        let governed: u64 = states.iter().map(|s| s.dirty + s.writeback).sum();
+        let room = Room {
+            bg: global.bg,
+            hard: global.hard,
+            freerun: global.freerun,
+            ungoverned: (global.dirty + global.writeback).saturating_sub(governed),
+            headroom: self.tuning.headroom.unwrap_or(global.freerun / 8),
+        };
+        let gates = self.gates(&states, &room);
         let t = self.map.table();
-        for (i, f) in t.files.iter().enumerate() {
-            if f.state.load(Ordering::Acquire) != FILE_READY {
-                self.files[i] = None;
-                continue;
-            }
-            let claim = FileClaim {
-                pid: f.pid.load(Ordering::Relaxed),
-                fd: f.fd.load(Ordering::Relaxed),
-                dev: f.dev.load(Ordering::Relaxed),
-                ino: f.ino.load(Ordering::Relaxed),
-            };
-            // a slot written over since it was opened is opened (and checked) anew
-            if self.files[i].as_ref().is_some_and(|o| o.claim != claim) {
-                self.files[i] = None;
-            }
-            if self.files[i].is_none() {
-                let opened = self
-                    .member_by_pid(claim.pid)
-                    .and_then(|m| crate::trust::open_claimed(&claim, m, &mut budget));
-                match opened {
-                    Ok(file) => self.files[i] = Some(Opened { file, claim }),
-                    Err(Refusal::Later) => continue,
-                    Err(why) => {
-                        if matches!(why, Refusal::No(_)) {
-                            self.refused();
-                        }
-                        // refused, or the writer closed it or is gone before we
-                        // looked: forget it
-                        f.state.store(FILE_FREE, Ordering::Release);
-                        continue;
-                    }
-                }
-            }
-            let g = group_index(f.group.load(Ordering::Relaxed));
-            let Some(o) = &self.files[i] else { continue };
-            let (d, w) = match cachestat(&o.file) {
-                Ok(cs) => (
-                    cs.dirty.saturating_mul(self.page),
-                    cs.writeback.saturating_mul(self.page),
-                ),
-                Err(_) => (0, 0),
-            };
-            states[g].dirty = states[g].dirty.saturating_add(d);
-            states[g].writeback = states[g].writeback.saturating_add(w);
-            if d == 0 && w == 0 && !process_exists(claim.pid) {
-                self.files[i] = None;
-                f.state.store(FILE_FREE, Ordering::Release);
-            }
-        }
-        let gates = self.gates(&states, &global);
+        let mut to_push = Vec::new();
         for (g, gate) in gates.iter().enumerate() {
             let slot = &t.groups[g];
             slot.tasks.store(states[g].tasks as u32, Ordering::Relaxed);
+            slot.members.store(members[g], Ordering::Relaxed);
             slot.dirty_bytes.store(states[g].dirty, Ordering::Relaxed);
             slot.writeback_bytes
                 .store(states[g].writeback, Ordering::Relaxed);
@@ -300,7 +222,7 @@ impl Coordinator {
                 .store((gate.limit.share * 1e6) as u64, Ordering::Relaxed);
             slot.limit_bytes.store(limit_of(gate), Ordering::Relaxed);
             slot.limit_if_active
-                .store(self.limit_if_active(&states, g, &global), Ordering::Relaxed);
+                .store(self.limit_if_active(&states, g, &room), Ordering::Relaxed);
             slot.retry_ns.store(gate.retry_ns, Ordering::Relaxed);
             slot.hold.store(gate.hold as u32, Ordering::Release);
             // what this pass measured; never below zero, whatever a process wrote
@@ -310,8 +232,23 @@ impl Coordinator {
                     Some(v.saturating_sub(pending[g]))
                 });
             if gate.push {
-                self.push(g as u32);
+                to_push.extend(self.files.of_group(t, g));
                 slot.pushes.fetch_add(1, Ordering::Relaxed);
+                // writers that dirty outside write() are not held: pushing their
+                // files is all the governor can do about them
+                for s in self.files.unheld_slots(t, g) {
+                    t.procs[s].pushes.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            slot.pass_done();
+        }
+        if let Some(p) = &self.pusher {
+            if !to_push.is_empty() {
+                p.push(to_push);
+            }
+            if self.tuning.recycle && now.saturating_sub(self.recycled_at) >= RECYCLE_EVERY_NS {
+                p.recycle(self.files.all());
+                self.recycled_at = now;
             }
         }
         let h = &t.header;
@@ -321,34 +258,50 @@ impl Coordinator {
         h.bg_thresh.store(global.bg, Ordering::Relaxed);
         h.thresh.store(global.hard, Ordering::Relaxed);
         h.freerun.store(global.freerun, Ordering::Relaxed);
+        h.ungoverned_bytes.store(room.ungoverned, Ordering::Relaxed);
+        h.headroom_bytes.store(room.headroom, Ordering::Relaxed);
         h.passes.fetch_add(1, Ordering::Relaxed);
         let end = monotonic_ns();
         let took = end.saturating_sub(now);
         h.pass_ns_total.fetch_add(took, Ordering::Relaxed);
         h.pass_ns_max.fetch_max(took, Ordering::Relaxed);
+        h.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
         h.heartbeat_ns.store(end, Ordering::Release);
+        self.read_dirtiers(now, &rows);
         states
     }
 
+    /// The kernel's count of the bytes each governed process dirtied, once a second.
+    fn read_dirtiers(&mut self, now: u64, rows: &[crate::members::Row]) {
+        let Some(m) = &self.monitor else { return };
+        if now.saturating_sub(self.dirtiers_at) < DIRTIERS_EVERY_NS {
+            return;
+        }
+        self.dirtiers_at = now;
+        let (dirtiers, lost) = m.dirtiers();
+        let t = self.map.table();
+        for r in rows {
+            if let Some(d) = dirtiers.iter().find(|d| d.tgid == r.pid) {
+                t.procs[r.slot]
+                    .kernel_dirtied
+                    .store(d.pages.saturating_mul(self.page), Ordering::Relaxed);
+            }
+        }
+        t.header.kernel_lost.store(lost, Ordering::Relaxed);
+    }
+
     /// The limit group `g` would have with one writer (it has none now).
-    fn limit_if_active(&self, states: &[GroupState; GROUPS], g: usize, global: &Global) -> u64 {
+    fn limit_if_active(&self, states: &[GroupState; GROUPS], g: usize, room: &Room) -> u64 {
         if states[g].tasks > 0 {
-            return limit_of(&self.gates(states, global)[g]);
+            return limit_of(&self.gates(states, room)[g]);
         }
         let mut with = *states;
         with[g].tasks = 1;
-        limit_of(&self.gates(&with, global)[g])
+        limit_of(&self.gates(&with, room)[g])
     }
 
-    fn gates(&self, states: &[GroupState], global: &Global) -> Vec<policy::Gate> {
-        policy::gates(
-            self.policy,
-            states,
-            global.bg,
-            global.hard,
-            global.freerun,
-            self.block_ns,
-        )
+    fn gates(&self, states: &[GroupState], room: &Room) -> Vec<policy::Gate> {
+        policy::gates_in(self.policy, states, room, self.block_ns)
     }
 
     fn global(&mut self, now: u64) -> Global {
@@ -372,25 +325,13 @@ impl Coordinator {
         }
     }
 
-    /// Starts write back of every file of group `g`, without waiting for it.
-    fn push(&self, g: u32) {
-        let t = self.map.table();
-        for (i, f) in t.files.iter().enumerate() {
-            if f.state.load(Ordering::Acquire) == FILE_READY
-                && group_index(f.group.load(Ordering::Relaxed)) == g as usize
-                && let Some(o) = &self.files[i]
-            {
-                // SAFETY: a valid fd; offset 0, length 0 means to the end of the file.
-                unsafe {
-                    libc::sync_file_range(o.file.as_raw_fd(), 0, 0, libc::SYNC_FILE_RANGE_WRITE)
-                };
-            }
-        }
-    }
-
     /// Tells the governed processes that nobody governs any more.
     pub fn stop(&self) {
-        self.map.table().release();
+        let t = self.map.table();
+        t.release();
+        for g in &t.groups {
+            g.pass_done();
+        }
     }
 }
 
@@ -407,7 +348,9 @@ fn limit_of(gate: &policy::Gate) -> u64 {
 mod tests {
     use super::*;
     use crate::shm::{NORMAL, RT_HIGH};
+    use std::fs::File;
     use std::io::Write;
+    use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
 
     #[test]

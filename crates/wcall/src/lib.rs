@@ -4,7 +4,12 @@
 
 pub mod cgroups;
 pub mod coordinator;
+pub mod family;
+pub mod files;
 pub mod launch;
+pub mod members;
+pub mod monitor;
+pub mod pusher;
 pub mod service;
 pub mod trust;
 pub mod view;

@@ -23,6 +23,7 @@ pub struct Governor {
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<Coordinator>>,
     cgroups: CgroupUse,
+    monitor: Result<(), String>,
 }
 
 /// Whether governed processes are placed in memory cgroups, and where or why not.
@@ -87,6 +88,18 @@ pub struct Options {
     pub cgroups: bool,
     /// What to set on those cgroups where they are cgroup v2.
     pub cgroup_limits: crate::cgroups::CgroupLimits,
+    /// Headroom and page recycling (see `crate::coordinator::Tuning`).
+    pub tuning: crate::coordinator::Tuning,
+    /// Watch the kernel's writeback_dirty_folio records (root with BTF) to see
+    /// every file governed processes dirty, not only those they write().
+    pub kernel_monitor: bool,
+}
+
+/// Whether this machine hands free memory back to its hypervisor (virtio-balloon
+/// free page reporting): there, writes that reuse written-back pages avoid a host
+/// page fault per page, and recycling them pays.
+pub fn page_reporting() -> bool {
+    std::path::Path::new("/sys/module/page_reporting").exists()
 }
 
 impl Governor {
@@ -96,6 +109,12 @@ impl Governor {
         oslab_sys::process::raise_open_files_limit(
             (oslab_wcall_table::MAX_PROCS + oslab_wcall_table::MAX_FILES) as u64 + 1024,
         );
+        // loaded before the table exists, so no one sees the governor without it
+        let kernel = if o.kernel_monitor {
+            crate::monitor::KernelMonitor::start()
+        } else {
+            Err("kernel tracing off".into())
+        };
         let (map, memfd) = Mapped::create_memfd(name)?;
         let path = PathBuf::from(format!(
             "/proc/{}/fd/{}",
@@ -103,7 +122,8 @@ impl Governor {
             memfd.as_raw_fd()
         ));
         let view = Mapped::open(&path)?;
-        let mut coordinator = Coordinator::new(map, o.policy, o.block_ns);
+        let mut coordinator = Coordinator::tuned(map, o.policy, o.block_ns, o.tuning);
+        let monitor = kernel.map(|m| coordinator.use_kernel_monitor(m));
         let cgroups = if !o.cgroups {
             CgroupUse::NotAsked
         } else if !oslab_sys::process::is_root() {
@@ -155,7 +175,18 @@ impl Governor {
             stop,
             handle: Some(handle),
             cgroups,
+            monitor,
         })
+    }
+
+    /// How the coordinator sees the groups' dirty pages, in words.
+    pub fn monitor(&self) -> String {
+        match &self.monitor {
+            Ok(()) => "monitor: the kernel's writeback_dirty_folio records (every file a governed process dirties, by write(), mappings or stdio) and cachestat()".into(),
+            Err(why) => format!(
+                "monitor: cachestat() of the files governed write() calls reach ({why})"
+            ),
+        }
     }
 
     /// Whether governed processes go into memory cgroups.
@@ -279,6 +310,8 @@ mod tests {
                 fifo_priority: None,
                 cgroups: false,
                 cgroup_limits: Default::default(),
+                tuning: Default::default(),
+                kernel_monitor: false,
             },
         )
         .unwrap();

@@ -181,7 +181,7 @@ pub struct Member {
     pidfd: Option<OwnedFd>,
 }
 
-fn pidfd_open(pid: u32) -> Result<Option<OwnedFd>, Refusal> {
+pub(crate) fn pidfd_open(pid: u32) -> Result<Option<OwnedFd>, Refusal> {
     // SAFETY: a system call with two integer arguments; the result is checked.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
     if fd >= 0 {
@@ -195,6 +195,11 @@ fn pidfd_open(pid: u32) -> Result<Option<OwnedFd>, Refusal> {
 }
 
 impl Member {
+    /// A process the kernel confirmed some other way (see `crate::family`).
+    pub(crate) fn confirmed(pid: u32, pidfd: Option<OwnedFd>) -> Member {
+        Member { pid, pidfd }
+    }
+
     /// Whether it still runs (a zombie counts: its pid is not free yet).
     pub fn alive(&self) -> bool {
         match &self.pidfd {

@@ -43,6 +43,30 @@ pub struct GroupView {
     pub io_weight: Option<u32>,
 }
 
+/// A governed process as the coordinator sees it.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct ProcView {
+    pub pid: u32,
+    pub group: String,
+    /// Its program (/proc/PID/exe), where the reader may see it.
+    pub exe: Option<String>,
+    /// The interposer runs in it, so its write() calls can be held; a statically
+    /// linked program registered by its launcher cannot be.
+    pub holdable: bool,
+    pub writes: u64,
+    pub bytes: u64,
+    pub delayed_writes: u64,
+    pub held_ms: f64,
+    /// Bytes the kernel counted it dirtying (kernel monitor only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kernel_dirtied_bytes: Option<u64>,
+    /// Files the kernel saw it dirty that no governed write() reached: stores
+    /// through shared mappings, stdio, a static program's writes.
+    pub unheld_files: u32,
+    /// Times the coordinator pushed its files itself, as it could not hold it.
+    pub pushes: u64,
+}
+
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Snapshot {
     pub policy: String,
@@ -60,7 +84,18 @@ pub struct Snapshot {
     /// Table entries the coordinator refused to act on (see docs/wcall.md, "The
     /// trust boundary").
     pub refused_entries: u64,
+    /// "kernel" (writeback_dirty_folio records and cachestat) or "cachestat".
+    pub monitor: String,
+    /// Dirty + writeback memory no governed process accounts for, and the headroom
+    /// kept free for RT-HIGH, at the last pass.
+    pub ungoverned_bytes: u64,
+    pub headroom_bytes: u64,
+    /// The coordinator thread's CPU time over its wall time, percent.
+    pub cpu_percent: f64,
+    /// Records of the kernel's the monitor lost (must be 0).
+    pub kernel_lost: u64,
     pub groups: Vec<GroupView>,
+    pub processes: Vec<ProcView>,
 }
 
 /// The picture of a table, taking the coordinator's pid from the table itself.
@@ -89,15 +124,28 @@ pub fn snapshot_of(t: &Table, now_ns: u64, coordinator_pid: u32) -> Snapshot {
             }
         })
         .collect();
+    let add = |sum: &mut u64, x: &std::sync::atomic::AtomicU64| {
+        *sum = sum.saturating_add(x.load(Ordering::Relaxed));
+    };
+    for (v, g) in groups.iter_mut().zip(&t.groups) {
+        let r = &g.retired;
+        v.held_ms += r.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        add(&mut v.delayed_writes, &r.delayed_writes);
+        add(&mut v.writes, &r.writes);
+        add(&mut v.bytes, &r.bytes);
+        add(&mut v.passed_through, &r.passed_through);
+        add(&mut v.mmap_writable, &r.mmap_writable);
+    }
+    let kernel = h.monitor.load(Ordering::Relaxed) == crate::shm::MONITOR_KERNEL;
+    let mut processes = Vec::new();
     for p in &t.procs {
-        if p.pid.load(Ordering::Relaxed) == 0 {
+        let pid = p.pid.load(Ordering::Relaxed);
+        if pid == 0 {
             continue;
         }
         let g = group_index(p.group.load(Ordering::Relaxed));
+        processes.push(proc_view(p, pid, g, kernel));
         let v = &mut groups[g];
-        let add = |sum: &mut u64, x: &std::sync::atomic::AtomicU64| {
-            *sum = sum.saturating_add(x.load(Ordering::Relaxed));
-        };
         v.processes += (p.alive.load(Ordering::Relaxed) != 0) as u32;
         v.held_ms += p.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
         add(&mut v.delayed_writes, &p.delayed_writes);
@@ -132,7 +180,40 @@ pub fn snapshot_of(t: &Table, now_ns: u64, coordinator_pid: u32) -> Snapshot {
         thresh_bytes: h.thresh.load(Ordering::Relaxed),
         freerun_bytes: h.freerun.load(Ordering::Relaxed),
         refused_entries: h.refused.load(Ordering::Relaxed),
+        monitor: if kernel { "kernel" } else { "cachestat" }.into(),
+        ungoverned_bytes: h.ungoverned_bytes.load(Ordering::Relaxed),
+        headroom_bytes: h.headroom_bytes.load(Ordering::Relaxed),
+        cpu_percent: {
+            let wall = now_ns.saturating_sub(h.started_ns.load(Ordering::Relaxed));
+            if wall > 0 {
+                (h.cpu_ns.load(Ordering::Relaxed) as f64 / wall as f64 * 100.0).min(100.0)
+            } else {
+                0.0
+            }
+        },
+        kernel_lost: h.kernel_lost.load(Ordering::Relaxed),
         groups,
+        processes,
+    }
+}
+
+fn proc_view(p: &crate::shm::ProcSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
+    let bytes = p.bytes.load(Ordering::Relaxed);
+    let dirtied = kernel.then(|| p.kernel_dirtied.load(Ordering::Relaxed));
+    ProcView {
+        pid,
+        group: GROUP_NAMES[g].into(),
+        exe: crate::trust::valid_pid(pid)
+            .and_then(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
+            .map(|e| e.display().to_string()),
+        holdable: p.holdable.load(Ordering::Relaxed) != 0,
+        writes: p.writes.load(Ordering::Relaxed),
+        bytes,
+        delayed_writes: p.delayed_writes.load(Ordering::Relaxed),
+        held_ms: p.held_ns.load(Ordering::Relaxed) as f64 / 1e6,
+        kernel_dirtied_bytes: dirtied,
+        unheld_files: p.unheld_files.load(Ordering::Relaxed),
+        pushes: p.pushes.load(Ordering::Relaxed),
     }
 }
 

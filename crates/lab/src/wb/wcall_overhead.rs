@@ -175,6 +175,8 @@ impl Lab for WcallOverhead {
                 // placement in memory cgroups is left out of the measurement
                 cgroups: false,
                 cgroup_limits: Default::default(),
+                tuning: Default::default(),
+                kernel_monitor: true,
             },
         )
         .map_err(|e| LabError::Failed(format!("cannot start a governor: {e}")))?;

@@ -129,3 +129,46 @@ pub fn succeed(cmd: &mut std::process::Command) -> std::process::Output {
     );
     out
 }
+
+/// A testbed that goes down when dropped.
+pub struct Testbed {
+    journal: std::path::PathBuf,
+    pub mount: std::path::PathBuf,
+}
+
+impl Testbed {
+    /// A testbed capped at `bandwidth` (e.g. "20MiB/s") in `scratch`.
+    pub fn up(journal: &std::path::Path, scratch: &std::path::Path, bandwidth: &str) -> Testbed {
+        let out = succeed(
+            oslab_journaled(journal)
+                .args([
+                    "testbed",
+                    "up",
+                    "--bandwidth",
+                    bandwidth,
+                    "--size",
+                    "1GiB",
+                    "--scratch",
+                ])
+                .arg(scratch),
+        );
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mount = text
+            .split("mounted on ")
+            .nth(1)
+            .and_then(|s| s.split_whitespace().next())
+            .expect("the testbed names its mount point");
+        Testbed {
+            journal: journal.to_path_buf(),
+            mount: std::path::PathBuf::from(mount),
+        }
+    }
+}
+
+impl Drop for Testbed {
+    fn drop(&mut self) {
+        let _ = oslab_journaled(&self.journal)
+            .args(["testbed", "down"])
+            .output();
+    }
+}

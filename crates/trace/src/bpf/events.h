@@ -16,6 +16,7 @@
 #define EV_LIMITS 6
 #define EV_SWITCH 7
 #define EV_WAKEUP 8
+#define EV_FILE 9
 
 #define MAX_FRAMES 24
 #define BDI_NAME_LEN 32
@@ -143,7 +144,19 @@ struct ev_wakeup {
 	u32 target_cpu;
 };
 
+/* A process dirtied a page of a file for the first time (per_file only). */
+struct ev_file {
+	struct ev_header h;
+	u32 pid;
+	u32 tgid;
+	u64 dev;
+	u64 ino;
+	u32 policy;
+	s32 prio;
+};
+
 _Static_assert(sizeof(struct ev_header) == 16, "ev_header");
+_Static_assert(sizeof(struct ev_file) == 48, "ev_file");
 _Static_assert(sizeof(struct ev_write) == 104, "ev_write");
 _Static_assert(sizeof(struct ev_pause) == 184, "ev_pause");
 _Static_assert(sizeof(struct ev_bandwidth) == 104, "ev_bandwidth");

@@ -32,6 +32,8 @@ const volatile bool watch_all = true;
 const volatile bool all_writes = false;
 const volatile u64 write_threshold_ns = 10000000;
 const volatile u64 stack_threshold_ns = 1000000;
+/* Report each (process, file) pair the first time the process dirties the file. */
+const volatile bool per_file = false;
 
 u64 last_limits_ns = 0;
 
@@ -81,6 +83,21 @@ struct {
 	__type(key, u32);
 	__type(value, struct dirtier);
 } dirtiers SEC(".maps");
+
+struct file_key {
+	u32 tgid;
+	u32 pad;
+	u64 dev;
+	u64 ino;
+};
+
+/* (process, file) pairs already reported; the least recently used are forgotten. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct file_key);
+	__type(value, u8);
+} files_seen SEC(".maps");
 
 /* The page count at a flusher pass's start, per bdi_writeback. */
 struct {
@@ -380,11 +397,38 @@ static __always_inline u64 folio_pages(struct folio *folio)
 	return 1UL << (BPF_CORE_READ(folio, _flags_1) & 0xff);
 }
 
+static __always_inline void report_file(struct task_struct *t, struct address_space *mapping)
+{
+	struct file_key k = {};
+	k.tgid = t->tgid;
+	struct inode *host = BPF_CORE_READ(mapping, host);
+	if (!host)
+		return;
+	k.dev = BPF_CORE_READ(host, i_sb, s_dev);
+	k.ino = BPF_CORE_READ(host, i_ino);
+	u8 one = 1;
+	if (bpf_map_update_elem(&files_seen, &k, &one, BPF_NOEXIST) != 0)
+		return;
+	struct ev_file *e = reserve(sizeof(*e));
+	if (!e)
+		return;
+	header(&e->h, EV_FILE, bpf_ktime_get_ns());
+	e->pid = t->pid;
+	e->tgid = k.tgid;
+	e->dev = k.dev;
+	e->ino = k.ino;
+	e->policy = t->policy;
+	e->prio = t->prio;
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(on_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
 	u32 tgid = t->tgid;
+	if (per_file && mapping)
+		report_file(t, mapping);
 	u64 pages = folio_pages(folio);
 	u64 now = bpf_ktime_get_ns();
 	struct dirtier *d = bpf_map_lookup_elem(&dirtiers, &tgid);

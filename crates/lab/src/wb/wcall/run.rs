@@ -132,6 +132,8 @@ fn start_governor(e: &Env, policy: Policy) -> Result<Option<Governor>, LabError>
             // placement in memory cgroups is left out of the measurement
             cgroups: false,
             cgroup_limits: Default::default(),
+            tuning: Default::default(),
+            kernel_monitor: true,
         },
     )
     .map(Some)

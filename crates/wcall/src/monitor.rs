@@ -1,0 +1,46 @@
+//! The paper's monitoring module without a kernel patch: the kernel's own record
+//! of who dirties which file (writeback_dirty_folio, traced with eBPF by
+//! crates/trace). It sees what the interposer cannot: stores through shared
+//! mappings, glibc's stdio, statically linked programs. Root with BTF only;
+//! elsewhere the coordinator monitors the files the interposer registered
+//! (cachestat) and says so.
+
+use oslab_trace::records::{DirtiedFile, Dirtier, Event};
+use oslab_trace::{Tracer, Watch, WritebackOptions};
+
+pub struct KernelMonitor {
+    tracer: Tracer,
+}
+
+impl KernelMonitor {
+    /// Starts tracing; the reason when it cannot.
+    pub fn start() -> Result<KernelMonitor, String> {
+        let opts = WritebackOptions {
+            // no system call is followed: only who dirties what
+            watch: Watch::Pids(Vec::new()),
+            per_file: true,
+            ..WritebackOptions::default()
+        };
+        Tracer::writeback(&opts)
+            .map(|tracer| KernelMonitor { tracer })
+            .map_err(|e| e.to_string())
+    }
+
+    /// The (process, file) pairs dirtied for the first time since the last call.
+    pub fn new_files(&self) -> Vec<DirtiedFile> {
+        self.tracer
+            .drain()
+            .into_iter()
+            .filter_map(|e| match e {
+                Event::File(f) => Some(f),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Pages dirtied per process so far, and records lost.
+    pub fn dirtiers(&self) -> (Vec<Dirtier>, u64) {
+        let s = self.tracer.snapshot();
+        (s.dirtiers, s.lost)
+    }
+}
