@@ -38,6 +38,25 @@ pub fn seconds(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone
     number(lo, hi, "seconds")
 }
 
+/// A rate a person typed (`4MiB/s`, `40M`, `512KiBps`, `5000000`): bytes per second,
+/// zero included; an error sentence for anything else, negative rates named as such.
+pub fn rate(flag: &str, text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let size = t
+        .strip_suffix("/s")
+        .or_else(|| t.strip_suffix("ps"))
+        .unwrap_or(t);
+    oslab_sys::parse::size::parse_human_size(size)
+        .map(|b| b as f64)
+        .map_err(|_| {
+            if t.starts_with('-') {
+                format!("{flag} {text}: a rate cannot be negative (e.g. 4MiB/s)")
+            } else {
+                format!("{flag} {text}: not a rate such as 4MiB/s")
+            }
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,5 +79,22 @@ mod tests {
         );
         assert!(s("inf").is_err());
         assert!(s("NaN").is_err());
+    }
+
+    #[test]
+    fn rates_in_the_forms_people_type() {
+        assert_eq!(rate("--rate", "4MiB/s"), Ok(4.0 * 1048576.0));
+        assert_eq!(rate("--rate", "40M"), Ok(40.0 * 1048576.0));
+        assert_eq!(rate("--rate", "512KiBps"), Ok(512.0 * 1024.0));
+        assert_eq!(rate("--rate", " 1 "), Ok(1.0));
+        assert_eq!(rate("--rate", "0"), Ok(0.0));
+        assert_eq!(
+            rate("--rate", "-5").unwrap_err(),
+            "--rate -5: a rate cannot be negative (e.g. 4MiB/s)"
+        );
+        assert_eq!(
+            rate("--rate", "fast").unwrap_err(),
+            "--rate fast: not a rate such as 4MiB/s"
+        );
     }
 }

@@ -210,7 +210,7 @@ fn negative_numbers_are_values_refused_with_their_range() {
             .stderr(predicate::str::contains("unexpected argument").not())
             .stderr(predicate::str::contains("-- -").not());
     }
-    for rate in ["-5", "0"] {
+    for rate in ["-5", "0", "1", "512KiB/s"] {
         oslab()
             .args([
                 "dirty",
@@ -225,6 +225,40 @@ fn negative_numbers_are_values_refused_with_their_range() {
             .stdout("")
             .stderr(predicate::str::contains("--device-bandwidth"));
     }
+}
+
+/// Regression (issue 16): `--device-bandwidth 1` was taken as 1 B/s, echoed as
+/// "0.0 MiB/s (given)" and advised a wait of 2097152 s. Rates below 1 MiB/s are
+/// refused for the device; every rate echoed is in a unit that shows it.
+#[test]
+fn advice_echoes_every_rate_as_given() {
+    oslab()
+        .args(["dirty", "advise", "--device-bandwidth", "1", "--rate", "0"])
+        .assert()
+        .code(2)
+        .stdout("")
+        .stderr(predicate::str::contains("give 1MiB/s or more"));
+    let out = oslab()
+        .args([
+            "dirty",
+            "advise",
+            "--device-bandwidth",
+            "1MiB/s",
+            "--rate",
+            "1",
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("device writes 1 MiB/s (given); workload dirties 1 B/s (given)"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("0.00 MiB/s") && !text.contains("0.0 MiB/s"),
+        "{text}"
+    );
 }
 
 #[test]
