@@ -17,7 +17,8 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use oslab_sys::fsread::Root;
-use oslab_sys::process::{all_pid_stats, become_subreaper, reap_exited_children, signal_process};
+use oslab_sys::parse::pidstat::read_all;
+use oslab_sys::process::{become_subreaper, reap_exited_children, signal_process};
 
 /// What oslab may change, as it is now.
 #[derive(Debug, PartialEq, Eq)]
@@ -94,7 +95,7 @@ fn machine_state() -> MachineState {
 fn survivors() -> Vec<(u32, String)> {
     reap_exited_children();
     let me = std::process::id();
-    all_pid_stats(&Root::live())
+    read_all(&Root::live())
         .into_iter()
         .filter(|(_, s)| s.ppid == me && s.state != 'Z')
         .map(|(pid, _)| {

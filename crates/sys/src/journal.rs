@@ -19,6 +19,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{SysError, SysResult};
+use crate::fsread::Root;
 use crate::process;
 
 /// How to take one change back.
@@ -197,7 +198,7 @@ impl Journal {
             let header = Header {
                 oslab_journal: 1,
                 pid,
-                start_time: process::start_time(pid).unwrap_or(0),
+                start_time: process::start_time(&Root::live(), pid).unwrap_or(0),
                 // args() would panic on an argument that is not UTF-8
                 command: std::env::args_os()
                     .map(|a| a.to_string_lossy().into_owned())
@@ -332,7 +333,7 @@ fn rewrite(path: &Path, entries: &[Entry]) -> std::io::Result<()> {
     let header = Header {
         oslab_journal: 1,
         pid,
-        start_time: process::start_time(pid).unwrap_or(0),
+        start_time: process::start_time(&Root::live(), pid).unwrap_or(0),
         command: "kept after failed undo".into(),
     };
     let mut text = serde_json::to_string(&header).expect("header serialises") + "\n";
@@ -551,7 +552,9 @@ pub fn pending_orphans(dir: &Path) -> (usize, usize) {
         }
         match read_journal(&e.path()) {
             Ok((h, list)) => {
-                if h.pid == std::process::id() || process::process_alive(h.pid, h.start_time) {
+                if h.pid == std::process::id()
+                    || process::process_alive(&Root::live(), h.pid, h.start_time)
+                {
                     continue;
                 }
                 files += 1;
@@ -588,7 +591,8 @@ pub fn restore_orphans(dir: &Path, include_live: bool) -> RestoreReport {
         match read_journal(&path) {
             Err(e) => report.unreadable.push((path, e)),
             Ok((h, entries)) => {
-                let alive = h.pid != me && process::process_alive(h.pid, h.start_time);
+                let alive =
+                    h.pid != me && process::process_alive(&Root::live(), h.pid, h.start_time);
                 if alive && !include_live {
                     report.live.push((path, h.pid));
                     continue;
@@ -722,12 +726,12 @@ mod tests {
     fn a_live_owner_is_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         // this test's own parent process is alive; use our own pid's parent? Use pid 1.
-        let st = process::start_time(1).unwrap_or(0);
+        let st = process::start_time(&Root::live(), 1).unwrap_or(0);
         let header = format!(r#"{{"oslab_journal":1,"pid":1,"start_time":{st},"command":"init"}}"#);
         let jp = dir.path().join("journal-1.jsonl");
         std::fs::write(&jp, format!("{header}\n")).unwrap();
         let report = restore_orphans(dir.path(), false);
-        if process::start_time(1).is_some() {
+        if process::start_time(&Root::live(), 1).is_some() {
             assert_eq!(report.live.len(), 1);
             assert!(jp.exists());
         }

@@ -1,4 +1,6 @@
-//! Pure parsers: text in, typed values out. No file system access here.
+//! Parsers of /proc and /sys text (text in, typed values out), and the readers that
+//! feed them from a [`crate::fsread::Root`] (`/` or a captured tree), so each reader
+//! is tested on fixtures too. No other file system access here.
 
 pub mod cpulist;
 pub mod interrupts;
