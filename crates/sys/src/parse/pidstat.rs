@@ -192,3 +192,105 @@ mod tests {
         assert_eq!(descendant_ticks(&all, 1), 26);
     }
 }
+
+/// Property tests: any text gives a value or None, never a panic, and a line built
+/// from any fields and any command name (spaces, parentheses, `) S 1` inside it)
+/// reads back exactly. A fuzz-like run with many cases:
+/// `PROPTEST_CASES=100000 cargo test -p oslab-sys --lib -- parse::pidstat::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use crate::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    /// A command name as the kernel may print it: up to 15 bytes of anything but
+    /// NUL and newline, parentheses and field-like text included.
+    fn comm() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[^\n\0]{0,15}",
+            "[() a-zS0-9]{0,15}",
+            Just(") S 1 2 3 (".to_string()),
+            Just("(".to_string()),
+            Just(")".to_string()),
+        ]
+    }
+
+    fn stat() -> impl Strategy<Value = PidStat> {
+        (
+            proptest::sample::select(vec!['R', 'S', 'D', 'Z', 'T', 't', 'X', 'I']),
+            any::<u32>(),
+            any::<u64>(),
+            (any::<u64>(), any::<u64>()),
+            (0..i64::MAX as u64, 0..i64::MAX as u64),
+            any::<u64>(),
+        )
+            .prop_map(|(state, ppid, flags, (u, s), (cu, cs), start)| PidStat {
+                state,
+                ppid,
+                flags,
+                utime_ticks: u,
+                stime_ticks: s,
+                children_utime_ticks: cu,
+                children_stime_ticks: cs,
+                start_time_ticks: start,
+            })
+    }
+
+    fn line(pid: u32, comm: &str, s: &PidStat) -> String {
+        format!(
+            "{pid} ({comm}) {} {} 1 1 0 -1 {} 10 0 0 0 {} {} {} {} 20 0 1 0 {} 10452992 882 18446744073709551615 1 1 0 0 0 0 0 4096 0 0 0 0 17 1 0 0 0 0 0\n",
+            s.state,
+            s.ppid,
+            s.flags,
+            s.utime_ticks,
+            s.stime_ticks,
+            s.children_utime_ticks,
+            s.children_stime_ticks,
+            s.start_time_ticks
+        )
+    }
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        #[test]
+        fn any_text_never_panics(text in "(?s).{0,300}") {
+            let _ = parse_pid_stat(&text);
+        }
+
+        #[test]
+        fn a_line_cut_anywhere_never_panics(pid in any::<u32>(), comm in comm(), s in stat(), cut in 0usize..400) {
+            let l = line(pid, &comm, &s);
+            let mut at = cut.min(l.len());
+            while !l.is_char_boundary(at) {
+                at -= 1;
+            }
+            let _ = parse_pid_stat(&l[..at]);
+        }
+
+        #[test]
+        fn fields_read_back_whatever_the_name(pid in any::<u32>(), comm in comm(), s in stat()) {
+            prop_assert_eq!(parse_pid_stat(&line(pid, &comm, &s)), Some(s));
+        }
+
+        #[test]
+        fn descendants_never_include_the_ancestor_or_strangers(
+            parents in proptest::collection::btree_map(1u32..40, 0u32..40, 0..40),
+            ancestor in 0u32..40,
+        ) {
+            let all: Vec<(u32, PidStat)> = parents
+                .iter()
+                .map(|(&pid, &ppid)| {
+                    (pid, PidStat { state: 'S', ppid, flags: 0, utime_ticks: 1, stime_ticks: 0,
+                        children_utime_ticks: 0, children_stime_ticks: 0, start_time_ticks: 0 })
+                })
+                .collect();
+            let d = descendants(&all, ancestor);
+            let pids: std::collections::BTreeSet<u32> = d.iter().map(|(p, _)| *p).collect();
+            prop_assert!(!pids.contains(&ancestor));
+            for (_, s) in &d {
+                prop_assert!(s.ppid == ancestor || pids.contains(&s.ppid));
+            }
+        }
+    }
+}
