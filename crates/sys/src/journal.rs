@@ -964,14 +964,13 @@ mod tests {
 /// Property tests of the journal's JSON lines: entries round-trip through their line;
 /// `restore_orphans` over any bytes, or over a valid journal followed by any bytes,
 /// never panics and undoes no more than the complete entries. Every undo here is
-/// harmless (`Nothing`, or paths inside a temporary directory). A fuzz-like run with
-/// many cases (PROPTEST_CASES wins over the default here; failures are printed, not
-/// saved to proptest-regressions/):
-/// `PROPTEST_CASES=20000 cargo test -p oslab-sys --lib -- journal::props`
+/// harmless (`Nothing`, or paths inside a temporary directory). The `fuzz_*` tests
+/// run the same with 20,000 cases (or PROPTEST_CASES), outside the default run:
+/// `cargo test -p oslab-sys --release -- --ignored fuzz`
 #[cfg(test)]
 mod props {
     use super::*;
-    use crate::testing::proptest_config as config;
+    use crate::testing::{fuzz_config, proptest_config as config};
     use proptest::prelude::*;
 
     /// A header as a process that is gone (pid 1 with an impossible start time).
@@ -1030,69 +1029,135 @@ mod props {
         }
     }
 
+    fn any_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..200),
+            "(?s).{0,200}".prop_map(String::into_bytes),
+            "(?s).{0,120}".prop_map(|t| format!("{DEAD}\n{t}").into_bytes()),
+        ]
+    }
+
+    fn any_tail() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..120),
+            "[^\n]{0,120}".prop_map(String::into_bytes),
+        ]
+    }
+
+    /// Any bytes in a journal file: reported (unreadable, or restored with the
+    /// entries it held), never a panic.
+    fn restore_of_any_bytes(bytes: &[u8]) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().unwrap();
+        let jp = dir.path().join("journal-1.jsonl");
+        std::fs::write(&jp, bytes).unwrap();
+        let _ = pending_orphans(dir.path());
+        let report = restore_orphans(dir.path(), false);
+        prop_assert_eq!(report.restored.len() + report.unreadable.len(), 1);
+        Ok(())
+    }
+
+    /// A valid journal of `n` harmless entries followed by `tail` or, for a tail of
+    /// odd length, an entry line cut at `cut`: the entries are undone, newest first,
+    /// and nothing of the tail unless it holds whole entry lines (random bytes never
+    /// do).
+    fn restore_with_a_tail(
+        n: usize,
+        tail: &[u8],
+        cut: proptest::sample::Index,
+    ) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().unwrap();
+        let made: Vec<PathBuf> = (0..n)
+            .map(|i| dir.path().join(format!("made-{i}")))
+            .collect();
+        let mut text = format!("{DEAD}\n").into_bytes();
+        for (i, p) in made.iter().enumerate() {
+            std::fs::write(p, "x").unwrap();
+            let e = Entry {
+                seq: i as u64 + 1,
+                description: format!("made {i}"),
+                undo: Undo::RemovePath { path: p.clone() },
+            };
+            text.extend_from_slice((serde_json::to_string(&e).unwrap() + "\n").as_bytes());
+        }
+        let torn = serde_json::to_string(&Entry {
+            seq: 99,
+            description: "torn".into(),
+            undo: Undo::Nothing,
+        })
+        .unwrap()
+            + "\n";
+        let torn = &torn.as_bytes()[..cut.index(torn.len())];
+        let tail = if tail.len() % 2 == 0 { tail } else { torn };
+        text.extend_from_slice(tail);
+        let jp = dir.path().join("journal-1.jsonl");
+        std::fs::write(&jp, &text).unwrap();
+
+        let report = restore_orphans(dir.path(), false);
+
+        prop_assert_eq!(report.restored.len(), 1, "{:?}", report.unreadable);
+        let undone: Vec<String> = report.restored[0]
+            .outcomes
+            .iter()
+            .map(|o| o.description.clone())
+            .collect();
+        let whole_tail_lines = tail.split(|&b| b == b'\n').count() - 1;
+        if whole_tail_lines == 0 {
+            let expected: Vec<String> = (0..n).rev().map(|i| format!("made {i}")).collect();
+            prop_assert_eq!(undone, expected);
+            prop_assert!(!jp.exists());
+        } else {
+            prop_assert!(undone.len() <= n + whole_tail_lines);
+        }
+        prop_assert!(made.iter().all(|p| !p.exists()));
+        Ok(())
+    }
+
     proptest! {
         // each case writes a file and restores it: fewer cases
         #![proptest_config(config(96))]
 
-        /// Any bytes in a journal file: reported (unreadable, or restored with the
-        /// entries it held), never a panic.
         #[test]
-        fn restore_of_any_bytes_never_panics(
-            bytes in prop_oneof![
-                proptest::collection::vec(any::<u8>(), 0..200),
-                "(?s).{0,200}".prop_map(String::into_bytes),
-                "(?s).{0,120}".prop_map(|t| format!("{DEAD}\n{t}").into_bytes()),
-            ],
-        ) {
-            let dir = tempfile::tempdir().unwrap();
-            let jp = dir.path().join("journal-1.jsonl");
-            std::fs::write(&jp, &bytes).unwrap();
-            let _ = pending_orphans(dir.path());
-            let report = restore_orphans(dir.path(), false);
-            prop_assert_eq!(report.restored.len() + report.unreadable.len(), 1);
+        fn restore_of_any_bytes_never_panics(bytes in any_bytes()) {
+            restore_of_any_bytes(&bytes)?;
         }
 
-        /// A valid journal of harmless entries followed by any bytes: the entries
-        /// are undone, newest first, and nothing of the tail unless it holds whole
-        /// entry lines (random bytes never do).
         #[test]
         fn restore_of_a_journal_with_any_tail_undoes_its_entries(
             n in 0usize..5,
-            tail in prop_oneof![
-                proptest::collection::vec(any::<u8>(), 0..120),
-                "[^\n]{0,120}".prop_map(String::into_bytes),
-            ],
+            tail in any_tail(),
             cut in any::<proptest::sample::Index>(),
         ) {
-            let dir = tempfile::tempdir().unwrap();
-            let made: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("made-{i}"))).collect();
-            let mut text = format!("{DEAD}\n").into_bytes();
-            for (i, p) in made.iter().enumerate() {
-                std::fs::write(p, "x").unwrap();
-                let e = Entry { seq: i as u64 + 1, description: format!("made {i}"), undo: Undo::RemovePath { path: p.clone() } };
-                text.extend_from_slice((serde_json::to_string(&e).unwrap() + "\n").as_bytes());
-            }
-            // the tail, or a valid entry line cut short
-            let torn = serde_json::to_string(&Entry { seq: 99, description: "torn".into(), undo: Undo::Nothing }).unwrap() + "\n";
-            let torn = &torn.as_bytes()[..cut.index(torn.len())];
-            let tail = if tail.len() % 2 == 0 { &tail[..] } else { torn };
-            text.extend_from_slice(tail);
-            let jp = dir.path().join("journal-1.jsonl");
-            std::fs::write(&jp, &text).unwrap();
+            restore_with_a_tail(n, &tail, cut)?;
+        }
+    }
 
-            let report = restore_orphans(dir.path(), false);
+    // The same with many cases, outside the default run (docs/architecture.md,
+    // "Fuzz runs"): `cargo test -p oslab-sys --release -- --ignored fuzz`
+    proptest! {
+        #![proptest_config(fuzz_config(20_000))]
 
-            prop_assert_eq!(report.restored.len(), 1, "{:?}", report.unreadable);
-            let undone: Vec<String> = report.restored[0].outcomes.iter().map(|o| o.description.clone()).collect();
-            let whole_tail_lines = tail.split(|&b| b == b'\n').count() - 1;
-            if whole_tail_lines == 0 {
-                let expected: Vec<String> = (0..n).rev().map(|i| format!("made {i}")).collect();
-                prop_assert_eq!(undone, expected);
-                prop_assert!(!jp.exists());
-            } else {
-                prop_assert!(undone.len() <= n + whole_tail_lines);
-            }
-            prop_assert!(made.iter().all(|p| !p.exists()));
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab-sys --release -- --ignored fuzz"]
+        fn fuzz_journal_entries_round_trip(e in entry()) {
+            let line = serde_json::to_string(&e).unwrap();
+            prop_assert!(!line.contains('\n'));
+            prop_assert_eq!(serde_json::from_str::<Entry>(&line).unwrap(), e);
+        }
+
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab-sys --release -- --ignored fuzz"]
+        fn fuzz_journal_restore_of_any_bytes(bytes in any_bytes()) {
+            restore_of_any_bytes(&bytes)?;
+        }
+
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab-sys --release -- --ignored fuzz"]
+        fn fuzz_journal_restore_with_any_tail(
+            n in 0usize..5,
+            tail in any_tail(),
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            restore_with_a_tail(n, &tail, cut)?;
         }
     }
 }
