@@ -1,4 +1,5 @@
-//! Load and steal around a run, from /proc/loadavg and /proc/stat.
+//! Load and steal around a run, from /proc/loadavg and /proc/stat (read under the
+//! monitor's `Root`).
 //!
 //! "Other work" is what the CPUs did that was neither oslab nor the kernel's own
 //! threads and interrupts (write back, loop devices, softirqs, which mostly serve
@@ -11,6 +12,7 @@
 
 use oslab_model::LoadRecord;
 use oslab_sys::fsread::Root;
+use oslab_sys::parse::loadavg;
 use oslab_sys::parse::pidstat::{self, PidStat};
 use oslab_sys::parse::procstat::{CpuTimes, cpu_times};
 use oslab_sys::process::own_and_children_cpu_ns;
@@ -120,20 +122,10 @@ pub fn warnings(shares: &Shares, wall_ns: u64) -> Vec<String> {
     warn
 }
 
-/// The three load averages from /proc/loadavg text.
-pub fn parse_loadavg(text: &str) -> [f64; 3] {
-    let mut it = text.split_whitespace().map(|x| x.parse().unwrap_or(0.0));
-    [
-        it.next().unwrap_or(0.0),
-        it.next().unwrap_or(0.0),
-        it.next().unwrap_or(0.0),
-    ]
-}
-
 impl LoadMonitor {
     pub fn start(root: Root) -> LoadMonitor {
         LoadMonitor {
-            loadavg: parse_loadavg(&root.read("/proc/loadavg").unwrap_or_default()),
+            loadavg: loadavg::read(&root),
             cpu: root.read("/proc/stat").ok().and_then(|s| cpu_times(&s)),
             counts: Counts::now(&root),
             started_ns: oslab_sys::clock::monotonic_ns(),
@@ -143,7 +135,7 @@ impl LoadMonitor {
 
     /// The record from start to now.
     pub fn finish(&self) -> LoadRecord {
-        let after = parse_loadavg(&self.root.read("/proc/loadavg").unwrap_or_default());
+        let after = loadavg::read(&self.root);
         let now = self
             .root
             .read("/proc/stat")
@@ -301,14 +293,5 @@ mod tests {
         let start = Counts::of(&[(200, stat(100, 50, 0))], 100, 0);
         let end = Counts::of(&[], 100, 0);
         assert_eq!(own_ticks(&start, &end), 0.0);
-    }
-
-    #[test]
-    fn loadavg_fields() {
-        assert_eq!(
-            parse_loadavg("0.52 0.58 0.59 2/389 12345\n"),
-            [0.52, 0.58, 0.59]
-        );
-        assert_eq!(parse_loadavg(""), [0.0, 0.0, 0.0]);
     }
 }

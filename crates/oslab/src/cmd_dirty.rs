@@ -64,9 +64,7 @@ fn measure_device(dir: &std::path::Path) -> Result<f64, Failure> {
 }
 
 fn nr_dirtied() -> Option<u64> {
-    let t = std::fs::read_to_string("/proc/vmstat").ok()?;
-    t.lines()
-        .find_map(|l| l.strip_prefix("nr_dirtied ")?.trim().parse().ok())
+    oslab_sys::parse::vmstat::read_value(&oslab_sys::fsread::Root::live(), "nr_dirtied")
 }
 
 fn run_advise(a: AdviseArgs) -> CmdResult {

@@ -17,7 +17,6 @@ pub mod fileio;
 pub mod fsread;
 pub mod journal;
 pub mod machine;
-pub mod memcg;
 pub mod memprobe;
 pub mod parse;
 pub mod pingpong;
@@ -31,3 +30,5 @@ pub mod testing;
 pub mod topology;
 
 pub use error::{SysError, SysResult};
+/// The memory cgroup parsers and readers, at their old path.
+pub use parse::memcg;
