@@ -1,15 +1,21 @@
-//! Load and steal around a run, from /proc/loadavg and /proc/stat.
+//! Load and steal around a run, from /proc/loadavg and /proc/stat (read under the
+//! monitor's `Root`).
 //!
-//! "Other work" is what the CPUs did that was neither oslab (its own threads and
-//! the children it waited for: getrusage RUSAGE_SELF + RUSAGE_CHILDREN), nor the
-//! kernel's own threads and interrupts (write back, loop devices, softirqs, which
-//! mostly serve oslab's I/O), so only other programs trigger the warning. Runs
-//! shorter than a second are not judged: /proc/stat counts in 10 ms ticks.
+//! "Other work" is what the CPUs did that was neither oslab nor the kernel's own
+//! threads and interrupts (write back, loop devices, softirqs, which mostly serve
+//! oslab's I/O), so only other programs trigger the warning. oslab's share is its
+//! own threads and the children it waited for (getrusage RUSAGE_SELF +
+//! RUSAGE_CHILDREN) plus what its live descendants gained (/proc/PID/stat fields
+//! 14-17, found by their parent pids), each as the difference between the window's
+//! start and end; see [`own_ticks`] for why a child is counted once. Runs shorter
+//! than a second are not judged: /proc/stat counts in 10 ms ticks.
 
 use oslab_model::LoadRecord;
 use oslab_sys::fsread::Root;
+use oslab_sys::parse::loadavg;
+use oslab_sys::parse::pidstat::{self, PidStat};
 use oslab_sys::parse::procstat::{CpuTimes, cpu_times};
-use oslab_sys::process::{all_pid_stats, own_and_children_cpu_ns};
+use oslab_sys::process::own_and_children_cpu_ns;
 
 /// Shorter windows are not judged for load.
 const MIN_JUDGED_NS: u64 = 1_000_000_000;
@@ -24,18 +30,51 @@ pub struct LoadMonitor {
     root: Root,
     loadavg: [f64; 3],
     cpu: Option<CpuTimes>,
-    own_ns: u64,
-    kernel_ticks: u64,
+    counts: Counts,
     started_ns: u64,
 }
 
-/// CPU time of the kernel's own threads, ticks.
-fn kernel_thread_ticks(root: &Root) -> u64 {
-    all_pid_stats(root)
-        .iter()
-        .filter(|(_, s)| s.is_kernel_thread())
-        .map(|(_, s)| s.cpu_ticks())
-        .sum()
+/// The CPU time counters read at one end of a window.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Counts {
+    /// oslab and the children it waited for (getrusage), ns.
+    pub rusage_ns: u64,
+    /// oslab's live descendants, their own and their waited-for children's, ticks.
+    pub descendant_ticks: u64,
+    /// The kernel's own threads, ticks.
+    pub kernel_thread_ticks: u64,
+}
+
+impl Counts {
+    /// The counters of a /proc snapshot `all` for the process `me`.
+    pub fn of(all: &[(u32, PidStat)], me: u32, rusage_ns: u64) -> Counts {
+        Counts {
+            rusage_ns,
+            descendant_ticks: pidstat::descendant_ticks(all, me),
+            kernel_thread_ticks: all
+                .iter()
+                .filter(|(_, s)| s.is_kernel_thread())
+                .map(|(_, s)| s.cpu_ticks())
+                .sum(),
+        }
+    }
+
+    fn now(root: &Root) -> Counts {
+        let rusage_ns = own_and_children_cpu_ns();
+        Counts::of(&pidstat::read_all(root), std::process::id(), rusage_ns)
+    }
+}
+
+/// oslab's CPU ticks between `start` and `end`: the getrusage difference plus the
+/// live descendants' difference. A child alive at the start and waited for before
+/// the end is in the end's getrusage with its whole life and in the start's live
+/// sum with its life until then, so the two differences together count only its
+/// time inside the window; one alive at both ends counts its gain, one born inside
+/// the window all of its time. (A descendant orphaned and reaped by init is lost.)
+pub fn own_ticks(start: &Counts, end: &Counts) -> f64 {
+    let rusage = (end.rusage_ns as f64 - start.rusage_ns as f64) / NS_PER_TICK;
+    let live = end.descendant_ticks as f64 - start.descendant_ticks as f64;
+    (rusage + live).max(0.0)
 }
 
 /// What a window's CPU time was spent on, in ticks summed over all CPUs.
@@ -83,23 +122,12 @@ pub fn warnings(shares: &Shares, wall_ns: u64) -> Vec<String> {
     warn
 }
 
-/// The three load averages from /proc/loadavg text.
-pub fn parse_loadavg(text: &str) -> [f64; 3] {
-    let mut it = text.split_whitespace().map(|x| x.parse().unwrap_or(0.0));
-    [
-        it.next().unwrap_or(0.0),
-        it.next().unwrap_or(0.0),
-        it.next().unwrap_or(0.0),
-    ]
-}
-
 impl LoadMonitor {
     pub fn start(root: Root) -> LoadMonitor {
         LoadMonitor {
-            loadavg: parse_loadavg(&root.read("/proc/loadavg").unwrap_or_default()),
+            loadavg: loadavg::read(&root),
             cpu: root.read("/proc/stat").ok().and_then(|s| cpu_times(&s)),
-            own_ns: own_and_children_cpu_ns(),
-            kernel_ticks: kernel_thread_ticks(&root),
+            counts: Counts::now(&root),
             started_ns: oslab_sys::clock::monotonic_ns(),
             root,
         }
@@ -107,7 +135,7 @@ impl LoadMonitor {
 
     /// The record from start to now.
     pub fn finish(&self) -> LoadRecord {
-        let after = parse_loadavg(&self.root.read("/proc/loadavg").unwrap_or_default());
+        let after = loadavg::read(&self.root);
         let now = self
             .root
             .read("/proc/stat")
@@ -117,10 +145,13 @@ impl LoadMonitor {
             (Some(a), Some(b)) => b.since(a),
             _ => CpuTimes::default(),
         };
+        let end = Counts::now(&self.root);
         let shares = Shares {
             cpu: delta,
-            own_ticks: own_and_children_cpu_ns().saturating_sub(self.own_ns) as f64 / NS_PER_TICK,
-            kernel_thread_ticks: kernel_thread_ticks(&self.root).saturating_sub(self.kernel_ticks)
+            own_ticks: own_ticks(&self.counts, &end),
+            kernel_thread_ticks: end
+                .kernel_thread_ticks
+                .saturating_sub(self.counts.kernel_thread_ticks)
                 as f64,
         };
         let warn = warnings(
@@ -191,12 +222,76 @@ mod tests {
         assert_eq!(warnings(&s, 2_000_000_000).len(), 2, "steal and other");
     }
 
+    fn stat(ppid: u32, ticks: u64, children_ticks: u64) -> PidStat {
+        PidStat {
+            state: 'R',
+            ppid,
+            flags: 0,
+            utime_ticks: ticks,
+            stime_ticks: 0,
+            children_utime_ticks: 0,
+            children_stime_ticks: children_ticks,
+            start_time_ticks: 0,
+        }
+    }
+
+    /// Regression: CPU of children still running during the window (spinners,
+    /// ping-pong peers, writers) counted as other programs' work.
     #[test]
-    fn loadavg_fields() {
-        assert_eq!(
-            parse_loadavg("0.52 0.58 0.59 2/389 12345\n"),
-            [0.52, 0.58, 0.59]
-        );
-        assert_eq!(parse_loadavg(""), [0.0, 0.0, 0.0]);
+    fn live_descendants_count_once_as_oslab() {
+        let me = 100;
+        let kthread = PidStat {
+            flags: pidstat::PF_KTHREAD,
+            ..stat(2, 5, 0)
+        };
+        // child 200 runs at the start (50 ticks) and is waited for before the end
+        // (80 ticks in all); 300 runs throughout and waits for a grandchild born
+        // in the window (20 ticks); 500, its child, is born in the window; 900 is
+        // another program
+        let start = [
+            (2, kthread),
+            (200, stat(me, 50, 0)),
+            (300, stat(me, 10, 0)),
+            (900, stat(1, 1000, 0)),
+        ];
+        let end = [
+            (
+                2,
+                PidStat {
+                    utime_ticks: 8,
+                    ..kthread
+                },
+            ),
+            (300, stat(me, 40, 20)),
+            (500, stat(300, 7, 0)),
+            (900, stat(1, 1400, 0)),
+        ];
+        // oslab itself: 0.5 s; RUSAGE_CHILDREN gains child 200's whole 0.8 s
+        let a = Counts::of(&start, me, 1_000_000_000);
+        let b = Counts::of(&end, me, 2_300_000_000);
+        assert_eq!((a.descendant_ticks, b.descendant_ticks), (60, 67));
+        // 50 own + 30 of 200 in the window + 30 of 300 + 20 grandchild + 7
+        assert_eq!(own_ticks(&a, &b), 137.0);
+        assert_eq!(b.kernel_thread_ticks - a.kernel_thread_ticks, 3);
+        // two CPUs for 3 s: 600 ticks, 400 of them the other program's
+        let shares = Shares {
+            cpu: window(137 + 400 + 3, 0, 60, 0),
+            own_ticks: own_ticks(&a, &b),
+            kernel_thread_ticks: 3.0,
+        };
+        assert!((shares.other_fraction() - 400.0 / 600.0).abs() < 1e-9);
+        // without the live descendants, 67 more ticks would look like other work
+        let rusage_only = Shares {
+            own_ticks: 130.0,
+            ..shares
+        };
+        assert!(rusage_only.other_fraction() > shares.other_fraction());
+    }
+
+    #[test]
+    fn a_descendant_lost_to_init_never_makes_oslab_negative() {
+        let start = Counts::of(&[(200, stat(100, 50, 0))], 100, 0);
+        let end = Counts::of(&[], 100, 0);
+        assert_eq!(own_ticks(&start, &end), 0.0);
     }
 }

@@ -63,6 +63,25 @@ pub fn duration(lo: f64, hi: f64) -> impl Fn(&str) -> Result<u64, String> + Clon
     }
 }
 
+/// A rate a person typed (`4MiB/s`, `40M`, `512KiBps`, `5000000`): bytes per second,
+/// zero included; an error sentence for anything else, negative rates named as such.
+pub fn rate(flag: &str, text: &str) -> Result<f64, String> {
+    let t = text.trim();
+    let size = t
+        .strip_suffix("/s")
+        .or_else(|| t.strip_suffix("ps"))
+        .unwrap_or(t);
+    oslab_sys::parse::size::parse_human_size(size)
+        .map(|b| b as f64)
+        .map_err(|_| {
+            if t.starts_with('-') {
+                format!("{flag} {text}: a rate cannot be negative (e.g. 4MiB/s)")
+            } else {
+                format!("{flag} {text}: not a rate such as 4MiB/s")
+            }
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -98,5 +117,88 @@ mod tests {
         );
         assert!(s("inf").is_err());
         assert!(s("NaN").is_err());
+    }
+
+    #[test]
+    fn rates_in_the_forms_people_type() {
+        assert_eq!(rate("--rate", "4MiB/s"), Ok(4.0 * 1048576.0));
+        assert_eq!(rate("--rate", "40M"), Ok(40.0 * 1048576.0));
+        assert_eq!(rate("--rate", "512KiBps"), Ok(512.0 * 1024.0));
+        assert_eq!(rate("--rate", " 1 "), Ok(1.0));
+        assert_eq!(rate("--rate", "0"), Ok(0.0));
+        assert_eq!(
+            rate("--rate", "-5").unwrap_err(),
+            "--rate -5: a rate cannot be negative (e.g. 4MiB/s)"
+        );
+        assert_eq!(
+            rate("--rate", "fast").unwrap_err(),
+            "--rate fast: not a rate such as 4MiB/s"
+        );
+    }
+}
+
+/// Property tests: any text gives a value or one sentence, never a panic; a value is
+/// accepted exactly when it is inside the range, and reads back as given; a rate
+/// printed by oslab (`human_rate`) reads back within its rounding. A fuzz-like run:
+/// `PROPTEST_CASES=100000 cargo test -p oslab --bin oslab -- cli_values::props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use oslab_sys::parse::size::human_rate;
+    use oslab_sys::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        #[test]
+        fn any_text_never_panics(text in "\\PC{0,40}", lo in any::<u64>(), hi in any::<u64>()) {
+            let _ = whole(lo, hi)(&text);
+            let _ = number(0.5, 600.0, "seconds")(&text);
+            let _ = rate("--rate", &text);
+        }
+
+        #[test]
+        fn whole_numbers_in_range_and_only_those(v in any::<i128>(), lo in 0u64..1000, span in 0u64..1_000_000) {
+            let hi = lo + span;
+            let got = whole(lo, hi)(&v.to_string());
+            if v >= lo as i128 && v <= hi as i128 {
+                prop_assert_eq!(got, Ok(v as u64));
+            } else {
+                prop_assert!(got.unwrap_err().starts_with("out of range: give a whole number from"));
+            }
+        }
+
+        #[test]
+        fn numbers_in_range_and_only_those(v in any::<f64>()) {
+            let got = seconds(0.5, 600.0)(&v.to_string());
+            if (0.5..=600.0).contains(&v) {
+                prop_assert_eq!(got, Ok(v));
+            } else {
+                prop_assert!(got.is_err());
+            }
+        }
+
+        #[test]
+        fn rates_in_whole_units_read_back(n in 0u64..1 << 40, unit in 0usize..4, per in 0usize..3) {
+            let (suffix, mult) = [("", 1u64), ("K", 1 << 10), ("MiB", 1 << 20), ("G", 1 << 30)][unit];
+            let text = format!("{n}{suffix}{}", ["", "/s", "ps"][per]);
+            match n.checked_mul(mult) {
+                Some(b) if b < 1 << 53 => prop_assert_eq!(rate("--rate", &text), Ok(b as f64), "{}", text),
+                _ => {}
+            }
+        }
+
+        #[test]
+        fn negative_rates_are_named(n in 1u64..1 << 40) {
+            let e = rate("--rate", &format!("-{n}MiB/s")).unwrap_err();
+            prop_assert!(e.contains("cannot be negative"), "{}", e);
+        }
+
+        #[test]
+        fn printed_rates_read_back_within_rounding(r in 0.0f64..1e15) {
+            let back = rate("--rate", &human_rate(r)).map_err(TestCaseError::fail)?;
+            prop_assert!((back - r).abs() <= r * 0.005 + 0.5, "{} -> {} -> {}", r, human_rate(r), back);
+        }
     }
 }

@@ -37,20 +37,7 @@ fn run_explain(a: ExplainArgs) -> CmdResult {
 }
 
 fn rate_arg(flag: &str, text: &str) -> Result<f64, Failure> {
-    oslab_lab::wb::testbed::parse_bandwidth(text)
-        .map(|b| b as f64)
-        .or_else(|_| {
-            oslab_sys::parse::size::parse_human_size(text.trim().trim_end_matches("/s"))
-                .map(|b| b as f64)
-                .map_err(|_| ())
-        })
-        .map_err(|_| {
-            Failure::usage(if text.trim_start().starts_with('-') {
-                format!("{flag} {text}: a rate cannot be negative (e.g. 4MiB/s)")
-            } else {
-                format!("{flag} {text}: not a rate such as 4MiB/s")
-            })
-        })
+    crate::cli_values::rate(flag, text).map_err(Failure::usage)
 }
 
 /// Writes 256 MiB into `dir` and syncs it: the sustained write-back bandwidth.
@@ -77,13 +64,11 @@ fn measure_device(dir: &std::path::Path) -> Result<f64, Failure> {
 }
 
 fn nr_dirtied() -> Option<u64> {
-    let t = std::fs::read_to_string("/proc/vmstat").ok()?;
-    t.lines()
-        .find_map(|l| l.strip_prefix("nr_dirtied ")?.trim().parse().ok())
+    oslab_sys::parse::vmstat::read_value(&oslab_sys::fsread::Root::live(), "nr_dirtied")
 }
 
 fn run_advise(a: AdviseArgs) -> CmdResult {
-    use oslab_lab::wb::advise::{AdviceInputs, advise};
+    use oslab_lab::wb::advise::{AdviceInputs, MIN_DEVICE_BYTES_S, advise};
     if !(a.target_latency.is_finite() && (0.05..=60.0).contains(&a.target_latency)) {
         return Err(Failure::usage(format!(
             "--target-latency {} is out of range: give 0.05 to 60 seconds",
@@ -95,9 +80,9 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
     }
     let (device_bw, device_src) = if let Some(t) = &a.device_bandwidth {
         let bw = rate_arg("--device-bandwidth", t)?;
-        if bw <= 0.0 {
+        if bw < MIN_DEVICE_BYTES_S {
             return Err(Failure::usage(format!(
-                "--device-bandwidth {t}: a device that writes nothing cannot be advised for; give its rate, e.g. 50MiB/s"
+                "--device-bandwidth {t} is below the least this advice is for: give 1MiB/s or more, e.g. 50MiB/s"
             )));
         }
         (bw, "given".to_string())

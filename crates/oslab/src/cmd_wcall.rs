@@ -118,7 +118,7 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<service::Found>, Failure> 
     if a.private {
         return Ok(None);
     }
-    let daemons: Vec<service::Found> = service::discover()
+    let daemons: Vec<service::Found> = service::discover(&oslab_sys::fsread::Root::live())
         .into_iter()
         .filter(|f| !f.name.starts_with("run-"))
         .collect();
@@ -227,7 +227,10 @@ fn daemon(a: WcallDaemonArgs) -> CmdResult {
     if a.name.is_empty() || a.name.contains('/') || a.name.len() > 64 {
         return Err(Failure::usage("--name must be 1-64 characters without '/'"));
     }
-    if service::discover().iter().any(|f| f.name == a.name) {
+    if service::discover(&oslab_sys::fsread::Root::live())
+        .iter()
+        .any(|f| f.name == a.name)
+    {
         return Err(Failure::runtime(format!(
             "a governor named '{}' is already running (see `oslab wcall status`)",
             a.name
@@ -268,7 +271,7 @@ fn daemon(a: WcallDaemonArgs) -> CmdResult {
 }
 
 fn status(a: WcallStatusArgs) -> CmdResult {
-    let found: Vec<_> = service::discover()
+    let found: Vec<_> = service::discover(&oslab_sys::fsread::Root::live())
         .into_iter()
         .filter(|f| a.name.as_ref().is_none_or(|n| &f.name == n))
         .collect();
@@ -307,7 +310,7 @@ fn status(a: WcallStatusArgs) -> CmdResult {
 }
 
 fn attach(a: WcallAttachArgs) -> CmdResult {
-    if !std::path::Path::new(&format!("/proc/{}", a.pid)).exists() {
+    if !oslab_sys::fsread::Root::live().exists(&format!("/proc/{}", a.pid)) {
         return Err(Failure::usage(format!("there is no process {}", a.pid)));
     }
     Err(Failure::runtime(format!(

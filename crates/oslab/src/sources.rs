@@ -106,15 +106,14 @@ pub fn load(arg: &str, store: &mut LazyStore) -> Result<Loaded, Failure> {
 /// Property tests of the results reader behind `report` and `compare`: every
 /// truncation of a valid result file and any bytes give a usage error, never a
 /// panic; a valid file with a value changed either is refused or reads and renders
-/// (terminal table, claims, HTML page, comparison) without a panic. A fuzz-like run
-/// with many cases (PROPTEST_CASES wins over the default here; failures are printed,
-/// not saved to proptest-regressions/):
-/// `PROPTEST_CASES=20000 cargo test -p oslab --bin oslab -- sources::props`
+/// (terminal table, claims, HTML page, comparison) without a panic. The `fuzz_*`
+/// tests run the same with 20,000 cases (or PROPTEST_CASES), outside the default run:
+/// `cargo test -p oslab --release --bin oslab -- --ignored fuzz`
 #[cfg(test)]
 mod props {
     use super::*;
     use crate::failure::EXIT_USAGE;
-    use oslab_sys::testing::proptest_config as config;
+    use oslab_sys::testing::{fuzz_config, proptest_config as config};
     use proptest::prelude::*;
     use proptest::sample::Index;
 
@@ -195,65 +194,107 @@ mod props {
         ]
     }
 
+    fn any_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..300),
+            "(?s)\\PC{0,300}".prop_map(String::into_bytes),
+        ]
+    }
+
+    /// A file cut anywhere (but in its trailing white space) is refused.
+    fn truncated(cut: Index, whole_set: bool) -> Result<(), TestCaseError> {
+        let full = if whole_set { set() } else { ONE.to_string() };
+        let n = cut.index(full.len());
+        let part = &full.as_bytes()[..n];
+        if full[n..].trim().is_empty() {
+            prop_assert!(read(part).is_ok());
+            Ok(())
+        } else {
+            judge_refused(read(part))
+        }
+    }
+
+    /// One value of the file replaced (a number, a string, a list, ...): refused,
+    /// or read and rendered without a panic.
+    fn changed_value(at: Index, v: &str, whole_set: bool) -> Result<(), TestCaseError> {
+        let full = if whole_set { set() } else { ONE.to_string() };
+        // a value starts after ": ", or begins a line of its own in a list
+        let mut starts: Vec<usize> = full.match_indices(": ").map(|(i, _)| i + 2).collect();
+        let mut line_start = 0;
+        for line in full.split_inclusive('\n') {
+            let indent = line.len() - line.trim_start().len();
+            if !line.trim_start().starts_with(['"', '}', ']']) && !line.trim().is_empty() {
+                starts.push(line_start + indent);
+            }
+            line_start += line.len();
+        }
+        let s = starts[at.index(starts.len())];
+        let rest = &full[s..];
+        // the end of that value: the next comma or line end outside a string
+        let end = s + rest.find([',', '\n']).unwrap_or(rest.len());
+        let text = format!("{}{v}{}", &full[..s], &full[end..]);
+        match read(text.as_bytes()) {
+            Ok(results) => {
+                let r = std::panic::catch_unwind(|| render(&results));
+                prop_assert!(
+                    r.is_ok(),
+                    "rendering panicked for {}",
+                    &text[s.saturating_sub(40)..(s + 60).min(text.len())]
+                );
+            }
+            Err(f) => prop_assert_eq!(f.code, EXIT_USAGE),
+        }
+        Ok(())
+    }
+
     proptest! {
         #![proptest_config(config(128))]
 
-        /// A file cut anywhere (but in its trailing white space) is refused.
         #[test]
         fn every_truncation_is_a_usage_error(cut in any::<Index>(), whole_set in any::<bool>()) {
-            let full = if whole_set { set() } else { ONE.to_string() };
-            let n = cut.index(full.len());
-            let part = &full.as_bytes()[..n];
-            if full[n..].trim().is_empty() {
-                prop_assert!(read(part).is_ok());
-            } else {
-                judge_refused(read(part))?;
-            }
+            truncated(cut, whole_set)?;
         }
 
         #[test]
-        fn any_bytes_are_a_usage_error(
-            bytes in prop_oneof![
-                proptest::collection::vec(any::<u8>(), 0..300),
-                "(?s)\\PC{0,300}".prop_map(String::into_bytes),
-            ],
-        ) {
+        fn any_bytes_are_a_usage_error(bytes in any_bytes()) {
             judge_refused(read(&bytes))?;
         }
 
-        /// One value of the file replaced (a number, a string, a list, ...): refused,
-        /// or read and rendered without a panic.
         #[test]
         fn a_changed_value_is_refused_or_renders(
             at in any::<Index>(),
             v in value(),
             whole_set in any::<bool>(),
         ) {
-            let full = if whole_set { set() } else { ONE.to_string() };
-            // a value starts after ": ", or begins a line of its own in a list
-            let mut starts: Vec<usize> = full.match_indices(": ").map(|(i, _)| i + 2).collect();
-            let mut line_start = 0;
-            for line in full.split_inclusive('\n') {
-                let indent = line.len() - line.trim_start().len();
-                if !line.trim_start().starts_with(['"', '}', ']']) && !line.trim().is_empty() {
-                    starts.push(line_start + indent);
-                }
-                line_start += line.len();
-            }
-            let s = starts[at.index(starts.len())];
-            let rest = &full[s..];
-            // the end of that value: the next comma or line end outside a string
-            let end = s + rest
-                .find([',', '\n'])
-                .unwrap_or(rest.len());
-            let text = format!("{}{v}{}", &full[..s], &full[end..]);
-            match read(text.as_bytes()) {
-                Ok(results) => {
-                    let r = std::panic::catch_unwind(|| render(&results));
-                    prop_assert!(r.is_ok(), "rendering panicked for {}", &text[s.saturating_sub(40)..(s + 60).min(text.len())]);
-                }
-                Err(f) => prop_assert_eq!(f.code, EXIT_USAGE),
-            }
+            changed_value(at, &v, whole_set)?;
+        }
+    }
+
+    // The same with many cases, outside the default run (docs/architecture.md,
+    // "Fuzz runs"): `cargo test -p oslab --release --bin oslab -- --ignored fuzz`
+    proptest! {
+        #![proptest_config(fuzz_config(20_000))]
+
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab --release --bin oslab -- --ignored fuzz"]
+        fn fuzz_results_truncated(cut in any::<Index>(), whole_set in any::<bool>()) {
+            truncated(cut, whole_set)?;
+        }
+
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab --release --bin oslab -- --ignored fuzz"]
+        fn fuzz_results_any_bytes(bytes in any_bytes()) {
+            judge_refused(read(&bytes))?;
+        }
+
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab --release --bin oslab -- --ignored fuzz"]
+        fn fuzz_results_changed_value(
+            at in any::<Index>(),
+            v in value(),
+            whole_set in any::<bool>(),
+        ) {
+            changed_value(at, &v, whole_set)?;
         }
     }
 

@@ -22,7 +22,7 @@ fn scratch_dir() -> tempfile::TempDir {
 }
 
 fn on_block_device(p: &std::path::Path) -> bool {
-    oslab_sys::fileio::device_name_of(p).is_some()
+    oslab_sys::fileio::device_name_of(&oslab_sys::fsread::Root::live(), p).is_some()
 }
 
 #[test]

@@ -338,7 +338,8 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
         eprintln!("skipped: placing processes in cgroups needs root");
         return;
     }
-    let Some((version, own)) = oslab_sys::memcg::own_cgroup() else {
+    let Some((version, own)) = oslab_sys::memcg::own_cgroup(&oslab_sys::fsread::Root::live())
+    else {
         eprintln!("skipped: no memory cgroup controller here");
         return;
     };

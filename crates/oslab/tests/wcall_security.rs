@@ -264,7 +264,7 @@ impl Drop for Reaped {
 fn wait_for_governor(name: &str) -> oslab_wcall::service::Found {
     let start = Instant::now();
     loop {
-        if let Some(f) = oslab_wcall::service::discover()
+        if let Some(f) = oslab_wcall::service::discover(&oslab_sys::fsread::Root::live())
             .into_iter()
             .find(|f| f.name == name)
         {
@@ -380,7 +380,8 @@ fn a_daemon_acts_on_nothing_a_hostile_table_claims() {
     assert!(s["refused_entries"].as_u64().unwrap() >= 4, "{s}");
     assert_eq!(s["groups"][0]["group"], "rt-high");
     assert_eq!(s["groups"][0]["tasks"], 0, "the victim is no task: {s}");
-    if common::is_root() && oslab_sys::memcg::own_cgroup().is_some() {
+    if common::is_root() && oslab_sys::memcg::own_cgroup(&oslab_sys::fsread::Root::live()).is_some()
+    {
         assert!(
             s["groups"][0]["memcg_dirty_bytes"].is_u64(),
             "the daemon made its cgroups: {s}"

@@ -6,7 +6,7 @@
 
 use oslab_model::Claim;
 use oslab_sys::dirty::{DirtyInputs, DirtyLimits};
-use oslab_sys::parse::size::human_bytes;
+use oslab_sys::parse::size::{human_bytes, human_rate};
 
 use crate::table::simple;
 
@@ -149,12 +149,11 @@ pub struct Advised<'a> {
 
 /// The advice as text, ending with the `sysctl -w` lines.
 pub fn advice(a: &Advised) -> String {
-    let mib = |b: f64| b / (1u64 << 20) as f64;
     let mut out = format!(
-        "device writes {:.1} MiB/s ({}); workload dirties {:.2} MiB/s ({}); target wait {} s\n\n",
-        mib(a.device_bytes_s),
+        "device writes {} ({}); workload dirties {} ({}); target wait {} s\n\n",
+        human_rate(a.device_bytes_s),
         a.device_source,
-        mib(a.dirty_rate_bytes_s),
+        human_rate(a.dirty_rate_bytes_s),
         a.rate_source,
         a.target_latency_s
     );
@@ -222,8 +221,23 @@ mod tests {
             sysctl_lines: &[("vm.dirty_bytes".into(), "1".into())],
         });
         assert!(text.starts_with(
-            "device writes 50.0 MiB/s (given); workload dirties 1.00 MiB/s (given); target wait 1 s\n\n  - a reason\n"
+            "device writes 50 MiB/s (given); workload dirties 1 MiB/s (given); target wait 1 s\n\n  - a reason\n"
         ));
         assert!(text.ends_with("\nto apply (as root):\n  sysctl -w vm.dirty_bytes=1\n"));
+        let slow = advice(&Advised {
+            device_bytes_s: 1.5 * (1 << 20) as f64,
+            device_source: "given",
+            dirty_rate_bytes_s: 1.0,
+            rate_source: "given",
+            target_latency_s: 1.0,
+            reasons: &[],
+            prediction: "",
+            warnings: &[],
+            sysctl_lines: &[],
+        });
+        assert!(
+            slow.starts_with("device writes 1.50 MiB/s (given); workload dirties 1 B/s (given)"),
+            "{slow}"
+        );
     }
 }

@@ -42,7 +42,8 @@ pub struct Seconds;
 pub struct Flag;
 /// A file to write; none by default.
 pub struct FilePath;
-/// A comma-separated subset of the setting's `names`; all of them by default.
+/// A comma-separated subset of the setting's `names`; all of them by default or
+/// when given `all`.
 pub struct Choices;
 /// Exactly one of the setting's `names`.
 pub struct OneOf;
@@ -83,7 +84,7 @@ impl Kind for Seconds {
         "seconds".into()
     }
     fn parse(text: &str, _: &'static [&'static str]) -> Result<f64, String> {
-        match text.trim_end_matches('s').parse::<f64>() {
+        match text.trim_end_matches('s').trim_end().parse::<f64>() {
             Ok(v) if v.is_finite() => Ok(v),
             _ => Err("not a number of seconds".into()),
         }
@@ -135,6 +136,9 @@ impl Kind for Choices {
         format!("some of {}", names.join(","))
     }
     fn parse(text: &str, names: &'static [&'static str]) -> Result<Vec<&'static str>, String> {
+        if text == "all" && !names.contains(&"all") {
+            return Ok(Vec::new());
+        }
         let given: Vec<&str> = text.split(',').map(str::trim).collect();
         if let Some(bad) = given.iter().find(|g| !names.contains(g)) {
             return Err(format!("'{bad}' is not one of {}", names.join(", ")));
@@ -342,6 +346,9 @@ mod tests {
         assert!(Flag::parse("maybe", &[]).is_err());
         assert_eq!(Count::parse("12", &[]), Ok(12));
         assert_eq!(Seconds::parse("1.5s", &[]), Ok(1.5));
+        // regression: the defaults `oslab list --settings` shows did not parse back
+        assert_eq!(Seconds::parse("1.5 s", &[]), Ok(1.5));
+        assert_eq!(WHICH.parse("all"), Ok(vec![]));
         assert!(Seconds::parse("inf", &[]).is_err());
         assert_eq!(WHICH.parse("rt, alone"), Ok(vec!["alone", "rt"]));
         assert_eq!(
@@ -371,5 +378,97 @@ mod tests {
         assert_eq!(v.get::<Seconds>(), None);
         assert_eq!(SIZE.range().as_deref(), Some("1 MiB to 16 GiB"));
         assert_eq!(WHICH.defaults().0, "all");
+    }
+}
+
+/// Property tests of every kind's parser: any text gives a value or a reason, never a
+/// panic; a value a setting accepts is inside its bounds; what `show` prints (the
+/// defaults and ranges `oslab list --settings` shows) parses back. A fuzz-like run:
+/// `PROPTEST_CASES=100000 cargo test -p oslab-settings -- props`
+#[cfg(test)]
+mod props {
+    use super::*;
+    use oslab_sys::testing::proptest_config as config;
+    use proptest::prelude::*;
+
+    const NAMES: &[&str] = &["alone", "bulk", "rt45x2", "fig7-nice4"];
+
+    static BOUNDED: Setting<Seconds> = Setting {
+        name: "duration",
+        help: "",
+        quick: 1.0,
+        full: 10.0,
+        bounds: Some((0.2, 60.0)),
+        names: &[],
+    };
+
+    fn any_kind_parses(text: &str) {
+        let _ = Bytes::parse(text, &[]);
+        let _ = Count::parse(text, &[]);
+        let _ = Seconds::parse(text, &[]);
+        let _ = Flag::parse(text, &[]);
+        let _ = FilePath::parse(text, &[]);
+        let _ = Choices::parse(text, NAMES);
+        let _ = OneOf::parse(text, NAMES);
+        let _ = Rate::parse(text, &[]);
+        let _ = Millis::parse(text, &[]);
+    }
+
+    proptest! {
+        #![proptest_config(config(512))]
+
+        #[test]
+        fn any_text_never_panics(text in "\\PC{0,40}") {
+            any_kind_parses(&text);
+        }
+
+        #[test]
+        fn value_shaped_text_never_panics(
+            text in "[-+]?[0-9]{0,22}(\\.[0-9]{0,6})?[ ]?(s|ms|K|MiB|GB|T|/s|MiB/s|,|e9|e400)?",
+        ) {
+            any_kind_parses(&text);
+            if let Ok(v) = BOUNDED.parse(&text) {
+                prop_assert!((0.2..=60.0).contains(&v), "{} accepted as {}", text, v);
+            }
+        }
+
+        #[test]
+        fn counts_and_flags_read_back(n in any::<u64>(), b in any::<bool>()) {
+            prop_assert_eq!(Count::parse(&Count::show(&n), &[]), Ok(n));
+            prop_assert_eq!(Flag::parse(&Flag::show(&b), &[]), Ok(b));
+        }
+
+        /// `2.5 s` and `2.5 ms` as shown read back exactly (Rust prints the
+        /// shortest text that reads back as the same f64).
+        #[test]
+        fn seconds_and_millis_read_back(v in proptest::num::f64::NORMAL | proptest::num::f64::ZERO) {
+            prop_assert_eq!(Seconds::parse(Seconds::show(&v).trim(), &[]), Ok(v));
+            prop_assert_eq!(Millis::parse(Millis::show(&v).trim(), &[]), Ok(v));
+        }
+
+        /// Sizes and rates as shown read back within their three significant figures.
+        #[test]
+        fn bytes_and_rates_read_back_within_rounding(v in 0u64..(1 << 50)) {
+            for back in [Bytes::parse(&Bytes::show(&v), &[]), Rate::parse(&Rate::show(&v), &[])] {
+                let back = back.map_err(TestCaseError::fail)?;
+                prop_assert!((back as f64 - v as f64).abs() <= v as f64 * 0.005 + 0.5, "{} -> {}", v, back);
+            }
+        }
+
+        #[test]
+        fn choices_and_names_read_back(pick in proptest::collection::vec(any::<bool>(), 4)) {
+            let chosen: Vec<&'static str> =
+                NAMES.iter().zip(&pick).filter(|(_, p)| **p).map(|(n, _)| *n).collect();
+            prop_assert_eq!(Choices::parse(&Choices::show(&chosen), NAMES), Ok(chosen.clone()));
+            for n in chosen {
+                prop_assert_eq!(OneOf::parse(&OneOf::show(&n), NAMES), Ok(n));
+            }
+        }
+
+        #[test]
+        fn file_paths_read_back(p in "[^\\s]\\PC{0,30}") {
+            let v = Some(PathBuf::from(&p));
+            prop_assert_eq!(FilePath::parse(&FilePath::show(&v), &[]), Ok(v));
+        }
     }
 }

@@ -5,6 +5,7 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 use crate::error::{SysError, SysResult};
+use crate::fsread::Root;
 
 /// Page-cache state of a file range (cachestat(2), Linux 6.5+), in pages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
@@ -321,23 +322,25 @@ impl Drop for Mapping {
 }
 
 /// The block device (as /proc/diskstats names it) holding `path`: the partition if
-/// the file system is on one. `None` for tmpfs, overlay and other virtual file systems.
-pub fn device_name_of(path: &Path) -> Option<String> {
+/// the file system is on one, from /sys under `root`. `None` for tmpfs, overlay and
+/// other virtual file systems.
+pub fn device_name_of(root: &Root, path: &Path) -> Option<String> {
     use std::os::unix::fs::MetadataExt;
     let dev = std::fs::metadata(path).ok()?.dev();
     let (ma, mi) = (libc::major(dev), libc::minor(dev));
     if ma == 0 {
         return None;
     }
-    let link = std::fs::read_link(format!("/sys/dev/block/{ma}:{mi}")).ok()?;
+    let link = std::fs::read_link(root.path(&format!("/sys/dev/block/{ma}:{mi}"))).ok()?;
     link.file_name().map(|n| n.to_string_lossy().into_owned())
 }
 
-/// The whole disk a diskstats name belongs to (`vda1` -> `vda`), for its queue settings.
-pub fn parent_disk(name: &str) -> String {
-    let sys = format!("/sys/class/block/{name}/partition");
-    if Path::new(&sys).exists()
-        && let Ok(link) = std::fs::read_link(format!("/sys/class/block/{name}"))
+/// The whole disk a diskstats name belongs to (`vda1` -> `vda`), for its queue
+/// settings, from /sys under `root`.
+pub fn parent_disk(root: &Root, name: &str) -> String {
+    let class = root.path(&format!("/sys/class/block/{name}"));
+    if class.join("partition").exists()
+        && let Ok(link) = std::fs::read_link(&class)
         && let Some(parent) = link.parent().and_then(|p| p.file_name())
     {
         return parent.to_string_lossy().into_owned();
@@ -349,6 +352,46 @@ pub fn parent_disk(name: &str) -> String {
 mod tests {
     use super::*;
     use std::io::Write;
+
+    /// /sys/dev/block and /sys/class/block as this guest has them (links into
+    /// /sys/devices), for a disk `vdz` with a partition `vdz1`.
+    #[test]
+    fn block_device_names_come_from_sys_under_the_root() {
+        use std::os::unix::fs::{MetadataExt, symlink};
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "x").unwrap();
+        let dev = std::fs::metadata(&file).unwrap().dev();
+        let (ma, mi) = (libc::major(dev), libc::minor(dev));
+        let sys = dir.path().join("sys");
+        let part = sys.join("devices/pci0000:00/virtio2/block/vdz/vdz1");
+        std::fs::create_dir_all(&part).unwrap();
+        std::fs::write(part.join("partition"), "1\n").unwrap();
+        std::fs::create_dir_all(sys.join("dev/block")).unwrap();
+        std::fs::create_dir_all(sys.join("class/block")).unwrap();
+        symlink(
+            "../../devices/pci0000:00/virtio2/block/vdz/vdz1",
+            sys.join(format!("dev/block/{ma}:{mi}")),
+        )
+        .unwrap();
+        symlink(
+            "../../devices/pci0000:00/virtio2/block/vdz/vdz1",
+            sys.join("class/block/vdz1"),
+        )
+        .unwrap();
+        symlink(
+            "../../devices/pci0000:00/virtio2/block/vdz",
+            sys.join("class/block/vdz"),
+        )
+        .unwrap();
+        let root = Root::at(dir.path());
+        if ma != 0 {
+            assert_eq!(device_name_of(&root, &file).as_deref(), Some("vdz1"));
+        }
+        assert_eq!(parent_disk(&root, "vdz1"), "vdz");
+        assert_eq!(parent_disk(&root, "vdz"), "vdz");
+        assert_eq!(parent_disk(&root, "sda"), "sda");
+    }
 
     #[test]
     fn only_the_clean_start_of_a_file_is_dropped() {

@@ -19,6 +19,7 @@ use std::sync::{Mutex, MutexGuard};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{SysError, SysResult};
+use crate::fsread::Root;
 use crate::process;
 
 /// How to take one change back.
@@ -197,7 +198,7 @@ impl Journal {
             let header = Header {
                 oslab_journal: 1,
                 pid,
-                start_time: process::start_time(pid).unwrap_or(0),
+                start_time: process::start_time(&Root::live(), pid).unwrap_or(0),
                 // args() would panic on an argument that is not UTF-8
                 command: std::env::args_os()
                     .map(|a| a.to_string_lossy().into_owned())
@@ -332,7 +333,7 @@ fn rewrite(path: &Path, entries: &[Entry]) -> std::io::Result<()> {
     let header = Header {
         oslab_journal: 1,
         pid,
-        start_time: process::start_time(pid).unwrap_or(0),
+        start_time: process::start_time(&Root::live(), pid).unwrap_or(0),
         command: "kept after failed undo".into(),
     };
     let mut text = serde_json::to_string(&header).expect("header serialises") + "\n";
@@ -551,7 +552,9 @@ pub fn pending_orphans(dir: &Path) -> (usize, usize) {
         }
         match read_journal(&e.path()) {
             Ok((h, list)) => {
-                if h.pid == std::process::id() || process::process_alive(h.pid, h.start_time) {
+                if h.pid == std::process::id()
+                    || process::process_alive(&Root::live(), h.pid, h.start_time)
+                {
                     continue;
                 }
                 files += 1;
@@ -588,7 +591,8 @@ pub fn restore_orphans(dir: &Path, include_live: bool) -> RestoreReport {
         match read_journal(&path) {
             Err(e) => report.unreadable.push((path, e)),
             Ok((h, entries)) => {
-                let alive = h.pid != me && process::process_alive(h.pid, h.start_time);
+                let alive =
+                    h.pid != me && process::process_alive(&Root::live(), h.pid, h.start_time);
                 if alive && !include_live {
                     report.live.push((path, h.pid));
                     continue;
@@ -722,12 +726,12 @@ mod tests {
     fn a_live_owner_is_left_alone() {
         let dir = tempfile::tempdir().unwrap();
         // this test's own parent process is alive; use our own pid's parent? Use pid 1.
-        let st = process::start_time(1).unwrap_or(0);
+        let st = process::start_time(&Root::live(), 1).unwrap_or(0);
         let header = format!(r#"{{"oslab_journal":1,"pid":1,"start_time":{st},"command":"init"}}"#);
         let jp = dir.path().join("journal-1.jsonl");
         std::fs::write(&jp, format!("{header}\n")).unwrap();
         let report = restore_orphans(dir.path(), false);
-        if process::start_time(1).is_some() {
+        if process::start_time(&Root::live(), 1).is_some() {
             assert_eq!(report.live.len(), 1);
             assert!(jp.exists());
         }
@@ -960,14 +964,13 @@ mod tests {
 /// Property tests of the journal's JSON lines: entries round-trip through their line;
 /// `restore_orphans` over any bytes, or over a valid journal followed by any bytes,
 /// never panics and undoes no more than the complete entries. Every undo here is
-/// harmless (`Nothing`, or paths inside a temporary directory). A fuzz-like run with
-/// many cases (PROPTEST_CASES wins over the default here; failures are printed, not
-/// saved to proptest-regressions/):
-/// `PROPTEST_CASES=20000 cargo test -p oslab-sys --lib -- journal::props`
+/// harmless (`Nothing`, or paths inside a temporary directory). The `fuzz_*` tests
+/// run the same with 20,000 cases (or PROPTEST_CASES), outside the default run:
+/// `cargo test -p oslab-sys --release -- --ignored fuzz`
 #[cfg(test)]
 mod props {
     use super::*;
-    use crate::testing::proptest_config as config;
+    use crate::testing::{fuzz_config, proptest_config as config};
     use proptest::prelude::*;
 
     /// A header as a process that is gone (pid 1 with an impossible start time).
@@ -1026,69 +1029,135 @@ mod props {
         }
     }
 
+    fn any_bytes() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..200),
+            "(?s).{0,200}".prop_map(String::into_bytes),
+            "(?s).{0,120}".prop_map(|t| format!("{DEAD}\n{t}").into_bytes()),
+        ]
+    }
+
+    fn any_tail() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            proptest::collection::vec(any::<u8>(), 0..120),
+            "[^\n]{0,120}".prop_map(String::into_bytes),
+        ]
+    }
+
+    /// Any bytes in a journal file: reported (unreadable, or restored with the
+    /// entries it held), never a panic.
+    fn restore_of_any_bytes(bytes: &[u8]) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().unwrap();
+        let jp = dir.path().join("journal-1.jsonl");
+        std::fs::write(&jp, bytes).unwrap();
+        let _ = pending_orphans(dir.path());
+        let report = restore_orphans(dir.path(), false);
+        prop_assert_eq!(report.restored.len() + report.unreadable.len(), 1);
+        Ok(())
+    }
+
+    /// A valid journal of `n` harmless entries followed by `tail` or, for a tail of
+    /// odd length, an entry line cut at `cut`: the entries are undone, newest first,
+    /// and nothing of the tail unless it holds whole entry lines (random bytes never
+    /// do).
+    fn restore_with_a_tail(
+        n: usize,
+        tail: &[u8],
+        cut: proptest::sample::Index,
+    ) -> Result<(), TestCaseError> {
+        let dir = tempfile::tempdir().unwrap();
+        let made: Vec<PathBuf> = (0..n)
+            .map(|i| dir.path().join(format!("made-{i}")))
+            .collect();
+        let mut text = format!("{DEAD}\n").into_bytes();
+        for (i, p) in made.iter().enumerate() {
+            std::fs::write(p, "x").unwrap();
+            let e = Entry {
+                seq: i as u64 + 1,
+                description: format!("made {i}"),
+                undo: Undo::RemovePath { path: p.clone() },
+            };
+            text.extend_from_slice((serde_json::to_string(&e).unwrap() + "\n").as_bytes());
+        }
+        let torn = serde_json::to_string(&Entry {
+            seq: 99,
+            description: "torn".into(),
+            undo: Undo::Nothing,
+        })
+        .unwrap()
+            + "\n";
+        let torn = &torn.as_bytes()[..cut.index(torn.len())];
+        let tail = if tail.len() % 2 == 0 { tail } else { torn };
+        text.extend_from_slice(tail);
+        let jp = dir.path().join("journal-1.jsonl");
+        std::fs::write(&jp, &text).unwrap();
+
+        let report = restore_orphans(dir.path(), false);
+
+        prop_assert_eq!(report.restored.len(), 1, "{:?}", report.unreadable);
+        let undone: Vec<String> = report.restored[0]
+            .outcomes
+            .iter()
+            .map(|o| o.description.clone())
+            .collect();
+        let whole_tail_lines = tail.split(|&b| b == b'\n').count() - 1;
+        if whole_tail_lines == 0 {
+            let expected: Vec<String> = (0..n).rev().map(|i| format!("made {i}")).collect();
+            prop_assert_eq!(undone, expected);
+            prop_assert!(!jp.exists());
+        } else {
+            prop_assert!(undone.len() <= n + whole_tail_lines);
+        }
+        prop_assert!(made.iter().all(|p| !p.exists()));
+        Ok(())
+    }
+
     proptest! {
         // each case writes a file and restores it: fewer cases
         #![proptest_config(config(96))]
 
-        /// Any bytes in a journal file: reported (unreadable, or restored with the
-        /// entries it held), never a panic.
         #[test]
-        fn restore_of_any_bytes_never_panics(
-            bytes in prop_oneof![
-                proptest::collection::vec(any::<u8>(), 0..200),
-                "(?s).{0,200}".prop_map(String::into_bytes),
-                "(?s).{0,120}".prop_map(|t| format!("{DEAD}\n{t}").into_bytes()),
-            ],
-        ) {
-            let dir = tempfile::tempdir().unwrap();
-            let jp = dir.path().join("journal-1.jsonl");
-            std::fs::write(&jp, &bytes).unwrap();
-            let _ = pending_orphans(dir.path());
-            let report = restore_orphans(dir.path(), false);
-            prop_assert_eq!(report.restored.len() + report.unreadable.len(), 1);
+        fn restore_of_any_bytes_never_panics(bytes in any_bytes()) {
+            restore_of_any_bytes(&bytes)?;
         }
 
-        /// A valid journal of harmless entries followed by any bytes: the entries
-        /// are undone, newest first, and nothing of the tail unless it holds whole
-        /// entry lines (random bytes never do).
         #[test]
         fn restore_of_a_journal_with_any_tail_undoes_its_entries(
             n in 0usize..5,
-            tail in prop_oneof![
-                proptest::collection::vec(any::<u8>(), 0..120),
-                "[^\n]{0,120}".prop_map(String::into_bytes),
-            ],
+            tail in any_tail(),
             cut in any::<proptest::sample::Index>(),
         ) {
-            let dir = tempfile::tempdir().unwrap();
-            let made: Vec<PathBuf> = (0..n).map(|i| dir.path().join(format!("made-{i}"))).collect();
-            let mut text = format!("{DEAD}\n").into_bytes();
-            for (i, p) in made.iter().enumerate() {
-                std::fs::write(p, "x").unwrap();
-                let e = Entry { seq: i as u64 + 1, description: format!("made {i}"), undo: Undo::RemovePath { path: p.clone() } };
-                text.extend_from_slice((serde_json::to_string(&e).unwrap() + "\n").as_bytes());
-            }
-            // the tail, or a valid entry line cut short
-            let torn = serde_json::to_string(&Entry { seq: 99, description: "torn".into(), undo: Undo::Nothing }).unwrap() + "\n";
-            let torn = &torn.as_bytes()[..cut.index(torn.len())];
-            let tail = if tail.len() % 2 == 0 { &tail[..] } else { torn };
-            text.extend_from_slice(tail);
-            let jp = dir.path().join("journal-1.jsonl");
-            std::fs::write(&jp, &text).unwrap();
+            restore_with_a_tail(n, &tail, cut)?;
+        }
+    }
 
-            let report = restore_orphans(dir.path(), false);
+    // The same with many cases, outside the default run (docs/architecture.md,
+    // "Fuzz runs"): `cargo test -p oslab-sys --release -- --ignored fuzz`
+    proptest! {
+        #![proptest_config(fuzz_config(20_000))]
 
-            prop_assert_eq!(report.restored.len(), 1, "{:?}", report.unreadable);
-            let undone: Vec<String> = report.restored[0].outcomes.iter().map(|o| o.description.clone()).collect();
-            let whole_tail_lines = tail.split(|&b| b == b'\n').count() - 1;
-            if whole_tail_lines == 0 {
-                let expected: Vec<String> = (0..n).rev().map(|i| format!("made {i}")).collect();
-                prop_assert_eq!(undone, expected);
-                prop_assert!(!jp.exists());
-            } else {
-                prop_assert!(undone.len() <= n + whole_tail_lines);
-            }
-            prop_assert!(made.iter().all(|p| !p.exists()));
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab-sys --release -- --ignored fuzz"]
+        fn fuzz_journal_entries_round_trip(e in entry()) {
+            let line = serde_json::to_string(&e).unwrap();
+            prop_assert!(!line.contains('\n'));
+            prop_assert_eq!(serde_json::from_str::<Entry>(&line).unwrap(), e);
+        }
+
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab-sys --release -- --ignored fuzz"]
+        fn fuzz_journal_restore_of_any_bytes(bytes in any_bytes()) {
+            restore_of_any_bytes(&bytes)?;
+        }
+
+        #[test]
+        #[ignore = "a fuzz run: cargo test -p oslab-sys --release -- --ignored fuzz"]
+        fn fuzz_journal_restore_with_any_tail(
+            n in 0usize..5,
+            tail in any_tail(),
+            cut in any::<proptest::sample::Index>(),
+        ) {
+            restore_with_a_tail(n, &tail, cut)?;
         }
     }
 }

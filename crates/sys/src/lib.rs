@@ -17,7 +17,6 @@ pub mod fileio;
 pub mod fsread;
 pub mod journal;
 pub mod machine;
-pub mod memcg;
 pub mod memprobe;
 pub mod parse;
 pub mod pidinfo;
@@ -32,3 +31,5 @@ pub mod testing;
 pub mod topology;
 
 pub use error::{SysError, SysResult};
+/// The memory cgroup parsers and readers, at their old path.
+pub use parse::memcg;

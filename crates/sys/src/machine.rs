@@ -306,11 +306,7 @@ fn balloon_reporting(root: &Root) -> Option<bool> {
 }
 
 fn hypervisor_info(root: &Root, cpuid_vendor: Option<String>) -> HypervisorInfo {
-    let cpuinfo = root.read("/proc/cpuinfo").unwrap_or_default();
-    let cpu_flag = cpuinfo
-        .lines()
-        .find(|l| l.starts_with("flags"))
-        .is_some_and(|l| l.split_whitespace().any(|f| f == "hypervisor"));
+    let cpu_flag = crate::parse::cpuinfo::read_has_flag(root, "hypervisor").unwrap_or(false);
     let sys_type = root.read_trim("/sys/hypervisor/type");
     let dmi_vendor = root.read_trim("/sys/class/dmi/id/sys_vendor");
     let dmi_product = root.read_trim("/sys/class/dmi/id/product_name");

@@ -3,6 +3,7 @@
 //! sequential read and write sweeps.
 
 use crate::error::{SysError, SysResult};
+use crate::fsread::Root;
 
 const HUGE: usize = 2 << 20;
 
@@ -76,11 +77,10 @@ impl Buffer {
     }
 
     /// Bytes of this buffer the kernel backs with huge pages now
-    /// (AnonHugePages of its mapping in /proc/self/smaps).
-    pub fn anon_huge_bytes(&self) -> Option<u64> {
-        let smaps = std::fs::read_to_string("/proc/self/smaps").ok()?;
-        anon_huge_in(
-            &smaps,
+    /// (AnonHugePages of its mapping in /proc/self/smaps under `root`).
+    pub fn anon_huge_bytes(&self, root: &Root) -> Option<u64> {
+        crate::parse::smaps::read_own_anon_huge(
+            root,
             self.base as u64,
             self.base as u64 + self.map_len as u64,
         )
@@ -142,26 +142,6 @@ impl Drop for Buffer {
         // SAFETY: unmapping our own mapping once.
         unsafe { libc::munmap(self.base.cast(), self.map_len) };
     }
-}
-
-/// AnonHugePages (bytes) of the mappings of an smaps text that lie in [from, to).
-pub fn anon_huge_in(smaps: &str, from: u64, to: u64) -> Option<u64> {
-    let mut inside = false;
-    let mut total = None;
-    for l in smaps.lines() {
-        if let Some((range, _)) = l.split_once(' ')
-            && let Some((a, b)) = range.split_once('-')
-            && let (Ok(a), Ok(b)) = (u64::from_str_radix(a, 16), u64::from_str_radix(b, 16))
-        {
-            inside = a < to && b > from;
-            continue;
-        }
-        if inside && let Some(v) = l.strip_prefix("AnonHugePages:") {
-            let kb: u64 = v.split_whitespace().next()?.parse().ok()?;
-            total = Some(total.unwrap_or(0) + kb * 1024);
-        }
-    }
-    total
 }
 
 /// A single random cycle over 0..n (Sattolo's algorithm), from a seed.
@@ -259,21 +239,6 @@ mod tests {
         // one line is a cycle of one: it points to itself
         let c = b.link(&[0], 64, |_| 0).unwrap();
         assert!(c.time(10) >= 0.0);
-    }
-
-    #[test]
-    fn smaps_huge_pages_of_a_range() {
-        let smaps = "7f0000000000-7f0000400000 rw-p 00000000 00:00 0\nSize: 4096 kB\nAnonHugePages:   2048 kB\n\
-7f0000400000-7f0000800000 rw-p 00000000 00:00 0\nAnonHugePages:   4096 kB\n";
-        assert_eq!(
-            anon_huge_in(smaps, 0x7f0000000000, 0x7f0000400000),
-            Some(2048 * 1024)
-        );
-        assert_eq!(
-            anon_huge_in(smaps, 0x7f0000000000, 0x7f0000800000),
-            Some(6144 * 1024)
-        );
-        assert_eq!(anon_huge_in(smaps, 0x1000, 0x2000), None);
     }
 
     #[test]

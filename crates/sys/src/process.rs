@@ -1,6 +1,7 @@
 //! The calling process and thread: raw system calls, CPU placement, usage counters.
 
 use crate::error::{SysError, SysResult};
+use crate::fsread::Root;
 
 /// gettid(2) through syscall(2), so no library cache can answer it.
 #[inline]
@@ -139,28 +140,13 @@ pub fn process_usage() -> ThreadUsage {
 
 /// The start time of a process in clock ticks since boot (field 22 of /proc/PID/stat),
 /// which together with the pid identifies a process across pid reuse.
-pub fn start_time(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    Some(crate::parse::pidstat::parse_pid_stat(&stat)?.start_time_ticks)
-}
-
-/// Every process's /proc/PID/stat under `root` (those that vanish while read are
-/// left out), with its pid.
-pub fn all_pid_stats(root: &crate::fsread::Root) -> Vec<(u32, crate::parse::pidstat::PidStat)> {
-    let Ok(rd) = std::fs::read_dir(root.path("/proc")) else {
-        return Vec::new();
-    };
-    rd.filter_map(|e| {
-        let pid: u32 = e.ok()?.file_name().to_str()?.parse().ok()?;
-        let text = root.read(&format!("/proc/{pid}/stat")).ok()?;
-        Some((pid, crate::parse::pidstat::parse_pid_stat(&text)?))
-    })
-    .collect()
+pub fn start_time(root: &Root, pid: u32) -> Option<u64> {
+    Some(crate::parse::pidstat::read(root, pid)?.start_time_ticks)
 }
 
 /// Whether the process `pid` started at `start` is still running.
-pub fn process_alive(pid: u32, start: u64) -> bool {
-    start_time(pid) == Some(start)
+pub fn process_alive(root: &Root, pid: u32, start: u64) -> bool {
+    start_time(root, pid) == Some(start)
 }
 
 /// Makes the calling thread SCHED_FIFO at `priority` (1-99). Needs root or
@@ -326,8 +312,9 @@ mod tests {
     #[test]
     fn own_start_time_is_known() {
         let pid = std::process::id();
-        let st = start_time(pid).expect("own stat");
-        assert!(process_alive(pid, st));
-        assert!(!process_alive(pid, st + 1));
+        let root = Root::live();
+        let st = start_time(&root, pid).expect("own stat");
+        assert!(process_alive(&root, pid, st));
+        assert!(!process_alive(&root, pid, st + 1));
     }
 }

@@ -18,3 +18,17 @@ pub fn proptest_config(cases: u32) -> Config {
         ..d
     }
 }
+
+/// The configuration of a fuzz run (the `#[ignore]`d `fuzz_*` tests, run with
+/// `cargo test --release -- --ignored fuzz`): PROPTEST_CASES cases when set, else
+/// `cases` (many); failing cases are printed, not saved.
+pub fn fuzz_config(cases: u32) -> Config {
+    Config {
+        cases: std::env::var("PROPTEST_CASES")
+            .ok()
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(cases),
+        failure_persistence: None,
+        ..Config::default()
+    }
+}

@@ -51,7 +51,7 @@ fn a_dead_peer_ends_the_run_with_an_error() {
         let t = std::time::Instant::now();
         let peer = loop {
             let children: Vec<u32> =
-                oslab_sys::process::all_pid_stats(&oslab_sys::fsread::Root::live())
+                oslab_sys::parse::pidstat::read_all(&oslab_sys::fsread::Root::live())
                     .into_iter()
                     .filter(|(_, s)| s.ppid == me && s.state != 'Z')
                     .map(|(pid, _)| pid)

@@ -22,6 +22,7 @@
 
 use std::path::{Path, PathBuf};
 
+use oslab_sys::fsread::Root;
 use oslab_sys::journal::{Undo, with_global};
 use oslab_sys::memcg::{self, Version};
 
@@ -96,14 +97,13 @@ impl GroupCgroups {
     /// The error says why not (no memory controller, v2 without it delegated, no
     /// permission).
     pub fn create(limits: &CgroupLimits) -> Result<GroupCgroups, String> {
-        let (version, own) =
-            memcg::own_cgroup().ok_or("no memory cgroup controller is mounted for this process")?;
+        let (version, own) = memcg::own_cgroup(&Root::live())
+            .ok_or("no memory cgroup controller is mounted for this process")?;
         let parent = match version {
             Version::V1 => own.clone(),
             Version::V2 => {
-                let mounts = std::fs::read_to_string("/proc/self/mounts")
-                    .map_err(|e| format!("cannot read /proc/self/mounts: {e}"))?;
-                let root = memcg::memory_mounts(&mounts)
+                let root = memcg::read_memory_mounts(&Root::live())
+                    .ok_or("cannot read /proc/self/mounts")?
                     .1
                     .ok_or("no cgroup2 mount found")?;
                 v2_parent(&own, &root)?
@@ -282,18 +282,10 @@ pub fn default_weight(text: &str) -> Option<u32> {
     })
 }
 
-/// Each group's usage from the cgroups of the coordinator `pid`, when it made them;
-/// read by anyone (`oslab wcall status`).
-pub fn usage_of(coordinator_pid: u32) -> Option<Vec<GroupUsage>> {
-    let me = std::fs::read_to_string(format!("/proc/{coordinator_pid}/cgroup")).ok()?;
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    let (v1, v2) = memcg::memory_mounts(&mounts);
-    let candidates = [(Version::V2, v2), (Version::V1, v1)];
-    for (version, root) in candidates {
-        let (Some(root), Some(rel)) = (root, memcg::own_path(&me, version)) else {
-            continue;
-        };
-        let own = root.join(rel.trim_start_matches('/'));
+/// Each group's usage from the cgroups of the coordinator `pid` (its /proc entry
+/// under `root`), when it made them; read by anyone (`oslab wcall status`).
+pub fn usage_of(root: &Root, coordinator_pid: u32) -> Option<Vec<GroupUsage>> {
+    for (version, own) in memcg::cgroup_dirs(root, &coordinator_pid.to_string()) {
         let Some(base) = [own.as_path(), own.parent().unwrap_or(&own)]
             .into_iter()
             .map(|p| base_dir(p, coordinator_pid))

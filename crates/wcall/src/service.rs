@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use oslab_sys::clock::monotonic_ns;
+use oslab_sys::fsread::Root;
 use oslab_wbsim::policy::Policy;
 
 use crate::coordinator::Coordinator;
@@ -240,28 +241,23 @@ pub struct Found {
     pub path: PathBuf,
 }
 
-/// Governors running now: processes holding a memory file called oslab-wcall-NAME
-/// that was made by this user or by root. Joining a governor means obeying its
+/// Governors running now (/proc under `root`): processes holding a memory file
+/// called oslab-wcall-NAME that was made by this user or by root. Joining a governor means obeying its
 /// table, and any user can name a memory file so; a table of another user is
 /// neither listed nor joined. (The interposer maps only tables sealed against
 /// shrinking, so no table can fault a program that maps it.)
-pub fn discover() -> Vec<Found> {
+pub fn discover(root: &Root) -> Vec<Found> {
     let me = oslab_sys::process::uid();
     let mut out = Vec::new();
     let mut seen = Vec::new();
-    let Ok(procs) = std::fs::read_dir("/proc") else {
-        return out;
-    };
-    let mut pids: Vec<(u32, std::fs::DirEntry)> = procs
-        .flatten()
-        .filter_map(|p| Some((p.file_name().to_str()?.parse::<u32>().ok()?, p)))
+    let mut pids: Vec<u32> = root
+        .list("/proc")
+        .iter()
+        .filter_map(|n| n.parse().ok())
         .collect();
-    pids.sort_by_key(|(pid, _)| *pid);
-    for (_, p) in pids {
-        let Some(pid) = p.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+    pids.sort_unstable();
+    for pid in pids {
+        let Ok(fds) = std::fs::read_dir(root.path(&format!("/proc/{pid}/fd"))) else {
             continue;
         };
         for fd in fds.flatten() {

@@ -156,7 +156,7 @@ pub fn snapshot_of(t: &Table, now_ns: u64, coordinator_pid: u32) -> Snapshot {
     }
     let passes = h.passes.load(Ordering::Relaxed);
     if let Some(pid) = crate::trust::valid_pid(coordinator_pid)
-        && let Some(usage) = crate::cgroups::usage_of(pid)
+        && let Some(usage) = crate::cgroups::usage_of(&oslab_sys::fsread::Root::live(), pid)
     {
         for (v, u) in groups.iter_mut().zip(usage) {
             v.memcg_dirty_bytes = Some(u.dirty);

@@ -150,9 +150,9 @@ pub struct DiskFacts {
 
 /// The facts of the device holding `dir`; `None` when it is on no block device.
 pub fn disk_facts(dir: &Path) -> Option<DiskFacts> {
-    let device = oslab_sys::fileio::device_name_of(dir)?;
-    let disk = oslab_sys::fileio::parent_disk(&device);
     let root = Root::live();
+    let device = oslab_sys::fileio::device_name_of(&root, dir)?;
+    let disk = oslab_sys::fileio::parent_disk(&root, &device);
     let queue = |f: &str| root.read_trim(&format!("/sys/block/{disk}/queue/{f}"));
     Some(DiskFacts {
         write_cache: queue("write_cache"),

@@ -135,7 +135,7 @@ pub fn chase_size(
         lines * stride
     };
     let mut buf = Buffer::new(len, huge).map_err(|e| LabError::Failed(e.to_string()))?;
-    let anon_huge_bytes = buf.anon_huge_bytes();
+    let anon_huge_bytes = buf.anon_huge_bytes(&oslab_sys::fsread::Root::live());
     let buffer_bytes = buf.len() as u64;
     let order = sattolo(lines, seed.wrapping_add(size));
     let chase = buf

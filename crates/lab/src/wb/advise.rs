@@ -13,6 +13,7 @@
 //!
 //! The predicted Dirty curve comes from the same rules the wb experiments check.
 
+use oslab_sys::parse::size::{human_bytes, human_rate};
 use serde::Serialize;
 
 use super::background;
@@ -50,9 +51,19 @@ const MIN_WRITEBACK_S: f64 = 1.0;
 /// The kernel's default dirty_writeback_centisecs (500).
 const MAX_WRITEBACK_S: f64 = 5.0;
 
+fn mib_text(mib: f64) -> String {
+    human_bytes((mib * MIB).max(0.0).round() as u64)
+}
+
 fn round_mib(b: f64) -> u64 {
     ((b / MIB).round().max(1.0) as u64) << 20
 }
+
+/// The least device bandwidth `oslab dirty advise` takes from a user: the advice
+/// comes in whole MiB with a 4 MiB floor, so below 1 MiB/s no setting it can give
+/// holds a writer at the hard limit for less than seconds, whatever the target.
+/// The same minimum as the testbed's `--bandwidth`.
+pub const MIN_DEVICE_BYTES_S: f64 = MIB;
 
 /// The figures the advice reasons with, all as used.
 struct Figures {
@@ -71,15 +82,15 @@ struct Figures {
 fn reasons(f: &Figures) -> Vec<String> {
     let background = if f.one_second >= MIN_BACKGROUND {
         format!(
-            "dirty_background_bytes {} MiB: about one second of the device's {:.1} MiB/s, so each background flush is a second of device work",
+            "dirty_background_bytes {} MiB: about one second of the device's {}, so each background flush is a second of device work",
             f.bg >> 20,
-            f.b / MIB
+            human_rate(f.b)
         )
     } else {
         format!(
-            "dirty_background_bytes {} MiB: the floor; one second of the device's {:.2} MiB/s would be less, and smaller flushes cost more per byte",
+            "dirty_background_bytes {} MiB: the floor; one second of the device's {} would be less, and smaller flushes cost more per byte",
             f.bg >> 20,
-            f.b / MIB
+            human_rate(f.b)
         )
     };
     let ceiling = (f.bg + f.hard) / 2;
@@ -105,21 +116,21 @@ fn reasons(f: &Figures) -> Vec<String> {
         )
     } else if f.expire_wanted > MAX_EXPIRE_S {
         format!(
-            "dirty_expire_centisecs {}: at {:.2} MiB/s one background flush worth of data takes longer than {MAX_EXPIRE_S:.0} s to dirty, so data is not left older than that",
+            "dirty_expire_centisecs {}: at {} one background flush worth of data takes longer than {MAX_EXPIRE_S:.0} s to dirty, so data is not left older than that",
             (f.expire_s * 100.0).round(),
-            f.r / MIB
+            human_rate(f.r)
         )
     } else if f.expire_wanted < MIN_EXPIRE_S {
         format!(
-            "dirty_expire_centisecs {}: the shortest worth setting; at {:.1} MiB/s the periodic pass will find more than one background flush worth of old data",
+            "dirty_expire_centisecs {}: the shortest worth setting; at {} the periodic pass will find more than one background flush worth of old data",
             (f.expire_s * 100.0).round(),
-            f.r / MIB
+            human_rate(f.r)
         )
     } else {
         format!(
-            "dirty_expire_centisecs {}: at {:.1} MiB/s the periodic pass then finds at most one background flush worth of old data",
+            "dirty_expire_centisecs {}: at {} the periodic pass then finds at most one background flush worth of old data",
             (f.expire_s * 100.0).round(),
-            f.r / MIB
+            human_rate(f.r)
         )
     };
     let writeback_reason = if (f.writeback_s - f.expire_s / 2.0).abs() < 1e-9 {
@@ -144,8 +155,10 @@ fn reasons(f: &Figures) -> Vec<String> {
     vec![background, hard_reason, expire_reason, writeback_reason]
 }
 
-/// The advice for `i`. Every figure in the reasoning is the one used: the device
-/// bandwidth must be positive (the CLI refuses 0), the target is taken as given.
+/// The advice for `i`. Every figure in the reasoning is the one used, in a unit that
+/// shows it: the device bandwidth must be positive (the CLI refuses a given one
+/// below [`MIN_DEVICE_BYTES_S`]; a measured one is taken as it is), the target is
+/// taken as given.
 pub fn advise(i: AdviceInputs) -> Advice {
     let b = i.device_bytes_s.max(1.0);
     let r = i.dirty_rate_bytes_s.max(0.0);
@@ -163,9 +176,9 @@ pub fn advise(i: AdviceInputs) -> Advice {
     let mut warnings = Vec::new();
     if r > b {
         warnings.push(format!(
-            "the workload dirties {:.1} MiB/s but the device writes {:.1} MiB/s: writers will be throttled whatever the settings",
-            r / MIB,
-            b / MIB
+            "the workload dirties {} but the device writes {}: writers will be throttled whatever the settings",
+            human_rate(r),
+            human_rate(b)
         ));
     }
     let f = Figures {
@@ -186,14 +199,18 @@ pub fn advise(i: AdviceInputs) -> Advice {
         let per = periodic::predict(r as u64, expire_s, writeback_s);
         if per.peak_mib * MIB < bg as f64 {
             format!(
-                "the periodic pass flushes first: Dirty climbs to about {:.1} MiB and drops to ~0 every {:.1} s",
-                per.peak_mib, per.period_s
+                "the periodic pass flushes first: Dirty climbs to about {} and drops to ~0 every {:.1} s",
+                mib_text(per.peak_mib),
+                per.period_s
             )
         } else {
             let p = background::predict(r as u64, bg, hard);
             format!(
-                "the background flusher holds Dirty between about {:.1} and {:.1} MiB, flushing every {:.1} s (first after {:.1} s)",
-                p.trough_mib, p.peak_mib, p.period_s, p.first_peak_s
+                "the background flusher holds Dirty between about {} and {}, flushing every {:.1} s (first after {:.1} s)",
+                mib_text(p.trough_mib),
+                mib_text(p.peak_mib),
+                p.period_s,
+                p.first_peak_s
             )
         }
     };
@@ -306,7 +323,7 @@ mod tests {
     }
 
     /// Regression: a 1 byte/s device was reasoned about as 1 MiB/s while the header
-    /// echoed 1 byte/s.
+    /// echoed 1 byte/s, then echoed as "0.00 MiB/s".
     #[test]
     fn a_tiny_device_is_reasoned_about_as_given() {
         let a = advise(AdviceInputs {
@@ -316,8 +333,22 @@ mod tests {
         });
         assert_eq!(a.dirty_background_bytes, 4 << 20);
         assert!(a.reasons[0].contains("the floor"), "{}", a.reasons[0]);
-        assert!(a.reasons[0].contains("0.00 MiB/s"), "{}", a.reasons[0]);
+        assert!(a.reasons[0].contains("device's 1 B/s"), "{}", a.reasons[0]);
         assert!(a.reasons[1].contains("twice the background limit"));
         assert!(a.reasons[2].contains("no dirtying"));
+    }
+
+    /// Regression: a slow dirtying rate and the Dirty levels it gives were printed
+    /// as "0.00 MiB/s" and "0.0 MiB".
+    #[test]
+    fn a_slow_writer_is_shown_in_units_that_show_it() {
+        let a = advise(AdviceInputs {
+            device_bytes_s: 50.0 * MIB,
+            dirty_rate_bytes_s: 2048.0,
+            target_latency_s: 1.0,
+        });
+        assert!(a.reasons[2].contains("at 2 KiB/s "), "{}", a.reasons[2]);
+        assert!(!a.prediction.contains(" 0.0 MiB"), "{}", a.prediction);
+        assert!(a.prediction.contains("KiB"), "{}", a.prediction);
     }
 }

@@ -1,6 +1,10 @@
 //! `wb.wcall-overhead`: what the governor's interposer adds to a write() that it
 //! does not hold back.
 //!
+//! What: ns per 64-byte pwrite() to a page that stays in the page cache, plain and
+//! under a wcall-fair governor with its interposer loaded, and their difference:
+//! the price every write of a governed program pays when nothing holds it back.
+//!
 //! Method: a child process (`oslab wcall bench-writes`) times batches of 64-byte
 //! pwrite() calls over the same page of a file (always in the page cache, never
 //! throttled), after 1000 untimed calls; once plain and once under a wcall-fair

@@ -1,15 +1,22 @@
-//! Pure parsers: text in, typed values out. No file system access here.
+//! Parsers of /proc and /sys text (text in, typed values out), and the readers that
+//! feed them from a [`crate::fsread::Root`] (`/` or a captured tree), so each reader
+//! is tested on fixtures too. No other file system access here.
 
+pub mod bdi;
+pub mod cpuinfo;
 pub mod cpulist;
 pub mod interrupts;
 pub mod kallsyms;
 pub mod kconfig;
+pub mod loadavg;
+pub mod memcg;
 pub mod meminfo;
 pub mod pidsched;
 pub mod pidstat;
 pub mod procstat;
 pub mod schedstat;
 pub mod size;
+pub mod smaps;
 pub mod status;
 pub mod vmstat;
 

@@ -74,6 +74,26 @@ pub fn human_bytes(bytes: u64) -> String {
     }
 }
 
+/// Formats a rate in bytes per second with binary units and three significant
+/// figures (`1 B/s`, `512 KiB/s`, `1.50 MiB/s`), so a small rate is never shown as
+/// `0.00 MiB/s`.
+pub fn human_rate(bytes_s: f64) -> String {
+    const UNITS: [&str; 5] = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
+    let mut v = bytes_s;
+    let mut u = 0;
+    while v.abs() >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if !v.is_finite() || v.fract() == 0.0 || v.abs() >= 100.0 {
+        format!("{v:.0} {}", UNITS[u])
+    } else if v.abs() < 10.0 {
+        format!("{v:.2} {}", UNITS[u])
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +124,17 @@ mod tests {
         assert_eq!(human_bytes(1536 << 20), "1.50 GiB");
         assert_eq!(human_bytes(100), "100 B");
         assert_eq!(human_bytes(491520 * 1024), "480 MiB");
+    }
+
+    #[test]
+    fn rates_keep_small_values_visible() {
+        assert_eq!(human_rate(1.0), "1 B/s");
+        assert_eq!(human_rate(0.5), "0.50 B/s");
+        assert_eq!(human_rate(512.0 * 1024.0), "512 KiB/s");
+        assert_eq!(human_rate(1.5 * 1048576.0), "1.50 MiB/s");
+        assert_eq!(human_rate(50.0 * 1048576.0), "50 MiB/s");
+        assert_eq!(human_rate(12.34 * 1048576.0), "12.3 MiB/s");
+        assert_eq!(human_rate(0.0), "0 B/s");
     }
 }
 
@@ -193,6 +224,16 @@ mod props {
 
         /// Elsewhere human_bytes rounds to three significant figures: the parse is
         /// within half a percent.
+        /// A rate printed by human_rate reads back (without its `/s`) within its
+        /// rounding to three significant figures.
+        #[test]
+        fn human_rate_round_trips_within_its_rounding(r in 0.0f64..1e15) {
+            let text = human_rate(r);
+            let size = text.strip_suffix("/s").expect("a rate ends in /s");
+            let back = parse_human_size(size).map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
+            prop_assert!((back as f64 - r).abs() <= r * 0.005 + 0.5, "{} -> {} -> {}", r, text, back);
+        }
+
         #[test]
         fn human_bytes_round_trips_within_its_rounding(b in 0u64..(1 << 63)) {
             let text = human_bytes(b);

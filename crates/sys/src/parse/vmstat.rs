@@ -16,6 +16,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::fsread::Root;
+
 /// The counter of one line, or `None` for a line of another shape.
 fn counter(line: &str) -> Option<(&str, u64)> {
     let mut words = line.split_whitespace();
@@ -37,6 +39,11 @@ pub fn counters(text: &str) -> impl Iterator<Item = (&str, u64)> {
 /// The value of the counter `name`, or `None` when the text has no such counter.
 pub fn value(text: &str, name: &str) -> Option<u64> {
     counters(text).find(|(n, _)| *n == name).map(|(_, v)| v)
+}
+
+/// [`value`] of /proc/vmstat under `root`.
+pub fn read_value(root: &Root, name: &str) -> Option<u64> {
+    value(&root.read("/proc/vmstat").ok()?, name)
 }
 
 /// The counters named in `names` that the text has, by name.
@@ -88,6 +95,17 @@ mod tests {
         }
         assert_eq!(value(CAPTURED, "nr_dirty_thresh"), None, "whole names only");
         assert_eq!(value(CAPTURED, "no_such_counter"), None);
+    }
+
+    #[test]
+    fn the_reader_takes_a_root() {
+        let root = Root::at(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/kvm-xeon-2cpu"
+        ));
+        assert_eq!(read_value(&root, "nr_dirtied"), Some(215976));
+        assert_eq!(read_value(&root, "no_such_counter"), None);
+        assert_eq!(read_value(&Root::at("/nonexistent"), "nr_dirtied"), None);
     }
 
     #[test]

@@ -175,13 +175,6 @@ fn has_perf() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-/// Whether the first processor's flags in /proc/cpuinfo list `pcid`.
-fn pcid(root: &Root) -> Option<bool> {
-    let text = root.read("/proc/cpuinfo").ok()?;
-    let flags = text.lines().find(|l| l.starts_with("flags"))?;
-    Some(flags.split_whitespace().any(|f| f == "pcid"))
-}
-
 pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Raw, LabError> {
     let mut cells = Vec::new();
     let total = plan.placements.len() * 4;
@@ -245,6 +238,6 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Raw, LabError> {
         futex_wait_mismatch_ns: wait,
         pipe_write_read_ns: pipe,
         perf,
-        pcid: pcid(&Root::live()),
+        pcid: oslab_sys::parse::cpuinfo::read_has_flag(&Root::live(), "pcid"),
     })
 }

@@ -1,17 +1,20 @@
 //! `cpu.syscall`: what one system call costs, and that it is no context switch.
 //!
-//! Method: the cheapest system calls, gettid(2) and getppid(2), are issued through
-//! syscall(2) so no C library cache can answer them; clock_gettime(CLOCK_MONOTONIC)
-//! is timed beside them as the contrast, because the vDSO serves it in user space
-//! without entering the kernel. The thread is pinned to the CPU it started on. Each
-//! sample is one batch (calibrated to last at least 200 us) divided by its size; the
-//! probes are interleaved round by round, after warm-up rounds; the cost of the empty
-//! loop is measured the same way and subtracted from the others.
+//! What: ns per call of the cheapest system calls, gettid(2) and getppid(2),
+//! beside clock_gettime(CLOCK_MONOTONIC), which the vDSO serves in user space
+//! without entering the kernel; and the thread's voluntary context switches per
+//! million calls. The claim of material section 5 (seed 002): a system call is a
+//! mode switch, not a context switch.
 //!
-//! The claim of material section 5 (seed 002): a system call is a mode switch, not a
-//! context switch. The thread's own switch counters (getrusage(RUSAGE_THREAD), the
-//! same numbers /proc/thread-self/status shows) are read around the loop: a system
-//! call that switched would add one voluntary switch per call.
+//! Method: gettid and getppid are issued through syscall(2) so no C library cache
+//! can answer them; the vDSO clock is timed beside them as the contrast. The thread
+//! is pinned to the CPU it started on. Each sample is one batch (calibrated to last
+//! at least 200 us) divided by its size; the probes are interleaved round by round,
+//! after warm-up rounds; the cost of the empty loop is measured the same way and
+//! subtracted from the others. The thread's own switch counters
+//! (getrusage(RUSAGE_THREAD), the same numbers /proc/thread-self/status shows) are
+//! read around the loop: a system call that switched would add one voluntary
+//! switch per call.
 //!
 //! Pitfalls: Spectre/Meltdown mitigations (page-table isolation, retpolines, IBRS)
 //! can multiply the cost of entering the kernel; the vulnerabilities files are

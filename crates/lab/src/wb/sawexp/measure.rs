@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use oslab_sys::clock::monotonic_ns;
 use oslab_sys::fsread::Root;
+use oslab_sys::parse::bdi;
 use oslab_sys::sar::parse_diskstats;
 
 use super::{KernelPoll, SawRaw, Thresholds};
@@ -60,33 +61,34 @@ pub fn thresholds_now() -> Thresholds {
 pub struct DeviceProbe {
     /// The device as /proc/diskstats names it.
     pub name: String,
-    /// debugfs' stats of the device's bdi, when debugfs is mounted.
-    pub bdi_stats: Option<PathBuf>,
+    /// The "MAJ:MIN" of its bdi, when debugfs shows that bdi's stats.
+    pub bdi: Option<String>,
+    root: Root,
 }
 
 impl DeviceProbe {
     /// `name` in /proc/diskstats; `bdi` is the "MAJ:MIN" of the disk whose bdi
     /// holds the file system.
     pub fn new(name: &str, bdi: Option<&str>) -> DeviceProbe {
-        let stats = bdi.map(|b| PathBuf::from(format!("/sys/kernel/debug/bdi/{b}/stats")));
+        let root = Root::live();
         DeviceProbe {
             name: name.to_string(),
-            bdi_stats: stats.filter(|p| p.exists()),
+            bdi: bdi
+                .filter(|b| root.exists(&bdi::stats_path(b)))
+                .map(str::to_string),
+            root,
         }
     }
 
     fn written_bytes(&self) -> Option<u64> {
-        let text = Root::live().read("/proc/diskstats").ok()?;
+        let text = self.root.read("/proc/diskstats").ok()?;
         parse_diskstats(&text)
             .get(&self.name)
             .map(|d| d.sectors_written * 512)
     }
 
     fn bdi_bandwidth(&self) -> Option<u64> {
-        let text = std::fs::read_to_string(self.bdi_stats.as_ref()?).ok()?;
-        text.lines()
-            .find_map(|l| l.strip_prefix("BdiWriteBandwidth:"))
-            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        bdi::read_write_bandwidth_kbps(&self.root, self.bdi.as_deref()?)
     }
 }
 

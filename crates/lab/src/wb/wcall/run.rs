@@ -359,7 +359,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
         testbed_measured_bytes_s: tb.measured_bytes_s,
         dirty_bytes: HARD,
         dirty_background_bytes: BACKGROUND,
-        page_reporting: Path::new("/sys/module/page_reporting").exists(),
+        page_reporting: oslab_sys::fsread::Root::live().exists("/sys/module/page_reporting"),
         cells,
         teardown_errors,
     }))

@@ -6,9 +6,12 @@
 //! children). v2 (the unified hierarchy with the memory controller enabled):
 //! `file_dirty` and `file_writeback`, children included (kernel
 //! Documentation/admin-guide/cgroup-v2.rst, "memory.stat"). All in bytes. Parsers take
-//! text, so they are tested on captured files.
+//! text, so they are tested on captured files; the readers take a [`Root`] for
+//! /proc, and the cgroup directories they give are under that root.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+
+use crate::fsread::Root;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Version {
@@ -52,23 +55,43 @@ pub fn own_path(proc_cgroup: &str, version: Version) -> Option<String> {
     })
 }
 
+/// [`memory_mounts`] of /proc/self/mounts under `root`, the mount points under
+/// `root` too.
+pub fn read_memory_mounts(root: &Root) -> Option<(Option<PathBuf>, Option<PathBuf>)> {
+    let (v1, v2) = memory_mounts(&root.read("/proc/self/mounts").ok()?);
+    let under = |p: PathBuf| root.path(&p.to_string_lossy());
+    Some((v1.map(under), v2.map(under)))
+}
+
+/// The cgroup directories of process `pid` (a number, or `self`) in the
+/// hierarchies that can hold memory, v2 first: where its memory cgroup may be.
+pub fn cgroup_dirs(root: &Root, pid: &str) -> Vec<(Version, PathBuf)> {
+    let (Some(me), Some((v1, v2))) = (
+        root.read(&format!("/proc/{pid}/cgroup")).ok(),
+        read_memory_mounts(root),
+    ) else {
+        return Vec::new();
+    };
+    [(Version::V2, v2), (Version::V1, v1)]
+        .into_iter()
+        .filter_map(|(v, mount)| {
+            let rel = own_path(&me, v)?;
+            Some((v, mount?.join(rel.trim_start_matches('/'))))
+        })
+        .collect()
+}
+
 /// The memory cgroup directory this process is in, and its version. v2 counts only
 /// when its root lists the memory controller (on a hybrid host it does not).
-pub fn own_cgroup() -> Option<(Version, PathBuf)> {
-    let mounts = std::fs::read_to_string("/proc/self/mounts").ok()?;
-    let me = std::fs::read_to_string("/proc/self/cgroup").ok()?;
-    let (v1, v2) = memory_mounts(&mounts);
-    let pick = |v: Version, root: &Path| -> Option<(Version, PathBuf)> {
-        let rel = own_path(&me, v)?;
-        Some((v, root.join(rel.trim_start_matches('/'))))
-    };
-    if let Some(root) = v2.as_deref().filter(|r| {
-        std::fs::read_to_string(r.join("cgroup.controllers"))
+pub fn own_cgroup(root: &Root) -> Option<(Version, PathBuf)> {
+    let (_, v2) = read_memory_mounts(root)?;
+    let v2_has_memory = v2.is_some_and(|m| {
+        std::fs::read_to_string(m.join("cgroup.controllers"))
             .is_ok_and(|c| c.split_whitespace().any(|x| x == "memory"))
-    }) {
-        return pick(Version::V2, root);
-    }
-    pick(Version::V1, v1.as_deref()?)
+    });
+    cgroup_dirs(root, "self")
+        .into_iter()
+        .find(|(v, _)| *v == Version::V1 || v2_has_memory)
 }
 
 /// (dirty, writeback) bytes of a cgroup, children included, from its memory.stat.
@@ -92,8 +115,8 @@ pub fn dirty_writeback(stat: &str, version: Version) -> Option<(u64, u64)> {
 mod tests {
     use super::*;
 
-    const V1_STAT: &str = include_str!("../tests/fixtures/memcg/v1-memory.stat");
-    const V2_STAT: &str = include_str!("../tests/fixtures/memcg/v2-memory.stat");
+    const V1_STAT: &str = include_str!("../../tests/fixtures/memcg/v1-memory.stat");
+    const V2_STAT: &str = include_str!("../../tests/fixtures/memcg/v2-memory.stat");
 
     #[test]
     fn v1_stat_gives_the_hierarchical_totals() {
@@ -127,6 +150,59 @@ mod tests {
         assert_eq!(
             memory_mounts("cgroup2 /sys/fs/cgroup cgroup2 rw 0 0\n").0,
             None
+        );
+    }
+
+    /// /proc/self/mounts and /proc/self/cgroup of this KVM guest (cgroup v1 with
+    /// memory, and an empty cgroup2 hierarchy beside it), trimmed.
+    const MOUNTS: &str = "/dev/vda / ext4 rw,relatime 0 0\ntmpfs /sys/fs/cgroup tmpfs rw,relatime,mode=755 0 0\ncgroup /sys/fs/cgroup/cpu cgroup rw,relatime,cpu 0 0\ncgroup /sys/fs/cgroup/memory cgroup rw,relatime,memory 0 0\ncgroup2 /sys/fs/cgroup/unified cgroup2 rw,relatime 0 0\n";
+    const CGROUP: &str =
+        "9:name=systemd:/\n4:memory:/process_api/45b828cf711126f7deabf26d09f9537f\n1:cpu:/\n0::/\n";
+
+    fn tree(v2_controllers: &str) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let w = |p: &str, text: &str| {
+            let f = dir.path().join(p);
+            std::fs::create_dir_all(f.parent().unwrap()).unwrap();
+            std::fs::write(f, text).unwrap();
+        };
+        w("proc/self/mounts", MOUNTS);
+        w("proc/self/cgroup", CGROUP);
+        w("proc/42/cgroup", "4:memory:/a\n0::/b/c\n");
+        w("sys/fs/cgroup/unified/cgroup.controllers", v2_controllers);
+        dir
+    }
+
+    #[test]
+    fn readers_take_a_root() {
+        let dir = tree("hugetlb\n");
+        let root = Root::at(dir.path());
+        let cg = dir.path().join("sys/fs/cgroup");
+        assert_eq!(
+            read_memory_mounts(&root),
+            Some((Some(cg.join("memory")), Some(cg.join("unified"))))
+        );
+        // v2 without the memory controller: the v1 memory cgroup
+        assert_eq!(
+            own_cgroup(&root),
+            Some((
+                Version::V1,
+                cg.join("memory/process_api/45b828cf711126f7deabf26d09f9537f")
+            ))
+        );
+        assert_eq!(
+            cgroup_dirs(&root, "42"),
+            vec![
+                (Version::V2, cg.join("unified/b/c")),
+                (Version::V1, cg.join("memory/a"))
+            ]
+        );
+        assert!(cgroup_dirs(&root, "43").is_empty());
+        let v2 = tree("cpu memory io\n");
+        let cg2 = v2.path().join("sys/fs/cgroup");
+        assert_eq!(
+            own_cgroup(&Root::at(v2.path())),
+            Some((Version::V2, cg2.join("unified")))
         );
     }
 
