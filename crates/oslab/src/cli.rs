@@ -66,6 +66,10 @@ pub enum Command {
     Compare(CompareArgs),
     /// Results from the database as CSV or JSON, for notebooks
     Export(ExportArgs),
+    /// Store results kept elsewhere in the database: result files (`oslab run
+    /// --json`, or the file a run left when its database was unreachable), or every
+    /// run of an oslab SQLite database (to move a history to PostgreSQL)
+    Import(ImportArgs),
     /// Judge raw data saved by `oslab run --save-raw` with this oslab's analysis:
     /// the same tables, JSON and report as the run
     Judge(JudgeArgs),
@@ -92,9 +96,10 @@ pub struct JudgeArgs {
 
 #[derive(Debug, Args)]
 pub struct DbArg {
-    /// The results database [default: $OSLAB_DB, else $XDG_DATA_HOME/oslab/results.db,
-    /// else ~/.local/share/oslab/results.db]
-    #[arg(long, value_name = "FILE")]
+    /// The results database: an SQLite file or postgres://USER@HOST/DBNAME
+    /// [default: $OSLAB_DB, else $XDG_DATA_HOME/oslab/results.db, else
+    /// ~/.local/share/oslab/results.db]
+    #[arg(long, value_name = "FILE|URL")]
     pub db: Option<PathBuf>,
 }
 
@@ -163,6 +168,18 @@ pub enum ExportTable {
     Summary,
     Findings,
     Claims,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Result files written by `oslab run --json`, or oslab SQLite databases
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
+    /// A note stored with each run imported from a result file
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub db: DbArg,
 }
 
 #[derive(Debug, Args)]
@@ -245,9 +262,11 @@ pub struct RunArgs {
     /// system) in DIR, to judge again later with `oslab judge`
     #[arg(long, value_name = "DIR")]
     pub save_raw: Option<PathBuf>,
-    /// Keep the results in this database [default: $OSLAB_DB, else
-    /// $XDG_DATA_HOME/oslab/results.db, else ~/.local/share/oslab/results.db]
-    #[arg(long, value_name = "FILE", conflicts_with = "no_db")]
+    /// Keep the results in this database, an SQLite file or
+    /// postgres://USER@HOST/DBNAME [default: $OSLAB_DB, else
+    /// $XDG_DATA_HOME/oslab/results.db, else ~/.local/share/oslab/results.db]; the
+    /// run is stored under $OSLAB_MACHINE, else the host name
+    #[arg(long, value_name = "FILE|URL", conflicts_with = "no_db")]
     pub db: Option<PathBuf>,
     /// Do not keep the results in the database
     #[arg(long)]

@@ -21,7 +21,7 @@ fn by_machine(store: &mut LazyStore, name: &str) -> Result<Loaded, Failure> {
         let known = s.machines().map_err(|e| Failure::runtime(e.to_string()))?;
         return Err(Failure::usage(format!(
             "no completed results for machine {name} in {} (machines there: {})",
-            s.path().display(),
+            s.location(),
             if known.is_empty() {
                 "none".into()
             } else {

@@ -16,7 +16,7 @@ pub fn run(a: ExportArgs) -> CmdResult {
     if let Some(p) = &a.output {
         check_file_target(p, "--output")?;
     }
-    let store = db::open_existing(a.db.db.as_deref())?;
+    let mut store = db::open_existing(a.db.db.as_deref())?;
     let fail = |e: oslab_store::StoreError| Failure::runtime(e.to_string());
     let filter = RunFilter {
         experiment: a.experiment.clone(),
@@ -29,12 +29,12 @@ pub fn run(a: ExportArgs) -> CmdResult {
         if runs.is_empty() {
             return Err(Failure::usage(format!(
                 "there is no run {id} matching the filters in {}",
-                store.path().display()
+                store.location()
             )));
         }
     }
     let stored = Stored {
-        database: store.path().display().to_string(),
+        database: store.location().to_string(),
         runs: runs
             .into_iter()
             .map(|(row, results)| StoredRun {

@@ -28,7 +28,7 @@ fn json_or_empty(json: bool, rows: serde_json::Value, empty: impl FnOnce() -> St
 }
 
 pub fn run(a: HistoryArgs) -> CmdResult {
-    let store = db::open_existing(a.db.db.as_deref())?;
+    let mut store = db::open_existing(a.db.db.as_deref())?;
     let filter = RunFilter {
         experiment: a.experiment.clone(),
         machine: a.machine.clone(),
@@ -41,7 +41,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
             format!(
                 "No stored result of {} in {}.\n",
                 a.experiment.as_deref().unwrap_or(""),
-                store.path().display()
+                store.location()
             )
         };
         if json_or_empty(a.json, serde_json::json!(rows), empty) {
@@ -92,7 +92,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
     }
     let runs = store.runs(&filter).map_err(fail)?;
     if json_or_empty(a.json, serde_json::json!(runs), || {
-        format!("No stored runs in {}.\n", store.path().display())
+        format!("No stored runs in {}.\n", store.location())
     }) {
         return Ok(0);
     }
@@ -140,7 +140,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
     print(&format!(
         "\n{} run(s) from {}; `oslab report RUN --html F` or `oslab compare RUN RUN` for one.\n",
         runs.len(),
-        store.path().display()
+        store.location()
     ));
     Ok(0)
 }

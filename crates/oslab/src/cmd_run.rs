@@ -28,8 +28,10 @@ pub enum JsonTarget {
     File(PathBuf),
 }
 
+/// The command line as it is recorded (results, database): a database URL's
+/// password hidden.
 fn command_line() -> String {
-    std::env::args().collect::<Vec<_>>().join(" ")
+    oslab_store::target::redact(&std::env::args().collect::<Vec<_>>().join(" "))
 }
 
 /// Parses each `--set` once against the declaration of every selected experiment
@@ -104,17 +106,10 @@ pub fn run(a: RunArgs) -> CmdResult {
         seed: a.seed,
         scratch_dir: scratch,
     };
-    let default_db = crate::db::default_path();
-    if !a.no_db
-        && let Some(p) = a.db.as_ref().or(default_db.as_ref())
-    {
-        crate::db::check_not_url(p)?;
-    }
-    let db = match (a.no_db, a.db, default_db) {
-        (true, _, _) => DbTarget::Off,
-        (false, Some(p), _) => DbTarget::Chosen(p),
-        (false, None, Some(p)) => DbTarget::Default(p),
-        (false, None, None) => DbTarget::Off,
+    let db = match (a.no_db, a.db) {
+        (true, _) => DbTarget::Off,
+        (false, Some(p)) => DbTarget::Chosen(crate::db::chosen(Some(&p))?),
+        (false, None) => crate::db::default_target()?.map_or(DbTarget::Off, DbTarget::Default),
     };
     let outputs = Outputs {
         json: a.json,
@@ -141,6 +136,7 @@ pub fn execute(
         &machine,
         &command_line(),
         outputs.label.clone(),
+        outputs.json.as_deref(),
     )?;
     let n = experiments.len();
     let runs = experiments.iter().enumerate().map(|(i, exp)| {

@@ -1,69 +1,73 @@
 //! Where the results database lives, opening it for a command, and keeping a run's
 //! results in it ([`Database`], the database's exporter).
 
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use oslab_model::ExperimentResult;
 use oslab_report::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
-use oslab_store::Store;
+use oslab_store::{Store, StoreError, Target};
 use oslab_sys::machine::MachineInfo;
 
 use crate::failure::Failure;
 
+fn var(k: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(k).filter(|v| !v.is_empty())
+}
+
+/// oslab's data folder: $XDG_DATA_HOME/oslab, else ~/.local/share/oslab.
+pub fn data_dir() -> Option<PathBuf> {
+    if let Some(d) = var("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .filter(|d| d.is_absolute())
+    {
+        return Some(d.join("oslab"));
+    }
+    var("HOME").map(|h| PathBuf::from(h).join(".local/share/oslab"))
+}
+
+/// A database named on the command line or in $OSLAB_DB: a file, or a
+/// postgres:// URL; another `scheme://` is a usage error.
+fn parse(value: &OsStr, named_by: &str) -> Result<Target, Failure> {
+    Target::parse(value).map_err(|e| Failure::usage(format!("{named_by} {e}")))
+}
+
 /// $OSLAB_DB, else $XDG_DATA_HOME/oslab/results.db, else ~/.local/share/oslab/results.db.
-pub fn default_path() -> Option<PathBuf> {
-    let var = |k: &str| {
-        std::env::var_os(k)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    if let Some(p) = var("OSLAB_DB") {
-        return Some(p);
+pub fn default_target() -> Result<Option<Target>, Failure> {
+    if let Some(v) = var("OSLAB_DB") {
+        return parse(&v, "OSLAB_DB=").map(Some);
     }
-    if let Some(d) = var("XDG_DATA_HOME").filter(|d| d.is_absolute()) {
-        return Some(d.join("oslab/results.db"));
-    }
-    var("HOME").map(|h| h.join(".local/share/oslab/results.db"))
+    Ok(data_dir().map(|d| Target::File(d.join("results.db"))))
 }
 
 /// The database named by --db, or the default one.
-pub fn chosen(arg: Option<&Path>) -> Result<PathBuf, Failure> {
-    let path = arg
-        .map(Path::to_path_buf)
-        .or_else(default_path)
-        .ok_or_else(|| {
+pub fn chosen(arg: Option<&Path>) -> Result<Target, Failure> {
+    match arg {
+        Some(p) => parse(p.as_os_str(), "--db"),
+        None => default_target()?.ok_or_else(|| {
             Failure::usage("no results database: HOME is not set; give one with --db")
-        })?;
-    check_not_url(&path)?;
-    Ok(path)
-}
-
-/// A database given as a URL (`postgres://...`) is not a file name: refused in one
-/// sentence rather than made into a folder named `postgres:`.
-pub fn check_not_url(path: &Path) -> Result<(), Failure> {
-    let text = path.to_string_lossy();
-    if let Some((scheme, _)) = text.split_once("://")
-        && !scheme.is_empty()
-        && scheme.starts_with(|c: char| c.is_ascii_alphabetic())
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
-    {
-        return Err(Failure::usage(format!(
-            "--db {text}: oslab keeps results in an SQLite file; '{scheme}://' databases are not supported"
-        )));
+        }),
     }
-    Ok(())
 }
 
 /// Opens an existing database for reading commands (history, compare, export, report).
 /// A database the user named that does not exist is a usage error.
 pub fn open_existing(arg: Option<&Path>) -> Result<Store, Failure> {
-    let path = chosen(arg)?;
-    Store::open_existing(&path).map_err(|e| match e {
-        oslab_store::StoreError::Missing(_) if arg.is_some() => Failure::usage(e.to_string()),
+    let target = chosen(arg)?;
+    Store::open_existing(&target).map_err(|e| match e {
+        StoreError::Missing(_) | StoreError::BadUrl { .. } if arg.is_some() => {
+            Failure::usage(e.to_string())
+        }
         e => Failure::runtime(e.to_string()),
     })
+}
+
+/// The name a run is stored under: $OSLAB_MACHINE (to tell apart machines that
+/// share a host name, or to name a configuration), else the host name.
+pub fn machine_name(hostname: &str) -> String {
+    var("OSLAB_MACHINE")
+        .map(|v| v.to_string_lossy().into_owned())
+        .unwrap_or_else(|| hostname.to_string())
 }
 
 /// The time now, as stored.
@@ -77,21 +81,29 @@ pub fn now_rfc3339() -> String {
 /// Whether and where results are kept in the database.
 pub enum DbTarget {
     Off,
-    /// Named with --db: a database that cannot be used stops the run before it starts.
-    Chosen(PathBuf),
+    /// Named with --db: a database that cannot be used stops the run before it
+    /// starts, unless it is a server that cannot be reached.
+    Chosen(Target),
     /// The default: a database that cannot be used is reported and the run goes on.
-    Default(PathBuf),
+    Default(Target),
 }
 
 /// The results database as an exporter: a run's results kept as they come, the run
-/// marked complete at the end. A database that fails midway is reported once and
-/// the run goes on without it.
+/// marked complete at the end. A database that cannot be reached, or fails midway,
+/// is reported and the run goes on without it; at the end the results are in a
+/// JSON file (the run's --json, else one written into the data folder) and one
+/// sentence says so and how to import it.
 ///
-/// It lives in the binary, not in `report` (bytes out, no I/O, no SQLite) nor in
+/// It lives in the binary, not in `report` (bytes out, no I/O, no database) nor in
 /// `store` (storage, which has no business knowing the output formats): the binary
 /// is the one crate that knows both, and the run's command line and clock.
 pub struct Database {
     store: Option<(Store, i64)>,
+    location: String,
+    /// Why the run is not (wholly) stored, once it is not.
+    lost: Option<String>,
+    /// The run's own --json file, where the results are anyway.
+    json_file: Option<PathBuf>,
 }
 
 impl Database {
@@ -102,33 +114,49 @@ impl Database {
         machine: &MachineInfo,
         command: &str,
         label: Option<String>,
+        json_file: Option<&Path>,
     ) -> Result<Option<Database>, Failure> {
-        let (path, chosen) = match target {
+        let (target, chosen) = match target {
             DbTarget::Off => return Ok(None),
-            DbTarget::Chosen(p) => (p, true),
-            DbTarget::Default(p) => (p, false),
+            DbTarget::Chosen(t) => (t, true),
+            DbTarget::Default(t) => (t, false),
         };
         let meta = oslab_store::RunMeta {
             started_at: now_rfc3339(),
-            machine: machine.hostname.clone(),
+            machine: machine_name(&machine.hostname),
             kernel: machine.kernel.release.clone(),
             cpu_model: machine.cpu.model.clone(),
             oslab_version: oslab_lab::runner::OSLAB_VERSION.to_string(),
             command: command.to_string(),
             label,
         };
-        let opened = Store::open_or_create(path).and_then(|mut s| {
+        let opened = Store::open_or_create(target).and_then(|mut s| {
             let id = s.begin_run(&meta)?;
             Ok((s, id))
         });
+        let mut db = Database {
+            store: None,
+            location: target.to_string(),
+            lost: None,
+            json_file: json_file
+                .filter(|p| p.as_os_str() != "-")
+                .map(Path::to_path_buf),
+        };
         match opened {
-            Ok(s) => Ok(Some(Database { store: Some(s) })),
-            Err(e) if chosen => Err(Failure::usage(e.to_string())),
+            Ok(s) => db.store = Some(s),
+            Err(e @ StoreError::Unreachable { .. }) => {
+                eprintln!(
+                    "oslab: {e}; measuring anyway, and keeping the results for `oslab import`"
+                );
+                db.lost = Some(e.to_string());
+            }
+            Err(e) if chosen => return Err(Failure::usage(e.to_string())),
             Err(e) => {
                 eprintln!("oslab: results are not kept: {e} (--no-db silences this)");
-                Ok(None)
+                return Ok(None);
             }
         }
+        Ok(Some(db))
     }
 
     fn add(&mut self, position: usize, r: &ExperimentResult) {
@@ -136,21 +164,67 @@ impl Database {
             && let Err(e) = s.add_result(*run, position, r)
         {
             eprintln!("oslab: results are no longer kept: {e}");
+            self.lost = Some(e.to_string());
             self.store = None;
         }
     }
 
-    fn finish(&mut self) {
+    fn finish(&mut self, doc: &Results) {
         if let Some((s, run)) = &mut self.store {
             match s.finish_run(*run, &now_rfc3339()) {
                 Ok(()) => eprintln!(
                     "oslab: kept as run {run} in {} (`oslab history`, `oslab report {run} --html FILE`)",
-                    s.path().display()
+                    s.location()
                 ),
                 Err(e) => eprintln!("oslab: the run could not be marked complete: {e}"),
             }
         }
+        if let Some(why) = self.lost.take() {
+            eprintln!("oslab: {}", self.not_stored(&why, doc));
+        }
     }
+
+    /// The one sentence for a run that is not (wholly) stored: why, where its
+    /// results are, and the command that stores them later.
+    fn not_stored(&self, why: &str, doc: &Results) -> String {
+        let file = match &self.json_file {
+            Some(p) => Ok(p.clone()),
+            None => write_unstored(doc),
+        };
+        let machine = var("OSLAB_MACHINE")
+            .map(|m| format!("OSLAB_MACHINE={} ", m.to_string_lossy()))
+            .unwrap_or_default();
+        match file {
+            Ok(f) => format!(
+                "this run was not stored ({why}); its results are in {f}: `{machine}oslab import {f} --db {db}` stores them later",
+                f = f.display(),
+                db = self.location
+            ),
+            Err(e) => format!(
+                "this run was not stored ({why}), and its results could not be written to a file either ({e}); give --json FILE to keep them"
+            ),
+        }
+    }
+}
+
+/// Writes a run's results as `oslab run --json` would, into the data folder's
+/// `unstored/`; the file.
+fn write_unstored(doc: &Results) -> Result<PathBuf, String> {
+    let dir = data_dir().ok_or("HOME is not set")?.join("unstored");
+    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let stamp: String = now_rfc3339()
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .collect();
+    let file = dir.join(format!("run-{stamp}-{}.json", std::process::id()));
+    let bytes: Vec<u8> = oslab_report::json::Json
+        .serialize(doc, Stage::Done)
+        .map_err(|e| e.to_string())?
+        .into_iter()
+        .flat_map(|p| p.bytes)
+        .collect();
+    std::fs::write(&file, bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(file)
 }
 
 impl Exporter<Results> for Database {
@@ -163,7 +237,7 @@ impl Exporter<Results> for Database {
         match (stage, doc.newest()) {
             (Stage::Added, Some(r)) => self.add(doc.all.len() - 1, r),
             (Stage::Added, None) => {}
-            (Stage::Done, _) => self.finish(),
+            (Stage::Done, _) => self.finish(doc),
         }
         Ok(Vec::new())
     }

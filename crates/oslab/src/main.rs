@@ -8,6 +8,7 @@ mod cmd_compare;
 mod cmd_dirty;
 mod cmd_export;
 mod cmd_history;
+mod cmd_import;
 mod cmd_info;
 mod cmd_judge;
 mod cmd_list;
@@ -58,6 +59,7 @@ fn main() {
         Command::History(a) => cmd_history::run(a),
         Command::Compare(a) => cmd_compare::run(a),
         Command::Export(a) => cmd_export::run(a),
+        Command::Import(a) => cmd_import::run(a),
         Command::Judge(a) => cmd_judge::run(a),
     };
     let code = match result {

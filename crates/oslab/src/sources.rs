@@ -27,23 +27,34 @@ impl<'a> LazyStore<'a> {
         LazyStore { arg, store: None }
     }
 
-    pub fn get(&mut self) -> Result<&Store, Failure> {
+    pub fn get(&mut self) -> Result<&mut Store, Failure> {
         if self.store.is_none() {
             self.store = Some(db::open_existing(self.arg)?);
         }
-        Ok(self.store.as_ref().expect("opened above"))
+        Ok(self.store.as_mut().expect("opened above"))
     }
 }
 
 /// Reads a results file: a result set (`oslab run --json`) or a single result.
 pub fn read_file(path: &Path) -> Result<Vec<ExperimentResult>, Failure> {
+    read_set(path).map(|set| set.results)
+}
+
+/// Reads a results file as a result set; a single result is a set of one, whose
+/// command is unknown (empty).
+pub fn read_set(path: &Path) -> Result<ResultSet, Failure> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
     if let Ok(set) = serde_json::from_str::<ResultSet>(&text) {
-        return Ok(set.results);
+        return Ok(set);
     }
     serde_json::from_str::<ExperimentResult>(&text)
-        .map(|r| vec![r])
+        .map(|r| ResultSet {
+            schema_version: r.schema_version,
+            oslab_version: r.environment.oslab_version.clone(),
+            command: String::new(),
+            results: vec![r],
+        })
         .map_err(|e| {
             Failure::usage(format!(
                 "{} is not an oslab results file (the JSON that `oslab run --json` writes): {e}",
@@ -79,7 +90,7 @@ pub fn load(arg: &str, store: &mut LazyStore) -> Result<Loaded, Failure> {
             None => {
                 return Err(Failure::usage(format!(
                     "there are no runs in {} yet",
-                    s.path().display()
+                    s.location()
                 )));
             }
         }
@@ -98,7 +109,7 @@ pub fn load(arg: &str, store: &mut LazyStore) -> Result<Loaded, Failure> {
         }),
         None => Err(Failure::usage(format!(
             "there is no run {id} in {} (`oslab history` lists the runs)",
-            s.path().display()
+            s.location()
         ))),
     }
 }

@@ -324,16 +324,17 @@ fn missing_inputs_named_by_the_user_are_usage_errors() {
 }
 
 #[test]
-fn a_database_url_is_not_taken_for_a_file_name() {
+fn a_database_url_of_an_unknown_kind_is_not_taken_for_a_file_name() {
     let dir = tempfile::tempdir().unwrap();
     for args in [
         &[
             "run",
             "null",
             "--db",
-            "postgres://oslab@127.0.0.1:5432/oslab",
+            "mysql://oslab:pw@127.0.0.1:3306/oslab",
         ][..],
-        &["history", "--db", "postgres://oslab@127.0.0.1/oslab"][..],
+        &["history", "--db", "redis://127.0.0.1/0"][..],
+        &["import", "x.json", "--db", "sqlite://x.db"][..],
     ] {
         oslab()
             .current_dir(dir.path())
@@ -341,18 +342,20 @@ fn a_database_url_is_not_taken_for_a_file_name() {
             .assert()
             .code(2)
             .stdout("")
-            .stderr(predicate::str::contains("'postgres://' databases"));
+            .stderr(predicate::str::contains("is not a database oslab can use"))
+            .stderr(predicate::str::contains("pw").not());
     }
     oslab()
         .current_dir(dir.path())
-        .env("OSLAB_DB", "postgres://oslab@127.0.0.1/oslab")
+        .env("OSLAB_DB", "mysql://oslab@127.0.0.1/oslab")
         .args(["run", "null"])
         .assert()
-        .code(2);
+        .code(2)
+        .stderr(predicate::str::contains("OSLAB_DB="));
     assert_eq!(
         std::fs::read_dir(dir.path()).unwrap().count(),
         0,
-        "no 'postgres:' folder"
+        "no 'mysql:' folder"
     );
 }
 

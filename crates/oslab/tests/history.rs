@@ -3,10 +3,11 @@
 
 mod common;
 
+use std::ffi::OsStr;
 use std::path::Path;
 use std::process::{Command, Output};
 
-fn oslab_db(db: &Path) -> Command {
+fn oslab_db(db: impl AsRef<OsStr>) -> Command {
     let mut c = common::oslab();
     c.env("OSLAB_DB", db);
     c
@@ -34,7 +35,7 @@ fn refused(out: Output, code: i32) -> String {
     err
 }
 
-fn run_null(db: &Path, label: &str) {
+fn run_null(db: impl AsRef<OsStr>, label: &str) {
     ok(oslab_db(db)
         .args(["run", "null", "--label", label])
         .output()
@@ -44,11 +45,27 @@ fn run_null(db: &Path, label: &str) {
 #[test]
 fn runs_are_kept_listed_compared_exported_and_reported() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("history.db");
-    run_null(&db, "before");
-    run_null(&db, "after");
+    kept_listed_compared_exported_and_reported(
+        dir.path().join("history.db").as_os_str(),
+        dir.path(),
+    );
+}
 
-    let text = ok(oslab_db(&db).arg("history").output().unwrap());
+/// The same commands on a PostgreSQL database named by a URL in OSLAB_DB.
+#[test]
+fn on_postgres_runs_are_kept_listed_compared_exported_and_reported() {
+    let Some(url) = oslab_store::testing::fresh_database("history") else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    kept_listed_compared_exported_and_reported(OsStr::new(&url), dir.path());
+}
+
+fn kept_listed_compared_exported_and_reported(db: &OsStr, dir: &Path) {
+    run_null(db, "before");
+    run_null(db, "after");
+
+    let text = ok(oslab_db(db).arg("history").output().unwrap());
     let first = text.lines().nth(2).unwrap_or_default();
     assert!(
         first.trim_start().starts_with('2') && first.contains("after"),
@@ -56,7 +73,7 @@ fn runs_are_kept_listed_compared_exported_and_reported() {
     );
     assert!(text.contains("complete"), "{text}");
 
-    let runs: serde_json::Value = serde_json::from_str(&ok(oslab_db(&db)
+    let runs: serde_json::Value = serde_json::from_str(&ok(oslab_db(db)
         .args(["history", "--json"])
         .output()
         .unwrap()))
@@ -64,7 +81,7 @@ fn runs_are_kept_listed_compared_exported_and_reported() {
     assert_eq!(runs.as_array().unwrap().len(), 2);
     assert_eq!(runs[0]["results"][0][0], "null");
 
-    let by_exp = ok(oslab_db(&db)
+    let by_exp = ok(oslab_db(db)
         .args(["history", "--experiment", "null"])
         .output()
         .unwrap());
@@ -74,7 +91,7 @@ fn runs_are_kept_listed_compared_exported_and_reported() {
     );
 
     // The null experiment's samples are fixed: two runs are the same within noise.
-    let cmp: serde_json::Value = serde_json::from_str(&ok(oslab_db(&db)
+    let cmp: serde_json::Value = serde_json::from_str(&ok(oslab_db(db)
         .args(["compare", "1", "2", "--json", "-"])
         .output()
         .unwrap()))
@@ -89,8 +106,8 @@ fn runs_are_kept_listed_compared_exported_and_reported() {
     assert_eq!(latency["ratio"], 1.0);
 
     let host = runs[0]["machine"].as_str().unwrap().to_string();
-    let html = dir.path().join("cmp.html");
-    let by_machine = ok(oslab_db(&db)
+    let html = dir.join("cmp.html");
+    let by_machine = ok(oslab_db(db)
         .args(["compare", "--machine", &host, "--machine", &host, "--html"])
         .arg(&html)
         .output()
@@ -102,7 +119,7 @@ fn runs_are_kept_listed_compared_exported_and_reported() {
             .contains("<table class=\"comparison\"")
     );
 
-    let csv = ok(oslab_db(&db)
+    let csv = ok(oslab_db(db)
         .args([
             "export", "--format", "csv", "--table", "samples", "--run", "2",
         ])
@@ -120,20 +137,20 @@ fn runs_are_kept_listed_compared_exported_and_reported() {
     );
 
     let json: serde_json::Value =
-        serde_json::from_str(&ok(oslab_db(&db).args(["export"]).output().unwrap())).unwrap();
+        serde_json::from_str(&ok(oslab_db(db).args(["export"]).output().unwrap())).unwrap();
     assert_eq!(json["runs"].as_array().unwrap().len(), 2);
     assert_eq!(json["runs"][0]["label"], "before", "oldest first");
     assert_eq!(json["runs"][1]["results"][0]["experiment"], "null");
 
-    let page = dir.path().join("report.html");
-    ok(oslab_db(&db)
+    let page = dir.join("report.html");
+    ok(oslab_db(db)
         .args(["report", "2", "--html"])
         .arg(&page)
         .output()
         .unwrap());
     let page = std::fs::read_to_string(&page).unwrap();
     assert!(page.contains("id=\"null\"") && page.contains("run 2"));
-    let latest: serde_json::Value = serde_json::from_str(&ok(oslab_db(&db)
+    let latest: serde_json::Value = serde_json::from_str(&ok(oslab_db(db)
         .args(["compare", "1", "latest", "--json", "-"])
         .output()
         .unwrap()))
@@ -141,22 +158,22 @@ fn runs_are_kept_listed_compared_exported_and_reported() {
     assert_eq!(latest["b"]["label"], "run 2", "latest is the newest run");
 
     // The same report from the JSON a run writes.
-    let results = dir.path().join("r.json");
-    ok(oslab_db(&db)
+    let results = dir.join("r.json");
+    ok(oslab_db(db)
         .args(["run", "null", "--no-db", "--json"])
         .arg(&results)
         .output()
         .unwrap());
-    let tables = ok(oslab_db(&db).arg("report").arg(&results).output().unwrap());
+    let tables = ok(oslab_db(db).arg("report").arg(&results).output().unwrap());
     assert!(tables.contains("== null"), "{tables}");
-    let mixed = ok(oslab_db(&db)
+    let mixed = ok(oslab_db(db)
         .arg("compare")
         .arg(&results)
         .arg("1")
         .output()
         .unwrap());
     assert!(mixed.contains("latency"), "{mixed}");
-    let after = serde_json::from_str::<serde_json::Value>(&ok(oslab_db(&db)
+    let after = serde_json::from_str::<serde_json::Value>(&ok(oslab_db(db)
         .args(["history", "--json"])
         .output()
         .unwrap()))
@@ -258,10 +275,20 @@ fn a_damaged_database_is_reported_not_panicked_on() {
 #[test]
 fn a_killed_run_keeps_what_it_finished_and_earlier_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let db = dir.path().join("h.db");
-    run_null(&db, "earlier");
+    killed_run_keeps_what_it_finished(dir.path().join("h.db").as_os_str());
+}
+
+#[test]
+fn on_postgres_a_killed_run_keeps_what_it_finished_and_earlier_runs() {
+    if let Some(url) = oslab_store::testing::fresh_database("killed") {
+        killed_run_keeps_what_it_finished(OsStr::new(&url));
+    }
+}
+
+fn killed_run_keeps_what_it_finished(db: &OsStr) {
+    run_null(db, "earlier");
     // null finishes at once; cpu.ctxsw takes seconds: kill the run inside it.
-    let mut child = oslab_db(&db)
+    let mut child = oslab_db(db)
         .args(["run", "null", "cpu.ctxsw", "--quick"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -269,7 +296,7 @@ fn a_killed_run_keeps_what_it_finished_and_earlier_runs() {
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let out = oslab_db(&db).args(["history", "--json"]).output().unwrap();
+        let out = oslab_db(db).args(["history", "--json"]).output().unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         if v[0]["id"] == 2 && v[0]["results"].as_array().is_some_and(|r| r.len() == 1) {
             break;
@@ -283,7 +310,7 @@ fn a_killed_run_keeps_what_it_finished_and_earlier_runs() {
     child.kill().unwrap();
     child.wait().unwrap();
 
-    let runs: serde_json::Value = serde_json::from_str(&ok(oslab_db(&db)
+    let runs: serde_json::Value = serde_json::from_str(&ok(oslab_db(db)
         .args(["history", "--json"])
         .output()
         .unwrap()))
@@ -291,10 +318,10 @@ fn a_killed_run_keeps_what_it_finished_and_earlier_runs() {
     assert_eq!(runs[0]["state"], "running", "never marked complete");
     assert_eq!(runs[0]["results"].as_array().unwrap().len(), 1);
     assert_eq!(runs[1]["state"], "complete");
-    let text = ok(oslab_db(&db).arg("history").output().unwrap());
+    let text = ok(oslab_db(db).arg("history").output().unwrap());
     assert!(text.contains("unfinished"), "{text}");
-    let cmp = ok(oslab_db(&db).args(["compare", "1", "2"]).output().unwrap());
+    let cmp = ok(oslab_db(db).args(["compare", "1", "2"]).output().unwrap());
     assert!(cmp.contains("latency"), "{cmp}");
     // And the database takes new runs.
-    run_null(&db, "later");
+    run_null(db, "later");
 }

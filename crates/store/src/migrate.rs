@@ -1,19 +1,22 @@
-//! The schema, one migration per version, applied in order from whatever version a
-//! database file has. `PRAGMA user_version` holds the version; `PRAGMA
-//! application_id` marks the file as oslab's, so a foreign SQLite file is refused
-//! instead of being written into.
+//! The schema, one migration per version, the same for SQLite and PostgreSQL
+//! (written once; `{slot}`s name the column types that differ, see
+//! [`crate::backend::Dialect`]), applied in order from whatever version a
+//! database has, one transaction each.
+//!
+//! A backfill is frozen with its migration: it writes with the SQL of its own
+//! version, never with the current writer's, which may expect later columns.
 
-use rusqlite::{Connection, Transaction};
+use crate::backend::{Backend, Sql};
+use crate::write;
 
-/// "OSLB": written into the SQLite header of every results database.
-pub const APPLICATION_ID: i32 = 0x4f53_4c42;
+pub use crate::sqlite::APPLICATION_ID;
 
 pub struct Migration {
     pub version: u32,
     pub what: &'static str,
     pub sql: &'static str,
     /// Data moved or derived after the SQL ran.
-    pub backfill: Option<fn(&Transaction) -> rusqlite::Result<()>>,
+    pub(crate) backfill: Option<fn(&mut dyn Backend) -> Sql<()>>,
 }
 
 pub const MIGRATIONS: &[Migration] = &[
@@ -22,7 +25,7 @@ pub const MIGRATIONS: &[Migration] = &[
         what: "runs and their results as JSON",
         sql: "
             CREATE TABLE runs (
-                id            INTEGER PRIMARY KEY,
+                id            {id},
                 started_at    TEXT NOT NULL,
                 finished_at   TEXT,
                 state         TEXT NOT NULL CHECK (state IN ('running', 'complete')),
@@ -33,9 +36,9 @@ pub const MIGRATIONS: &[Migration] = &[
                 label         TEXT
             );
             CREATE TABLE results (
-                id          INTEGER PRIMARY KEY,
-                run_id      INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-                position    INTEGER NOT NULL,
+                id          {id},
+                run_id      {int} NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+                position    {int} NOT NULL,
                 experiment  TEXT NOT NULL,
                 mode        TEXT NOT NULL,
                 status      TEXT NOT NULL,
@@ -54,17 +57,52 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: "
             ALTER TABLE runs ADD COLUMN cpu_model TEXT NOT NULL DEFAULT '';
             CREATE TABLE measurements (
-                result_id INTEGER NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+                result_id {int} NOT NULL REFERENCES results(id) ON DELETE CASCADE,
                 name      TEXT NOT NULL,
                 unit      TEXT NOT NULL,
-                n         INTEGER NOT NULL,
-                median    REAL,
-                ci_low    REAL,
-                ci_high   REAL,
+                n         {int} NOT NULL,
+                median    {real},
+                ci_low    {real},
+                ci_high   {real},
                 PRIMARY KEY (result_id, name)
             );
         ",
         backfill: Some(backfill_v2),
+    },
+    Migration {
+        version: 3,
+        what: "measurements in their order, findings as rows, an index for many runs, \
+               and views for dashboards",
+        sql: "
+            ALTER TABLE measurements ADD COLUMN position {int} NOT NULL DEFAULT 0;
+            CREATE TABLE findings (
+                result_id {int} NOT NULL REFERENCES results(id) ON DELETE CASCADE,
+                position  {int} NOT NULL,
+                name      TEXT NOT NULL,
+                value     {real},
+                unit      TEXT NOT NULL,
+                detail    TEXT NOT NULL,
+                PRIMARY KEY (result_id, position)
+            );
+            CREATE INDEX results_by_run ON results (run_id, status, experiment);
+            CREATE VIEW run_measurements AS
+                SELECT u.id AS run_id, CAST(r.started_at AS {time}) AS time, u.machine,
+                       u.kernel, u.cpu_model, u.label, u.state AS run_state,
+                       r.experiment, r.mode, r.status, m.position,
+                       m.name AS measurement, m.unit, m.n, m.median, m.ci_low, m.ci_high
+                FROM runs u
+                JOIN results r ON r.run_id = u.id
+                JOIN measurements m ON m.result_id = r.id;
+            CREATE VIEW run_findings AS
+                SELECT u.id AS run_id, CAST(r.started_at AS {time}) AS time, u.machine,
+                       u.kernel, u.cpu_model, u.label, u.state AS run_state,
+                       r.experiment, r.mode, r.status, f.position,
+                       f.name AS finding, f.value, f.unit, f.detail
+                FROM runs u
+                JOIN results r ON r.run_id = u.id
+                JOIN findings f ON f.result_id = r.id;
+        ",
+        backfill: Some(backfill_v3),
     },
 ];
 
@@ -73,68 +111,86 @@ pub fn latest() -> u32 {
     MIGRATIONS.last().map_or(0, |m| m.version)
 }
 
-/// Rows of `measurements` for one stored result.
-pub fn insert_measurements(
-    tx: &Transaction,
-    result_id: i64,
-    r: &oslab_model::ExperimentResult,
-) -> rusqlite::Result<()> {
-    let mut stmt = tx.prepare_cached(
-        "INSERT OR REPLACE INTO measurements (result_id, name, unit, n, median, ci_low, ci_high)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+/// Every stored result whose JSON this build reads, with its id and run; one it
+/// cannot read keeps its JSON and just gets no derived rows.
+fn readable_results(db: &mut dyn Backend) -> Sql<Vec<(i64, i64, oslab_model::ExperimentResult)>> {
+    let rows = db.rows(
+        "SELECT id, run_id, result_json FROM results ORDER BY id",
+        &[],
     )?;
-    for m in &r.measurements {
-        let s = m.summary.as_ref();
-        stmt.execute(rusqlite::params![
-            result_id,
-            m.name,
-            m.unit,
-            m.samples.len() as i64,
-            s.map(|s| s.median),
-            s.and_then(|s| s.ci95.map(|c| c.low)),
-            s.and_then(|s| s.ci95.map(|c| c.high)),
-        ])?;
+    let mut out = Vec::new();
+    for row in rows {
+        if let Ok(r) = serde_json::from_str(&row.text(2)?) {
+            out.push((row.int(0)?, row.int(1)?, r));
+        }
     }
-    Ok(())
+    Ok(out)
 }
 
-fn backfill_v2(tx: &Transaction) -> rusqlite::Result<()> {
-    let rows: Vec<(i64, i64, String)> = tx
-        .prepare("SELECT id, run_id, result_json FROM results ORDER BY id")?
-        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<Result<_, _>>()?;
-    for (id, run_id, json) in rows {
-        // A result this build cannot read keeps its JSON; it just gets no rows.
-        let Ok(r) = serde_json::from_str::<oslab_model::ExperimentResult>(&json) else {
-            continue;
-        };
-        insert_measurements(tx, id, &r)?;
-        tx.execute(
-            "UPDATE runs SET cpu_model = ?1 WHERE id = ?2 AND cpu_model = ''",
-            rusqlite::params![r.environment.machine.cpu.model, run_id],
+fn backfill_v2(db: &mut dyn Backend) -> Sql<()> {
+    for (id, run_id, r) in readable_results(db)? {
+        for m in &r.measurements {
+            db.run(
+                "INSERT INTO measurements (result_id, name, unit, n, median, ci_low, ci_high)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (result_id, name) DO UPDATE SET unit = excluded.unit,
+                     n = excluded.n, median = excluded.median,
+                     ci_low = excluded.ci_low, ci_high = excluded.ci_high",
+                &[
+                    vec![id.into(), (&m.name).into(), (&m.unit).into()],
+                    write::figures(m).to_vec(),
+                ]
+                .concat(),
+            )?;
+        }
+        db.run(
+            "UPDATE runs SET cpu_model = $1 WHERE id = $2 AND cpu_model = ''",
+            &[(&r.environment.machine.cpu.model).into(), run_id.into()],
         )?;
     }
     Ok(())
 }
 
-/// Brings `conn` from its version up to `target`, one transaction per migration, so
-/// an interrupted upgrade leaves a database at a consistent earlier version.
-pub fn migrate_to(conn: &mut Connection, target: u32) -> rusqlite::Result<u32> {
-    let start: u32 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    let mut version = start;
-    for m in MIGRATIONS
-        .iter()
-        .filter(|m| m.version > start && m.version <= target)
-    {
-        let tx = conn.transaction()?;
-        tx.execute_batch(m.sql)?;
-        if let Some(f) = m.backfill {
-            f(&tx)?;
+fn backfill_v3(db: &mut dyn Backend) -> Sql<()> {
+    for (id, _, r) in readable_results(db)? {
+        for (position, m) in r.measurements.iter().enumerate() {
+            db.run(
+                "UPDATE measurements SET position = $1 WHERE result_id = $2 AND name = $3",
+                &[position.into(), id.into(), (&m.name).into()],
+            )?;
         }
-        tx.pragma_update(None, "user_version", m.version)?;
-        tx.pragma_update(None, "application_id", APPLICATION_ID)?;
-        tx.commit()?;
-        version = m.version;
+        write::insert_findings(db, id, &r)?;
     }
-    Ok(version)
+    Ok(())
+}
+
+/// Brings the database from its version up to `target`, one transaction per
+/// migration, so an interrupted upgrade leaves it at a consistent earlier version.
+/// Many processes may meet a new database at once: each migration re-reads the
+/// version under the schema lock, so each is applied once.
+pub(crate) fn migrate_to(db: &mut dyn Backend, target: u32) -> Sql<u32> {
+    if db.schema_version()? >= target {
+        return db.schema_version();
+    }
+    loop {
+        let applied = db.transaction(|db| {
+            db.exclusive()?;
+            let version = db.schema_version()?;
+            let Some(m) = MIGRATIONS
+                .iter()
+                .find(|m| m.version == version + 1 && m.version <= target)
+            else {
+                return Ok(false);
+            };
+            db.statements(m.sql)?;
+            if let Some(backfill) = m.backfill {
+                backfill(db)?;
+            }
+            db.set_schema_version(m.version)?;
+            Ok(true)
+        })?;
+        if !applied {
+            return db.schema_version();
+        }
+    }
 }

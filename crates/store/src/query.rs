@@ -1,6 +1,6 @@
 //! Read queries over the history.
 
-use rusqlite::{Connection, OptionalExtension, params};
+use crate::backend::{Backend, Row, Sql, Value};
 use serde::Serialize;
 
 /// Which runs or results a query returns.
@@ -45,125 +45,143 @@ pub struct Headline {
     pub ci95: Option<[f64; 2]>,
 }
 
-fn limit(f: &RunFilter) -> i64 {
-    f.limit.map_or(-1, |n| n as i64)
+/// PostgreSQL must know a parameter's type where it first meets it: a filter that
+/// may be NULL is cast to text for `IS NULL`.
+fn limit(f: &RunFilter) -> Value {
+    // Both dialects take a LIMIT this large as none; SQLite refuses NULL there.
+    f.limit.map_or(i64::MAX, |n| n as i64).into()
 }
 
 const RUN_COLUMNS: &str =
     "id, started_at, finished_at, state, machine, kernel, cpu_model, oslab_version, command, label";
 
-fn run_from(r: &rusqlite::Row) -> rusqlite::Result<RunRow> {
+fn run_from(r: &Row) -> Sql<RunRow> {
     Ok(RunRow {
-        id: r.get(0)?,
+        id: r.int(0)?,
         meta: crate::RunMeta {
-            started_at: r.get(1)?,
-            machine: r.get(4)?,
-            kernel: r.get(5)?,
-            cpu_model: r.get(6)?,
-            oslab_version: r.get(7)?,
-            command: r.get(8)?,
-            label: r.get(9)?,
+            started_at: r.text(1)?,
+            machine: r.text(4)?,
+            kernel: r.text(5)?,
+            cpu_model: r.text(6)?,
+            oslab_version: r.text(7)?,
+            command: r.text(8)?,
+            label: r.opt_text(9)?,
         },
-        finished_at: r.get(2)?,
-        state: r.get(3)?,
+        finished_at: r.opt_text(2)?,
+        state: r.text(3)?,
         results: Vec::new(),
     })
 }
 
-fn with_results(conn: &Connection, mut row: RunRow) -> rusqlite::Result<RunRow> {
-    row.results = conn
-        .prepare_cached(
-            "SELECT experiment, status FROM results WHERE run_id = ?1 ORDER BY position",
+fn with_results(db: &mut dyn Backend, mut row: RunRow) -> Sql<RunRow> {
+    row.results = db
+        .rows(
+            "SELECT experiment, status FROM results WHERE run_id = $1 ORDER BY position",
+            &[row.id.into()],
         )?
-        .query_map([row.id], |r| Ok((r.get(0)?, r.get(1)?)))?
-        .collect::<Result<_, _>>()?;
+        .iter()
+        .map(|r| Ok((r.text(0)?, r.text(1)?)))
+        .collect::<Sql<_>>()?;
     Ok(row)
 }
 
-pub(crate) fn runs(conn: &Connection, f: &RunFilter) -> rusqlite::Result<Vec<RunRow>> {
+pub(crate) fn runs(db: &mut dyn Backend, f: &RunFilter) -> Sql<Vec<RunRow>> {
     let sql = format!(
         "SELECT {RUN_COLUMNS} FROM runs u
-         WHERE (?1 IS NULL OR machine = ?1)
-           AND (?2 IS NULL OR EXISTS (SELECT 1 FROM results r WHERE r.run_id = u.id AND r.experiment = ?2))
-         ORDER BY id DESC LIMIT ?3"
+         WHERE (CAST($1 AS TEXT) IS NULL OR machine = $1)
+           AND (CAST($2 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM results r WHERE r.run_id = u.id AND r.experiment = $2))
+         ORDER BY id DESC LIMIT $3"
     );
-    let rows: Vec<RunRow> = conn
-        .prepare(&sql)?
-        .query_map(params![f.machine, f.experiment, limit(f)], run_from)?
-        .collect::<Result<_, _>>()?;
-    rows.into_iter().map(|r| with_results(conn, r)).collect()
+    let rows = db.rows(
+        &sql,
+        &[
+            f.machine.as_ref().into(),
+            f.experiment.as_ref().into(),
+            limit(f),
+        ],
+    )?;
+    rows.iter()
+        .map(|r| with_results(db, run_from(r)?))
+        .collect()
 }
 
-pub(crate) fn run_row(conn: &Connection, id: i64) -> rusqlite::Result<Option<RunRow>> {
-    let row = conn
-        .query_row(
-            &format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = ?1"),
-            [id],
-            run_from,
-        )
-        .optional()?;
-    row.map(|r| with_results(conn, r)).transpose()
+pub(crate) fn run_row(db: &mut dyn Backend, id: i64) -> Sql<Option<RunRow>> {
+    let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
+    match db.one(&sql, &[id.into()])? {
+        Some(r) => Ok(Some(with_results(db, run_from(&r)?)?)),
+        None => Ok(None),
+    }
 }
 
-pub(crate) fn experiment_rows(
-    conn: &Connection,
-    f: &RunFilter,
-) -> rusqlite::Result<Vec<ExperimentRow>> {
-    conn.prepare(
+pub(crate) fn experiment_rows(db: &mut dyn Backend, f: &RunFilter) -> Sql<Vec<ExperimentRow>> {
+    db.rows(
         "SELECT r.run_id, r.started_at, u.machine, u.kernel, r.experiment, r.mode, r.status,
                 m.name, m.unit, m.median, m.ci_low, m.ci_high
          FROM results r JOIN runs u ON u.id = r.run_id
-         LEFT JOIN measurements m
-           ON m.rowid = (SELECT min(rowid) FROM measurements WHERE result_id = r.id)
-         WHERE (?1 IS NULL OR u.machine = ?1) AND (?2 IS NULL OR r.experiment = ?2)
-         ORDER BY r.id DESC LIMIT ?3",
+         LEFT JOIN measurements m ON m.result_id = r.id
+           AND m.position = (SELECT min(position) FROM measurements WHERE result_id = r.id)
+         WHERE (CAST($1 AS TEXT) IS NULL OR u.machine = $1)
+           AND (CAST($2 AS TEXT) IS NULL OR r.experiment = $2)
+         ORDER BY r.id DESC LIMIT $3",
+        &[
+            f.machine.as_ref().into(),
+            f.experiment.as_ref().into(),
+            limit(f),
+        ],
     )?
-    .query_map(params![f.machine, f.experiment, limit(f)], |r| {
-        let name: Option<String> = r.get(7)?;
-        let (lo, hi): (Option<f64>, Option<f64>) = (r.get(10)?, r.get(11)?);
+    .iter()
+    .map(|r| {
+        let (lo, hi) = (r.opt_real(10)?, r.opt_real(11)?);
         Ok(ExperimentRow {
-            run_id: r.get(0)?,
-            started_at: r.get(1)?,
-            machine: r.get(2)?,
-            kernel: r.get(3)?,
-            experiment: r.get(4)?,
-            mode: r.get(5)?,
-            status: r.get(6)?,
-            headline: match name {
+            run_id: r.int(0)?,
+            started_at: r.text(1)?,
+            machine: r.text(2)?,
+            kernel: r.text(3)?,
+            experiment: r.text(4)?,
+            mode: r.text(5)?,
+            status: r.text(6)?,
+            headline: match r.opt_text(7)? {
                 Some(name) => Some(Headline {
                     name,
-                    unit: r.get(8)?,
-                    median: r.get(9)?,
+                    unit: r.text(8)?,
+                    median: r.opt_real(9)?,
                     ci95: lo.zip(hi).map(|(l, h)| [l, h]),
                 }),
                 None => None,
             },
         })
-    })?
+    })
     .collect()
 }
 
-/// (result id, JSON) oldest first, optionally for one run, machine or status.
-pub(crate) fn results_json(
-    conn: &Connection,
-    run_id: Option<i64>,
-    machine: Option<&str>,
-    status: Option<&str>,
-) -> rusqlite::Result<Vec<(i64, String)>> {
-    conn.prepare_cached(
-        "SELECT r.id, r.result_json FROM results r JOIN runs u ON u.id = r.run_id
-         WHERE (?1 IS NULL OR r.run_id = ?1) AND (?2 IS NULL OR u.machine = ?2)
-           AND (?3 IS NULL OR r.status = ?3)
-         ORDER BY r.id",
-    )?
-    .query_map(params![run_id, machine, status], |r| {
-        Ok((r.get(0)?, r.get(1)?))
-    })?
-    .collect()
+fn json_of(rows: Vec<Row>) -> Sql<Vec<String>> {
+    rows.iter().map(|r| r.text(0)).collect()
 }
 
-pub(crate) fn machines(conn: &Connection) -> rusqlite::Result<Vec<String>> {
-    conn.prepare("SELECT DISTINCT machine FROM runs ORDER BY machine")?
-        .query_map([], |r| r.get(0))?
+/// The JSON of one run's results, in the order they ran.
+pub(crate) fn run_results_json(db: &mut dyn Backend, run_id: i64) -> Sql<Vec<String>> {
+    json_of(db.rows(
+        "SELECT result_json FROM results WHERE run_id = $1 ORDER BY position",
+        &[run_id.into()],
+    )?)
+}
+
+/// The JSON of the newest completed result of each experiment on `machine`, by
+/// experiment. Only the chosen results are read, not every one the machine kept.
+pub(crate) fn latest_json_on_machine(db: &mut dyn Backend, machine: &str) -> Sql<Vec<String>> {
+    json_of(db.rows(
+        "SELECT result_json FROM results WHERE id IN (
+             SELECT max(r.id) FROM results r JOIN runs u ON u.id = r.run_id
+             WHERE u.machine = $1 AND r.status = 'completed'
+             GROUP BY r.experiment)
+         ORDER BY experiment",
+        &[machine.into()],
+    )?)
+}
+
+pub(crate) fn machines(db: &mut dyn Backend) -> Sql<Vec<String>> {
+    db.rows("SELECT DISTINCT machine FROM runs ORDER BY machine", &[])?
+        .iter()
+        .map(|r| r.text(0))
         .collect()
 }

@@ -1,0 +1,137 @@
+//! `oslab import`: results kept elsewhere into the database. A result file becomes
+//! one run (named by $OSLAB_MACHINE, else the host name its results record); an
+//! oslab SQLite database gives every run it holds, as it was stored. A run already
+//! in the database (same start, machine and command) is not stored twice, so an
+//! import can be repeated.
+
+use std::path::Path;
+
+use oslab_store::{Imported, RunFilter, RunMeta, Store, StoreError, Target};
+
+use crate::CmdResult;
+use crate::cli::ImportArgs;
+use crate::db;
+use crate::failure::Failure;
+use crate::sources::read_set;
+
+/// A run to store: what is known of it, its state and end, its results.
+struct Run {
+    meta: RunMeta,
+    state: String,
+    finished_at: Option<String>,
+    results: Vec<oslab_model::ExperimentResult>,
+}
+
+fn is_sqlite(path: &Path) -> bool {
+    let mut head = [0u8; 16];
+    std::fs::File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok_and(|()| &head == b"SQLite format 3\0")
+}
+
+/// Every run of an oslab SQLite database, oldest first.
+fn runs_of_database(path: &Path) -> Result<Vec<Run>, Failure> {
+    let mut source = Store::open_existing(&Target::File(path.to_path_buf()))
+        .map_err(|e| Failure::usage(e.to_string()))?;
+    let runs = source
+        .export(&RunFilter::default())
+        .map_err(|e| Failure::runtime(e.to_string()))?;
+    Ok(runs
+        .into_iter()
+        .map(|(row, results)| Run {
+            meta: row.meta,
+            state: row.state,
+            finished_at: row.finished_at,
+            results,
+        })
+        .collect())
+}
+
+/// The run a result file holds.
+fn run_of_file(path: &Path, label: Option<&String>) -> Result<Run, Failure> {
+    let set = read_set(path)?;
+    let first = set
+        .results
+        .first()
+        .ok_or_else(|| Failure::usage(format!("{} holds no results to import", path.display())))?;
+    let machine = &first.environment.machine;
+    let started_at = set
+        .results
+        .iter()
+        .map(|r| r.started_at.clone())
+        .min()
+        .unwrap_or_default();
+    Ok(Run {
+        meta: RunMeta {
+            started_at,
+            machine: db::machine_name(&machine.hostname),
+            kernel: machine.kernel.release.clone(),
+            cpu_model: machine.cpu.model.clone(),
+            oslab_version: set.oslab_version.clone(),
+            command: set.command.clone(),
+            label: label.cloned(),
+        },
+        state: "complete".into(),
+        finished_at: None,
+        results: set.results,
+    })
+}
+
+pub fn run(a: ImportArgs) -> CmdResult {
+    let target = db::chosen(a.db.db.as_deref())?;
+    let mut runs: Vec<(String, Run)> = Vec::new();
+    for source in &a.sources {
+        if source.is_dir() {
+            return Err(Failure::usage(format!(
+                "{} is a directory, not a results file or database",
+                source.display()
+            )));
+        }
+        let name = source.display().to_string();
+        if is_sqlite(source) {
+            runs.extend(
+                runs_of_database(source)?
+                    .into_iter()
+                    .map(|r| (name.clone(), r)),
+            );
+        } else {
+            runs.push((name, run_of_file(source, a.label.as_ref())?));
+        }
+    }
+    let mut store = Store::open_or_create(&target).map_err(|e| match e {
+        StoreError::BadUrl { .. } => Failure::usage(e.to_string()),
+        e => Failure::runtime(e.to_string()),
+    })?;
+    let (mut added, mut there) = (Vec::new(), Vec::new());
+    for (source, run) in &runs {
+        let outcome = store
+            .import_run(
+                &run.meta,
+                &run.state,
+                run.finished_at.as_deref(),
+                &run.results,
+            )
+            .map_err(|e| Failure::runtime(format!("{source}: {e}")))?;
+        match outcome {
+            Imported::Added(id) => added.push(id),
+            Imported::AlreadyThere(id) => there.push(id),
+        }
+    }
+    let ids = |v: &[i64]| match v {
+        [first, .., last] if v.len() > 10 => format!("{first} to {last}"),
+        _ => v.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+    };
+    let mut line = format!(
+        "oslab: {} run(s) stored in {}",
+        added.len(),
+        store.location()
+    );
+    if !added.is_empty() {
+        line += &format!(" (run {})", ids(&added));
+    }
+    if !there.is_empty() {
+        line += &format!("; {} were there already (run {})", there.len(), ids(&there));
+    }
+    eprintln!("{line}");
+    Ok(0)
+}
