@@ -58,16 +58,7 @@ pub(crate) fn connect(url: &str, location: &str) -> Result<Postgres, StoreError>
     if config.get_application_name().is_none() {
         config.application_name("oslab");
     }
-    let client = config.connect(NoTls).map_err(|e| {
-        if e.as_db_error().is_some() {
-            classify(location, e)
-        } else {
-            StoreError::Unreachable {
-                location: location.to_string(),
-                detail: cause(&e),
-            }
-        }
-    })?;
+    let client = config.connect(NoTls).map_err(|e| classify(location, e))?;
     Ok(Postgres {
         client,
         statements: HashMap::new(),
@@ -86,13 +77,32 @@ fn cause(e: &::postgres::Error) -> String {
     text
 }
 
+/// Whether the error came from the connection itself (an I/O error) rather than
+/// from what was sent or received over it.
+fn lost_connection(e: &::postgres::Error) -> bool {
+    let mut source = e.source();
+    while let Some(s) = source {
+        if s.is::<std::io::Error>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
+}
+
 /// PostgreSQL's errors in the sentence a user needs.
 pub(crate) fn classify(location: &str, e: ::postgres::Error) -> StoreError {
     let location = location.to_string();
     let Some(db) = e.as_db_error() else {
-        return StoreError::Unreachable {
+        if e.is_closed() || lost_connection(&e) {
+            return StoreError::Unreachable {
+                location,
+                detail: format!("the connection failed: {}", cause(&e)),
+            };
+        }
+        return StoreError::Other {
             location,
-            detail: format!("the connection failed: {}", cause(&e)),
+            detail: cause(&e),
         };
     };
     let code = db.code();
@@ -251,6 +261,14 @@ impl<'a> FromSql<'a> for Value {
             Type::BOOL => Value::Int(bool::from_sql(ty, raw)?.into()),
             Type::FLOAT8 => Value::from(f64::from_sql(ty, raw)?),
             Type::FLOAT4 => Value::from(f64::from(f32::from_sql(ty, raw)?)),
+            // The views' `time`: seconds since the epoch.
+            Type::TIMESTAMPTZ | Type::TIMESTAMP => {
+                let t = std::time::SystemTime::from_sql(ty, raw)?;
+                Value::Real(match t.duration_since(std::time::UNIX_EPOCH) {
+                    Ok(d) => d.as_secs_f64(),
+                    Err(e) => -e.duration().as_secs_f64(),
+                })
+            }
             _ if <String as FromSql>::accepts(ty) => Value::Text(String::from_sql(ty, raw)?),
             _ => return Err(format!("a column of type {ty}, which oslab does not read").into()),
         })

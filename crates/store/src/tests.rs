@@ -533,3 +533,52 @@ fn an_unreachable_server_is_said_so_and_a_password_never_shown() {
     let m = message(Store::open_or_create(&t).err().unwrap());
     assert!(m.contains("not a database URL"), "{m}");
 }
+
+/// Every query of the example Grafana dashboard runs on the views, with the
+/// dashboard's variables and time filter filled in as Grafana would, and finds the
+/// run stored.
+#[test]
+fn the_example_dashboard_queries_the_views() {
+    let Some(p) = postgres_place() else {
+        return;
+    };
+    let mut s = Store::open_or_create(&p.target).unwrap();
+    let r = fixture();
+    let run = s.begin_run(&meta("a")).unwrap();
+    s.add_result(run, 0, &r).unwrap();
+    s.finish_run(run, "2026-11-22T10:01:00Z").unwrap();
+
+    let dashboard: serde_json::Value = serde_json::from_str(include_str!(
+        "../../../dashboards/oslab-history-postgres.json"
+    ))
+    .unwrap();
+    let fill = |sql: &str| {
+        sql.replace(
+            "$__timeFilter(time)",
+            "time BETWEEN '2000-01-01T00:00:00Z' AND '2100-01-01T00:00:00Z'",
+        )
+        .replace("$experiment", &r.experiment)
+        .replace("$measurement", &r.measurements[0].name)
+        .replace("$machine", "'a'")
+    };
+    let variables = dashboard["templating"]["list"].as_array().unwrap();
+    let panels = dashboard["panels"].as_array().unwrap();
+    let queries: Vec<&str> = variables
+        .iter()
+        .map(|v| v["query"].as_str().unwrap())
+        .chain(panels.iter().flat_map(|p| {
+            p["targets"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|t| t["rawSql"].as_str().unwrap())
+        }))
+        .collect();
+    assert_eq!(queries.len(), variables.len() + panels.len());
+    for q in queries {
+        let rows = s
+            .sql(|db| db.rows(&fill(q), &[]))
+            .unwrap_or_else(|e| panic!("{q}: {e}"));
+        assert!(!rows.is_empty(), "no row from {q}");
+    }
+}
