@@ -246,3 +246,62 @@ fn an_sqlite_history_moves_to_postgres() {
     };
     assert_eq!(results(&moved), results(&kept), "every result as it was");
 }
+
+/// The server goes away in the middle of a run: the run measures on, and at the end
+/// every result, those stored before and those after, is in the file it names.
+#[test]
+fn a_database_lost_midway_loses_no_result() {
+    let server = match oslab_store::testing::PgServer::start() {
+        Ok(s) => s,
+        Err(why) => return eprintln!("skipped: no PostgreSQL server: {why}"),
+    };
+    let url = server.create_database("midway").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("r.json");
+    // null finishes at once; cpu.ctxsw takes seconds: the server stops inside it.
+    let child = oslab_db(&url)
+        .args(["run", "null", "cpu.ctxsw", "--quick", "--json"])
+        .arg(&json)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let first_stored = || {
+        let out = oslab_db(&url).args(["history", "--json"]).output().unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v[0]["results"].as_array().is_some_and(|r| !r.is_empty())
+    };
+    while !first_stored() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "null was never stored"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    drop(server);
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("results are no longer kept"), "{err}");
+    let hint = import_hint(&err);
+    assert_eq!(hint[2], json.display().to_string());
+
+    let Some(elsewhere) = fresh_database("midway_import") else {
+        return;
+    };
+    ok(oslab_db(&elsewhere)
+        .arg("import")
+        .arg(&json)
+        .output()
+        .unwrap());
+    let runs = history(OsStr::new(&elsewhere));
+    assert_eq!(runs.len(), 1);
+    let results: Vec<&str> = runs[0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r[0].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["null", "cpu.ctxsw"]);
+}
