@@ -506,9 +506,6 @@ pub enum WcallCommand {
     Status(WcallStatusArgs),
     /// Govern a process that is already running (explains why this mechanism cannot)
     Attach(WcallAttachArgs),
-    /// One writer process for the wb.wcall experiment (prints its trace as JSON)
-    #[command(hide = true)]
-    Writer(WcallWriterArgs),
     /// Times small pwrite() calls for wb.wcall-overhead (prints ns per call per batch)
     #[command(hide = true)]
     BenchWrites(WcallBenchArgs),
@@ -634,27 +631,4 @@ pub struct WcallAttachArgs {
     /// The running process
     #[arg(value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
     pub pid: u64,
-}
-
-#[derive(Debug, Args)]
-pub struct WcallWriterArgs {
-    #[arg(long)]
-    pub file: PathBuf,
-    #[arg(long, default_value = "512KiB")]
-    pub chunk: String,
-    /// Milliseconds between writes (0: back to back)
-    #[arg(long, default_value_t = 20.0)]
-    pub period_ms: f64,
-    #[arg(long)]
-    pub count: Option<u64>,
-    /// Stop after this many seconds
-    #[arg(long)]
-    pub duration: Option<f64>,
-    #[arg(long)]
-    pub fifo: Option<i32>,
-    #[arg(long)]
-    pub nice: Option<i32>,
-    /// Common start time (CLOCK_MONOTONIC ns) shared by the writers of one run
-    #[arg(long)]
-    pub start_at: Option<u64>,
 }

@@ -610,6 +610,18 @@ pub fn restore_orphans(dir: &Path, include_live: bool) -> RestoreReport {
     report
 }
 
+/// Undoes the journal process `pid` left in `dir`, once that process is gone (a
+/// child oslab process killed on purpose, say); None when there is none or it
+/// still runs.
+pub fn restore_dead(dir: &Path, pid: u32) -> Option<Vec<UndoOutcome>> {
+    let path = dir.join(format!("journal-{pid}.jsonl"));
+    let (h, entries) = read_journal(&path).ok()?;
+    if h.pid != pid || process::process_alive(&Root::live(), h.pid, h.start_time) {
+        return None;
+    }
+    Some(settle(&path, &entries))
+}
+
 static GLOBAL: Mutex<Option<Journal>> = Mutex::new(None);
 
 fn lock() -> MutexGuard<'static, Option<Journal>> {
