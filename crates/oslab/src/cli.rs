@@ -17,6 +17,10 @@ Every change to the system goes through a journal and is undone on exit, on Ctrl
 'oslab restore' after a crash."
 )]
 pub struct Cli {
+    /// Print every table row on one line, however wide (by default tables fit the
+    /// terminal, wrapping their text columns)
+    #[arg(long, global = true)]
+    pub wide: bool,
     #[command(subcommand)]
     pub command: Command,
 }

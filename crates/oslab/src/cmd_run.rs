@@ -168,7 +168,12 @@ pub fn exporters(
         out.push(Output::new(db, Destination::Kept));
     }
     if !matches!(json, Some(JsonTarget::Stdout)) {
-        out.push(Output::new(Terminal, Destination::Stdout));
+        out.push(Output::new(
+            Terminal {
+                width: crate::term::width(),
+            },
+            Destination::Stdout,
+        ));
     }
     match json {
         Some(JsonTarget::Stdout) => out.push(Output::new(Json, Destination::Stdout)),

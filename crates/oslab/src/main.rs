@@ -26,6 +26,7 @@ mod guard;
 mod output;
 mod progress;
 mod sources;
+mod term;
 
 use clap::Parser;
 
@@ -42,6 +43,7 @@ fn main() {
             guard::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    term::set_wide(cli.wide);
     let result = match cli.command {
         Command::Info(a) => cmd_info::run(a),
         Command::List(a) => cmd_list::run(a),

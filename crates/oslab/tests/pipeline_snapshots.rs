@@ -84,7 +84,7 @@ fn statistics_of_the_known_samples() {
 
 #[test]
 fn terminal_table() {
-    insta::assert_snapshot!(oslab_report::table::render_result(&null_result()));
+    insta::assert_snapshot!(oslab_report::table::render_result(&null_result(), None));
 }
 
 #[test]
@@ -275,7 +275,7 @@ fn the_html_comparison_has_a_table_per_experiment() {
     assert!(!page.contains("<script"));
     assert!(page.contains("beyond noise"));
     assert_eq!(page.matches("<table class=\"comparison\"").count(), 1);
-    let text = oslab_report::compare::text(&c);
+    let text = oslab_report::compare::text(&c, None);
     assert!(text.contains("latency") && text.contains("2.000"), "{text}");
 }
 

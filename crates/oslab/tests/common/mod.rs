@@ -129,3 +129,4 @@ pub fn succeed(cmd: &mut std::process::Command) -> std::process::Output {
     );
     out
 }
+pub mod svg_layout;
