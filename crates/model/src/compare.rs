@@ -345,12 +345,7 @@ pub fn compare(
                 .to_string(),
         );
     }
-    let key = |x: &[&ExperimentResult]| -> Vec<(String, String)> {
-        x.iter()
-            .map(|r| (r.experiment.clone(), r.started_at.clone()))
-            .collect()
-    };
-    let same_results = !ca.is_empty() && key(&ca) == key(&cb);
+    let same_results = !ca.is_empty() && ca == cb;
     let names = |x: &[&ExperimentResult], y: &[&ExperimentResult]| -> Vec<String> {
         x.iter()
             .filter(|r| !y.iter().any(|o| o.experiment == r.experiment))

@@ -56,6 +56,7 @@ fn machine() -> MachineInfo {
     let one = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
     MachineInfo {
         hostname: "h".into(),
+        machine_id: Some("0123456789abcdef".into()),
         cpu: CpuSummary {
             model: "m".into(),
             vendor: "v".into(),
@@ -277,6 +278,7 @@ fn machine_info_keys() {
         "kernel.sched_knobs.<sched_knob>",
         "kernel.scheduler",
         "kernel.version",
+        "machine_id",
         "memory",
         "memory.available_bytes",
         "memory.cached_bytes",

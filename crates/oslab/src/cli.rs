@@ -167,6 +167,8 @@ pub enum ExportTable {
     Summary,
     Findings,
     Claims,
+    /// The points of every plot (run, experiment, plot, series, x, y, units)
+    Series,
 }
 
 #[derive(Debug, Args)]
