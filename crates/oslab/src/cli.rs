@@ -73,6 +73,27 @@ pub enum Command {
     /// Judge raw data saved by `oslab run --save-raw` with this oslab's analysis:
     /// the same tables, JSON and report as the run
     Judge(JudgeArgs),
+    /// Shell completions on standard output: `oslab completions bash >
+    /// /etc/bash_completion.d/oslab` (zsh: a file `_oslab` on $fpath; fish:
+    /// ~/.config/fish/completions/oslab.fish)
+    Completions(CompletionsArgs),
+    /// The manual page oslab(1) on standard output, or with --dir one page per
+    /// command (oslab-run.1, ...) into a folder such as /usr/local/share/man/man1
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write a page for oslab and each of its commands into DIR (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

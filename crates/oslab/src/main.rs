@@ -6,6 +6,7 @@ mod cli;
 mod cli_values;
 mod cmd_compare;
 mod cmd_dirty;
+mod cmd_docs;
 mod cmd_export;
 mod cmd_history;
 mod cmd_info;
@@ -61,6 +62,8 @@ fn main() {
         Command::Compare(a) => cmd_compare::run(a),
         Command::Export(a) => cmd_export::run(a),
         Command::Judge(a) => cmd_judge::run(a),
+        Command::Completions(a) => cmd_docs::completions(a),
+        Command::Man(a) => cmd_docs::man(a),
     };
     let code = match result {
         Ok(code) => code,
