@@ -122,3 +122,30 @@ fn interrupting_a_read_only_view_undoes_nothing_and_says_so() {
     assert!(err.contains("interrupted (signal 2)"), "{err}");
     assert!(!err.contains("undo"), "{err}");
 }
+
+#[test]
+fn the_trace_format_check_finds_what_it_should() {
+    let good = serde_json::json!({"traceEvents": [
+        {"name": "process_name", "ph": "M", "pid": 10, "tid": 10, "args": {"name": "spin"}},
+        {"name": "running", "ph": "X", "pid": 10, "tid": 10, "ts": 100.0, "dur": 50.0},
+        {"name": "inner", "ph": "X", "pid": 10, "tid": 10, "ts": 110.0, "dur": 10.0},
+        {"name": "Dirty", "ph": "C", "pid": 10, "ts": 120.0, "args": {"bytes": 4096}}
+    ]});
+    assert!(common::trace_format::faults(&good, Some(1e6)).is_empty());
+    let bad = serde_json::json!({"traceEvents": [
+        {"name": "running", "ph": "X", "pid": 10, "tid": 10, "ts": 100.0, "dur": 50.0},
+        {"name": "runnable", "ph": "X", "pid": 10, "tid": 10, "ts": 140.0, "dur": 50.0},
+        {"name": "x", "ph": "Q", "pid": 1, "tid": 1, "ts": 1.0},
+        {"name": "late", "ph": "X", "pid": 1, "tid": 2, "ts": 5e6, "dur": 1.0},
+        {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {}}
+    ]});
+    let f = common::trace_format::faults(&bad, Some(1e6));
+    for what in [
+        "overlaps",
+        "unknown phase",
+        "CLOCK_MONOTONIC",
+        "names nothing",
+    ] {
+        assert!(f.iter().any(|x| x.contains(what)), "{what}: {f:?}");
+    }
+}

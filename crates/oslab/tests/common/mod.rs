@@ -130,3 +130,4 @@ pub fn succeed(cmd: &mut std::process::Command) -> std::process::Output {
     out
 }
 pub mod svg_layout;
+pub mod trace_format;
