@@ -41,8 +41,19 @@ fn stdout_of(cmd: &mut std::process::Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// The terminal output and plots folder of a whole quick run.
-fn quick_run(tmp: &Path) -> (String, PathBuf) {
+/// The terminal output and plots folder of a whole quick run, made once for all
+/// the tests here (a live run takes minutes).
+fn quick_run() -> &'static (String, PathBuf) {
+    static RUN: std::sync::OnceLock<(String, PathBuf)> = std::sync::OnceLock::new();
+    RUN.get_or_init(|| {
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("quick_run_outputs");
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        make_quick_run(&dir)
+    })
+}
+
+fn make_quick_run(tmp: &Path) -> (String, PathBuf) {
     let plots = tmp.join("plots");
     std::fs::create_dir_all(&plots).unwrap();
     let mut text = String::new();
@@ -76,11 +87,10 @@ fn quick_run(tmp: &Path) -> (String, PathBuf) {
 
 #[test]
 fn no_plot_label_covers_another_leaves_the_picture_or_sits_on_the_data() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (_, plots) = quick_run(tmp.path());
+    let (_, plots) = quick_run();
     let mut checked = 0;
     let mut all = Vec::new();
-    for e in std::fs::read_dir(&plots).unwrap() {
+    for e in std::fs::read_dir(plots).unwrap() {
         let path = e.unwrap().path();
         let svg = std::fs::read_to_string(&path).unwrap();
         checked += 1;
@@ -177,8 +187,7 @@ fn the_scan_finds_what_it_should() {
 
 #[test]
 fn a_quick_runs_terminal_output_has_no_leftovers() {
-    let tmp = tempfile::tempdir().unwrap();
-    let (text, _) = quick_run(tmp.path());
+    let (text, _) = quick_run();
     assert!(text.contains("== mem.latency") || text.contains("== null"));
     let mut faults = Vec::new();
     for line in text.lines() {
