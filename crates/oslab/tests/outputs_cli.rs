@@ -149,3 +149,28 @@ fn the_trace_format_check_finds_what_it_should() {
         assert!(f.iter().any(|x| x.contains(what)), "{what}: {f:?}");
     }
 }
+
+#[test]
+fn the_experiment_list_fits_the_terminal() {
+    for args in [&["list"][..], &["list", "--settings"][..]] {
+        let out = common::oslab()
+            .env("COLUMNS", "90")
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 90, "{args:?}: {widest} columns");
+        let wide = common::oslab()
+            .env("COLUMNS", "90")
+            .args(args)
+            .arg("--wide")
+            .output()
+            .unwrap();
+        let wide = String::from_utf8(wide.stdout).unwrap();
+        assert!(
+            wide.lines().any(|l| l.chars().count() > 90),
+            "{args:?} --wide"
+        );
+    }
+}
