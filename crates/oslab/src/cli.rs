@@ -17,6 +17,10 @@ Every change to the system goes through a journal and is undone on exit, on Ctrl
 'oslab restore' after a crash."
 )]
 pub struct Cli {
+    /// Print every table row on one line, however wide (by default tables fit the
+    /// terminal, wrapping their text columns)
+    #[arg(long, global = true)]
+    pub wide: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -69,6 +73,27 @@ pub enum Command {
     /// Judge raw data saved by `oslab run --save-raw` with this oslab's analysis:
     /// the same tables, JSON and report as the run
     Judge(JudgeArgs),
+    /// Shell completions on standard output: `oslab completions bash >
+    /// /etc/bash_completion.d/oslab` (zsh: a file `_oslab` on $fpath; fish:
+    /// ~/.config/fish/completions/oslab.fish)
+    Completions(CompletionsArgs),
+    /// The manual page oslab(1) on standard output, or with --dir one page per
+    /// command (oslab-run.1, ...) into a folder such as /usr/local/share/man/man1
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write a page for oslab and each of its commands into DIR (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +188,8 @@ pub enum ExportTable {
     Summary,
     Findings,
     Claims,
+    /// The points of every plot (run, experiment, plot, series, x, y, units)
+    Series,
 }
 
 #[derive(Debug, Args)]

@@ -6,6 +6,7 @@ mod cli;
 mod cli_values;
 mod cmd_compare;
 mod cmd_dirty;
+mod cmd_docs;
 mod cmd_export;
 mod cmd_history;
 mod cmd_info;
@@ -26,6 +27,7 @@ mod guard;
 mod output;
 mod progress;
 mod sources;
+mod term;
 
 use clap::Parser;
 
@@ -42,6 +44,7 @@ fn main() {
             guard::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    term::set_wide(cli.wide);
     let result = match cli.command {
         Command::Info(a) => cmd_info::run(a),
         Command::List(a) => cmd_list::run(a),
@@ -59,6 +62,8 @@ fn main() {
         Command::Compare(a) => cmd_compare::run(a),
         Command::Export(a) => cmd_export::run(a),
         Command::Judge(a) => cmd_judge::run(a),
+        Command::Completions(a) => cmd_docs::completions(a),
+        Command::Man(a) => cmd_docs::man(a),
     };
     let code = match result {
         Ok(code) => code,

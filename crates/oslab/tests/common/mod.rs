@@ -176,3 +176,6 @@ impl Drop for Testbed {
             .output();
     }
 }
+
+pub mod svg_layout;
+pub mod trace_format;
