@@ -16,6 +16,7 @@ mod cmd_report;
 mod cmd_restore;
 mod cmd_run;
 mod cmd_sim;
+mod cmd_sim_advise;
 mod cmd_stalls;
 mod cmd_testbed;
 mod cmd_tweak;
