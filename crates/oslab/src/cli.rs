@@ -373,9 +373,35 @@ pub enum WcallCommand {
     Status(WcallStatusArgs),
     /// Govern a process that is already running (explains why this mechanism cannot)
     Attach(WcallAttachArgs),
+    /// One writer process for `sim validate`'s real cells (prints its trace as JSON)
+    #[command(hide = true)]
+    Writer(WcallWriterArgs),
     /// Times small pwrite() calls for wb.wcall-overhead (prints ns per call per batch)
     #[command(hide = true)]
     BenchWrites(WcallBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WcallWriterArgs {
+    #[arg(long)]
+    pub file: PathBuf,
+    #[arg(long, default_value = "512KiB")]
+    pub chunk: String,
+    /// Milliseconds between writes (0: back to back)
+    #[arg(long, default_value_t = 20.0)]
+    pub period_ms: f64,
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Stop after this many seconds
+    #[arg(long)]
+    pub duration: Option<f64>,
+    #[arg(long)]
+    pub fifo: Option<i32>,
+    #[arg(long)]
+    pub nice: Option<i32>,
+    /// Common start time (CLOCK_MONOTONIC ns) shared by the writers of one run
+    #[arg(long)]
+    pub start_at: Option<u64>,
 }
 
 #[derive(Debug, Args)]

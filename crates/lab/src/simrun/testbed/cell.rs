@@ -12,12 +12,12 @@ use oslab_wbsim::policy::Policy;
 use oslab_wcall::service::{Governor, Options};
 
 use super::IoCounts;
+use super::workload::{WriterArgs, writers_for};
 use crate::experiment::LabError;
 use crate::kernel_trace::KernelTrace;
 use crate::wb::testbed::Testbed;
 use crate::wb::trace::{self, WriterTrace};
-use crate::wb::wcall::run::{WriterArgs, writers_for};
-use crate::wb::wcall::{Cell, PERIOD_MS, Scenario, WriterRaw};
+use crate::wb::wcall::{Cell, Content, PERIOD_MS, Scenario, Start, WriterRaw};
 
 /// What every cell of a setting shares.
 pub struct Bench<'a> {
@@ -107,6 +107,8 @@ fn finish(r: Running) -> Result<WriterRaw, LabError> {
     Ok(WriterRaw {
         name: r.name,
         trace,
+        device_bytes: None,
+        content: Content::NotChecked,
     })
 }
 
@@ -186,6 +188,9 @@ pub fn run_cell(
                     fifo_priority: Some(oslab_wcall::service::COORDINATOR_FIFO),
                     cgroups: false,
                     cgroup_limits: Default::default(),
+                    // the cell drops its writers' clean pages itself (poll)
+                    tuning: Default::default(),
+                    kernel_monitor: false,
                 },
             )
             .map_err(|e| LabError::Failed(format!("cannot start the governor: {e}")))?,
@@ -225,11 +230,13 @@ pub fn run_cell(
         policy,
         scenario,
         run,
+        start: Start::Together,
         writers,
         polls,
         groups: Vec::new(),
         governor: None,
         kernel,
+        coordinator_killed_at_s: None,
     };
     let io = IoCounts {
         nr_written_pages: nr0.zip(nr1).map(|(a, b)| b.saturating_sub(a)),

@@ -37,6 +37,7 @@ mod run;
 #[cfg(test)]
 mod tests;
 pub mod traced;
+mod workload;
 
 use oslab_model::Environment;
 use oslab_wbsim::policy::Policy;

@@ -8,8 +8,8 @@ use oslab_wbsim::config::{GovernorCfg, Initial, MIB};
 use oslab_wbsim::{Class, Config, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
 
 use super::traced::Traced;
+use super::workload::{WriterArgs, writers_for};
 use super::{CellRaw, PageCosts, SettingRaw};
-use crate::wb::wcall::run::{WriterArgs, writers_for};
 use crate::wb::wcall::{CHUNK, Cell, PERIOD_MS};
 
 /// The governor's pass interval in wb.wcall's cells, ms.

@@ -50,11 +50,13 @@ fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
             policy,
             scenario: Scenario::RtLow,
             run: 0,
+            start: Default::default(),
             writers: Vec::new(),
             polls: Vec::new(),
             groups: Vec::new(),
             governor: None,
             kernel: Default::default(),
+            coordinator_killed_at_s: None,
         },
         io: IoCounts::default(),
     };
@@ -74,6 +76,8 @@ fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
                 bytes: w.bytes,
                 ..WriterTrace::default()
             },
+            device_bytes: None,
+            content: Default::default(),
         })
         .collect();
     cell.polls = o

@@ -336,7 +336,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     out.claims = super::claims::claims(&m, plan, raw, env);
     out.plots = super::plots::plots(&m, &rows_mean, raw, plan.writes);
     out.notes.push(matrix_note(&m, plan, raw));
-    out.notes.push("the simulator does not model per-wb limits or the rate estimator's lag, so it under-predicts vanilla's stalls with bulk writers (see sim validate)".into());
+    out.notes.push("`oslab sim validate` runs these scenarios on the real kernel beside the simulator's prediction of each write's latency".into());
     out.notes.push(memory_note(raw, env));
     if let Some(t) = raw.first_touch {
         out.findings.push(finding(
