@@ -48,6 +48,7 @@ impl Default for Registry {
                 Box::new(crate::wb::throttle::Throttle),
                 Box::new(crate::wb::wcall::WbWcall),
                 Box::new(crate::wb::wcall_overhead::WcallOverhead),
+                Box::new(crate::simrun::SimValidate),
                 Box::new(crate::null::Null),
             ],
         }

@@ -46,23 +46,35 @@ fn wb_wcall_overhead() {
 fn wb_wcall_every_claim_is_judged() {
     let r = judged("wb.wcall");
     for (id, v) in [
-        // the kernel throttled the RT-55 writer (p99 84 ms) but short of 100 ms
-        ("vanilla-stalls-the-high-writer", Verdict::Differs),
+        // two RT-45 writers pushed the RT-55 writer's p99 past 100 ms, a write past 200
+        ("vanilla-stalls-the-high-writer", Verdict::Holds),
         // Algorithm 1 held the RT-55 writer's own group for HZ/10
         ("wcall-keeps-latency", Verdict::Differs),
         ("wcall-fair-keeps-latency", Verdict::Holds),
         ("competitors-not-starved", Verdict::Holds),
         ("fig7-no-overhead", Verdict::Holds),
+        ("no-byte-lost", Verdict::Holds),
     ] {
         assert_eq!(verdict(&r, id), v, "{id}");
     }
     assert_eq!(r.measurements.len(), 12);
     let f = |n: &str| finding(&r, n);
-    assert!((0.2..0.5).contains(&f("p99_ms.vanilla.alone")));
-    assert!((60.0..100.0).contains(&f("p99_ms.vanilla.rt45x2")));
+    assert!((0.1..2.0).contains(&f("p99_ms.vanilla.alone")));
+    assert!((100.0..250.0).contains(&f("p99_ms.vanilla.rt45x2")));
     assert!((0.1..0.5).contains(&f("p99_ms.wcall-fair.rt45x2")));
-    assert!((20.0..35.0).contains(&f("competitors_mib_s.wcall-fair.rt45x2")));
+    // bandwidth at the device, not bytes handed to write(): below the cap
+    for p in ["vanilla", "wcall", "wcall-fair"] {
+        for s in ["rt45x2", "bulkx2"] {
+            let bw = f(&format!("competitors_mib_s.{p}.{s}"));
+            assert!((20.0..40.0).contains(&bw), "{p} {s}: {bw}");
+        }
+    }
     assert!((39.0..41.0).contains(&f("testbed_measured_mib_s")));
+    // the machine's first-touch cost, measured on its own
+    assert!(f("machine.first_touch_us_per_page") > 0.0);
+    // the kernel's account of the high writer's slow writes, per cell
+    assert_eq!(f("kernel.wcall-fair.rt45x2.writes_over_20ms"), 0.0);
+    assert!(f("kernel.vanilla.rt45x2.writes_over_20ms") > 100.0);
     // the simulator's prediction beside, for the scenarios it has
     assert!(r.finding("sim.p99_ms.vanilla.rt45x2").is_some());
     assert!(r.finding("sim.p99_ms.vanilla.fig7-nice4").is_none());
@@ -74,13 +86,13 @@ fn wb_wcall_whys_follow_the_outcome() {
     let why = |id: &str| r.claim(id).unwrap().why.clone();
     let w = why("vanilla-stalls-the-high-writer");
     assert!(
-        w.contains("did throttle") && w.contains("150 writes (3 s)"),
+        w.contains("global dirty limit throttles every writer"),
         "{w}"
     );
     // wcall held the RT-55 writer's own group; wcall-fair never did
     let w = why("wcall-keeps-latency");
     assert!(
-        w.contains("own group 400 ms") && w.contains("Algorithm 1"),
+        w.contains("own group 800 ms") && w.contains("Algorithm 1"),
         "{w}"
     );
     let w = why("wcall-fair-keeps-latency");
@@ -90,6 +102,16 @@ fn wb_wcall_whys_follow_the_outcome() {
     );
     let w = why("fig7-no-overhead");
     assert!(w.starts_with("a lone group is not held back"), "{w}");
+    // every late and together cell is named in the runs' account
+    let o = &r.claim("wcall-fair-keeps-latency").unwrap().observed;
+    for cell in [
+        "rt45x2 late",
+        "rt45x2 together",
+        "bulkx2 late",
+        "bulkx2 together",
+    ] {
+        assert!(o.contains(cell), "{cell}: {o}");
+    }
     // a maximum never prints below its p99
     for f in r.findings.iter().filter(|f| f.name.starts_with("p99_ms.")) {
         let read = |key: &str| -> f64 {

@@ -100,6 +100,9 @@ pub struct Comparison {
     pub only_b: Vec<String>,
     /// Where the two sides were not measured alike (mode, units, parameters).
     pub caveats: Vec<String>,
+    /// Both sides are the same results (one run or file named twice).
+    #[serde(default)]
+    pub same_results: bool,
 }
 
 impl Comparison {
@@ -108,6 +111,19 @@ impl Comparison {
             .iter()
             .filter(|f| f.noise == Noise::Beyond)
             .count()
+    }
+
+    /// Figures the test calls significant that the [`MIN_EFFECT`] floor counts as
+    /// noise.
+    pub fn below_floor(&self) -> usize {
+        self.figures.iter().filter(|f| f.below_floor()).count()
+    }
+}
+
+impl FigureComparison {
+    /// Significant by the test, but the medians differ by less than [`MIN_EFFECT`].
+    pub fn below_floor(&self) -> bool {
+        self.noise == Noise::Within && self.p_value.is_some_and(|p| p < ALPHA)
     }
 }
 
@@ -329,6 +345,7 @@ pub fn compare(
                 .to_string(),
         );
     }
+    let same_results = !ca.is_empty() && ca == cb;
     let names = |x: &[&ExperimentResult], y: &[&ExperimentResult]| -> Vec<String> {
         x.iter()
             .filter(|r| !y.iter().any(|o| o.experiment == r.experiment))
@@ -343,5 +360,6 @@ pub fn compare(
         figures,
         claims,
         caveats,
+        same_results,
     }
 }

@@ -264,6 +264,11 @@ pub struct ScratchInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MachineInfo {
     pub hostname: String,
+    /// Tells machines apart beyond their host name: a hash of /etc/machine-id and
+    /// the CPU model (never the machine id itself); absent where there is no
+    /// machine id, and in results of older oslab versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub machine_id: Option<String>,
     pub cpu: CpuSummary,
     pub caches: CacheTopology,
     pub memory: MemoryInfo,

@@ -22,6 +22,11 @@ pub struct Paging {
     pub pgsteal_s: f64,
     /// pgsteal / (pgscank + pgscand) in percent; 0 when nothing was scanned.
     pub vmeff_pct: f64,
+    /// sar -W: pages swapped in and out per second.
+    #[serde(default)]
+    pub pswpin_s: f64,
+    #[serde(default)]
+    pub pswpout_s: f64,
 }
 
 /// sar -d, one device
@@ -49,6 +54,12 @@ pub struct Memory {
     pub kbcached: u64,
     pub kbdirty: u64,
     pub kbwriteback: u64,
+    /// Swap in use (SwapTotal - SwapFree).
+    #[serde(default)]
+    pub kbswpused: u64,
+    /// Committed_AS (sar kbcommit).
+    #[serde(default)]
+    pub kbcommit: u64,
 }
 
 /// sar -u (all CPUs), in percent.
@@ -73,8 +84,19 @@ pub struct SarRecord {
     pub memory: Memory,
     pub cpu: CpuPct,
     pub cswch_s: f64,
+    /// sar -w proc/s: tasks created per second.
+    #[serde(default)]
+    pub proc_s: f64,
+    /// Interrupts per second, all of them (sar -I SUM).
+    #[serde(default)]
+    pub intr_s: f64,
+    /// Runnable tasks besides the reader of /proc/stat (sar runq-sz).
     pub runq_sz: u64,
     pub blocked: u64,
     pub plist_sz: u64,
     pub ldavg_1: f64,
+    #[serde(default)]
+    pub ldavg_5: f64,
+    #[serde(default)]
+    pub ldavg_15: f64,
 }

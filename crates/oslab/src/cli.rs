@@ -6,6 +6,9 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::cli_values::{duration, number, seconds, whole};
 
+mod writeback;
+pub use writeback::*;
+
 #[derive(Debug, Parser)]
 #[command(
     name = "oslab",
@@ -17,6 +20,10 @@ Every change to the system goes through a journal and is undone on exit, on Ctrl
 'oslab restore' after a crash."
 )]
 pub struct Cli {
+    /// Print every table row on one line, however wide (by default tables fit the
+    /// terminal, wrapping their text columns)
+    #[arg(long, global = true)]
+    pub wide: bool,
     #[command(subcommand)]
     pub command: Command,
 }
@@ -73,6 +80,27 @@ pub enum Command {
     /// Judge raw data saved by `oslab run --save-raw` with this oslab's analysis:
     /// the same tables, JSON and report as the run
     Judge(JudgeArgs),
+    /// Shell completions on standard output: `oslab completions bash >
+    /// /etc/bash_completion.d/oslab` (zsh: a file `_oslab` on $fpath; fish:
+    /// ~/.config/fish/completions/oslab.fish)
+    Completions(CompletionsArgs),
+    /// The manual page oslab(1) on standard output, or with --dir one page per
+    /// command (oslab-run.1, ...) into a folder such as /usr/local/share/man/man1
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write a page for oslab and each of its commands into DIR (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -168,6 +196,8 @@ pub enum ExportTable {
     Summary,
     Findings,
     Claims,
+    /// The points of every plot (run, experiment, plot, series, x, y, units)
+    Series,
 }
 
 #[derive(Debug, Args)]
@@ -351,169 +381,6 @@ pub struct StallsArgs {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum DirtyCommand {
-    /// The background and hard dirty limits as the running kernel computes them,
-    /// checked against the kernel's own figures, and the material's rules tested
-    Explain(ExplainArgs),
-    /// Recommend vm.dirty_* settings from the device's bandwidth and the workload's
-    /// dirtying rate, with the reasoning and the predicted Dirty curve
-    Advise(AdviseArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct AdviseArgs {
-    /// The device's sustained write bandwidth, e.g. 50MiB/s (default: measured by
-    /// writing 256 MiB and syncing it in the scratch directory)
-    #[arg(
-        long,
-        value_name = "RATE",
-        conflicts_with = "testbed",
-        allow_hyphen_values = true
-    )]
-    pub device_bandwidth: Option<String>,
-    /// Advise for the testbed that is up ('oslab testbed up')
-    #[arg(long)]
-    pub testbed: bool,
-    /// The workload's dirtying rate, e.g. 4MiB/s (default: measured from
-    /// /proc/vmstat nr_dirtied over --window seconds)
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
-    pub rate: Option<String>,
-    /// Seconds to watch the running system for its dirtying rate
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, allow_negative_numbers = true, value_parser = seconds(0.5, 600.0))]
-    pub window: f64,
-    /// The longest a writer should be held back at the hard limit, seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.05, 60.0))]
-    pub target_latency: f64,
-    /// Apply the settings (root; journaled: 'oslab restore' puts the old ones back)
-    #[arg(long)]
-    pub apply: bool,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
-    /// Where to measure the device [default: $TMPDIR]
-    #[arg(long, value_name = "DIR")]
-    pub scratch: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct ExplainArgs {
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
-    /// Do not test the rules live (as root they are tested by changing sysctls
-    /// through the journal for a few seconds)
-    #[arg(long)]
-    pub no_live: bool,
-    /// Where rule d writes its 1 MiB test file [default: $TMPDIR]
-    #[arg(long, value_name = "DIR")]
-    pub scratch: Option<PathBuf>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TestbedCommand {
-    /// Build it: loop device over a sparse file, ext4, write bandwidth cap; measures itself
-    Up(TestbedUpArgs),
-    /// Take it down (also done by `oslab restore`)
-    Down,
-    /// Show the testbed that is up, if any
-    Status,
-}
-
-#[derive(Debug, Args)]
-pub struct TestbedUpArgs {
-    /// Write bandwidth cap, e.g. 10MiB/s
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
-    pub bandwidth: String,
-    /// Size of the sparse image
-    #[arg(
-        long,
-        value_name = "SIZE",
-        default_value = "2GiB",
-        allow_hyphen_values = true
-    )]
-    pub size: String,
-    /// Where the image and mount point go [default: $TMPDIR]
-    #[arg(long, value_name = "DIR")]
-    pub scratch: Option<PathBuf>,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum SimCommand {
-    /// List the built-in scenarios, or with --settings what `--set` can change
-    List(SimListArgs),
-    /// Run a scenario (a built-in name or a TOML file) under one or more policies
-    Run(SimRunArgs),
-    /// Run a scenario for many values of one setting, on all CPUs
-    Sweep(SimSweepArgs),
-    /// Run wb.background and wb.periodic on the real kernel and the simulator, and
-    /// report how far apart they are (root)
-    Validate(SimOutArgs),
-    /// Measure the simulator's own speed
-    Bench,
-}
-
-#[derive(Debug, Args)]
-pub struct SimListArgs {
-    /// List the settings `oslab sim run|sweep --set KEY=VALUE` can change: kind,
-    /// default, range and the scenario field each sets
-    #[arg(long)]
-    pub settings: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct SimOutArgs {
-    /// Write the results as JSON to FILE (`-` for standard output)
-    #[arg(long, value_name = "FILE")]
-    pub json: Option<PathBuf>,
-    /// Write CSV files into DIR
-    #[arg(long, value_name = "DIR")]
-    pub csv: Option<PathBuf>,
-    /// Write SVG plots into DIR
-    #[arg(long, value_name = "DIR")]
-    pub plots: Option<PathBuf>,
-    /// Write one self-contained HTML report to FILE
-    #[arg(long, value_name = "FILE")]
-    pub html: Option<PathBuf>,
-}
-
-#[derive(Debug, Args)]
-pub struct SimRunArgs {
-    /// A built-in scenario (`oslab sim list`) or a scenario file (.toml)
-    #[arg(value_name = "SCENARIO")]
-    pub scenario: String,
-    /// Policies to compare (repeatable): vanilla, wcall, wcall-fair [default: all three]
-    #[arg(long = "policy", value_name = "POLICY")]
-    pub policies: Vec<String>,
-    /// Change a setting, e.g. --set bandwidth=20MiB/s (repeatable; see `oslab sim
-    /// list --settings`)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
-    #[command(flatten)]
-    pub out: SimOutArgs,
-}
-
-#[derive(Debug, Args)]
-pub struct SimSweepArgs {
-    #[arg(value_name = "SCENARIO")]
-    pub scenario: String,
-    /// The setting and its values: KEY=V1,V2,... or KEY=FROM..TO (with --steps)
-    #[arg(long, value_name = "KEY=VALUES")]
-    pub vary: String,
-    /// Points between FROM and TO
-    #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = whole(2, 100_000))]
-    pub steps: u64,
-    /// The policy to sweep under
-    #[arg(long, value_name = "POLICY", default_value = "vanilla")]
-    pub policy: String,
-    /// Other settings (repeatable)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
-    pub sets: Vec<String>,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Subcommand)]
 pub enum WcallCommand {
     /// Run CMD (and its children) under the governor: a running daemon's, or one of
     /// its own for as long as CMD runs
@@ -525,12 +392,35 @@ pub enum WcallCommand {
     Status(WcallStatusArgs),
     /// Govern a process that is already running (explains why this mechanism cannot)
     Attach(WcallAttachArgs),
-    /// One writer process for the wb.wcall experiment (prints its trace as JSON)
+    /// One writer process for `sim validate`'s real cells (prints its trace as JSON)
     #[command(hide = true)]
     Writer(WcallWriterArgs),
     /// Times small pwrite() calls for wb.wcall-overhead (prints ns per call per batch)
     #[command(hide = true)]
     BenchWrites(WcallBenchArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct WcallWriterArgs {
+    #[arg(long)]
+    pub file: PathBuf,
+    #[arg(long, default_value = "512KiB")]
+    pub chunk: String,
+    /// Milliseconds between writes (0: back to back)
+    #[arg(long, default_value_t = 20.0)]
+    pub period_ms: f64,
+    #[arg(long)]
+    pub count: Option<u64>,
+    /// Stop after this many seconds
+    #[arg(long)]
+    pub duration: Option<f64>,
+    #[arg(long)]
+    pub fifo: Option<i32>,
+    #[arg(long)]
+    pub nice: Option<i32>,
+    /// Common start time (CLOCK_MONOTONIC ns) shared by the writers of one run
+    #[arg(long)]
+    pub start_at: Option<u64>,
 }
 
 #[derive(Debug, Args)]
@@ -653,27 +543,4 @@ pub struct WcallAttachArgs {
     /// The running process
     #[arg(value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
     pub pid: u64,
-}
-
-#[derive(Debug, Args)]
-pub struct WcallWriterArgs {
-    #[arg(long)]
-    pub file: PathBuf,
-    #[arg(long, default_value = "512KiB")]
-    pub chunk: String,
-    /// Milliseconds between writes (0: back to back)
-    #[arg(long, default_value_t = 20.0)]
-    pub period_ms: f64,
-    #[arg(long)]
-    pub count: Option<u64>,
-    /// Stop after this many seconds
-    #[arg(long)]
-    pub duration: Option<f64>,
-    #[arg(long)]
-    pub fifo: Option<i32>,
-    #[arg(long)]
-    pub nice: Option<i32>,
-    /// Common start time (CLOCK_MONOTONIC ns) shared by the writers of one run
-    #[arg(long)]
-    pub start_at: Option<u64>,
 }

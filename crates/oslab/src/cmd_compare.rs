@@ -77,7 +77,12 @@ pub fn run(a: CompareArgs) -> CmdResult {
         None => {}
     }
     if !json_stdout {
-        outputs.push(Output::new(Terminal, Destination::Stdout));
+        outputs.push(Output::new(
+            Terminal {
+                width: crate::term::width(),
+            },
+            Destination::Stdout,
+        ));
     }
     write_all(&mut outputs, &c, Stage::Done)?;
     Ok(0)

@@ -61,6 +61,7 @@ pub fn run(a: ExportArgs) -> CmdResult {
                 ExportTable::Summary => CsvTable::Summary,
                 ExportTable::Findings => CsvTable::Findings,
                 ExportTable::Claims => CsvTable::Claims,
+                ExportTable::Series => CsvTable::Series,
             },
             to,
         ),

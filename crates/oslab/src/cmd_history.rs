@@ -1,7 +1,7 @@
 //! `oslab history`
 
 use oslab_report::num::fmt;
-use oslab_report::table::simple;
+use oslab_report::table::fit;
 use oslab_store::RunFilter;
 
 use crate::CmdResult;
@@ -72,7 +72,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
                 ]
             })
             .collect();
-        print(&simple(
+        print(&fit(
             &[
                 "run",
                 "started",
@@ -86,6 +86,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
             ],
             &table,
             &[0, 7, 8],
+            crate::term::width(),
         ));
         print("\n");
         return Ok(0);
@@ -123,7 +124,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
             ]
         })
         .collect();
-    print(&simple(
+    print(&fit(
         &[
             "run",
             "started",
@@ -136,6 +137,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
         ],
         &table,
         &[0],
+        crate::term::width(),
     ));
     print(&format!(
         "\n{} run(s) from {}; `oslab report RUN --html F` or `oslab compare RUN RUN` for one.\n",

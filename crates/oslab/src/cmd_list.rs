@@ -65,7 +65,7 @@ pub fn run(a: ListArgs) -> CmdResult {
             })
             .collect();
         print("Settings (oslab run ID --set NAME=VALUE)\n");
-        print(&oslab_report::table::simple(
+        print(&oslab_report::table::fit(
             &[
                 "experiment",
                 "setting",
@@ -76,6 +76,7 @@ pub fn run(a: ListArgs) -> CmdResult {
             ],
             &rows,
             &[],
+            crate::term::width(),
         ));
         return Ok(0);
     }
@@ -94,10 +95,11 @@ pub fn run(a: ListArgs) -> CmdResult {
             ]
         })
         .collect();
-    print(&oslab_report::table::simple(
+    print(&oslab_report::table::fit(
         &["id", "title", "section", "root", "--quick", "full", "shows"],
         &rows,
         &[4, 5],
+        crate::term::width(),
     ));
     print("\n'oslab run ID...' runs experiments; 'oslab run all --quick' runs the whole lab.\n");
     Ok(0)

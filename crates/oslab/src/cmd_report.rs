@@ -24,7 +24,12 @@ pub fn run(a: ReportArgs) -> CmdResult {
     }
     let mut outputs = vec![match &a.html {
         Some(p) => Output::new(Html, Destination::file(p)),
-        None => Output::new(Terminal, Destination::Stdout),
+        None => Output::new(
+            Terminal {
+                width: crate::term::width(),
+            },
+            Destination::Stdout,
+        ),
     }];
     let n = results.len();
     let mut doc = Results {

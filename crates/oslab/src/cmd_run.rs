@@ -21,7 +21,7 @@ use crate::failure::{EXIT_PRIVILEGE, EXIT_RUNTIME, Failure};
 use crate::output::{
     Destination, Output, check_dir_target, check_file_target, make_dir, write_all,
 };
-use crate::progress::Bar;
+use crate::progress::{self, Bar};
 
 pub enum JsonTarget {
     Stdout,
@@ -138,9 +138,19 @@ pub fn execute(
         outputs.label.clone(),
         outputs.json.as_deref(),
     )?;
-    let n = experiments.len();
-    let runs = experiments.iter().enumerate().map(|(i, exp)| {
-        let bar = Bar::new(exp.meta().id, i + 1, n);
+    let expected: Vec<f64> = experiments
+        .iter()
+        .map(|e| {
+            if cfg.quick() {
+                e.meta().quick_s
+            } else {
+                e.meta().full_s
+            }
+        })
+        .collect();
+    let places = progress::places(&expected);
+    let runs = experiments.iter().zip(places).map(|(exp, place)| {
+        let bar = Bar::new(exp.meta().id, place);
         let ran = runner::run(*exp, cfg, &machine, &bar);
         bar.finish();
         ran
@@ -164,7 +174,12 @@ pub fn exporters(
         out.push(Output::new(db, Destination::Kept));
     }
     if !matches!(json, Some(JsonTarget::Stdout)) {
-        out.push(Output::new(Terminal, Destination::Stdout));
+        out.push(Output::new(
+            Terminal {
+                width: crate::term::width(),
+            },
+            Destination::Stdout,
+        ));
     }
     match json {
         Some(JsonTarget::Stdout) => out.push(Output::new(Json, Destination::Stdout)),

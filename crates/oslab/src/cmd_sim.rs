@@ -3,20 +3,20 @@
 use std::path::Path;
 
 use oslab_lab::RunConfig;
-use oslab_lab::simrun::{SimExperiment, SimValidate, configure, sweep};
+use oslab_lab::simrun::{SimExperiment, SimSawtooth, SimValidate, configure, sweep};
 use oslab_model::Mode;
 use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
 use oslab_wbsim::settings;
 use oslab_wbsim::{Policy, simulate};
 
 use crate::CmdResult;
-use crate::cli::{SimCommand, SimOutArgs, SimRunArgs, SimSweepArgs};
+use crate::cli::{SimCommand, SimOutArgs, SimRunArgs, SimSweepArgs, SimValidateArgs};
 use crate::cmd_run::{Outputs, execute};
 use crate::db::DbTarget;
 use crate::failure::Failure;
 use crate::output::print;
 
-fn load(name: &str) -> Result<Scenario, Failure> {
+pub fn load(name: &str) -> Result<Scenario, Failure> {
     if name.ends_with(".toml") || Path::new(name).is_file() {
         let text = std::fs::read_to_string(name)
             .map_err(|e| Failure::usage(format!("cannot read scenario file {name}: {e}")))?;
@@ -31,7 +31,7 @@ fn load(name: &str) -> Result<Scenario, Failure> {
     })
 }
 
-fn sets(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
+pub fn sets(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
     raw.iter()
         .map(|s| {
             s.split_once('=')
@@ -70,6 +70,33 @@ fn outputs(o: SimOutArgs) -> Outputs {
         db: DbTarget::Off,
         label: None,
     }
+}
+
+/// `oslab sim validate`: real runs beside the simulator, kept in the results
+/// database (they describe this machine).
+fn validate(a: SimValidateArgs) -> CmdResult {
+    crate::cmd_restore::warn_if_pending();
+    let exp: &dyn oslab_lab::Experiment = if a.sawtooth {
+        &SimSawtooth
+    } else {
+        &SimValidate
+    };
+    let sets = crate::cmd_run::check_sets(&a.sets, &[exp])?;
+    let cfg = RunConfig {
+        mode: if a.quick || a.sawtooth {
+            Mode::Quick
+        } else {
+            Mode::Full
+        },
+        repeat: None,
+        seed: 1,
+        scratch_dir: crate::cmd_info::scratch_base(a.scratch.as_deref())?,
+        sets,
+    };
+    let mut out = outputs(a.out);
+    out.save_raw = a.save_raw;
+    out.db = crate::db::default_path().map_or(DbTarget::Off, DbTarget::Default);
+    execute(&[exp], &out, &cfg)
 }
 
 fn run_one(a: SimRunArgs) -> CmdResult {
@@ -260,11 +287,8 @@ pub fn run(c: SimCommand) -> CmdResult {
         }
         SimCommand::Run(a) => run_one(a),
         SimCommand::Sweep(a) => run_sweep(a),
-        SimCommand::Validate(o) => {
-            let mut cfg = config();
-            cfg.mode = Mode::Quick;
-            execute(&[&SimValidate], &outputs(o), &cfg)
-        }
+        SimCommand::Validate(a) => validate(a),
+        SimCommand::Advise(a) => crate::cmd_sim_advise::run(a),
         SimCommand::Bench => bench(),
     }
 }

@@ -18,6 +18,20 @@ use crate::output::print;
 
 const HEADER_EVERY: u64 = 20;
 
+/// Runs once, into nothing, everything an interval runs, so that the pages of
+/// oslab's own code and data are in before the first interval's baseline: else
+/// the first interval counts oslab's start-up (page-ins, faults, context
+/// switches) as the system's.
+fn warm_up(root: &Root, bands: &[Vec<usize>]) {
+    let a = snapshot(root);
+    let b = snapshot(root);
+    if let Some(r) = derive(&a, &b, a.t_ns) {
+        let _ = watch::line(&local_hms(), &r, &[], bands);
+        let _ = watch::json_line(unix_time_s(), &r);
+    }
+    let _ = watch::openmetrics(&b, "");
+}
+
 pub fn run(a: WatchArgs) -> CmdResult {
     crate::cmd_restore::warn_if_pending();
     if !(a.interval.is_finite() && (0.01..=3600.0).contains(&a.interval)) {
@@ -43,6 +57,8 @@ pub fn run(a: WatchArgs) -> CmdResult {
     let count = if a.once { Some(1) } else { a.count };
     let root = Root::live();
     let step = (a.interval * 1e9) as u64;
+    let bands = watch::bands(crate::term::width());
+    warm_up(&root, &bands);
     let mut prev = snapshot(&root);
     let origin = prev.t_ns;
     let mut n = 0u64;
@@ -55,18 +71,18 @@ pub fn run(a: WatchArgs) -> CmdResult {
             std::thread::sleep(Duration::from_nanos(target - now));
         }
         let cur = snapshot(&root);
+        if let Ok(mut l) = latest.lock() {
+            *l = watch::openmetrics(&cur, env!("CARGO_PKG_VERSION"));
+        }
         if let Some(r) = derive(&prev, &cur, origin) {
-            if let Ok(mut l) = latest.lock() {
-                *l = watch::openmetrics(&r);
-            }
             if a.json && !a.quiet {
                 print(&watch::json_line(unix_time_s(), &r));
             } else if text {
                 if n % HEADER_EVERY == 0 {
-                    print(&watch::header());
+                    print(&watch::header(&bands));
                 }
                 let devices = watch::shown_devices(&r, &a.devices);
-                print(&watch::line(&local_hms(), &r, &devices));
+                print(&watch::line(&local_hms(), &r, &devices, &bands));
             }
         }
         prev = cur;

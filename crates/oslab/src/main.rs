@@ -6,6 +6,7 @@ mod cli;
 mod cli_values;
 mod cmd_compare;
 mod cmd_dirty;
+mod cmd_docs;
 mod cmd_export;
 mod cmd_history;
 mod cmd_import;
@@ -16,6 +17,7 @@ mod cmd_report;
 mod cmd_restore;
 mod cmd_run;
 mod cmd_sim;
+mod cmd_sim_advise;
 mod cmd_stalls;
 mod cmd_testbed;
 mod cmd_tweak;
@@ -27,6 +29,7 @@ mod guard;
 mod output;
 mod progress;
 mod sources;
+mod term;
 
 use clap::Parser;
 
@@ -43,6 +46,7 @@ fn main() {
             guard::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };
+    term::set_wide(cli.wide);
     let result = match cli.command {
         Command::Info(a) => cmd_info::run(a),
         Command::List(a) => cmd_list::run(a),
@@ -61,6 +65,8 @@ fn main() {
         Command::Export(a) => cmd_export::run(a),
         Command::Import(a) => cmd_import::run(a),
         Command::Judge(a) => cmd_judge::run(a),
+        Command::Completions(a) => cmd_docs::completions(a),
+        Command::Man(a) => cmd_docs::man(a),
     };
     let code = match result {
         Ok(code) => code,

@@ -5,6 +5,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use oslab_report::exporter::{Exporter, Shape, Stage};
+use oslab_sys::parse::size::human_bytes;
 
 use crate::failure::Failure;
 
@@ -59,6 +60,8 @@ impl Destination {
 pub struct Output<D: ?Sized> {
     exporter: Box<dyn Exporter<D>>,
     to: Destination,
+    /// What went to a file or folder so far: files written, size of the last.
+    written: (usize, usize),
 }
 
 impl<D: ?Sized> Output<D> {
@@ -66,6 +69,25 @@ impl<D: ?Sized> Output<D> {
         Output {
             exporter: Box::new(exporter),
             to,
+            written: (0, 0),
+        }
+    }
+
+    /// Where the files went, in one line for standard error, once all is written.
+    fn where_written(&self) -> Option<String> {
+        let (files, last) = self.written;
+        match &self.to {
+            Destination::File { path, .. } if files > 0 => Some(format!(
+                "wrote {} ({})",
+                path.display(),
+                human_bytes(last as u64)
+            )),
+            Destination::Folder(dir) if files > 0 => Some(format!(
+                "wrote {files} file{} into {}",
+                if files == 1 { "" } else { "s" },
+                dir.display()
+            )),
+            _ => None,
         }
     }
 
@@ -84,25 +106,31 @@ impl<D: ?Sized> Output<D> {
             }
             _ => true,
         };
-        if !wanted {
-            return Ok(());
-        }
-        let pieces = self
-            .exporter
-            .serialize(doc, stage)
-            .map_err(|e| Failure::runtime(e.to_string()))?;
-        match &self.to {
-            Destination::Stdout => pieces.iter().for_each(|p| print_bytes(&p.bytes)),
-            Destination::File { path, .. } if !pieces.is_empty() => {
-                let bytes: Vec<u8> = pieces.into_iter().flat_map(|p| p.bytes).collect();
-                write_file(path, &bytes)?
-            }
-            Destination::File { .. } | Destination::Kept => {}
-            Destination::Folder(dir) => {
-                for p in &pieces {
-                    write_file(&dir.join(&p.name), &p.bytes)?;
+        if wanted {
+            let pieces = self
+                .exporter
+                .serialize(doc, stage)
+                .map_err(|e| Failure::runtime(e.to_string()))?;
+            match &self.to {
+                Destination::Stdout => pieces.iter().for_each(|p| print_bytes(&p.bytes)),
+                Destination::File { path, .. } if !pieces.is_empty() => {
+                    let bytes: Vec<u8> = pieces.into_iter().flat_map(|p| p.bytes).collect();
+                    write_file(path, &bytes)?;
+                    self.written = (1, bytes.len());
+                }
+                Destination::File { .. } | Destination::Kept => {}
+                Destination::Folder(dir) => {
+                    for p in &pieces {
+                        write_file(&dir.join(&p.name), &p.bytes)?;
+                    }
+                    self.written.0 += pieces.len();
                 }
             }
+        }
+        if stage == Stage::Done
+            && let Some(line) = self.where_written()
+        {
+            eprintln!("oslab: {line}");
         }
         Ok(())
     }

@@ -159,15 +159,15 @@ mod props {
     /// Everything `report` and `compare` do with results they read.
     fn render(results: &[ExperimentResult]) {
         for r in results {
-            let _ = oslab_report::table::render_result(r);
+            let _ = oslab_report::table::render_result(r, Some(80));
         }
-        let _ = oslab_report::table::render_verdicts(results);
+        let _ = oslab_report::table::render_verdicts(results, Some(80));
         let _ = oslab_report::html::report(results, "fuzz");
         let reference: Vec<ExperimentResult> = vec![serde_json::from_str(ONE).unwrap()];
         use oslab_model::compare::{compare, side};
         for (a, b) in [(results, &reference[..]), (&reference[..], results)] {
             let c = compare(side("a", a), a, side("b", b), b, 7);
-            let _ = oslab_report::compare::text(&c);
+            let _ = oslab_report::compare::text(&c, Some(80));
             let _ = oslab_report::compare::html(&c);
             let _ = serde_json::to_string_pretty(&c).unwrap();
         }

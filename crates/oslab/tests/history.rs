@@ -127,13 +127,58 @@ fn kept_listed_compared_exported_and_reported(db: &OsStr, dir: &Path) {
         .unwrap());
     let mut lines = csv.lines();
     assert!(lines.next().unwrap().starts_with(
-        "run_id,machine,kernel,label,experiment,mode,started_at,measurement,index,value,unit"
+        "run_id,machine,machine_id,kernel,label,experiment,mode,started_at,measurement,index,value,unit"
     ));
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), oslab_lab::null::SAMPLES.len());
     assert!(
         rows.iter()
             .all(|r| r.starts_with("2,") && r.contains(",after,null,"))
+    );
+    // machines are told apart by more than the host name where there is a machine id
+    if std::fs::read_to_string("/etc/machine-id").is_ok_and(|id| !id.trim().is_empty()) {
+        let id = rows[0].split(',').nth(2).unwrap();
+        assert!(
+            id.len() == 16 && id.chars().all(|c| c.is_ascii_hexdigit()),
+            "{id}"
+        );
+    }
+
+    // the curves are rows too: the null experiment's plot, point by point
+    let series = ok(oslab_db(&db)
+        .args([
+            "export", "--format", "csv", "--table", "series", "--run", "2",
+        ])
+        .output()
+        .unwrap());
+    let mut lines = series.lines();
+    assert!(
+        lines
+            .next()
+            .unwrap()
+            .ends_with(",experiment,mode,started_at,plot,series,x,y,x_unit,y_unit")
+    );
+    // one point per sample and the median's two ends
+    let rows: Vec<&str> = lines.collect();
+    assert_eq!(rows.len(), oslab_lab::null::SAMPLES.len() + 2);
+    assert!(rows[0].ends_with(",bytes,ns"), "{}", rows[0]);
+    let summary = ok(oslab_db(&db)
+        .args([
+            "export", "--format", "csv", "--table", "summary", "--run", "2",
+        ])
+        .output()
+        .unwrap());
+    assert!(
+        summary
+            .lines()
+            .next()
+            .unwrap()
+            .contains(",ci95_low,ci95_high,noise,"),
+        "{summary}"
+    );
+    assert!(
+        summary.lines().nth(1).unwrap().contains(",noisy,"),
+        "{summary}"
     );
 
     let json: serde_json::Value =

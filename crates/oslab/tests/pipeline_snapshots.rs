@@ -84,7 +84,7 @@ fn statistics_of_the_known_samples() {
 
 #[test]
 fn terminal_table() {
-    insta::assert_snapshot!(oslab_report::table::render_result(&null_result()));
+    insta::assert_snapshot!(oslab_report::table::render_result(&null_result(), None));
 }
 
 #[test]
@@ -114,7 +114,8 @@ fn csv_files() {
             "null.samples.csv",
             "null.summary.csv",
             "null.findings.csv",
-            "null.claims.csv"
+            "null.claims.csv",
+            "null.series.csv"
         ]
     );
     let all: String = files
@@ -275,7 +276,7 @@ fn the_html_comparison_has_a_table_per_experiment() {
     assert!(!page.contains("<script"));
     assert!(page.contains("beyond noise"));
     assert_eq!(page.matches("<table class=\"comparison\"").count(), 1);
-    let text = oslab_report::compare::text(&c);
+    let text = oslab_report::compare::text(&c, None);
     assert!(text.contains("latency") && text.contains("2.000"), "{text}");
 }
 
@@ -295,4 +296,28 @@ fn a_significant_but_tiny_shift_is_still_within_noise() {
     assert!(f.p_value.unwrap() < oslab_model::compare::ALPHA);
     assert_eq!(f.noise, Noise::Within);
     assert!(f.method.contains("below the 2 %"), "{}", f.method);
+    // the terminal says why too, not only the JSON and the page
+    let text = oslab_report::compare::text(&c, Some(100));
+    assert!(text.contains("within noise (< 2 %)"), "{text}");
+    assert!(
+        text.contains("1 figure with p < 0.01 differs by less than 2 %"),
+        "{text}"
+    );
+    assert!(!c.same_results);
+}
+
+#[test]
+fn a_result_set_compared_with_itself_is_named_as_such() {
+    use oslab_model::compare::{compare, side};
+    let a = vec![null_result()];
+    let c = compare(side("run 1", &a), &a, side("run 1", &a), &a, 1);
+    assert!(c.same_results);
+    let text = oslab_report::compare::text(&c, Some(100));
+    assert!(text.starts_with("A: run 1"), "{text}");
+    assert!(text.contains("\nB: run 1"), "{text}");
+    assert!(
+        text.contains("warning: A and B are the same results"),
+        "{text}"
+    );
+    assert!(oslab_report::compare::html(&c).contains("A and B are the same results"));
 }

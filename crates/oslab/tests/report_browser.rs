@@ -46,7 +46,7 @@ fn screenshots() -> PathBuf {
 fn browse(
     browser: &Path,
     profile: &Path,
-    width: u32,
+    (width, height): (u32, u32),
     args: &[String],
     page: &Path,
 ) -> (String, String) {
@@ -69,7 +69,7 @@ fn browse(
             "--user-data-dir={}",
             profile.join("chromium").display()
         ))
-        .arg(format!("--window-size={width},2000"))
+        .arg(format!("--window-size={width},{height}"))
         .args(args)
         .arg(format!("file://{}", page.display()))
         .stdin(Stdio::null())
@@ -107,10 +107,34 @@ window.addEventListener('load', function () {
   var plots = Array.prototype.map.call(document.querySelectorAll('figure.plot svg'), function (s) {
     var r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)];
   });
+  // every plot's text as laid out with the real font: the smallest size a reader
+  // sees, labels that cover each other, labels outside the picture
+  var text = { min_font: 1000, overlaps: [], outside: [] };
+  Array.prototype.forEach.call(document.querySelectorAll('figure.plot svg'), function (s) {
+    var r = s.getBoundingClientRect();
+    var scale = r.width / s.viewBox.baseVal.width;
+    var boxes = Array.prototype.map.call(s.querySelectorAll('text'), function (t) {
+      text.min_font = Math.min(text.min_font, parseFloat(t.getAttribute('font-size')) * scale);
+      var b = t.getBoundingClientRect();
+      if (b.left < r.left - 1 || b.right > r.right + 1 || b.top < r.top - 1 || b.bottom > r.bottom + 1) {
+        text.outside.push(t.textContent);
+      }
+      return [b, t.textContent];
+    });
+    for (var i = 0; i < boxes.length; i++) {
+      for (var j = i + 1; j < boxes.length; j++) {
+        var a = boxes[i][0], b = boxes[j][0];
+        var w = Math.min(a.right, b.right) - Math.max(a.left, b.left);
+        var h = Math.min(a.bottom, b.bottom) - Math.max(a.top, b.top);
+        // glyph boxes include the line's leading: a pixel of contact is no overlap
+        if (w > 1 && h > 2) { text.overlaps.push(boxes[i][1] + ' / ' + boxes[j][1]); }
+      }
+    }
+  });
   var tables = Array.prototype.map.call(document.querySelectorAll('table'), function (t) {
     return [t.className, t.tBodies[0] ? t.tBodies[0].rows.length : 0, Math.round(t.getBoundingClientRect().height)];
   });
-  var out = { errors: window.__errors, plots: plots, tables: tables,
+  var out = { errors: window.__errors, plots: plots, tables: tables, plot_text: text,
     scroll_width: document.documentElement.scrollWidth, viewport_width: window.innerWidth,
     title: document.title };
   var pre = document.createElement('pre'); pre.id = 'probe';
@@ -140,7 +164,7 @@ fn probed(browser: &Path, profile: &Path, html: &str, width: u32, dir: &Path) ->
     let (dom, stderr) = browse(
         browser,
         profile,
-        width.max(500) + 40,
+        (width.max(500) + 40, 2000),
         &[
             "--dump-dom".to_string(),
             "--allow-file-access-from-files".to_string(),
@@ -178,9 +202,26 @@ fn check_layout(v: &serde_json::Value, plots: usize, tables: usize, width: u32) 
             w >= 250.0 && h >= 140.0,
             "a plot laid out at {w}x{h} px at {width}px"
         );
-        assert!(w <= width as f64, "a plot wider than the window: {w}");
+        // On a phone a plot keeps 540 px, so its text stays readable, and scrolls
+        // inside its own box.
+        assert!(
+            w <= (width as f64).max(540.0),
+            "a plot wider than the window: {w}"
+        );
     }
     assert_eq!(v["viewport_width"].as_f64().unwrap(), width as f64, "{v}");
+    // plot text with the real font: nothing covers anything, nothing is cut off,
+    // and it stays readable on a phone
+    let text = &v["plot_text"];
+    if plots > 0 {
+        assert_eq!(text["overlaps"], serde_json::json!([]), "at {width}px");
+        assert_eq!(text["outside"], serde_json::json!([]), "at {width}px");
+        let min_font = text["min_font"].as_f64().unwrap();
+        assert!(
+            min_font >= 9.0,
+            "plot text of {min_font:.1} px at {width}px"
+        );
+    }
     let t = v["tables"].as_array().unwrap();
     assert_eq!(t.len(), tables, "tables at {width}px: {t:?}");
     for row in t {
@@ -236,19 +277,36 @@ fn the_report_renders_in_chromium_on_a_desktop_and_a_phone() {
             .args(["sim", "run", "paper-fig2", "--json"])
             .arg(&sim),
     );
+    // The plots the issue found crowded: cache markers side by side, bars with long
+    // category names, whole-number axes (quick runs on this VM, judged again).
+    let judged = tmp.path().join("judged.json");
+    let raw = Path::new(env!("CARGO_MANIFEST_DIR")).join("../lab/tests/fixtures/raw");
+    succeeds(
+        common::oslab()
+            .arg("judge")
+            .args(
+                ["mem.latency", "cpu.ctxsw", "sched.scaling", "wb.background"]
+                    .iter()
+                    .map(|e| raw.join(format!("{e}.raw.json"))),
+            )
+            .arg("--json")
+            .arg(&judged),
+    );
     let page = tmp.path().join("report.html");
     succeeds(
         common::oslab()
             .arg("report")
             .arg(&results)
             .arg(&sim)
+            .arg(&judged)
             .arg("--html")
             .arg(&page),
     );
+    plot_screenshots(&browser, tmp.path(), &judged, &shots);
 
     let mut plots = 0;
     let mut tables = 0;
-    for f in [&results, &sim] {
+    for f in [&results, &sim, &judged] {
         let v: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
         plots += v["results"]
@@ -260,7 +318,7 @@ fn the_report_renders_in_chromium_on_a_desktop_and_a_phone() {
         tables += expected_tables(&v);
     }
     // One overview of claims for the whole page, not one per file.
-    tables -= 1;
+    tables -= 2;
     assert!(plots >= 2, "the run has plots to show");
 
     let html = std::fs::read_to_string(&page).unwrap();
@@ -278,7 +336,7 @@ fn the_report_renders_in_chromium_on_a_desktop_and_a_phone() {
         browse(
             &browser,
             &profile,
-            width,
+            (width, 2000),
             &[format!("--screenshot={}", shot.display())],
             &page,
         );
@@ -293,7 +351,7 @@ fn the_report_renders_in_chromium_on_a_desktop_and_a_phone() {
     browse(
         &browser,
         &profile,
-        1280,
+        (1280, 2000),
         &[
             "--no-pdf-header-footer".into(),
             format!("--print-to-pdf={}", pdf.display()),
@@ -307,6 +365,46 @@ fn the_report_renders_in_chromium_on_a_desktop_and_a_phone() {
         bytes.len()
     );
     eprintln!("screenshots and PDF in {}", shots.display());
+}
+
+/// Screenshots of a page of plots only, tall enough to hold them all:
+/// plots-desktop.png (1280 px) and plots-phone.png (390 px).
+fn plot_screenshots(browser: &Path, dir: &Path, results: &Path, shots: &Path) {
+    let page = dir.join("plots.html");
+    succeeds(
+        common::oslab()
+            .arg("report")
+            .arg(results)
+            .arg("--html")
+            .arg(&page),
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    // only the figures, one after another
+    let figures: String = html
+        .split("<figure")
+        .skip(1)
+        .map(|f| format!("<figure{}</figure>\n", f.split("</figure>").next().unwrap()))
+        .collect();
+    let body_start = html.find("<main>").unwrap() + "<main>".len();
+    let body_end = html.find("</main>").unwrap();
+    let only = format!("{}{figures}{}", &html[..body_start], &html[body_end..]);
+    std::fs::write(&page, only).unwrap();
+    let profile = dir.join("profile-plots");
+    for (name, size) in [
+        ("plots-desktop.png", (1280, 4200)),
+        ("plots-phone.png", (390, 3600)),
+    ] {
+        let shot = shots.join(name);
+        let _ = std::fs::remove_file(&shot);
+        browse(
+            browser,
+            &profile,
+            size,
+            &[format!("--screenshot={}", shot.display())],
+            &page,
+        );
+        assert!(std::fs::read(&shot).unwrap().len() > 40_000, "{name}");
+    }
 }
 
 #[test]
@@ -344,7 +442,7 @@ fn the_comparison_page_renders_in_chromium() {
     browse(
         &browser,
         &profile,
-        1280,
+        (1280, 2000),
         &[format!("--screenshot={}", shot.display())],
         &page,
     );

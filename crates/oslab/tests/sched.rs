@@ -75,6 +75,29 @@ fn scheduler_family_runs_and_exports_a_trace() {
             .filter(|e| e["ph"] == "X")
             .all(|e| e["dur"].as_f64().unwrap() > 0.0 && e["ts"].as_f64().unwrap() >= 0.0)
     );
+    // the Trace Event Format, on CLOCK_MONOTONIC (microseconds since boot)
+    let uptime_us = std::fs::read_to_string("/proc/uptime")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse::<f64>()
+        .unwrap()
+        * 1e6;
+    let faults = common::trace_format::faults(&t, Some(uptime_us + 1e6));
+    assert!(faults.is_empty(), "{}", faults.join("\n"));
+    // real processes, named as they were: never all under pid 1
+    let pids: std::collections::BTreeSet<u64> = ev
+        .iter()
+        .filter(|e| e["ph"] == "X")
+        .map(|e| e["pid"].as_u64().unwrap())
+        .collect();
+    assert!(pids.len() >= 2 && !pids.contains(&1), "{pids:?}");
+    assert!(
+        ev.iter()
+            .any(|e| e["ph"] == "M" && e["name"] == "process_name"),
+        "processes are named"
+    );
     // one CPU: N processes of equal work finish in N x the time of one, roughly; at
     // least, more processes never finish sooner
     let one: Vec<f64> = ["one_cpu.n1", "one_cpu.n2", "one_cpu.n4"]

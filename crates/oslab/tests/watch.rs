@@ -76,6 +76,7 @@ fn check_openmetrics(text: &str) -> usize {
                 .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':')
     };
     let mut families: Vec<String> = Vec::new();
+    let mut kinds: Vec<bool> = Vec::new();
     let mut samples = 0;
     let lines: Vec<&str> = text.lines().collect();
     assert_eq!(lines.last(), Some(&"# EOF"), "ends with # EOF");
@@ -84,12 +85,15 @@ fn check_openmetrics(text: &str) -> usize {
             let mut it = rest.split(' ');
             let name = it.next().unwrap();
             assert!(valid_name(name), "{name}");
-            assert!(["gauge", "counter"].contains(&it.next().unwrap()));
+            let kind = it.next().unwrap();
+            assert!(["gauge", "counter"].contains(&kind));
             assert!(
                 !families.contains(&name.to_string()),
                 "family declared twice: {name}"
             );
             families.push(name.to_string());
+            // a counter's samples are named FAMILY_total
+            kinds.push(kind == "counter");
         } else if let Some(rest) = l.strip_prefix("# UNIT ") {
             let mut it = rest.split(' ');
             let (name, unit) = (it.next().unwrap(), it.next().unwrap());
@@ -105,9 +109,15 @@ fn check_openmetrics(text: &str) -> usize {
                 .parse::<f64>()
                 .unwrap_or_else(|_| panic!("value of {l}"));
             let name = series.split('{').next().unwrap();
+            let family = if kinds.last() == Some(&true) {
+                name.strip_suffix("_total")
+                    .unwrap_or_else(|| panic!("a counter without _total: {l}"))
+            } else {
+                name
+            };
             assert_eq!(
                 families.last().map(String::as_str),
-                Some(name),
+                Some(family),
                 "sample under its family: {l}"
             );
             if let Some(labels) = series.strip_prefix(name) {
@@ -172,7 +182,32 @@ fn prometheus_endpoint_serves_openmetrics() {
     let n = check_openmetrics(&body);
     assert!(n >= 19, "{n} samples");
     assert!(body.contains("oslab_memory_dirty_bytes "));
-    assert!(body.contains("oslab_device_utilization_ratio{device="));
+    // counters since boot (rate() works over any scrape interval), gauges for levels
+    for name in [
+        "oslab_context_switches_total ",
+        "oslab_pages_in_bytes_total ",
+        "oslab_cpu_seconds_total{mode=\"idle\"} ",
+        "oslab_device_read_bytes_total{device=",
+        "oslab_device_io_time_seconds_total{device=",
+        "oslab_build_info{version=",
+        "oslab_run_queue ",
+        "oslab_load1 ",
+    ] {
+        assert!(body.contains(name), "{name} missing");
+    }
+    assert!(!body.contains("per_second"));
+    // devices that never did any I/O since boot are left out
+    let diskstats = std::fs::read_to_string("/proc/diskstats").unwrap();
+    for l in diskstats.lines() {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        let ios: u64 = [3, 7, 14]
+            .iter()
+            .filter_map(|i| f.get(*i)?.parse::<u64>().ok())
+            .sum();
+        if ios == 0 {
+            assert!(!body.contains(&format!("device=\"{}\"", f[2])), "{}", f[2]);
+        }
+    }
     assert!(missing.is_err(), "other paths are 404");
 }
 

@@ -297,10 +297,11 @@ fn wcall_evaluation_runs_every_cell_and_leaves_nothing_changed() {
     }
     let r = wcall_evaluation(&["writes=30"]);
     for p in ["vanilla", "wcall", "wcall-fair"] {
+        // contested scenarios run twice: competitors started late and together
         for (s, n) in [
             ("alone", 30),
-            ("rt45x2", 30),
-            ("bulkx2", 30),
+            ("rt45x2", 60),
+            ("bulkx2", 60),
             ("fig7-nice4", 42),
         ] {
             let m = common::named(&r["measurements"], &format!("latency.{p}.{s}"));
@@ -322,6 +323,7 @@ fn wcall_evaluation_runs_every_cell_and_leaves_nothing_changed() {
             "{id}"
         );
     }
+    assert_eq!(claim_verdict(&r, "no-byte-lost"), "holds");
     let plots = common::strings(&r["plots"], "id");
     for id in [
         "fig4-vanilla",
@@ -380,7 +382,8 @@ fn wcall_evaluation_runs_only_the_cells_asked_for() {
             "wcall-keeps-latency",
             "wcall-fair-keeps-latency",
             "competitors-not-starved",
-            "fig7-no-overhead"
+            "fig7-no-overhead",
+            "no-byte-lost"
         ]
     );
     for id in [
@@ -392,6 +395,8 @@ fn wcall_evaluation_runs_only_the_cells_asked_for() {
         assert_eq!(claim_verdict(&r, id), "not_judged", "{id}");
     }
     assert!(["holds", "differs"].contains(&claim_verdict(&r, "competitors-not-starved").as_str()));
+    // the governed writers' files are read back: every byte must be there
+    assert_eq!(claim_verdict(&r, "no-byte-lost"), "holds");
     let why = |id: &str| {
         r["claims"]
             .as_array()
@@ -415,4 +420,36 @@ fn wcall_evaluation_runs_only_the_cells_asked_for() {
         "{notes}"
     );
     assert_eq!(r["params"]["scenarios"], serde_json::json!(["rt45x2"]));
+}
+
+/// The governor's daemon killed with SIGKILL halfway through a governed cell:
+/// the writers carry on ungoverned, every byte reaches its file, and what the
+/// daemon changed (its cgroups) is undone as `oslab restore` would.
+#[test]
+fn wcall_evaluation_loses_no_byte_when_the_daemon_is_killed() {
+    let _serial = serial();
+    if !is_root() {
+        eprintln!("skipped: the WCALL evaluation needs root (testbed, SCHED_FIFO writers)");
+        return;
+    }
+    let r = wcall_evaluation(&[
+        "writes=60",
+        "scenarios=rt45x2",
+        "policies=wcall-fair",
+        "starts=together",
+        "kill_coordinator=true",
+    ]);
+    let c = r["claims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["id"] == "no-byte-lost")
+        .unwrap()
+        .clone();
+    assert_eq!(c["verdict"], "holds", "{c}");
+    let observed = c["observed"].as_str().unwrap();
+    assert!(
+        observed.contains("3 files read back after 1 governed cell; the daemon was killed (SIGKILL) mid-cell in 1 of them"),
+        "{observed}"
+    );
 }

@@ -7,7 +7,7 @@ use oslab_model::compare::{Comparison, FigureComparison, Noise, Side};
 use crate::html;
 use crate::markup::{anchor, esc};
 use crate::num::{fmt, pct};
-use crate::table::simple;
+use crate::table::{Width, fit, wrap};
 
 fn ci(c: Option<[f64; 2]>) -> String {
     c.map_or_else(String::new, |[l, h]| format!("{} - {}", fmt(l), fmt(h)))
@@ -17,9 +17,9 @@ fn ratio(f: &FigureComparison) -> String {
     f.ratio.map_or_else(|| "-".into(), |r| format!("{r:.3}"))
 }
 
-fn side_line(tag: &str, s: &Side) -> String {
+fn side_line(s: &Side) -> String {
     format!(
-        "{tag}: {} · {} · {} · kernel {} · started {} · steal up to {}",
+        "{} · {} · {} · kernel {} · started {} · steal up to {}",
         s.label,
         s.hostname,
         s.cpu_model,
@@ -29,11 +29,49 @@ fn side_line(tag: &str, s: &Side) -> String {
     )
 }
 
-/// The comparison as text for a terminal.
-pub fn text(c: &Comparison) -> String {
+/// Why a significant difference can still be called noise, in words.
+fn floor_note(c: &Comparison) -> Option<String> {
+    let n = c.below_floor();
+    (n > 0).then(|| {
+        format!(
+            "{n} figure{} with p < {} differ{} by less than {:.0} %: called within noise, because separate runs of one experiment on one machine already differ by a few per cent (run-to-run CV of 3-5 % measured for cpu.ctxsw), which the samples inside one run cannot show.",
+            if n == 1 { "" } else { "s" },
+            oslab_model::compare::ALPHA,
+            if n == 1 { "s" } else { "" },
+            oslab_model::compare::MIN_EFFECT * 100.0
+        )
+    })
+}
+
+/// The warning for a comparison of one set of results with itself.
+pub const SAME_RESULTS: &str =
+    "A and B are the same results (one run or file named twice): every difference is zero";
+
+fn difference(f: &FigureComparison) -> String {
+    if f.below_floor() {
+        format!(
+            "{} (< {:.0} %)",
+            f.noise.label(),
+            oslab_model::compare::MIN_EFFECT * 100.0
+        )
+    } else {
+        f.noise.label().to_string()
+    }
+}
+
+/// The comparison as text for a terminal `width` columns wide.
+pub fn text(c: &Comparison, width: Width) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", side_line("A", &c.a));
-    let _ = writeln!(out, "{}\n", side_line("B", &c.b));
+    let para = |out: &mut String, first: &str, rest: &str, t: &str| {
+        out.push_str(&wrap(t, first, rest, width));
+        out.push('\n');
+    };
+    para(&mut out, "A: ", "   ", &side_line(&c.a));
+    para(&mut out, "B: ", "   ", &side_line(&c.b));
+    if c.same_results {
+        para(&mut out, "warning: ", "         ", SAME_RESULTS);
+    }
+    out.push('\n');
     if c.figures.is_empty() {
         out.push_str("No figure was measured on both sides.\n");
     } else {
@@ -48,12 +86,12 @@ pub fn text(c: &Comparison) -> String {
                     fmt(f.a),
                     fmt(f.b),
                     ratio(f),
-                    f.noise.label().to_string(),
+                    difference(f),
                     f.p_value.map_or_else(String::new, |p| format!("{p:.4}")),
                 ]
             })
             .collect();
-        out.push_str(&simple(
+        out.push_str(&fit(
             &[
                 "experiment",
                 "figure",
@@ -66,37 +104,49 @@ pub fn text(c: &Comparison) -> String {
             ],
             &rows,
             &[3, 4, 5, 7],
+            width,
         ));
-        let _ = writeln!(
-            out,
-            "\n{} of {} figures differ beyond noise (permutation test on the raw samples at p < {}, else non-overlapping 95% CIs).",
+        out.push_str("\n\n");
+        let summary = format!(
+            "{} of {} figures differ beyond noise: p < {} in a permutation test on the raw samples (else non-overlapping 95% CIs) and medians at least {:.0} % apart.",
             c.beyond_noise(),
             c.figures.len(),
-            oslab_model::compare::ALPHA
+            oslab_model::compare::ALPHA,
+            oslab_model::compare::MIN_EFFECT * 100.0
         );
+        para(&mut out, "", "", &summary);
+        if let Some(n) = floor_note(c) {
+            para(&mut out, "", "", &n);
+        }
     }
     let changed: Vec<_> = c.claims.iter().filter(|x| x.a != x.b).collect();
     if !changed.is_empty() {
         out.push_str("\nClaims whose verdict differs:\n");
         for x in changed {
-            let _ = writeln!(
-                out,
-                "  {} {}: A {}, B {} ({})",
+            let t = format!(
+                "{} {}: A {}, B {} ({})",
                 x.experiment,
                 x.id,
                 x.a.label(),
                 x.b.label(),
                 x.text
             );
+            para(&mut out, "  ", "    ", &t);
         }
     }
     for (tag, list) in [("A", &c.only_a), ("B", &c.only_b)] {
         if !list.is_empty() {
-            let _ = writeln!(out, "\nOnly in {tag}: {}", list.join(", "));
+            out.push('\n');
+            para(
+                &mut out,
+                &format!("Only in {tag}: "),
+                "  ",
+                &list.join(", "),
+            );
         }
     }
     for w in &c.caveats {
-        let _ = writeln!(out, "caveat: {w}");
+        para(&mut out, "caveat: ", "        ", w);
     }
     out
 }
@@ -133,6 +183,12 @@ pub fn html(c: &Comparison) -> String {
         c.figures.len(),
         oslab_model::compare::ALPHA
     );
+    if c.same_results {
+        let _ = writeln!(body, "<p class=\"warning\">{}</p>", esc(SAME_RESULTS));
+    }
+    if let Some(n) = floor_note(c) {
+        let _ = writeln!(body, "<p>{}</p>", esc(&n));
+    }
     for w in &c.caveats {
         let _ = writeln!(body, "<p class=\"warning\">{}</p>", esc(w));
     }

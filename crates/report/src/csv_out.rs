@@ -1,5 +1,6 @@
-//! CSV output: for each result, its raw samples, its summaries and its claims, one
-//! file each, named after the experiment (`cpu.syscall.samples.csv`, ...).
+//! CSV output: for each result, its raw samples, its summaries, findings, claims and
+//! the points of its plots, one file each, named after the experiment
+//! (`cpu.syscall.samples.csv`, ...).
 
 use oslab_model::ExperimentResult;
 
@@ -15,21 +16,25 @@ fn to_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Vec<u8> {
     w.into_inner().expect("in-memory flush")
 }
 
-/// The four CSV tables of a result.
+/// The CSV tables of a result.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CsvTable {
     Samples,
     Summary,
     Findings,
     Claims,
+    /// Every point of every plot's series: the curves (latency vs working set,
+    /// Dirty over time) as rows.
+    Series,
 }
 
 impl CsvTable {
-    pub const ALL: [CsvTable; 4] = [
+    pub const ALL: [CsvTable; 5] = [
         CsvTable::Samples,
         CsvTable::Summary,
         CsvTable::Findings,
         CsvTable::Claims,
+        CsvTable::Series,
     ];
 
     pub fn name(self) -> &'static str {
@@ -38,6 +43,7 @@ impl CsvTable {
             CsvTable::Summary => "summary",
             CsvTable::Findings => "findings",
             CsvTable::Claims => "claims",
+            CsvTable::Series => "series",
         }
     }
 
@@ -51,6 +57,7 @@ impl CsvTable {
                 "median",
                 "ci95_low",
                 "ci95_high",
+                "noise",
                 "mean",
                 "min",
                 "max",
@@ -60,6 +67,7 @@ impl CsvTable {
             ],
             CsvTable::Findings => &["finding", "value", "unit", "detail"],
             CsvTable::Claims => &["claim", "verdict", "text", "expectation", "observed", "why"],
+            CsvTable::Series => &["plot", "series", "x", "y", "x_unit", "y_unit"],
         }
     }
 
@@ -87,6 +95,7 @@ impl CsvTable {
                         s.median.to_string(),
                         s.ci95.map(|c| c.low.to_string()).unwrap_or_default(),
                         s.ci95.map(|c| c.high.to_string()).unwrap_or_default(),
+                        noise_flag(s.noise),
                         s.mean.to_string(),
                         s.min.to_string(),
                         s.max.to_string(),
@@ -122,8 +131,43 @@ impl CsvTable {
                     ]
                 })
                 .collect(),
+            CsvTable::Series => r
+                .plots
+                .iter()
+                .flat_map(|p| {
+                    p.series.iter().flat_map(move |s| {
+                        s.points.iter().map(move |[x, y]| {
+                            vec![
+                                p.id.clone(),
+                                s.name.clone(),
+                                number(*x),
+                                number(*y),
+                                p.x.unit.clone(),
+                                p.y.unit.clone(),
+                            ]
+                        })
+                    })
+                })
+                .collect(),
         }
     }
+}
+
+/// A value as pandas reads it: empty for a value that is none.
+fn number(v: f64) -> String {
+    if v.is_finite() {
+        v.to_string()
+    } else {
+        String::new()
+    }
+}
+
+/// The noise flag in the JSON's words: `steady`, `noisy` or `too_few_samples`.
+fn noise_flag(n: oslab_stats::NoiseVerdict) -> String {
+    serde_json::to_value(n)
+        .ok()
+        .and_then(|v| v.as_str().map(String::from))
+        .unwrap_or_default()
 }
 
 /// Encodes a header and rows as CSV.

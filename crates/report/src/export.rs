@@ -35,9 +35,10 @@ pub struct StoredRun {
     pub results: Vec<ExperimentResult>,
 }
 
-const PREFIX: [&str; 7] = [
+const PREFIX: [&str; 8] = [
     "run_id",
     "machine",
+    "machine_id",
     "kernel",
     "label",
     "experiment",
@@ -59,6 +60,7 @@ pub fn csv(table: CsvTable, runs: &[StoredRun]) -> Vec<u8> {
             let prefix = [
                 run.run_id.to_string(),
                 run.machine.clone(),
+                r.environment.machine.machine_id.clone().unwrap_or_default(),
                 run.kernel.clone(),
                 run.label.clone().unwrap_or_default(),
                 r.experiment.clone(),

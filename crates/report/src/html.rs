@@ -14,7 +14,7 @@ use oslab_sys::parse::size::human_bytes;
 
 use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use crate::markup::{anchor, esc};
-use crate::num::{fmt, pct};
+use crate::num::pct;
 
 const STYLE: &str = include_str!("html.css");
 
@@ -333,7 +333,7 @@ pub fn result_section(r: &ExperimentResult) -> String {
                         .collect(),
                     None => {
                         let mut row = vec![name, esc(&m.unit), "-".into()];
-                        row.resize(8, String::new());
+                        row.resize(9, String::new());
                         row
                     }
                 }
@@ -344,13 +344,16 @@ pub fn result_section(r: &ExperimentResult) -> String {
             .into_iter()
             .chain(crate::table::SUMMARY_HEADERS)
             .collect();
-        out.push_str(&table("measurements", &headers, &rows, &[2, 3, 4, 5, 6, 7]));
+        out.push_str(&table("measurements", &headers, &rows, &[2, 3, 5, 6, 7, 8]));
     }
     if !r.findings.is_empty() {
         let rows: Vec<Vec<String>> = r
             .findings
             .iter()
-            .map(|f| vec![esc(&f.name), fmt(f.value), esc(&f.unit), esc(&f.detail)])
+            .map(|f| {
+                let [value, unit] = crate::table::finding_cells(f);
+                vec![esc(&f.name), value, esc(&unit), esc(&f.detail)]
+            })
             .collect();
         out.push_str("<h3>Findings</h3>\n");
         out.push_str(&table(

@@ -1,9 +1,10 @@
 //! Number formatting shared by every text output.
 
-/// A number with about four significant digits, no exponent for common ranges.
+/// A number with about four significant digits, no exponent for common ranges;
+/// "-" for a value that is none (NaN, infinite), whose reason the text beside says.
 pub fn fmt(x: f64) -> String {
     if !x.is_finite() {
-        return x.to_string();
+        return "-".into();
     }
     let a = x.abs();
     if a == 0.0 {
@@ -40,5 +41,7 @@ mod tests {
         assert_eq!(fmt(123456.7), "123457");
         assert_eq!(fmt(0.0001234), "1.23e-4");
         assert_eq!(pct(0.034), "3.4 %");
+        assert_eq!(fmt(f64::NAN), "-");
+        assert_eq!(fmt(f64::INFINITY), "-");
     }
 }

@@ -1,20 +1,39 @@
 //! Terminal tables of results: measurements, findings and claim verdicts.
 
-use comfy_table::{Cell, CellAlignment, ContentArrangement, Table};
+use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use oslab_model::{ExperimentResult, Status, Verdict};
 
 use crate::num::{fmt, pct};
+
+/// How many columns terminal text may take: `None` keeps every row on one line
+/// (`--wide`, or output that is not a terminal).
+pub type Width = Option<usize>;
 
 /// No borders and no row rules, one rule under the header: reads well in a terminal
 /// and in a log file alike.
 const HEADER_RULE_ONLY: &str = "     ──            ";
 
-/// A plain table with a header row; `right` marks columns to right-align.
+/// A plain table with a header row, every row on one line; `right` marks columns to
+/// right-align.
 pub fn simple(headers: &[&str], rows: &[Vec<String>], right: &[usize]) -> String {
+    fit(headers, rows, right, None)
+}
+
+/// [`simple`] within `width` columns: the text columns wrap at spaces, the
+/// right-aligned (number) columns keep their width so numbers stay aligned.
+pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width) -> String {
     let mut t = Table::new();
     t.load_preset(HEADER_RULE_ONLY)
-        .set_content_arrangement(ContentArrangement::Disabled)
         .set_header(headers.iter().map(Cell::new));
+    match width {
+        Some(w) => {
+            t.set_content_arrangement(ContentArrangement::Dynamic)
+                .set_width(w.min(u16::MAX as usize) as u16);
+        }
+        None => {
+            t.set_content_arrangement(ContentArrangement::Disabled);
+        }
+    }
     for r in rows {
         t.add_row(r.iter().enumerate().map(|(i, c)| {
             let cell = Cell::new(c);
@@ -25,7 +44,45 @@ pub fn simple(headers: &[&str], rows: &[Vec<String>], right: &[usize]) -> String
             }
         }));
     }
-    t.to_string()
+    if width.is_some() {
+        for i in right {
+            if let Some(c) = t.column_mut(*i) {
+                c.set_constraint(ColumnConstraint::ContentWidth);
+            }
+        }
+    }
+    t.lines()
+        .map(|l| l.trim_end().to_string())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `text` broken at spaces into lines of at most `width` columns: the first line
+/// starts with `first`, the others with `rest` (a hanging indent). A word longer
+/// than a line stays whole.
+pub fn wrap(text: &str, first: &str, rest: &str, width: Width) -> String {
+    let Some(width) = width else {
+        return format!("{first}{text}");
+    };
+    let mut out = String::new();
+    let mut line = first.to_string();
+    let mut empty = true;
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let len = line.chars().count() + usize::from(!empty) + word.chars().count();
+        if !empty && len > width {
+            out.push_str(&line);
+            out.push('\n');
+            line = rest.to_string();
+            empty = true;
+        }
+        if !empty {
+            line.push(' ');
+        }
+        line.push_str(word);
+        empty = false;
+    }
+    out.push_str(&line);
+    out
 }
 
 fn verdict_mark(v: Verdict) -> &'static str {
@@ -38,19 +95,26 @@ fn verdict_mark(v: Verdict) -> &'static str {
 }
 
 /// The column names of [`summary_cells`].
-pub const SUMMARY_HEADERS: [&str; 6] = ["median", "95% CI", "min", "max", "CV", "n"];
+pub const SUMMARY_HEADERS: [&str; 7] = ["median", "95% CI", "noise", "min", "max", "CV", "n"];
 
-/// Median, 95 % CI, min, max, CV and n of a summary, as table cells.
-pub fn summary_cells(s: &oslab_stats::Summary) -> [String; 6] {
+/// The noise flag of a summary in words: whether its interval can be trusted.
+pub fn noise_label(n: oslab_stats::NoiseVerdict) -> &'static str {
+    match n {
+        oslab_stats::NoiseVerdict::Steady => "steady",
+        oslab_stats::NoiseVerdict::Noisy => "noisy",
+        oslab_stats::NoiseVerdict::TooFewSamples => "too few samples",
+    }
+}
+
+/// Median, 95 % CI, noise flag, min, max, CV and n of a summary, as table cells.
+pub fn summary_cells(s: &oslab_stats::Summary) -> [String; 7] {
     [
         fmt(s.median),
-        match (&s.ci95, s.noise) {
-            (Some(c), oslab_stats::NoiseVerdict::Noisy) => {
-                format!("{} - {} (noisy)", fmt(c.low), fmt(c.high))
-            }
-            (Some(c), _) => format!("{} - {}", fmt(c.low), fmt(c.high)),
-            (None, _) => "- (too few samples)".into(),
-        },
+        s.ci95.map_or_else(
+            || "-".into(),
+            |c| format!("{} - {}", fmt(c.low), fmt(c.high)),
+        ),
+        noise_label(s.noise).into(),
         fmt(s.min),
         fmt(s.max),
         pct(s.cv),
@@ -58,16 +122,26 @@ pub fn summary_cells(s: &oslab_stats::Summary) -> [String; 6] {
     ]
 }
 
-/// The terminal report of one result.
-pub fn render_result(r: &ExperimentResult) -> String {
+/// A finding's value and unit as cells: "-" and no unit when the experiment could
+/// not determine it (its detail says why).
+pub fn finding_cells(f: &oslab_model::Finding) -> [String; 2] {
+    if f.value.is_finite() {
+        [fmt(f.value), f.unit.clone()]
+    } else {
+        ["-".into(), String::new()]
+    }
+}
+
+/// The terminal report of one result, `width` columns wide.
+pub fn render_result(r: &ExperimentResult, width: Width) -> String {
     let mut out = String::new();
     let section = if r.section == "-" {
         String::new()
     } else {
         format!(", material section {}", r.section)
     };
-    out.push_str(&format!(
-        "== {}: {} ({}{section}, {:.1} s)\n",
+    let head = format!(
+        "{}: {} ({}{section}, {:.1} s)",
         r.experiment,
         r.title,
         match r.mode {
@@ -75,7 +149,9 @@ pub fn render_result(r: &ExperimentResult) -> String {
             oslab_model::Mode::Full => "full",
         },
         r.duration_s
-    ));
+    );
+    out.push_str(&wrap(&head, "== ", "   ", width));
+    out.push('\n');
     let load = &r.environment.load;
     out.push_str(&format!(
         "   steal {} · CPUs busy {} · load {:.2} -> {:.2}\n",
@@ -84,17 +160,22 @@ pub fn render_result(r: &ExperimentResult) -> String {
         load.loadavg_before[0],
         load.loadavg_after[0]
     ));
+    let line = |out: &mut String, first: &str, rest: &str, text: &str| {
+        out.push_str(&wrap(text, first, rest, width));
+        out.push('\n');
+    };
     if let Some(w) = &load.warning {
-        out.push_str(&format!("   warning: {w}; treat the figures with care\n"));
+        let text = format!("{w}; treat the figures with care");
+        line(&mut out, "   warning: ", "            ", &text);
     }
     match &r.status {
         Status::Completed => {}
         Status::Skipped { reason } => {
-            out.push_str(&format!("   skipped: {reason}\n"));
+            line(&mut out, "   skipped: ", "            ", reason);
             return out;
         }
         Status::Failed { error } => {
-            out.push_str(&format!("   failed: {error}\n"));
+            line(&mut out, "   failed: ", "           ", error);
             return out;
         }
     }
@@ -116,7 +197,7 @@ pub fn render_result(r: &ExperimentResult) -> String {
             .chain(SUMMARY_HEADERS)
             .chain(["outliers"])
             .collect();
-        out.push_str(&simple(&headers, &rows, &[2, 3, 4, 5, 6, 7, 8]));
+        out.push_str(&fit(&headers, &rows, &[2, 3, 5, 6, 7, 8, 9], width));
         out.push('\n');
     }
     if !r.findings.is_empty() {
@@ -124,40 +205,39 @@ pub fn render_result(r: &ExperimentResult) -> String {
             .findings
             .iter()
             .map(|f| {
-                vec![
-                    f.name.clone(),
-                    fmt(f.value),
-                    f.unit.clone(),
-                    f.detail.clone(),
-                ]
+                let [value, unit] = finding_cells(f);
+                vec![f.name.clone(), value, unit, f.detail.clone()]
             })
             .collect();
-        out.push_str(&simple(
+        out.push_str(&fit(
             &["finding", "value", "unit", "detail"],
             &rows,
             &[1],
+            width,
         ));
         out.push('\n');
     }
+    const HANG: &str = "                  ";
     for c in &r.claims {
-        out.push_str(&format!(
-            "   [{}] {} ({})\n        expected: {}\n        observed: {}\n        why: {}\n",
-            verdict_mark(c.verdict),
-            c.text,
-            c.source,
-            c.expectation,
-            c.observed,
-            c.why
-        ));
+        let head = format!("{} ({})", c.text, c.source);
+        line(
+            &mut out,
+            &format!("   [{}] ", verdict_mark(c.verdict)),
+            "        ",
+            &head,
+        );
+        line(&mut out, "        expected: ", HANG, &c.expectation);
+        line(&mut out, "        observed: ", HANG, &c.observed);
+        line(&mut out, "        why: ", "             ", &c.why);
     }
     for n in &r.notes {
-        out.push_str(&format!("   note: {n}\n"));
+        line(&mut out, "   note: ", "         ", n);
     }
     out
 }
 
 /// One line per claim across results: the verdict overview printed after a run.
-pub fn render_verdicts(results: &[ExperimentResult]) -> String {
+pub fn render_verdicts(results: &[ExperimentResult], width: Width) -> String {
     let rows: Vec<Vec<String>> = results
         .iter()
         .flat_map(|r| {
@@ -173,5 +253,5 @@ pub fn render_verdicts(results: &[ExperimentResult]) -> String {
     if rows.is_empty() {
         return String::new();
     }
-    simple(&["experiment", "verdict", "claim"], &rows, &[])
+    fit(&["experiment", "verdict", "claim"], &rows, &[], width)
 }

@@ -42,6 +42,9 @@ pub struct Seconds;
 pub struct Flag;
 /// A file to write; none by default.
 pub struct FilePath;
+/// A command line, run by `sh -c`; none by default. `{file}` in it stands for a
+/// file the experiment names.
+pub struct Command;
 /// A comma-separated subset of the setting's `names`; all of them by default or
 /// when given `all`.
 pub struct Choices;
@@ -126,6 +129,24 @@ impl Kind for FilePath {
     fn show(v: &Option<PathBuf>) -> String {
         v.as_ref()
             .map_or_else(|| "none".into(), |p| p.display().to_string())
+    }
+}
+
+impl Kind for Command {
+    type Value = Option<String>;
+    fn label(_: &'static [&'static str]) -> String {
+        "command".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<Option<String>, String> {
+        let t = text.trim();
+        if t.is_empty() {
+            Err("needs a command".into())
+        } else {
+            Ok(Some(t.to_string()))
+        }
+    }
+    fn show(v: &Option<String>) -> String {
+        v.clone().unwrap_or_else(|| "none".into())
     }
 }
 
@@ -357,6 +378,11 @@ mod tests {
         );
         assert!(WHICH.parse("").is_err());
         assert!(FilePath::parse("", &[]).is_err());
+        assert!(Command::parse("  ", &[]).is_err());
+        assert_eq!(
+            Command::parse(" dd of={file} ", &[]),
+            Ok(Some("dd of={file}".to_string()))
+        );
         assert_eq!(OneOf::parse("bulk", WHICH.names), Ok("bulk"));
         assert_eq!(
             OneOf::parse("rt,bulk", WHICH.names).unwrap_err(),

@@ -610,6 +610,18 @@ pub fn restore_orphans(dir: &Path, include_live: bool) -> RestoreReport {
     report
 }
 
+/// Undoes the journal process `pid` left in `dir`, once that process is gone (a
+/// child oslab process killed on purpose, say); None when there is none or it
+/// still runs.
+pub fn restore_dead(dir: &Path, pid: u32) -> Option<Vec<UndoOutcome>> {
+    let path = dir.join(format!("journal-{pid}.jsonl"));
+    let (h, entries) = read_journal(&path).ok()?;
+    if h.pid != pid || process::process_alive(&Root::live(), h.pid, h.start_time) {
+        return None;
+    }
+    Some(settle(&path, &entries))
+}
+
 static GLOBAL: Mutex<Option<Journal>> = Mutex::new(None);
 
 fn lock() -> MutexGuard<'static, Option<Journal>> {
@@ -735,6 +747,36 @@ mod tests {
             assert_eq!(report.live.len(), 1);
             assert!(jp.exists());
         }
+    }
+
+    #[test]
+    fn an_unreaped_owner_is_restored() {
+        // a killed oslab whose parent has not reaped it yet is a zombie: its
+        // journal is an orphan's
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let root = Root::live();
+        let start = process::start_time(&root, pid).unwrap();
+        while crate::parse::pidstat::read(&root, pid).is_some_and(|s| s.state != 'Z') {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let scratch = dir.path().join("scratch");
+        std::fs::create_dir(&scratch).unwrap();
+        let header =
+            format!(r#"{{"oslab_journal":1,"pid":{pid},"start_time":{start},"command":"oslab"}}"#);
+        let entry = serde_json::json!({
+            "seq": 1,
+            "description": "scratch",
+            "undo": {"kind": "remove_path", "path": scratch},
+        });
+        let jp = dir.path().join(format!("journal-{pid}.jsonl"));
+        std::fs::write(&jp, format!("{header}\n{entry}\n")).unwrap();
+        let report = restore_orphans(dir.path(), false);
+        child.wait().unwrap();
+        assert!(report.live.is_empty());
+        assert_eq!(report.restored.len(), 1);
+        assert!(!scratch.exists() && !jp.exists());
     }
 
     #[test]

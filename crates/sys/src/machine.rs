@@ -422,6 +422,23 @@ pub fn mount_of(mounts: &str, path: &Path) -> Option<(PathBuf, String)> {
 }
 
 /// Collects the machine description from `root` and the live probes.
+/// 16 hex digits naming a machine: FNV-1a over the machine id and the CPU model.
+/// The machine id is a secret of the machine (machine-id(5) asks that it not be
+/// shown), and 64 bits of a 128-bit random id cannot give it back.
+pub fn machine_key(machine_id: &str, cpu_model: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in "oslab machine\0"
+        .bytes()
+        .chain(machine_id.trim().bytes())
+        .chain([0])
+        .chain(cpu_model.bytes())
+    {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
+}
+
 pub fn collect(root: &Root, live: &LiveProbes) -> MachineInfo {
     let cpu = cpu_summary(root);
     let caches = topology::cache_topology(root);
@@ -436,6 +453,10 @@ pub fn collect(root: &Root, live: &LiveProbes) -> MachineInfo {
         hostname: root
             .read_trim("/proc/sys/kernel/hostname")
             .unwrap_or_else(|| "unknown".into()),
+        machine_id: root
+            .read_trim("/etc/machine-id")
+            .filter(|id| !id.is_empty())
+            .map(|id| machine_key(&id, &cpu.model)),
         memory: memory_info(root, live.page_bytes),
         kernel: kernel_info(root, live.is_root),
         hypervisor: hypervisor_info(root, live.cpuid_hypervisor.clone()),
@@ -457,6 +478,20 @@ pub fn collect(root: &Root, live: &LiveProbes) -> MachineInfo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn machine_keys_differ_by_machine_id_and_cpu_and_hide_the_id() {
+        let id = "0123456789abcdef0123456789abcdef";
+        let k = machine_key(id, "AMD EPYC");
+        assert_eq!(k.len(), 16);
+        assert_eq!(k, machine_key(&format!("{id}\n"), "AMD EPYC"));
+        assert_ne!(
+            k,
+            machine_key("fedcba9876543210fedcba9876543210", "AMD EPYC")
+        );
+        assert_ne!(k, machine_key(id, "Intel Xeon"));
+        assert!(!k.contains(&id[..8]));
+    }
 
     #[test]
     fn scheduler_follows_the_release() {

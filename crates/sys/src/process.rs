@@ -144,9 +144,11 @@ pub fn start_time(root: &Root, pid: u32) -> Option<u64> {
     Some(crate::parse::pidstat::read(root, pid)?.start_time_ticks)
 }
 
-/// Whether the process `pid` started at `start` is still running.
+/// Whether the process `pid` started at `start` is still running. A zombie is
+/// not: it has exited and will undo nothing (its parent has just not reaped it).
 pub fn process_alive(root: &Root, pid: u32, start: u64) -> bool {
-    start_time(root, pid) == Some(start)
+    crate::parse::pidstat::read(root, pid)
+        .is_some_and(|s| s.start_time_ticks == start && !matches!(s.state, 'Z' | 'X'))
 }
 
 /// Makes the calling thread SCHED_FIFO at `priority` (1-99). Needs root or

@@ -56,9 +56,15 @@ pub struct Snapshot {
     pub procs_blocked: u64,
     pub loadavg: [f64; 3],
     pub tasks_total: u64,
+    /// Processes and threads created since boot (/proc/stat `processes`).
+    #[serde(default)]
+    pub forks: u64,
+    /// Interrupts serviced since boot (/proc/stat `intr`, its total).
+    #[serde(default)]
+    pub interrupts: u64,
 }
 
-const VMSTAT_KEYS: [&str; 16] = [
+const VMSTAT_KEYS: [&str; 17] = [
     "pgpgin",
     "pgpgout",
     "pgfault",
@@ -75,6 +81,7 @@ const VMSTAT_KEYS: [&str; 16] = [
     "nr_dirtied",
     "nr_written",
     "pswpout",
+    "pswpin",
 ];
 
 /// Parses /proc/vmstat (`crate::parse::vmstat`), keeping the counters oslab uses.
@@ -160,6 +167,18 @@ pub fn snapshot_from(texts: &SnapshotTexts, t_ns: u64) -> Snapshot {
         procs_blocked: stat_field(&texts.stat, "procs_blocked"),
         loadavg,
         tasks_total,
+        forks: stat_field(&texts.stat, "processes"),
+        interrupts: texts
+            .stat
+            .lines()
+            .find_map(|l| {
+                l.strip_prefix("intr ")?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .unwrap_or(0),
     }
 }
 
@@ -235,6 +254,8 @@ pub fn derive(prev: &Snapshot, cur: &Snapshot, origin_ns: u64) -> Option<SarReco
         pgscank_s: scank,
         pgscand_s: scand,
         pgsteal_s: steal,
+        pswpin_s: rate(pv, cv, "pswpin", dt),
+        pswpout_s: rate(pv, cv, "pswpout", dt),
         vmeff_pct: if scank + scand > 0.0 {
             (steal / (scank + scand) * 100.0).min(100.0)
         } else {
@@ -256,6 +277,8 @@ pub fn derive(prev: &Snapshot, cur: &Snapshot, origin_ns: u64) -> Option<SarReco
             kbcached: m.cached_bytes / 1024,
             kbdirty: m.dirty_bytes / 1024,
             kbwriteback: m.writeback_bytes / 1024,
+            kbswpused: m.swap_total_bytes.saturating_sub(m.swap_free_bytes) / 1024,
+            kbcommit: m.committed_bytes / 1024,
         })
         .unwrap_or_default();
     let c = cur.cpu.since(&prev.cpu);
@@ -276,11 +299,22 @@ pub fn derive(prev: &Snapshot, cur: &Snapshot, origin_ns: u64) -> Option<SarReco
             idle: pct(c.idle),
         },
         cswch_s: counter_delta(prev.ctxt, cur.ctxt) as f64 / dt,
-        runq_sz: cur.procs_running,
+        proc_s: counter_delta(prev.forks, cur.forks) as f64 / dt,
+        intr_s: counter_delta(prev.interrupts, cur.interrupts) as f64 / dt,
+        runq_sz: runnable_besides_reader(cur),
         blocked: cur.procs_blocked,
         plist_sz: cur.tasks_total,
         ldavg_1: cur.loadavg[0],
+        ldavg_5: cur.loadavg[1],
+        ldavg_15: cur.loadavg[2],
     })
+}
+
+/// Tasks runnable at the snapshot, less the one that read /proc/stat: it was
+/// running while it read, so procs_running always counts it (sysstat's sadc takes
+/// itself off the same way).
+pub fn runnable_besides_reader(s: &Snapshot) -> u64 {
+    s.procs_running.saturating_sub(1)
 }
 
 #[cfg(test)]

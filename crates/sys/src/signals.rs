@@ -70,6 +70,9 @@ pub fn child_of_oslab(
 }
 
 /// What a child of oslab gets when oslab dies.
+/// SIGTERM, for crates that do not speak libc.
+pub const TERM: i32 = libc::SIGTERM;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum OnParentDeath {
     /// oslab's own probes and writers: nothing of theirs is worth keeping.

@@ -50,8 +50,11 @@ fn synthetic(t_ns: u64, disks: &str, pgscan: u64, pgsteal: u64) -> oslab_sys::sa
         ),
         meminfo: String::new(),
         diskstats: disks.to_string(),
-        stat: "cpu  100 0 100 800 0 0 0 0 0 0\nctxt 5000\nprocs_running 3\nprocs_blocked 1\n"
-            .into(),
+        stat: format!(
+            "cpu  100 0 100 800 0 0 0 0 0 0\nintr {} 3 4\nctxt 5000\nprocesses {}\nprocs_running 3\nprocs_blocked 1\n",
+            7000 + t_ns / 1_000_000,
+            100 + t_ns / 100_000_000
+        ),
         loadavg: "0.50 0.40 0.30 3/200 999\n".into(),
     };
     snapshot_from(&texts, t_ns)
@@ -81,8 +84,13 @@ fn devices_appearing_or_vanishing_get_no_rates() {
     assert_eq!(sda.await_ms, 15.0 / 30.0); // (5 + 10) ms over 30 requests
     assert_eq!(sda.util_pct, 50.0); // 500 ms busy of 1000
     assert_eq!(sda.aqu_sz, 0.01); // 10 ms weighted over 1000 ms
-    assert_eq!(r.runq_sz, 3);
+    // procs_running 3 counts the reader itself, as sar's runq-sz does not
+    assert_eq!(r.runq_sz, 2);
     assert_eq!(r.plist_sz, 200);
+    assert_eq!((r.ldavg_1, r.ldavg_5, r.ldavg_15), (0.5, 0.4, 0.3));
+    // intr's first figure is the total; processes counts forks
+    assert_eq!(r.intr_s, 1000.0);
+    assert_eq!(r.proc_s, 10.0);
 }
 
 #[test]

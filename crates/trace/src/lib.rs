@@ -193,6 +193,14 @@ impl Tracer {
         rx.recv().unwrap_or_default()
     }
 
+    /// The kernel-side counters, delivered on the returned channel once the
+    /// tracer's thread has read them (for a caller that must not wait).
+    pub fn snapshot_later(&self) -> std::sync::mpsc::Receiver<Snapshot> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let _ = self.cmds.send(Cmd::Snapshot(tx));
+        rx
+    }
+
     /// Detaches the programs; the records not yet drained and the final counters.
     pub fn stop(mut self) -> (Vec<Event>, Snapshot) {
         let snap = self.shut_down();

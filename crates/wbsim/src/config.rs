@@ -48,9 +48,24 @@ impl Default for Sysctls {
     }
 }
 
+/// How the device takes write requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum DeviceKind {
+    /// A disk: one request at a time, each costing bytes / bandwidth plus the
+    /// request latency; submitters block while `queue_bytes` are queued.
+    #[default]
+    Disk,
+    /// A device behind the block layer's throttle (blk-throttle, the testbed's
+    /// cgroup v1 write_bps cap): bios wait in the throttle without blocking the
+    /// submitter and leave at the capped rate, released on the timer's ticks.
+    Throttled,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct DeviceCfg {
+    pub kind: DeviceKind,
     /// Sustained write bandwidth, bytes per second.
     pub bandwidth_bytes_s: f64,
     /// Fixed cost per request (seek, command), ns.
@@ -65,6 +80,7 @@ impl Default for DeviceCfg {
     fn default() -> Self {
         use crate::settings as k;
         DeviceCfg {
+            kind: DeviceKind::Disk,
             bandwidth_bytes_s: k::BANDWIDTH.full as f64,
             request_latency_ns: (k::REQUEST_LATENCY_MS.full * MS as f64) as u64,
             max_request_bytes: 512 << 10,
@@ -117,6 +133,9 @@ pub struct WriterCfg {
     pub fsync_every: Option<u64>,
     #[serde(default)]
     pub start_ms: f64,
+    /// No write is issued after this time, ms (a writer that runs for a while).
+    #[serde(default)]
+    pub stop_ms: Option<f64>,
 }
 
 /// Everything a simulation needs.
@@ -143,6 +162,65 @@ pub struct Config {
     #[serde(default = "default_block")]
     pub wcall_block_ms: f64,
     pub cpus: u32,
+    /// The kernel's tick rate (CONFIG_HZ): pauses and intervals are whole ticks.
+    #[serde(default = "default_hz")]
+    pub hz: u64,
+    /// The largest page-cache folio one write dirties at once: the kernel checks
+    /// the dirty limits after each folio (4 KiB pages; ext4 on 6.16+ uses folios up
+    /// to the write's size).
+    #[serde(default = "default_folio")]
+    pub folio_bytes: u64,
+    /// What a new page-cache page costs a write beyond the copy, ns (allocation,
+    /// and on a VM that reports free memory, the host's fault): samples the writes
+    /// take in turn, each write one sample for all its pages (none: free).
+    #[serde(default)]
+    pub page_alloc_ns: Vec<f64>,
+    /// Write-back completions of other devices, bytes per second: they shrink this
+    /// device's share of the dirty limit.
+    #[serde(default)]
+    pub other_writeback_bytes_s: f64,
+    /// The kernel's estimates when the run starts.
+    #[serde(default)]
+    pub initial: Initial,
+    /// How the governor runs the policies.
+    #[serde(default)]
+    pub governor: GovernorCfg,
+}
+
+/// The device's estimates at the start, bytes per second (None: the kernel's
+/// INIT_BW, 100 MiB/s, for a device it has not seen write yet), the domain's
+/// smoothed hard limit (None: the normal hard limit), and the device's share of
+/// recent write-back completions (None: as after a long stretch at the other
+/// devices' rate and its own).
+#[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Initial {
+    pub write_bw_bytes_s: Option<f64>,
+    pub avg_write_bw_bytes_s: Option<f64>,
+    pub dirty_ratelimit_bytes_s: Option<f64>,
+    pub dirty_limit_bytes: Option<u64>,
+    pub wb_share: Option<f64>,
+}
+
+/// The governor (crates/wcall): a coordinator pass every `pass_ms` sets each
+/// group's hold from the groups' page-cache state at that moment; between passes
+/// writers check the pass's figures plus what they wrote since. 0: the policy
+/// decides at every write with no lag (the WCALL paper's in-kernel version).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct GovernorCfg {
+    pub pass_ms: f64,
+    /// A writer counts as active for this long after its last write.
+    pub active_ms: f64,
+}
+
+impl Default for GovernorCfg {
+    fn default() -> Self {
+        GovernorCfg {
+            pass_ms: crate::settings::PASS_MS.full,
+            active_ms: 1000.0,
+        }
+    }
 }
 
 fn default_copy() -> f64 {
@@ -153,6 +231,44 @@ fn default_sample() -> f64 {
 }
 fn default_block() -> f64 {
     crate::settings::WCALL_BLOCK_MS.full
+}
+fn default_hz() -> u64 {
+    crate::settings::HZ.full
+}
+fn default_folio() -> u64 {
+    crate::settings::FOLIO.full
+}
+
+impl Config {
+    /// A configuration with every field a scenario file may leave out at its
+    /// default (vanilla policy, the kernel's default sysctls, a disk).
+    pub fn new(
+        rules: RuleSet,
+        dirtyable_bytes: u64,
+        writers: Vec<WriterCfg>,
+        duration_s: f64,
+        cpus: u32,
+    ) -> Config {
+        Config {
+            rules,
+            dirtyable_bytes,
+            sysctls: Sysctls::default(),
+            device: DeviceCfg::default(),
+            copy_bytes_s: default_copy(),
+            writers,
+            duration_s,
+            policy: Policy::Vanilla,
+            sample_ms: default_sample(),
+            wcall_block_ms: default_block(),
+            cpus,
+            hz: default_hz(),
+            folio_bytes: default_folio(),
+            page_alloc_ns: Vec::new(),
+            other_writeback_bytes_s: 0.0,
+            initial: Initial::default(),
+            governor: GovernorCfg::default(),
+        }
+    }
 }
 
 impl WriterCfg {

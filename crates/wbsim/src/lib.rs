@@ -14,11 +14,16 @@
 
 pub mod config;
 pub mod engine;
+pub mod kernel;
+pub mod outcome;
 pub mod policy;
 pub mod rules;
 pub mod scenario;
 pub mod settings;
 
-pub use config::{Class, Config, DeviceCfg, Kind, RuleSet, Sysctls, WriterCfg};
-pub use engine::{Outcome, WriterResult, simulate};
+pub use config::{
+    Class, Config, DeviceCfg, DeviceKind, GovernorCfg, Initial, Kind, RuleSet, Sysctls, WriterCfg,
+};
+pub use engine::simulate;
+pub use outcome::{Outcome, WriterResult};
 pub use policy::Policy;

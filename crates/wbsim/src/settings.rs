@@ -12,7 +12,7 @@ use oslab_settings::{
     AnySetting, Bytes, Count, Kind, Millis, OneOf, Rate, Seconds, SetValue, Setting,
 };
 
-use crate::config::{Config, MS, RuleSet};
+use crate::config::{Config, DeviceKind, MS, RuleSet};
 
 /// The most bytes of memory, limits and queues a scenario may have (64 TiB).
 pub const MAX_BYTES: u64 = 1 << 46;
@@ -119,6 +119,42 @@ pub static WCALL_BLOCK_MS: Setting<Millis> = key!(
     Some((0.0, DAY_MS as f64)),
     "a held WCALL writer's wait (HZ/10)"
 );
+pub static HZ: Setting<Count> = key!(
+    "hz",
+    Count,
+    250,
+    Some((100, 1000)),
+    "the kernel's tick rate (CONFIG_HZ)"
+);
+pub static FOLIO: Setting<Bytes> = key!(
+    "folio",
+    Bytes,
+    4096,
+    Some((4096, 2 << 20)),
+    "largest folio a write dirties at once"
+);
+pub static PASS_MS: Setting<Millis> = key!(
+    "governor_pass_ms",
+    Millis,
+    10.0,
+    Some((0.0, 10_000.0)),
+    "the governor's pass interval; 0: per write"
+);
+pub static OTHER_WRITEBACK: Setting<Rate> = key!(
+    "other_writeback",
+    Rate,
+    0,
+    Some((0, MAX_BYTES)),
+    "other devices' write-back, per second"
+);
+pub static DEVICE_KIND: Setting<OneOf> = Setting {
+    name: "device",
+    help: "a disk's queue or blk-throttle's",
+    quick: "disk",
+    full: "disk",
+    bounds: None,
+    names: &["disk", "throttled"],
+};
 /// A scenario file must give it ([`Key::required`]): the default here is a
 /// placeholder that nothing reads or shows.
 pub static RULES: Setting<OneOf> = Setting {
@@ -213,6 +249,41 @@ pub static KEYS: &[Key] = &[
         field: "wcall_block_ms",
         required: false,
         apply: |c, v| c.wcall_block_ms = *typed::<Millis>(v),
+    },
+    Key {
+        setting: &HZ,
+        field: "hz",
+        required: false,
+        apply: |c, v| c.hz = *typed::<Count>(v),
+    },
+    Key {
+        setting: &FOLIO,
+        field: "folio_bytes",
+        required: false,
+        apply: |c, v| c.folio_bytes = *typed::<Bytes>(v),
+    },
+    Key {
+        setting: &PASS_MS,
+        field: "governor.pass_ms",
+        required: false,
+        apply: |c, v| c.governor.pass_ms = *typed::<Millis>(v),
+    },
+    Key {
+        setting: &OTHER_WRITEBACK,
+        field: "other_writeback_bytes_s",
+        required: false,
+        apply: |c, v| c.other_writeback_bytes_s = *typed::<Rate>(v) as f64,
+    },
+    Key {
+        setting: &DEVICE_KIND,
+        field: "device.kind",
+        required: false,
+        apply: |c, v| {
+            c.device.kind = match *typed::<OneOf>(v) {
+                "throttled" => DeviceKind::Throttled,
+                _ => DeviceKind::Disk,
+            }
+        },
     },
     Key {
         setting: &RULES,

@@ -1,10 +1,9 @@
 //! Hand-checked small cases and properties of the simulator.
 
-use oslab_wbsim::config::{MIB, MS};
-use oslab_wbsim::engine::{MAX_PAUSE_NS, linux6_pause};
-use oslab_wbsim::rules::Thresholds;
+use oslab_wbsim::config::MIB;
 use oslab_wbsim::{
-    Class, Config, DeviceCfg, Kind, Policy, RuleSet, Sysctls, WriterCfg, scenario, simulate,
+    Class, Config, DeviceCfg, DeviceKind, Kind, Policy, RuleSet, Sysctls, WriterCfg, scenario,
+    simulate,
 };
 
 fn writer(kind: Kind) -> WriterCfg {
@@ -15,27 +14,21 @@ fn writer(kind: Kind) -> WriterCfg {
         group: None,
         fsync_every: None,
         start_ms: 0.0,
+        stop_ms: None,
     }
 }
 
 fn base(sysctls: Sysctls, writers: Vec<WriterCfg>, duration_s: f64) -> Config {
     Config {
-        rules: RuleSet::Linux6,
-        dirtyable_bytes: 8 << 30,
         sysctls,
         device: DeviceCfg {
+            kind: DeviceKind::Disk,
             bandwidth_bytes_s: 1000.0 * MIB as f64,
             request_latency_ns: 0,
             max_request_bytes: 512 << 10,
             queue_bytes: 1 << 40,
         },
-        copy_bytes_s: 2.0e9,
-        writers,
-        duration_s,
-        policy: Policy::Vanilla,
-        sample_ms: 100.0,
-        wcall_block_ms: 100.0,
-        cpus: 2,
+        ..Config::new(RuleSet::Linux6, 8 << 30, writers, duration_s, 2)
     }
 }
 
@@ -112,25 +105,6 @@ fn periodic_expiry_period_and_peak() {
 }
 
 #[test]
-fn pauses_are_capped_at_200_ms() {
-    let lim = Thresholds {
-        bg: 32 * MIB,
-        hard: 64 * MIB,
-    };
-    // just under the hard limit, a slow device and many writers: still 200 ms at most
-    assert_eq!(
-        linux6_pause(64 * MIB - 1, lim, 512 << 10, MIB as f64, 16),
-        MAX_PAUSE_NS
-    );
-    // at the setpoint a lone writer pauses bytes / bandwidth
-    let setpoint = (lim.freerun() + lim.hard) / 2;
-    let p = linux6_pause(setpoint, lim, MIB, 10.0 * MIB as f64, 1);
-    assert!((p as f64 - 100.0 * MS as f64).abs() < 1e6, "{p}");
-    // at or over the limit the writer sleeps the full MAX_PAUSE and tries again
-    assert_eq!(linux6_pause(64 * MIB, lim, 4096, 1e12, 1), MAX_PAUSE_NS);
-}
-
-#[test]
 fn bytes_are_conserved_and_time_moves_forward() {
     for s in scenario::builtin() {
         for p in [Policy::Vanilla, Policy::Wcall, Policy::WcallFair] {
@@ -173,4 +147,31 @@ fn the_paper_problem_appears_on_vanilla() {
     let out = simulate(&c);
     let p99 = oslab_stats::quantile(&out.writers[0].latency_ms, 0.99).unwrap();
     assert!(p99 > 50.0, "vanilla p99 {p99}");
+}
+
+#[test]
+fn the_flushers_chunk_follows_the_bandwidth_estimate_down() {
+    // 32/64 MiB, writeback off, a 4 MiB/s writer on a fast disk whose estimate
+    // starts low (4 MiB/s): writeback_chunk_size = round_down(min(avg / 2, 64 MiB /
+    // 8) + 4 MiB, 4 MiB) = 4 MiB while avg < 8 MiB/s, so each episode writes 4 MiB:
+    // troughs 28 MiB and a 1 s period (issue 18 saw 28.4 MiB and 1.0 s)
+    let s = Sysctls {
+        dirty_bytes: 64 * MIB,
+        dirty_background_bytes: 32 * MIB,
+        dirty_writeback_centisecs: 0,
+        ..Default::default()
+    };
+    let mut c = base(s, vec![rate(4.0 * MIB as f64)], 40.0);
+    c.initial.avg_write_bw_bytes_s = Some(4.0 * MIB as f64);
+    c.initial.write_bw_bytes_s = Some(4.0 * MIB as f64);
+    let saw = saw_of(&simulate(&c));
+    assert!((saw.trough_median.unwrap() - 28.0).abs() < 0.6, "{saw:?}");
+    assert!((saw.period.unwrap() - 1.0).abs() < 0.1, "{saw:?}");
+    // from a high estimate (the device's 1000 MiB/s) the chunk is 8 + 4 = 12 MiB:
+    // troughs 20 MiB, a 3 s period, as writeback-kernel.md measured
+    let fresh = saw_of(&simulate(&base(s, vec![rate(4.0 * MIB as f64)], 40.0)));
+    assert!(
+        (fresh.trough_median.unwrap() - 20.0).abs() < 0.6,
+        "{fresh:?}"
+    );
 }

@@ -58,6 +58,43 @@ pub struct GroupCgroups {
     not_applied: Vec<String>,
     /// Journal entries to undo at the end, newest last.
     seqs: Vec<u64>,
+    placer: Option<Placer>,
+}
+
+/// Moves processes into cgroups on a thread of its own. A write to cgroup.procs
+/// waits for an RCU grace period whenever the kernel's threadgroup lock has gone
+/// back to its slow mode (7.5 ms here for the first move after a pause), and a
+/// coordinator pass must not wait that long.
+struct Placer {
+    tx: Option<std::sync::mpsc::Sender<(PathBuf, u32)>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Placer {
+    fn start() -> Option<Placer> {
+        let (tx, rx) = std::sync::mpsc::channel::<(PathBuf, u32)>();
+        let handle = std::thread::Builder::new()
+            .name("wcall-placer".into())
+            .spawn(move || {
+                for (procs, pid) in rx {
+                    // a process gone in between is no error; it is simply not placed
+                    let _ = std::fs::write(procs, pid.to_string());
+                }
+            })
+            .ok()?;
+        Some(Placer {
+            tx: Some(tx),
+            handle: Some(handle),
+        })
+    }
+
+    /// Waits for the moves asked for so far.
+    fn stop(&mut self) {
+        self.tx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 /// The folder of a coordinator's cgroups, under `parent`.
@@ -129,6 +166,7 @@ impl GroupCgroups {
             applied: Vec::new(),
             not_applied: Vec::new(),
             seqs: Vec::new(),
+            placer: Placer::start(),
         };
         let dirs = std::iter::once(base.clone()).chain(GROUP_NAMES.iter().map(|g| base.join(g)));
         for (k, dir) in dirs.enumerate() {
@@ -232,10 +270,17 @@ impl GroupCgroups {
         self.base.join(GROUP_NAMES[group.min(GROUPS - 1)])
     }
 
-    /// Moves a process (its threads with it) into its group's cgroup; children it
-    /// starts afterwards are born there.
-    pub fn place(&self, pid: u32, group: usize) -> std::io::Result<()> {
-        std::fs::write(self.dir(group).join("cgroup.procs"), pid.to_string())
+    /// Moves a process (its threads with it) into its group's cgroup soon, without
+    /// waiting; children it starts afterwards are born there.
+    pub fn place(&self, pid: u32, group: usize) {
+        let procs = self.dir(group).join("cgroup.procs");
+        match self.placer.as_ref().and_then(|p| p.tx.as_ref()) {
+            Some(tx) if tx.send((procs.clone(), pid)).is_ok() => {}
+            // no thread could be started: move it here
+            _ => {
+                let _ = std::fs::write(procs, pid.to_string());
+            }
+        }
     }
 
     /// Where the group cgroups are.
@@ -257,6 +302,9 @@ impl GroupCgroups {
 /// Dropping moves every process out and removes the cgroups (through the journal).
 impl Drop for GroupCgroups {
     fn drop(&mut self) {
+        if let Some(p) = &mut self.placer {
+            p.stop();
+        }
         for seq in self.seqs.drain(..).rev() {
             let _ = with_global(|j| j.undo(seq));
         }

@@ -273,12 +273,14 @@ impl Coordinator {
 
     /// The kernel's count of the bytes each governed process dirtied, once a second.
     fn read_dirtiers(&mut self, now: u64, rows: &[crate::members::Row]) {
-        let Some(m) = &self.monitor else { return };
+        let Some(m) = &mut self.monitor else { return };
         if now.saturating_sub(self.dirtiers_at) < DIRTIERS_EVERY_NS {
             return;
         }
+        let Some((dirtiers, lost)) = m.dirtiers() else {
+            return;
+        };
         self.dirtiers_at = now;
-        let (dirtiers, lost) = m.dirtiers();
         let t = self.map.table();
         for r in rows {
             if let Some(d) = dirtiers.iter().find(|d| d.tgid == r.pid) {

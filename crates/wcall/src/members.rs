@@ -75,8 +75,7 @@ impl Members {
             if let Some(cg) = cgroups
                 && self.placed[i] != pid
             {
-                // A process gone in between is no error; it is simply not placed.
-                let _ = cg.place(pid, g);
+                cg.place(pid, g);
                 self.placed[i] = pid;
             }
             rows.push(Row {

@@ -10,6 +10,8 @@ use oslab_trace::{Tracer, Watch, WritebackOptions};
 
 pub struct KernelMonitor {
     tracer: Tracer,
+    /// A read of the per-process counts asked for and not collected yet.
+    asked: Option<std::sync::mpsc::Receiver<oslab_trace::Snapshot>>,
 }
 
 impl KernelMonitor {
@@ -22,7 +24,10 @@ impl KernelMonitor {
             ..WritebackOptions::default()
         };
         Tracer::writeback(&opts)
-            .map(|tracer| KernelMonitor { tracer })
+            .map(|tracer| KernelMonitor {
+                tracer,
+                asked: None,
+            })
             .map_err(|e| e.to_string())
     }
 
@@ -38,9 +43,19 @@ impl KernelMonitor {
             .collect()
     }
 
-    /// Pages dirtied per process so far, and records lost.
-    pub fn dirtiers(&self) -> (Vec<Dirtier>, u64) {
-        let s = self.tracer.snapshot();
-        (s.dirtiers, s.lost)
+    /// Pages dirtied per process so far, and records lost, once a read asked for
+    /// earlier is done; asks for the next. Never waits: reading the kernel's map
+    /// is the tracer thread's work, and a pass must not wait for it.
+    pub fn dirtiers(&mut self) -> Option<(Vec<Dirtier>, u64)> {
+        let done = match &self.asked {
+            Some(rx) => match rx.try_recv() {
+                Ok(s) => Some((s.dirtiers, s.lost)),
+                Err(std::sync::mpsc::TryRecvError::Empty) => return None,
+                Err(std::sync::mpsc::TryRecvError::Disconnected) => None,
+            },
+            None => None,
+        };
+        self.asked = Some(self.tracer.snapshot_later());
+        done
     }
 }

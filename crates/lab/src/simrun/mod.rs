@@ -1,18 +1,21 @@
 //! Simulator runs as oslab results: scenarios under several policies, sweeps, and
 //! validation against the real kernel.
 
+pub mod advise;
+mod sawtooth;
 mod scenario;
 mod sweep;
-mod validate;
+pub mod testbed;
 
 use oslab_wbsim::scenario::{Scenario, apply_set};
 use oslab_wbsim::{Config, Policy};
 
 use crate::experiment::{Experiment, LabError, Meta, Needs, Outcome};
 
+pub use sawtooth::{config_for_real, validate};
 pub use scenario::run_scenario;
 pub use sweep::{SweepPoint, sweep};
-pub use validate::{config_for_real, validate};
+pub use testbed::SimValidate;
 
 /// A scenario dressed as an experiment, so results share the one model.
 pub struct SimExperiment {
@@ -63,13 +66,13 @@ impl Experiment for SimExperiment {
     }
 }
 
-/// `oslab sim validate`: the real wb.background and wb.periodic, then the simulator
-/// on their settings.
-pub struct SimValidate;
+/// `oslab sim validate --sawtooth`: the real wb.background and wb.periodic, then
+/// the simulator on their settings.
+pub struct SimSawtooth;
 
 static VALIDATE_META: Meta = Meta {
-    id: "sim.validate",
-    title: "Simulator vs the real kernel",
+    id: "sim.sawtooth",
+    title: "Simulator vs the real kernel: one writer's Dirty sawtooth",
     section: "4",
     summary: "runs wb.background and wb.periodic, simulates the same settings, reports the errors",
     needs: Needs {
@@ -82,7 +85,7 @@ static VALIDATE_META: Meta = Meta {
     internal: false,
 };
 
-impl Experiment for SimValidate {
+impl Experiment for SimSawtooth {
     fn meta(&self) -> &Meta {
         &VALIDATE_META
     }

@@ -75,11 +75,15 @@ pub fn preload_lib() -> std::path::PathBuf {
         .clone()
 }
 
-/// Compiles a C file from tests/fixtures with the system compiler.
+/// Compiles a C file from tests/fixtures with the system compiler (the paced
+/// writer from the lab, where wb.wcall builds it too).
 pub fn compile_c(source: &str, out: &std::path::Path, extra: &[&str]) -> bool {
-    let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures")
-        .join(source);
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = if source == "paced_writer.c" {
+        manifest.join("../lab/src/wb/wcall/paced_writer.c")
+    } else {
+        manifest.join("tests/fixtures").join(source)
+    };
     std::process::Command::new("cc")
         .args(["-O2", "-o"])
         .arg(out)
@@ -172,3 +176,6 @@ impl Drop for Testbed {
             .output();
     }
 }
+
+pub mod svg_layout;
+pub mod trace_format;

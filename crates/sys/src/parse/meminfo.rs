@@ -16,6 +16,13 @@ pub struct MemSnapshot {
     pub dirty_bytes: u64,
     pub writeback_bytes: u64,
     pub default_huge_page_bytes: Option<u64>,
+    #[serde(default)]
+    pub swap_total_bytes: u64,
+    #[serde(default)]
+    pub swap_free_bytes: u64,
+    /// Committed_AS: memory promised to processes (sar kbcommit).
+    #[serde(default)]
+    pub committed_bytes: u64,
 }
 
 /// Parses /proc/meminfo text.
@@ -32,6 +39,9 @@ pub fn parse_meminfo(text: &str) -> SysResult<MemSnapshot> {
         dirty_bytes: m.dirty,
         writeback_bytes: m.writeback,
         default_huge_page_bytes: m.hugepagesize,
+        swap_total_bytes: m.swap_total,
+        swap_free_bytes: m.swap_free,
+        committed_bytes: m.committed_as,
     })
 }
 

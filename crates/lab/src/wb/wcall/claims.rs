@@ -8,7 +8,7 @@ use oslab_model::{Claim, Environment};
 use oslab_sys::parse::size::human_bytes;
 use oslab_wbsim::policy::Policy;
 
-use super::judge::{Matrix, left_for_competitors};
+use super::judge::Matrix;
 use super::verdicts::{judge_all, judge_any, left_out, load_text};
 use super::{Cell, Plan, Raw, Scenario};
 use crate::check::{Check, Condition, Rule, figure};
@@ -64,6 +64,7 @@ pub fn claims(m: &Matrix, plan: &Plan, raw: &Raw, env: &Environment) -> Vec<Clai
         keeps_latency(m, plan, raw, Policy::WcallFair, &FAIR_KEEPS, &load),
         not_starved(m, plan, raw),
         fig7(m, plan, &load),
+        super::intact::no_byte_lost(&raw.cells),
     ]
 }
 
@@ -73,14 +74,15 @@ fn per_run(m: &Matrix, p: Policy, limit: Option<f64>) -> Vec<String> {
     let mut seen = Vec::new();
     for run in 0..m.runs {
         for s in Scenario::CONTESTED {
-            if let Some(c) = m.cell(p, s, run) {
+            for c in m.of(p, s).filter(|c| c.run == run) {
                 let r = latency_stats(&c.first().latency_ms);
                 let limit =
                     limit.map_or(String::new(), |l| format!(" (limit {})", figure(l, "ms")));
                 seen.push(format!(
-                    "run {} {}: p99 {}{limit}, {} over 200 ms",
+                    "run {} {} {}: p99 {}{limit}, {} over 200 ms",
                     run + 1,
                     s.name(),
+                    c.start.name(),
                     figure(r.p99, "ms"),
                     r.over_200
                 ));
@@ -268,14 +270,22 @@ fn keeps_latency(
             })
         })
         .count();
-    let mut context = format!("{runs_ok} of {} runs met it: ", m.runs);
-    context += &per_run(m, p, alone_p99.map(|a| TARGET_RATIO * a.max(0.001))).join("; ");
-    if let Some(a) = alone_p99 {
-        context += &format!(
-            "; the writer alone (vanilla, all runs pooled) p99 {}",
-            figure(a, "ms")
-        );
+    let mut parts = Vec::new();
+    if !cells.is_empty() {
+        let runs = per_run(m, p, alone_p99.map(|a| TARGET_RATIO * a.max(0.001)));
+        parts.push(format!(
+            "{runs_ok} of {} runs met it: {}",
+            m.runs,
+            runs.join("; ")
+        ));
     }
+    if let Some(a) = alone_p99 {
+        parts.push(format!(
+            "the writer alone (vanilla, all runs pooled) p99 {}",
+            figure(a, "ms")
+        ));
+    }
+    let context = parts.join("; ");
     let peak = peak_of(cells.iter().map(|(c, _)| *c));
     let (high_ms, _) = held(cells.iter().map(|(c, _)| *c), |g| g == HIGH_GROUP);
     let (others_ms, others_delayed) = held(cells.iter().map(|(c, _)| *c), |g| g != HIGH_GROUP);
@@ -314,11 +324,17 @@ fn keeps_latency(
 
 fn not_starved(m: &Matrix, plan: &Plan, raw: &Raw) -> Claim {
     let cells = contested(m, Policy::WcallFair);
-    let left = left_for_competitors(raw);
-    let worst = cells
+    let device = raw.testbed_measured_bytes_s;
+    // per cell: (got, left), both at the device
+    let shares: Vec<(f64, f64)> = cells
         .iter()
-        .map(|(c, _)| c.competitors_bytes_s())
-        .reduce(f64::min);
+        .filter_map(|(c, _)| Some((c.competitors_bytes_s()?, c.left_for_competitors(device))))
+        .filter(|(_, left)| *left > 0.0)
+        .collect();
+    let worst = shares
+        .iter()
+        .copied()
+        .min_by(|a, b| (a.0 / a.1).total_cmp(&(b.0 / b.1)));
     let mib_s = |b: f64| b / (1 << 20) as f64;
     let why_none = if cells.is_empty() {
         left_out(
@@ -327,24 +343,23 @@ fn not_starved(m: &Matrix, plan: &Plan, raw: &Raw) -> Claim {
         )
     } else {
         format!(
-            "the RT-55 writer's 25 MiB/s takes all of the testbed's measured {:.1} MiB/s: nothing is left to share",
-            mib_s(raw.testbed_measured_bytes_s)
+            "the RT-55 writer took all of the testbed's measured {:.1} MiB/s, or the device bytes were not measured: nothing to share",
+            mib_s(device)
         )
     };
-    let share = worst.filter(|_| left > 0.0).map(|w| w / left * 100.0);
     let conditions = [Condition::from_option(
-        "the competitors' worst throughput under wcall-fair, as a share of what the RT-55 writer leaves",
+        "the competitors' worst throughput at the device under wcall-fair, as a share of what the RT-55 writer leaves",
         "%",
         Rule::AtLeast(FAIR_SHARE_PCT),
-        share,
+        worst.map(|(got, left)| got / left * 100.0),
         why_none,
     )];
-    let context = worst.map_or(String::new(), |w| {
+    let context = worst.map_or(String::new(), |(got, left)| {
         format!(
-            "worst {:.1} MiB/s of {:.1} MiB/s left (testbed measured {:.1} MiB/s, the RT-55 writer takes 25.0)",
-            mib_s(w),
+            "worst {:.1} MiB/s written back of {:.1} MiB/s left (testbed measured {:.1} MiB/s)",
+            mib_s(got),
             mib_s(left),
-            mib_s(raw.testbed_measured_bytes_s)
+            mib_s(device)
         )
     });
     let (ms, delayed) = held(cells.iter().map(|(c, _)| *c), |g| g != HIGH_GROUP);
@@ -354,9 +369,10 @@ fn not_starved(m: &Matrix, plan: &Plan, raw: &Raw) -> Claim {
                 "held writers resume as soon as their group is under its share: the competitors' groups were held {ms:.0} ms in all ({delayed} writes delayed)"
             )
         } else {
+            let (got, left) = worst.unwrap_or((0.0, 0.0));
             format!(
-                "the governor held the competitors' groups {ms:.0} ms in all ({delayed} writes delayed), more than the device needed: they wrote {:.1} MiB/s where {:.1} were free",
-                mib_s(worst.unwrap_or(0.0)),
+                "the governor held the competitors' groups {ms:.0} ms in all ({delayed} writes delayed), more than the device needed: {:.1} MiB/s of theirs reached it where {:.1} were free",
+                mib_s(got),
                 mib_s(left)
             )
         }
@@ -403,11 +419,15 @@ fn fig7(m: &Matrix, plan: &Plan, load: &str) -> Claim {
         .chain(governed.iter().copied())
         .filter_map(|p| mean_of(p).map(|x| format!("{} {}", p.name(), figure(x, "ms"))))
         .collect();
-    let context = format!(
-        "mean: {}; the allowance is the larger of {:.0} % of vanilla's mean and {FIG7_ABS_MS} ms",
-        means.join(", "),
+    let allowance = format!(
+        "the allowance is the larger of {:.0} % of vanilla's mean and {FIG7_ABS_MS} ms",
         FIG7_REL * 100.0
     );
+    let context = if means.is_empty() {
+        allowance
+    } else {
+        format!("mean: {}; {allowance}", means.join(", "))
+    };
     let lone = |p: Policy| held(m.of(p, Scenario::Fig7), |_| true);
     judge_all(&FIG7, &conditions, &context, |o| {
         let parts: Vec<String> = governed

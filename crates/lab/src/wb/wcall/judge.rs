@@ -8,7 +8,7 @@ use oslab_model::Environment;
 use oslab_sys::parse::size::human_bytes;
 use oslab_wbsim::policy::Policy;
 
-use super::{CHUNK, Cell, PERIOD_MS, POLICIES, Plan, Raw, Scenario};
+use super::{Cell, POLICIES, Plan, Raw, Scenario};
 use crate::check::figure;
 use crate::experiment::{Output, finding, measurement};
 use crate::simrun::{LatencyStats, latency_stats};
@@ -82,13 +82,6 @@ pub fn stats_text(r: &LatencyStats) -> String {
         figure(r.p99, ""),
         figure(r.max, "")
     )
-}
-
-/// Bandwidth the device leaves the competitors once the RT-55 writer has its
-/// 25 MiB/s (512 KiB every 20 ms), bytes per second; at least 0.
-pub fn left_for_competitors(raw: &Raw) -> f64 {
-    let high_rate = CHUNK as f64 / (PERIOD_MS / 1000.0);
-    (raw.testbed_measured_bytes_s - high_rate).max(0.0)
 }
 
 /// The simulator's latencies of the first writer, for the same workload.
@@ -178,7 +171,7 @@ fn cell_figures(
         None,
     ));
     let per_run: Vec<String> = (0..m.runs)
-        .filter_map(|k| m.cell(p, s, k))
+        .flat_map(|k| m.of(p, s).filter(move |c| c.run == k))
         .map(|c| latency_stats(&c.first().latency_ms).over_200.to_string())
         .collect();
     out.findings.push(finding(
@@ -194,19 +187,21 @@ fn cell_figures(
     ));
     rows_mean.push((key.clone(), r.mean));
     if Scenario::CONTESTED.contains(&s) {
-        let tput: Vec<f64> = m.of(p, s).map(Cell::competitors_bytes_s).collect();
-        let mean = oslab_stats::mean(&tput).unwrap_or(0.0);
-        let left = left_for_competitors(raw);
-        out.findings.push(finding(
-            &format!("competitors_mib_s.{key}"),
-            mib_s(mean),
-            "MiB/s",
-            format!(
-                "both competitors together over the RT-55 writer's span; the device leaves them {:.1} MiB/s ({:.0} %)",
-                mib_s(left),
-                if left > 0.0 { mean / left * 100.0 } else { 0.0 }
-            ),
-        ));
+        let device = raw.testbed_measured_bytes_s;
+        let got: Vec<f64> = m.of(p, s).filter_map(Cell::competitors_bytes_s).collect();
+        let left: Vec<f64> = m.of(p, s).map(|c| c.left_for_competitors(device)).collect();
+        if let (Some(mean), Some(left)) = (oslab_stats::mean(&got), oslab_stats::mean(&left)) {
+            out.findings.push(finding(
+                &format!("competitors_mib_s.{key}"),
+                mib_s(mean),
+                "MiB/s",
+                format!(
+                    "both competitors' files written back to the device over the RT-55 writer's span; the device leaves them {:.1} MiB/s ({:.0} %)",
+                    mib_s(left),
+                    if left > 0.0 { mean / left * 100.0 } else { 0.0 }
+                ),
+            ));
+        }
     }
     kernel_figures(m, p, s, &key, out);
     if let Some(note) = governor_note(m, p, s) {
@@ -254,24 +249,33 @@ fn matrix_note(m: &Matrix, plan: &Plan, raw: &Raw) -> String {
     )
 }
 
-/// Why the writers' clean pages are dropped, and whether this machine needs it:
-/// from the run's page-reporting fact and the environment's hypervisor.
-pub fn memory_note(backed_memory: bool, raw: &Raw, env: &Environment) -> String {
+/// What this machine's memory does to every writer, measured on its own: the
+/// first touch of fresh memory against a second, and whether the governor's
+/// recycling of written-back pages was on for the governed cells.
+pub fn memory_note(raw: &Raw, env: &Environment) -> String {
+    let touch = raw.first_touch.map_or(String::new(), |t| {
+        format!(
+            "touching {} of fresh memory took {:.2} µs a page the first time and {:.2} µs again",
+            human_bytes(t.bytes),
+            t.first_ns_per_page / 1e3,
+            t.again_ns_per_page / 1e3
+        )
+    });
     let machine = match (raw.page_reporting, &env.machine.hypervisor.name) {
-        (true, _) => "this machine reports free memory to its hypervisor (free page reporting is loaded), and the first touch of such memory costs a host page fault per page (docs/wcall.md has figures)".to_string(),
-        (false, Some(h)) => format!(
-            "this machine runs under {h} without free page reporting, so freed memory stays backed; in a virtual machine that hands free memory back to its host, the first touch of that memory costs a host page fault"
-        ),
-        (false, None) => "this machine shows no hypervisor, so no host page faults arise here; in a virtual machine that hands free memory back to its host, the first touch of that memory costs one".to_string(),
+        (true, _) => {
+            "this machine reports free memory to its hypervisor (free page reporting), so a write into memory the host took back pays a host page fault per page; the governor drops written-back pages of governed files (its --recycle, on here by default) so new writes reuse backed memory, and the governed cells measure that; vanilla cells get no such help"
+        }
+        (false, Some(_)) => {
+            "this machine runs under a hypervisor without free page reporting: freed memory stays backed, and the governor leaves the page cache alone (--recycle auto)"
+        }
+        (false, None) => {
+            "this machine shows no hypervisor: no host page faults arise, and the governor leaves the page cache alone (--recycle auto)"
+        }
     };
-    if backed_memory {
-        format!(
-            "before each cell 512 MiB of memory was touched and freed, and the writers' pages were dropped from the page cache every 100 ms once written back (never a dirty or writeback page; POSIX_FADV_DONTNEED on the clean start of each file), so writes use memory the machine already backs: {machine}; the kernel's dirty limits do not change, as free and clean cached memory count alike"
-        )
+    if touch.is_empty() {
+        machine.to_string()
     } else {
-        format!(
-            "no memory was touched before the cells and clean pages were kept in the page cache (backed_memory=false): {machine}, which adds to every write after that point in every policy"
-        )
+        format!("{touch}: {machine}")
     }
 }
 
@@ -332,12 +336,19 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     out.claims = super::claims::claims(&m, plan, raw, env);
     out.plots = super::plots::plots(&m, &rows_mean, raw, plan.writes);
     out.notes.push(matrix_note(&m, plan, raw));
-    out.notes.push("the simulator does not model per-wb limits or the rate estimator's lag, so it under-predicts vanilla's stalls with bulk writers (see sim validate)".into());
-    out.notes.push(memory_note(plan.backed_memory, raw, env));
-    out.notes.push(match plan.coordinator_fifo {
-        0 => "the coordinator ran as an ordinary (not real-time) thread".to_string(),
-        f => format!("the coordinator ran SCHED_FIFO {f}"),
-    });
+    out.notes.push("`oslab sim validate` runs these scenarios on the real kernel beside the simulator's prediction of each write's latency".into());
+    out.notes.push(memory_note(raw, env));
+    if let Some(t) = raw.first_touch {
+        out.findings.push(finding(
+            "machine.first_touch_us_per_page",
+            t.first_ns_per_page / 1e3,
+            "µs",
+            format!(
+                "fresh anonymous memory, {:.2} µs a page when touched again: the machine's own cost, paid alike by every writer",
+                t.again_ns_per_page / 1e3
+            ),
+        ));
+    }
     if let Some(c) = raw.cells.first() {
         out.notes.push(c.kernel.note());
     }

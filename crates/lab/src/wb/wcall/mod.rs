@@ -1,44 +1,58 @@
 //! `wb.wcall`: the WCALL paper's evaluation (material section 7) on the real kernel,
-//! vanilla vs the governor's `wcall` and `wcall-fair`.
+//! vanilla vs the governor's `wcall` and `wcall-fair`, with programs oslab did not
+//! write, run as a user runs them.
 //!
 //! What: on the testbed (a blk-throttled loop device, dirty_bytes 64 MiB, background
 //! 32 MiB) a SCHED_FIFO 55 writer writes 512 KiB every 20 ms, either alone, or with
-//! two SCHED_FIFO 45 writers doing the same (the paper's Fig. 2/4/5), or with two
-//! non-RT bulk writers; and, as the paper's Fig. 7, one nice-4 writer alone. Every
-//! cell of the matrix (run x scenario x policy) times every write() of every writer.
+//! two SCHED_FIFO 45 writers writing 1 MiB every 10 ms (the paper's Fig. 2/4/5), or
+//! with two `dd` bulk writers; and, as the paper's Fig. 7, one nice-4 writer alone.
+//! The competitors start `head_start` seconds before the high writer (`late`, the
+//! case the governor must handle from the high writer's first write) or with it
+//! (`together`).
 //!
-//! Method: every writer is its own process (`oslab wcall writer`), so the governor's
-//! interposer is loaded into it exactly as into any program; under vanilla nothing
-//! is loaded. The groups come from the writers' scheduling classes (group auto).
-//! The poller reads /proc/meminfo (Dirty, Writeback), cachestat() of the writers'
-//! files and the governor's table every 100 ms. `measure` ([`run`]) keeps all of
-//! that; `judge` ([`judge`], [`claims`], [`plots`]) derives the figures, the claims
-//! and the paper's figures redrawn, with the simulator's prediction for the same
-//! workload and the testbed's measured bandwidth beside.
+//! Method: the writers are ordinary programs: a small C program (paced_writer.c,
+//! built with cc when the experiment runs; it times its own writes with
+//! CLOCK_MONOTONIC) and `dd`; `--set high_cmd=...`/`competitor_cmd=...` put a
+//! user's own programs in their place (`{file}` stands for a file on the testbed;
+//! their latency then comes from the kernel's trace of their write calls). Under a
+//! governed policy a governor runs as `oslab wcall daemon` and every writer is
+//! started with `oslab wcall run`, exactly as a user would; under vanilla they run
+//! alone. The poller reads /proc/meminfo, each writer's file (its size and
+//! cachestat(), so the bytes that reached the device are known per writer) and the
+//! governor's table every 100 ms; the kernel's trace splits the high writer's
+//! writes by cause. After each cell every byte of every file is checked.
+//! `measure` ([`run`]) keeps all of that; `judge` ([`judge`], [`claims`],
+//! [`plots`]) derives the figures, the claims and the paper's figures redrawn, with
+//! the simulator's prediction for the same workload beside.
 //!
 //! Pitfalls: a p99 of 150 writes rests on two of them, so the reference (the writer
-//! alone under vanilla) pools every run. In a virtual machine that reports free
-//! memory to its host, the first touch of freed memory costs a host page fault per
-//! page; `backed_memory` (on by default) touches 512 MiB before each cell and drops
-//! the writers' clean pages, so no policy pays for that and the others not. A short
-//! run (quick: 150 writes, 3 s) can end before the kernel's pauses grow to the
-//! paper's 200 ms. `--set scenarios=...,policies=...` runs part of the matrix: the
-//! claims that need a cell left out are not judged, with the reason.
+//! alone) pools every run. In a virtual machine that reports free memory to its
+//! host, the first touch of freed memory costs a host page fault per page: the
+//! experiment gives no writer any aid against it (a user's program would get none);
+//! the governor's own `--recycle` (on by default where free page reporting is) is
+//! part of what governed cells measure, and the first-touch cost is measured on its
+//! own and reported as the machine's. A short run (quick: 150 writes, 3 s) can end
+//! before the kernel's pauses grow to the paper's 200 ms. `--set
+//! scenarios=...,policies=...,starts=...` runs part of the matrix: the claims that
+//! need a cell left out are not judged, with the reason.
 //!
 //! References: the WCALL paper (material section 7 of ../shared/spec/material.md,
 //! Fig. 1-7 and Algorithm 1); docs/wcall.md (the governor); sched(7) (SCHED_FIFO),
-//! ld.so(8) (LD_PRELOAD), posix_fadvise(2), cachestat(2);
-//! Documentation/admin-guide/sysctl/vm.rst (dirty_bytes, dirty_background_bytes),
+//! ld.so(8) (LD_PRELOAD), cachestat(2); Documentation/admin-guide/sysctl/vm.rst
+//! (dirty_bytes, dirty_background_bytes),
 //! Documentation/admin-guide/cgroup-v1/blkio-controller.rst (the throttle),
 //! mm/page-writeback.c (balance_dirty_pages, MAX_PAUSE).
 
 pub mod claims;
+pub mod intact;
 pub mod judge;
 pub mod plots;
+pub mod poll;
 pub mod run;
 #[cfg(test)]
 pub(crate) mod tests;
 pub mod verdicts;
+pub mod writers;
 
 use oslab_model::Environment;
 use oslab_wbsim::policy::Policy;
@@ -46,7 +60,9 @@ use serde::{Deserialize, Serialize};
 
 use super::trace::{Poll, WriterTrace};
 use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::settings::{AnySetting, Bytes, Choices, Count, Declared, Flag, Setting};
+use crate::settings::{
+    AnySetting, Bytes, Choices, Command, Count, Declared, Flag, Seconds, Setting,
+};
 use crate::shape::{Lab, Measured, Planner};
 
 pub use judge::meets_latency_target;
@@ -64,13 +80,14 @@ static META: Meta = Meta {
         min_cpus: 1,
         free_disk_bytes: 0,
     },
-    quick_s: 75.0,
-    full_s: 650.0,
+    quick_s: 100.0,
+    full_s: 900.0,
     internal: false,
 };
 
 const SCENARIO_NAMES: &[&str] = &["alone", "rt45x2", "bulkx2", "fig7-nice4"];
 const POLICY_NAMES: &[&str] = &["vanilla", "wcall", "wcall-fair"];
+const START_NAMES: &[&str] = &["late", "together"];
 
 static BANDWIDTH: Setting<Bytes> = Setting {
     name: "bandwidth",
@@ -112,30 +129,57 @@ static POLICY_CHOICE: Setting<Choices> = Setting {
     bounds: None,
     names: POLICY_NAMES,
 };
-static COORDINATOR_FIFO: Setting<Count> = Setting {
-    name: "coordinator_fifo",
-    help: "SCHED_FIFO priority of the coordinator of the governor (below the RT-55 writer; 0: not real-time)",
-    quick: oslab_wcall::service::COORDINATOR_FIFO as u64,
-    full: oslab_wcall::service::COORDINATOR_FIFO as u64,
-    bounds: Some((0, 99)),
+static START_CHOICE: Setting<Choices> = Setting {
+    name: "starts",
+    help: "when the competitors start: late (head_start seconds before the high writer) and/or together",
+    quick: Vec::new(),
+    full: Vec::new(),
+    bounds: None,
+    names: START_NAMES,
+};
+static HEAD_START: Setting<Seconds> = Setting {
+    name: "head_start",
+    help: "seconds the competitors write before the high writer starts (starts=late)",
+    quick: 2.0,
+    full: 2.0,
+    bounds: Some((0.1, 60.0)),
     names: &[],
 };
-static BACKED_MEMORY: Setting<Flag> = Setting {
-    name: "backed_memory",
-    help: "touch 512 MiB before each cell and drop the written-back pages of the writers, so writes use memory a VM host already backs (see the notes)",
-    quick: true,
-    full: true,
+static HIGH_CMD: Setting<Command> = Setting {
+    name: "high_cmd",
+    help: "your own high-priority writer instead of the paced C writer ({file}: its file on the testbed; run it as SCHED_FIFO yourself, e.g. chrt -f 55 ...)",
+    quick: None,
+    full: None,
     bounds: None,
     names: &[],
 };
-static SETTINGS: [&dyn AnySetting; 7] = [
+static COMPETITOR_CMD: Setting<Command> = Setting {
+    name: "competitor_cmd",
+    help: "your own competing writer, started twice, instead of the scenario's ({file}: its file on the testbed)",
+    quick: None,
+    full: None,
+    bounds: None,
+    names: &[],
+};
+static KILL_COORDINATOR: Setting<Flag> = Setting {
+    name: "kill_coordinator",
+    help: "SIGKILL the governor's daemon halfway through each governed cell (every byte must still arrive)",
+    quick: false,
+    full: false,
+    bounds: None,
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 10] = [
     &BANDWIDTH,
     &WRITES,
     &RUNS,
     &SCENARIO_CHOICE,
     &POLICY_CHOICE,
-    &COORDINATOR_FIFO,
-    &BACKED_MEMORY,
+    &START_CHOICE,
+    &HEAD_START,
+    &HIGH_CMD,
+    &COMPETITOR_CMD,
+    &KILL_COORDINATOR,
 ];
 
 /// Bytes per write() of every writer.
@@ -192,6 +236,31 @@ impl Scenario {
     }
 }
 
+/// When the competitors start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Start {
+    /// `head_start` seconds before the high writer: it arrives into a full cache.
+    Late,
+    #[default]
+    Together,
+}
+
+impl Start {
+    pub fn name(self) -> &'static str {
+        match self {
+            Start::Late => START_NAMES[0],
+            Start::Together => START_NAMES[1],
+        }
+    }
+
+    fn parse(name: &str) -> Option<Start> {
+        [Start::Late, Start::Together]
+            .into_iter()
+            .find(|s| s.name() == name)
+    }
+}
+
 /// What will run: the settings as read (named as the parameters always were).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -203,16 +272,41 @@ pub struct Plan {
     pub runs: usize,
     pub scenarios: Vec<Scenario>,
     pub policies: Vec<Policy>,
-    /// The coordinator's SCHED_FIFO priority, 0 for an ordinary thread.
-    pub coordinator_fifo: u64,
-    pub backed_memory: bool,
+    #[serde(default)]
+    pub starts: Vec<Start>,
+    #[serde(default)]
+    pub head_start_s: f64,
+    #[serde(default)]
+    pub high_cmd: Option<String>,
+    #[serde(default)]
+    pub competitor_cmd: Option<String>,
+    #[serde(default)]
+    pub kill_coordinator: bool,
 }
 
-/// One writer's trace, named as its process was (`rt55`, `rt45-a`, `bulk-b`, ...).
+/// One writer, named as its process was (`rt55`, `rt45-a`, `bulk-b`, ...): its
+/// writes where it timed them (or the kernel's trace did), what of its file reached
+/// the device while the first writer wrote, and whether every byte arrived.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct WriterRaw {
     pub name: String,
     pub trace: WriterTrace,
+    /// Bytes of its file written back to the device over the first writer's span.
+    #[serde(default)]
+    pub device_bytes: Option<u64>,
+    #[serde(default)]
+    pub content: Content,
+}
+
+/// The check of a writer's file after the cell.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "state", content = "detail")]
+pub enum Content {
+    /// Every byte it wrote is there, as written.
+    Intact,
+    Wrong(String),
+    #[default]
+    NotChecked,
 }
 
 /// A group's dirty + writeback bytes and its limit (None: no limit) at one poll.
@@ -241,6 +335,9 @@ pub struct GovernorRaw {
     pub passes: u64,
     pub pass_mean_us: f64,
     pub pass_max_us: f64,
+    /// The coordinator thread's CPU time over its life, percent of one CPU.
+    #[serde(default)]
+    pub cpu_percent: f64,
     pub groups: Vec<GroupCount>,
 }
 
@@ -251,6 +348,8 @@ pub struct Cell {
     pub policy: Policy,
     pub scenario: Scenario,
     pub run: usize,
+    #[serde(default)]
+    pub start: Start,
     pub writers: Vec<WriterRaw>,
     pub polls: Vec<Poll>,
     /// Empty under vanilla (no governor).
@@ -260,6 +359,9 @@ pub struct Cell {
     /// by cause, every writer's throttling decisions, the bandwidth estimates.
     #[serde(default)]
     pub kernel: oslab_trace::TraceOutcome,
+    /// When the governor's daemon was SIGKILLed on purpose (kill_coordinator).
+    #[serde(default)]
+    pub coordinator_killed_at_s: Option<f64>,
 }
 
 impl Cell {
@@ -275,21 +377,35 @@ impl Cell {
         self.writers.first().map_or(&NONE, |w| &w.trace)
     }
 
-    /// Bytes per second the writers after the first managed while the first wrote
-    /// (writes that started within its span).
-    pub fn competitors_bytes_s(&self) -> f64 {
-        let span = self.first().start_s.last().copied().unwrap_or(0.0) + PERIOD_MS / 1000.0;
-        let writes = self
-            .writers
-            .iter()
-            .skip(1)
-            .map(|w| w.trace.start_s.iter().filter(|s| **s < span).count())
-            .sum::<usize>();
-        if span > 0.0 {
-            writes as f64 * CHUNK as f64 / span
-        } else {
-            0.0
+    /// The first writer's span, seconds: from its first write to one period after
+    /// its last.
+    pub fn span_s(&self) -> f64 {
+        let t = &self.first().start_s;
+        match (t.first(), t.last()) {
+            (Some(a), Some(b)) => b - a + PERIOD_MS / 1000.0,
+            _ => 0.0,
         }
+    }
+
+    /// Bytes per second of the competitors' files that reached the device while
+    /// the first writer wrote (measured at the device: each file's size less its
+    /// dirty and writeback pages). None when that was not measured.
+    pub fn competitors_bytes_s(&self) -> Option<f64> {
+        let span = self.span_s();
+        let bytes: Option<u64> = self.writers.iter().skip(1).map(|w| w.device_bytes).sum();
+        (span > 0.0).then_some(bytes? as f64 / span)
+    }
+
+    /// What the device leaves the competitors, bytes per second: its measured
+    /// bandwidth less what reached it of the first writer's file over its span
+    /// (else the first writer's rate, 512 KiB every 20 ms).
+    pub fn left_for_competitors(&self, device_bytes_s: f64) -> f64 {
+        let span = self.span_s();
+        let high = match self.writers.first().and_then(|w| w.device_bytes) {
+            Some(b) if span > 0.0 => b as f64 / span,
+            _ => CHUNK as f64 / (PERIOD_MS / 1000.0),
+        };
+        (device_bytes_s - high).max(0.0)
     }
 
     /// The highest Dirty + Writeback the poller saw.
@@ -314,9 +430,22 @@ pub struct Raw {
     pub dirty_background_bytes: u64,
     /// /sys/module/page_reporting exists: free memory is reported to a hypervisor.
     pub page_reporting: bool,
+    /// The first touch of fresh memory against a second touch, measured before
+    /// the cells: the machine's own cost, which every writer pays alike.
+    #[serde(default)]
+    pub first_touch: Option<FirstTouch>,
     pub cells: Vec<Cell>,
     /// What tearing the testbed down reported, if anything.
     pub teardown_errors: Vec<String>,
+}
+
+/// Nanoseconds per 4 KiB page to touch fresh anonymous memory, and the same
+/// memory again.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct FirstTouch {
+    pub bytes: u64,
+    pub first_ns_per_page: f64,
+    pub again_ns_per_page: f64,
 }
 
 impl Lab for WbWcall {
@@ -346,8 +475,15 @@ impl Lab for WbWcall {
                 .into_iter()
                 .filter_map(Policy::parse)
                 .collect(),
-            coordinator_fifo: p.get(&COORDINATOR_FIFO),
-            backed_memory: p.get(&BACKED_MEMORY),
+            starts: p
+                .choices(&START_CHOICE)
+                .into_iter()
+                .filter_map(Start::parse)
+                .collect(),
+            head_start_s: p.get(&HEAD_START),
+            high_cmd: p.get(&HIGH_CMD),
+            competitor_cmd: p.get(&COMPETITOR_CMD),
+            kill_coordinator: p.get(&KILL_COORDINATOR),
         }
     }
 

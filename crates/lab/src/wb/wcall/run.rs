@@ -1,18 +1,18 @@
-//! Measuring the matrix: the testbed, the knobs, and per cell the governor (or
-//! none), the writer processes and the 10 Hz poller. Nothing here judges.
+//! Measuring the matrix as a user would run it: the testbed and the knobs, then per
+//! cell a governor daemon (none under vanilla), the writers started as programs
+//! (through `oslab wcall run` when governed), the 10 Hz poller, the kernel's
+//! trace, and afterwards a check of every byte. Nothing here judges.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use oslab_sys::clock::monotonic_ns;
 use oslab_wbsim::policy::Policy;
-use oslab_wcall::launch;
-use oslab_wcall::service::{Governor, Options};
-use oslab_wcall::view::Snapshot;
+use oslab_wcall::service;
 
-use super::{
-    Cell, GovernorRaw, GroupCount, GroupPoll, META, PERIOD_MS, Plan, Raw, Scenario, WriterRaw,
-};
+use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
+use super::{Cell, FirstTouch, META, Plan, Raw, Scenario, Start, WriterRaw};
 use crate::experiment::{Context, LabError};
 use crate::kernel_trace::KernelTrace;
 use crate::shape::Measured;
@@ -20,338 +20,314 @@ use crate::wb::knobs::Knobs;
 use crate::wb::testbed::{Testbed, down_for_run, unavailable, up_for_run};
 use crate::wb::throttle::{BACKGROUND, HARD};
 use crate::wb::trace::{self, WriterTrace};
-use oslab_trace::TraceOutcome;
-
-/// One writer process to start.
-#[derive(Debug, Clone)]
-pub struct WriterArgs {
-    pub name: String,
-    pub fifo: Option<i32>,
-    pub nice: Option<i32>,
-    /// None: a bulk writer for `duration_s`.
-    pub count: Option<u64>,
-    pub duration_s: f64,
-}
-
-/// The writers of a scenario; the first is the one the claims are about.
-pub fn writers_for(s: Scenario, writes: u64) -> Vec<WriterArgs> {
-    let span = writes as f64 * PERIOD_MS / 1000.0;
-    let periodic = |name: &str, fifo: Option<i32>, nice: Option<i32>, count: u64| WriterArgs {
-        name: name.into(),
-        fifo,
-        nice,
-        count: Some(count),
-        duration_s: span * 2.0 + 30.0,
-    };
-    let high = periodic("rt55", Some(55), None, writes);
-    match s {
-        Scenario::Alone => vec![high],
-        Scenario::RtLow => vec![
-            high,
-            periodic("rt45-a", Some(45), None, writes),
-            periodic("rt45-b", Some(45), None, writes),
-        ],
-        Scenario::Bulk => {
-            let bulk = |name: &str| WriterArgs {
-                name: name.into(),
-                fifo: None,
-                nice: None,
-                count: None,
-                duration_s: span,
-            };
-            vec![high, bulk("bulk-a"), bulk("bulk-b")]
-        }
-        Scenario::Fig7 => vec![periodic("nice4", None, Some(4), writes * 10 / 7)],
-    }
-}
-
-fn spawn_writer(
-    exe: &Path,
-    w: &WriterArgs,
-    file: &Path,
-    out: &Path,
-    start_at: u64,
-    env: &[(String, String)],
-) -> Result<Child, LabError> {
-    let mut cmd = Command::new(exe);
-    cmd.args(["wcall", "writer", "--chunk", "512KiB", "--file"])
-        .arg(file)
-        .args(["--start-at", &start_at.to_string()])
-        .args(["--duration", &format!("{:.3}", w.duration_s)]);
-    match w.count {
-        Some(c) => cmd.args([
-            "--period-ms",
-            &PERIOD_MS.to_string(),
-            "--count",
-            &c.to_string(),
-        ]),
-        None => cmd.args(["--period-ms", "0"]),
-    };
-    if let Some(p) = w.fifo {
-        cmd.args(["--fifo", &p.to_string()]);
-    }
-    if let Some(n) = w.nice {
-        cmd.args(["--nice", &n.to_string()]);
-    }
-    let stdout = std::fs::File::create(out)
-        .map_err(|e| LabError::Failed(format!("{}: {e}", out.display())))?;
-    cmd.stdout(Stdio::from(stdout)).stderr(Stdio::piped());
-    cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
-        .spawn()
-        .map_err(|e| LabError::Failed(format!("cannot start a writer: {e}")))
-}
 
 /// What every cell of one run shares.
-struct Env<'a> {
-    tb: &'a Testbed,
-    machine: &'a oslab_sys::machine::MachineInfo,
-    exe: PathBuf,
-    lib: PathBuf,
-    scratch: PathBuf,
-    coordinator_fifo: Option<i32>,
-    backed_memory: bool,
+pub struct Env<'a> {
+    pub tb: &'a Testbed,
+    pub machine: &'a oslab_sys::machine::MachineInfo,
+    /// oslab itself, which runs the daemon and `wcall run`.
+    pub exe: PathBuf,
+    /// The paced writer, built for this run.
+    pub paced: PathBuf,
+    pub scratch: PathBuf,
+    pub plan: &'a Plan,
 }
 
-/// Memory touched (and freed) before each cell, so the cell's page cache comes from
-/// memory the host backs: more than the dirty limit, the write-back in flight and
-/// 100 ms of writing together.
-const WARM_BYTES: usize = 512 << 20;
-
-fn start_governor(e: &Env, policy: Policy) -> Result<Option<Governor>, LabError> {
-    if policy == Policy::Vanilla {
-        return Ok(None);
-    }
-    Governor::start(
-        "wb-wcall",
-        Options {
-            policy,
-            block_ns: oslab_wcall::coordinator::WCALL_BLOCK_NS,
-            interval: Duration::from_millis(10),
-            fifo_priority: e.coordinator_fifo,
-            // placement in memory cgroups is left out of the measurement
-            cgroups: false,
-            cgroup_limits: Default::default(),
-            tuning: Default::default(),
-            kernel_monitor: true,
-        },
-    )
-    .map(Some)
-    .map_err(|err| LabError::Failed(format!("cannot start the governor: {err}")))
+/// A governor daemon of a cell, stopped (SIGTERM: it releases its writers and
+/// removes its cgroups) when dropped.
+struct Daemon {
+    child: Child,
+    name: String,
+    table: PathBuf,
 }
 
-/// The governor's account, as much of its snapshot as the judging reads.
-fn governor_raw(s: &Snapshot) -> GovernorRaw {
-    GovernorRaw {
-        passes: s.passes,
-        pass_mean_us: s.pass_mean_us,
-        pass_max_us: s.pass_max_us,
-        groups: s
-            .groups
-            .iter()
-            .map(|g| GroupCount {
-                group: g.group.clone(),
-                writes: g.writes,
-                delayed_writes: g.delayed_writes,
-                held_ms: g.held_ms,
-            })
-            .collect(),
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        oslab_sys::process::signal_process(self.child.id(), oslab_sys::signals::TERM).ok();
+        let _ = self.child.wait();
     }
 }
 
-/// Polls every 100 ms until every writer has exited: meminfo and cachestat, the
-/// governor's table, and (backed memory) drops the writers' clean pages.
-fn poll_until_done(
-    e: &Env,
-    governor: Option<&Governor>,
-    children: &mut [(String, Child, PathBuf)],
-    files: &[PathBuf],
-    start_at: u64,
-) -> (Vec<trace::Poll>, Vec<GroupPoll>) {
-    let page = oslab_sys::machine::page_size();
-    let mut polls = Vec::new();
-    let mut groups = Vec::new();
-    std::thread::sleep(Duration::from_nanos(
-        start_at.saturating_sub(oslab_sys::clock::monotonic_ns()),
-    ));
-    loop {
-        if e.backed_memory {
-            for f in files {
-                if let Ok(h) = std::fs::File::open(f) {
-                    let _ = oslab_sys::fileio::drop_clean_start(&h, page);
-                }
-            }
-        }
-        let poll = trace::poll_once(start_at, files, page);
-        if let Some(g) = governor {
-            let snap = g.snapshot();
-            groups.push(GroupPoll {
-                t_s: poll.t_s,
-                groups: snap
-                    .groups
-                    .iter()
-                    .map(|x| (x.dirty_bytes + x.writeback_bytes, x.limit_bytes))
-                    .collect(),
-            });
-        }
-        polls.push(poll);
-        if children
-            .iter_mut()
-            .all(|(_, c, _)| c.try_wait().ok().flatten().is_some())
+fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError> {
+    let name = format!("wb-wcall-{}-{cell}", std::process::id());
+    let mut cmd = Command::new(&e.exe);
+    cmd.args([
+        "wcall", "daemon", "--every", "0", "--name", &name, "--policy",
+    ])
+    .arg(policy.name())
+    .stdout(Stdio::null())
+    .stderr(Stdio::null());
+    let child =
+        oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
+            .spawn()
+            .map_err(|err| {
+                LabError::Failed(format!("cannot start the governor's daemon: {err}"))
+            })?;
+    let mut d = Daemon {
+        child,
+        name,
+        table: PathBuf::new(),
+    };
+    let root = oslab_sys::fsread::Root::live();
+    for _ in 0..200 {
+        if let Some(f) = service::discover(&root)
+            .into_iter()
+            .find(|f| f.name == d.name)
         {
+            d.table = f.path;
+            return Ok(d);
+        }
+        if let Ok(Some(status)) = d.child.try_wait() {
+            return Err(LabError::Failed(format!(
+                "the governor's daemon exited at once ({status})"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Err(LabError::Failed(
+        "the governor's daemon did not come up in 5 s".into(),
+    ))
+}
+
+/// The governor's table, read now (None without a governor or once it is gone).
+fn governor_view(d: Option<&Daemon>) -> Option<oslab_wcall::view::Snapshot> {
+    let d = d?;
+    let m = oslab_wcall::shm::Mapped::open(&d.table).ok()?;
+    Some(oslab_wcall::view::snapshot_of(
+        m.table(),
+        monotonic_ns(),
+        d.child.id(),
+    ))
+}
+
+/// Polls every 100 ms until the first writer has exited; kills the daemon half
+/// way through the first writer's span when asked.
+fn poll_until_first_exits(
+    e: &Env,
+    daemon: &mut Option<Daemon>,
+    launched: &mut [Launched],
+    cell_start: u64,
+) -> super::poll::Polled {
+    let page = oslab_sys::machine::page_size();
+    let files: Vec<PathBuf> = launched.iter().map(|l| l.file.clone()).collect();
+    let mut polled = super::poll::Polled::default();
+    let expected_span = e.plan.writes as f64 * super::PERIOD_MS / 1000.0;
+    loop {
+        let poll = trace::poll_once(cell_start, &files, page);
+        polled.add(poll, &files, page, governor_view(daemon.as_ref()));
+        let first_done = launched[0].child.try_wait().ok().flatten().is_some();
+        if first_done {
+            polled.first_end_s = Some(poll.t_s);
             break;
+        }
+        if let Some(t0) = launched[0].started_s(cell_start)
+            && e.plan.kill_coordinator
+            && poll.t_s - t0 > expected_span / 2.0
+            && let Some(d) = daemon.take()
+        {
+            // SIGKILL: no chance to release the writers or clean up
+            let mut d = d;
+            let pid = d.child.id();
+            let _ = d.child.kill();
+            let _ = d.child.wait();
+            std::mem::forget(d);
+            // what it changed (its cgroups) is undone as `oslab restore` would
+            oslab_sys::journal::restore_dead(&oslab_sys::journal::journal_dir(), pid);
+            polled.coordinator_killed_at_s = Some(poll.t_s);
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    (polls, groups)
+    polled
 }
 
-/// Each writer's trace from the file it printed it to.
-fn collect_traces(children: Vec<(String, Child, PathBuf)>) -> Result<Vec<WriterRaw>, LabError> {
-    let mut writers = Vec::new();
-    for (name, child, out) in children {
-        let o = child
-            .wait_with_output()
-            .map_err(|err| LabError::Failed(err.to_string()))?;
-        let text = std::fs::read_to_string(&out).unwrap_or_default();
-        let _ = std::fs::remove_file(&out);
-        let trace: WriterTrace = serde_json::from_str(text.trim()).map_err(|_| {
-            LabError::Failed(format!(
-                "writer {name} gave no trace: {}",
-                String::from_utf8_lossy(&o.stderr).trim()
-            ))
-        })?;
-        if let Some(err) = &trace.error {
-            return Err(LabError::Failed(format!("writer {name}: {err}")));
-        }
-        writers.push(WriterRaw { name, trace });
-    }
-    Ok(writers)
-}
-
+/// One cell: policy x scenario x start x run.
 fn run_cell(
     e: &Env,
     policy: Policy,
     scenario: Scenario,
-    writes: u64,
+    start: Start,
     run: usize,
 ) -> Result<Cell, LabError> {
     trace::settle();
-    let governor = start_governor(e, policy)?;
-    let env = governor
-        .as_ref()
-        .map(|g| launch::env(&e.lib, g.path(), "auto"))
-        .unwrap_or_default();
-    if e.backed_memory {
-        // touched, then freed: back on the free lists, and backed by the host
-        drop(oslab_sys::memprobe::Buffer::new(WARM_BYTES, false));
-    }
+    let tag = format!(
+        "{}-{}-{}-{run}",
+        policy.name(),
+        scenario.name(),
+        start.name()
+    );
+    let mut daemon = if policy == Policy::Vanilla {
+        None
+    } else {
+        Some(start_daemon(e, policy, &tag)?)
+    };
     let kernel = KernelTrace::writeback(e.machine);
-    let start_at = oslab_sys::clock::monotonic_ns() + 300_000_000;
-    let mut children = Vec::new();
-    let mut files = Vec::new();
-    for w in &writers_for(scenario, writes) {
-        let file = e.tb.mount.join(format!(
-            "{}-{}-{}-{}.dat",
-            policy.name(),
-            scenario.name(),
-            run,
-            w.name
-        ));
-        let out = e.scratch.join(format!("trace-{}.json", w.name));
-        let child = spawn_writer(&e.exe, w, &file, &out, start_at, &env)?;
-        children.push((w.name.clone(), child, out));
-        files.push(file);
+    let plans: Vec<WriterPlan> = writers_for(scenario, e.plan)
+        .into_iter()
+        .map(|w| w.with_file(&e.tb.mount, &e.scratch, &tag))
+        .collect();
+    let cell_start = monotonic_ns() + 300_000_000;
+    let head = match start {
+        Start::Late if plans.len() > 1 => (e.plan.head_start_s * 1e9) as u64,
+        _ => 0,
+    };
+    let governor = daemon.as_ref().map(|d| d.name.clone());
+    // competitors first (at the cell's start), then the high writer
+    let mut order: Vec<usize> = (1..plans.len()).collect();
+    order.push(0);
+    let mut launched: Vec<Option<Launched>> = plans.iter().map(|_| None).collect();
+    for i in order {
+        let at = if i == 0 {
+            cell_start + head
+        } else {
+            cell_start
+        };
+        std::thread::sleep(Duration::from_nanos(at.saturating_sub(monotonic_ns())));
+        launched[i] = Some(plans[i].launch(e, governor.as_deref())?);
     }
-    let (polls, groups) = poll_until_done(e, governor.as_ref(), &mut children, &files, start_at);
-    let governor = governor.map(|g| governor_raw(&g.finish()));
-    let writers = collect_traces(children)?;
-    let first = writers.first().map_or(0, |w| w.trace.tid);
-    let kernel = keep_first_writers_calls(kernel.finish(), first);
+    let mut launched: Vec<Launched> = launched.into_iter().flatten().collect();
+    let polled = poll_until_first_exits(e, &mut daemon, &mut launched, cell_start);
+    let view = governor_view(daemon.as_ref());
+    for l in launched.iter_mut().skip(1) {
+        l.stop();
+    }
+    for l in launched.iter_mut() {
+        l.wait();
+    }
+    let outcome = kernel.finish();
+    drop(daemon);
     trace::settle();
-    for f in &files {
-        let _ = std::fs::remove_file(f);
+    let first_tgid = launched[0].program_pid;
+    let mut writers = Vec::new();
+    for (i, (p, l)) in plans.iter().zip(&launched).enumerate() {
+        let trace = match (&p.kind, i) {
+            (WriterKind::Paced { .. }, _) => l.read_latencies(cell_start),
+            (_, 0) => super::writers::trace_from_kernel(&outcome, first_tgid, cell_start),
+            _ => WriterTrace::default(),
+        };
+        writers.push(WriterRaw {
+            name: p.name.clone(),
+            device_bytes: polled.device_bytes(i, &trace_span(&writers, &trace, i)),
+            content: check_content(p, l),
+            trace,
+        });
+    }
+    for p in &plans {
+        let _ = std::fs::remove_file(&p.file);
+        let _ = std::fs::remove_file(&p.latency_file);
     }
     Ok(Cell {
         policy,
         scenario,
         run,
+        start,
         writers,
-        polls,
-        groups,
-        governor,
-        kernel,
+        groups: polled.groups,
+        governor: view.as_ref().map(super::poll::governor_raw),
+        kernel: super::writers::keep_first_writers_calls(outcome, first_tgid),
+        polls: polled.polls,
+        coordinator_killed_at_s: polled.coordinator_killed_at_s,
     })
 }
 
-/// The kernel's records a cell keeps: the first writer's calls and blocked
-/// stretches (the others' would only weigh the raw data), everyone's throttling
-/// decisions, the bandwidth estimates and the flusher's passes.
-fn keep_first_writers_calls(mut outcome: TraceOutcome, tid: u32) -> TraceOutcome {
-    if let TraceOutcome::Traced(c) = &mut outcome {
-        c.writes.retain(|w| w.pid == tid);
-        c.offcpu.retain(|o| o.pid == tid);
-        c.dirtiers.clear();
-    }
-    outcome
+/// The first writer's span (start and end seconds since the cell's start), for
+/// the competitors' device bytes: from the first writer's own trace once known.
+fn trace_span(done: &[WriterRaw], own: &WriterTrace, i: usize) -> Option<(f64, f64)> {
+    let t = if i == 0 { own } else { &done.first()?.trace };
+    Some((
+        *t.start_s.first()?,
+        *t.start_s.last()? + super::PERIOD_MS / 1000.0,
+    ))
 }
 
 /// Every cell of the plan, run by run, on the testbed `tb`.
-fn run_matrix(
-    plan: &Plan,
-    ctx: &mut Context,
-    tb: &Testbed,
-    exe: PathBuf,
-    lib: PathBuf,
-) -> Result<Vec<Cell>, LabError> {
-    // the writers' trace files, journaled like every file oslab makes
-    let scratch = crate::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
+fn run_matrix(e: &Env, ctx: &mut Context) -> Result<Vec<Cell>, LabError> {
+    let plan = e.plan;
     let _k = Knobs::set(&[
         ("vm.dirty_background_bytes", BACKGROUND.to_string()),
         ("vm.dirty_bytes", HARD.to_string()),
     ])?;
-    let fifo = plan.coordinator_fifo as i32;
-    let env = Env {
-        tb,
-        machine: ctx.machine,
-        exe,
-        lib,
-        scratch: scratch.dir().to_path_buf(),
-        coordinator_fifo: (fifo > 0).then_some(fifo),
-        backed_memory: plan.backed_memory,
-    };
-    let total = plan.runs * plan.scenarios.len() * plan.policies.len();
-    let mut cells = Vec::new();
+    let mut keys = Vec::new();
     for run in 0..plan.runs {
         for &s in &plan.scenarios {
-            for &p in &plan.policies {
-                ctx.progress
-                    .stage(&format!("run {} {} {}", run + 1, s.name(), p.name()));
-                cells.push(run_cell(&env, p, s, plan.writes, run)?);
-                ctx.progress.fraction(cells.len() as f64 / total as f64);
+            let starts: Vec<Start> = if Scenario::CONTESTED.contains(&s) {
+                plan.starts.clone()
+            } else {
+                vec![Start::Together]
+            };
+            for st in starts {
+                for &p in &plan.policies {
+                    keys.push((run, s, st, p));
+                }
             }
         }
+    }
+    let mut cells = Vec::new();
+    for (run, s, st, p) in &keys {
+        ctx.progress.stage(&format!(
+            "run {} {} {} {}",
+            run + 1,
+            s.name(),
+            st.name(),
+            p.name()
+        ));
+        cells.push(run_cell(e, *p, *s, *st, *run)?);
+        ctx.progress
+            .fraction(cells.len() as f64 / keys.len() as f64);
     }
     Ok(cells)
 }
 
-/// Builds the testbed, runs the matrix, takes the testbed down.
+/// Touches `bytes` of fresh anonymous memory page by page, then again: the
+/// machine's cost of a first touch (a host page fault where the hypervisor took
+/// the memory back) beside a plain one.
+fn first_touch(bytes: usize) -> Option<FirstTouch> {
+    let t0 = monotonic_ns();
+    let mut buf = oslab_sys::memprobe::Buffer::new(bytes, false).ok()?;
+    let first = monotonic_ns() - t0;
+    let t1 = monotonic_ns();
+    oslab_sys::memprobe::write_sweep(buf.as_mut_slice(), 1);
+    let again = monotonic_ns() - t1;
+    let pages = (bytes / 4096) as f64;
+    Some(FirstTouch {
+        bytes: bytes as u64,
+        first_ns_per_page: first as f64 / pages,
+        again_ns_per_page: again as f64 / pages,
+    })
+}
+
+/// Builds the testbed and the paced writer, runs the matrix, takes the testbed down.
 pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     if let Some(why) = unavailable() {
         return Ok(Measured::Skipped { reason: why });
     }
-    let lib = match launch::preload_path() {
-        Ok(l) => l,
-        Err(e) => return Ok(Measured::Skipped { reason: e }),
-    };
+    if let Err(why) = oslab_wcall::launch::preload_path() {
+        return Ok(Measured::Skipped { reason: why });
+    }
     let exe = std::env::current_exe()
         .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
+    // the writers' files and traces, journaled like every file oslab makes
+    let scratch = crate::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
+    let paced = match super::writers::build_paced(scratch.dir()) {
+        Ok(p) => p,
+        Err(reason) => return Ok(Measured::Skipped { reason }),
+    };
+    ctx.progress.stage("first touch of fresh memory");
+    let touch = first_touch(256 << 20);
     ctx.progress.stage("building the testbed");
-    // each cell's files are removed after it; room for the biggest cell
-    let size =
-        (plan.bandwidth as f64 * plan.writes as f64 * PERIOD_MS / 1000.0 * 3.0) as u64 + (1 << 30);
+    let span = plan.writes as f64 * super::PERIOD_MS / 1000.0 + plan.head_start_s;
+    // room for the biggest cell: competitors write at the device's pace at most,
+    // plus what sits in the cache; each cell's files are removed after it
+    let size = (plan.bandwidth as f64 * span * 3.0) as u64 + (2 << 30);
     let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
-    let result = run_matrix(plan, ctx, &tb, exe, lib);
+    let e = Env {
+        tb: &tb,
+        machine: ctx.machine,
+        exe,
+        paced,
+        scratch: scratch.dir().to_path_buf(),
+        plan,
+    };
+    let result = run_matrix(&e, ctx);
     let teardown_errors = down_for_run(&tb);
     let cells = result?;
     Ok(Measured::Raw(Raw {
@@ -359,7 +335,8 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
         testbed_measured_bytes_s: tb.measured_bytes_s,
         dirty_bytes: HARD,
         dirty_background_bytes: BACKGROUND,
-        page_reporting: oslab_sys::fsread::Root::live().exists("/sys/module/page_reporting"),
+        page_reporting: Path::new("/sys/module/page_reporting").exists(),
+        first_touch: touch,
         cells,
         teardown_errors,
     }))

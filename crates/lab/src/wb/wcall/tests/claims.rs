@@ -4,8 +4,8 @@ use oslab_model::Verdict;
 use oslab_wbsim::policy::Policy;
 
 use super::{MIB, cell, claim, env, lat, matrix, plan_of, set, without};
-use crate::wb::wcall::Scenario;
 use crate::wb::wcall::judge::judge;
+use crate::wb::wcall::{Content, Scenario};
 
 #[test]
 fn vanilla_stalls_every_branch() {
@@ -152,7 +152,8 @@ fn competitors_every_branch() {
     let c = claim(&r, id);
     assert_eq!(c.verdict, Verdict::Holds);
     assert!(
-        c.observed.contains("worst 15.0 MiB/s of 15.0 MiB/s left"),
+        c.observed
+            .contains("worst 15.0 MiB/s written back of 15.0 MiB/s left"),
         "{}",
         c.observed
     );
@@ -172,7 +173,7 @@ fn competitors_every_branch() {
     r.testbed_measured_bytes_s = 20.0 * MIB as f64;
     let c = claim(&r, id);
     assert_eq!(c.verdict, Verdict::NotJudged);
-    assert!(c.why.contains("nothing is left"), "{}", c.why);
+    assert!(c.why.contains("nothing to share"), "{}", c.why);
     for s in Scenario::CONTESTED {
         without(&mut r, Policy::WcallFair, s);
     }
@@ -239,6 +240,53 @@ fn fig7_why_follows_the_outcome() {
     assert_eq!(c.verdict, Verdict::NotJudged);
     assert!(
         c.why.starts_with("the vanilla fig7-nice4 cell was not run"),
+        "{}",
+        c.why
+    );
+}
+
+#[test]
+fn a_file_that_lost_bytes_fails_the_claim_and_is_named() {
+    let mut raw = matrix();
+    let i = raw
+        .cells
+        .iter()
+        .position(|c| c.policy == Policy::WcallFair && c.scenario == Scenario::RtLow)
+        .unwrap();
+    raw.cells[i].coordinator_killed_at_s = Some(1.5);
+    raw.cells[i].writers[1].content = Content::Wrong("block 7 holds 3, not 7".into());
+    let c = claim(&raw, "no-byte-lost");
+    assert_eq!(c.verdict, Verdict::Differs);
+    assert!(
+        c.why.contains("wcall-fair rt45x2") && c.why.contains("block 7 holds 3"),
+        "{}",
+        c.why
+    );
+    assert!(
+        c.observed
+            .contains("killed (SIGKILL) mid-cell in 1 of them"),
+        "{}",
+        c.observed
+    );
+}
+
+#[test]
+fn no_byte_lost_is_judged_on_governed_cells_only() {
+    let mut raw = matrix();
+    // a vanilla file is no evidence about the governor
+    for c in raw.cells.iter_mut() {
+        for w in c.writers.iter_mut() {
+            if c.policy != Policy::Vanilla {
+                w.content = Content::NotChecked;
+            } else {
+                w.content = Content::Wrong("not the governor's doing".into());
+            }
+        }
+    }
+    let c = claim(&raw, "no-byte-lost");
+    assert_eq!(c.verdict, Verdict::NotJudged);
+    assert!(
+        c.why.contains("no governed writer's file was checked"),
         "{}",
         c.why
     );

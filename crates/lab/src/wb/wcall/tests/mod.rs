@@ -12,7 +12,7 @@ use oslab_wbsim::policy::Policy;
 mod claims;
 
 use super::judge::{judge, stats_text};
-use super::run::writers_for;
+use super::writers::{WriterKind, writers_for};
 use super::*;
 use crate::simrun::latency_stats;
 use crate::wb::trace::{Poll, WriterTrace};
@@ -74,12 +74,17 @@ fn cell(p: Policy, s: Scenario, first: Vec<f64>, competitor_writes: usize, peak_
     let mut writers = vec![WriterRaw {
         name: "rt55".into(),
         trace: trace(first, 2.0),
+        device_bytes: None,
+        content: Content::Intact,
     }];
     if Scenario::CONTESTED.contains(&s) {
         for name in ["a", "b"] {
             writers.push(WriterRaw {
                 name: name.into(),
-                trace: trace(vec![1.0; competitor_writes], 1.9),
+                trace: WriterTrace::default(),
+                // what reached the device over the first writer's 2 s span
+                device_bytes: Some(competitor_writes as u64 * CHUNK),
+                content: Content::Intact,
             });
         }
     }
@@ -87,6 +92,7 @@ fn cell(p: Policy, s: Scenario, first: Vec<f64>, competitor_writes: usize, peak_
         passes: 100,
         pass_mean_us: 100.0,
         pass_max_us: 400.0,
+        cpu_percent: 0.5,
         groups: ["rt-high", "rt-low", "normal"]
             .iter()
             .map(|g| GroupCount {
@@ -101,6 +107,7 @@ fn cell(p: Policy, s: Scenario, first: Vec<f64>, competitor_writes: usize, peak_
         policy: p,
         scenario: s,
         run: 0,
+        start: Start::Late,
         writers,
         polls: vec![Poll {
             t_s: 1.0,
@@ -111,6 +118,7 @@ fn cell(p: Policy, s: Scenario, first: Vec<f64>, competitor_writes: usize, peak_
         groups: vec![],
         governor,
         kernel: Default::default(),
+        coordinator_killed_at_s: None,
     }
 }
 
@@ -132,6 +140,7 @@ fn matrix() -> Raw {
         dirty_bytes: 64 * MIB,
         dirty_background_bytes: 32 * MIB,
         page_reporting: false,
+        first_touch: None,
         cells,
         teardown_errors: vec![],
     }
@@ -145,8 +154,11 @@ fn plan_of(raw: &Raw) -> Plan {
         runs: 1,
         scenarios,
         policies,
-        coordinator_fifo: 50,
-        backed_memory: true,
+        starts: vec![Start::Late],
+        head_start_s: 2.0,
+        high_cmd: None,
+        competitor_cmd: None,
+        kill_coordinator: false,
     }
 }
 
@@ -191,6 +203,7 @@ fn the_full_matrix_judges_every_claim() {
             ("wcall-fair-keeps-latency", Verdict::Holds),
             ("competitors-not-starved", Verdict::Holds),
             ("fig7-no-overhead", Verdict::Holds),
+            ("no-byte-lost", Verdict::Holds),
         ]
     );
     assert_eq!(out.measurements.len(), 12);
@@ -223,14 +236,14 @@ fn part_of_the_matrix_is_counted_as_run() {
     r.cells
         .retain(|c| c.policy == Policy::WcallFair && c.scenario == Scenario::RtLow);
     let out = judged(&r);
-    assert_eq!(out.claims.len(), 5);
+    assert_eq!(out.claims.len(), 6);
     let judged_ids: Vec<&str> = out
         .claims
         .iter()
         .filter(|c| c.verdict != Verdict::NotJudged)
         .map(|c| c.id.as_str())
         .collect();
-    assert_eq!(judged_ids, ["competitors-not-starved"]);
+    assert_eq!(judged_ids, ["competitors-not-starved", "no-byte-lost"]);
     assert!(
         out.notes
             .iter()
@@ -258,14 +271,28 @@ fn a_max_never_prints_below_its_p99() {
 #[test]
 fn the_memory_note_follows_the_machine() {
     let r = matrix();
-    let note = |hv: Option<&str>, reporting: bool| {
+    let note = |hv: Option<&str>, reporting: bool, touch: Option<FirstTouch>| {
         let mut r = r.clone();
         r.page_reporting = reporting;
-        judge::memory_note(true, &r, &env(hv))
+        r.first_touch = touch;
+        judge::memory_note(&r, &env(hv))
     };
-    assert!(note(Some("KVM"), true).contains("free page reporting is loaded"));
-    assert!(note(Some("KVM"), false).contains("runs under KVM without free page reporting"));
-    assert!(note(None, false).contains("shows no hypervisor"));
+    assert!(note(Some("KVM"), true, None).contains("free page reporting"));
+    assert!(note(Some("KVM"), true, None).contains("--recycle"));
+    assert!(note(Some("KVM"), false, None).contains("without free page reporting"));
+    assert!(note(None, false, None).contains("shows no hypervisor"));
+    let touch = FirstTouch {
+        bytes: 256 << 20,
+        first_ns_per_page: 12_000.0,
+        again_ns_per_page: 150.0,
+    };
+    let n = note(Some("KVM"), true, Some(touch));
+    assert!(
+        n.starts_with(
+            "touching 256 MiB of fresh memory took 12.00 µs a page the first time and 0.15 µs again"
+        ),
+        "{n}"
+    );
 }
 
 #[test]
@@ -287,16 +314,30 @@ fn the_latency_target() {
 
 #[test]
 fn the_paper_workloads() {
-    let w = writers_for(Scenario::RtLow, 700);
+    let mut plan = plan_of(&matrix());
+    plan.writes = 700;
+    let kind = |w: &super::writers::WriterPlan| match &w.kind {
+        WriterKind::Paced {
+            fifo,
+            count,
+            bytes,
+            nice,
+            ..
+        } => (*fifo, *count, *bytes, *nice),
+        _ => (99, 0, 0, 0),
+    };
+    let w = writers_for(Scenario::RtLow, &plan);
     assert_eq!(w.len(), 3);
-    assert_eq!(
-        (w[0].fifo, w[1].fifo, w[2].fifo),
-        (Some(55), Some(45), Some(45))
-    );
-    assert!(w.iter().all(|x| x.count == Some(700)));
-    let b = writers_for(Scenario::Bulk, 700);
-    assert_eq!(b[1].count, None, "bulk writers write back to back");
-    assert!((b[1].duration_s - 14.0).abs() < 1e-9);
-    let f = writers_for(Scenario::Fig7, 700);
-    assert_eq!((f[0].nice, f[0].count), (Some(4), Some(1000)));
+    // RT-55 writes 512 KiB every 20 ms; the RT-45 competitors 1 MiB every 10 ms
+    assert_eq!(kind(&w[0]), (55, 700, CHUNK, 0));
+    assert_eq!((kind(&w[1]).0, kind(&w[1]).2), (45, 2 * CHUNK));
+    let b = writers_for(Scenario::Bulk, &plan);
+    assert_eq!(b[1].kind, WriterKind::Dd, "bulk writers are dd");
+    let f = writers_for(Scenario::Fig7, &plan);
+    assert_eq!(kind(&f[0]), (0, 1000, CHUNK, 4));
+    plan.high_cmd = Some("mywriter {file}".into());
+    plan.competitor_cmd = Some("dd of={file}".into());
+    let u = writers_for(Scenario::Bulk, &plan);
+    assert_eq!(u[0].kind, WriterKind::User("mywriter {file}".into()));
+    assert_eq!(u[2].kind, WriterKind::User("dd of={file}".into()));
 }

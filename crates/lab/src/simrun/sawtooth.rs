@@ -2,7 +2,7 @@
 
 use oslab_model::{Series, SeriesStyle};
 use oslab_wbsim::config::MIB;
-use oslab_wbsim::{Config, Policy, simulate};
+use oslab_wbsim::{Config, simulate};
 
 use crate::check::{Check, Condition, Rule};
 use crate::experiment::{Output, finding};
@@ -23,7 +23,7 @@ fn found(r: &oslab_model::ExperimentResult, k: &str) -> Option<f64> {
 
 /// The simulator's configuration for a real wb.background or wb.periodic run.
 pub fn config_for_real(r: &oslab_model::ExperimentResult) -> Option<Config> {
-    use oslab_wbsim::{Class, DeviceCfg, Kind, RuleSet, Sysctls, WriterCfg};
+    use oslab_wbsim::{Class, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
     let rate = param_f(r, "rate")?;
     let duration = param_f(r, "duration")?;
     let sysctls = if r.experiment == "wb.background" {
@@ -44,38 +44,34 @@ pub fn config_for_real(r: &oslab_model::ExperimentResult) -> Option<Config> {
             ..Sysctls::default()
         }
     };
+    let writer = WriterCfg {
+        name: "writer".into(),
+        kind: Kind::Rate {
+            bytes_per_s: rate,
+            chunk: (rate / 10.0) as u64,
+        },
+        class: Class::Normal { nice: 0 },
+        group: None,
+        fsync_every: None,
+        start_ms: 0.0,
+        stop_ms: None,
+    };
+    let dirtyable = r
+        .environment
+        .machine
+        .memory
+        .available_bytes
+        .unwrap_or(8 << 30);
     Some(Config {
-        rules: RuleSet::Linux6,
-        dirtyable_bytes: r
-            .environment
-            .machine
-            .memory
-            .available_bytes
-            .unwrap_or(8 << 30),
         sysctls,
         device: DeviceCfg {
+            kind: DeviceKind::Disk,
             bandwidth_bytes_s: 1000.0 * MIB as f64,
             request_latency_ns: 0,
             max_request_bytes: 512 << 10,
             queue_bytes: 1 << 40,
         },
-        copy_bytes_s: 2.0e9,
-        writers: vec![WriterCfg {
-            name: "writer".into(),
-            kind: Kind::Rate {
-                bytes_per_s: rate,
-                chunk: (rate / 10.0) as u64,
-            },
-            class: Class::Normal { nice: 0 },
-            group: None,
-            fsync_every: None,
-            start_ms: 0.0,
-        }],
-        duration_s: duration,
-        policy: Policy::Vanilla,
-        sample_ms: 100.0,
-        wcall_block_ms: 100.0,
-        cpus: 2,
+        ..Config::new(RuleSet::Linux6, dirtyable, vec![writer], duration, 2)
     })
 }
 

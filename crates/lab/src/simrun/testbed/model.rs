@@ -1,0 +1,132 @@
+//! The simulator's configuration for one real cell: the testbed (blk-throttle at
+//! the setting's cap, its dirty limits), the cell's writers as they were started,
+//! the governor as wb.wcall runs it, and what the machine was like when the cell
+//! began: the copy and page allocation costs measured before the cells, the
+//! kernel's estimates for the device, the other devices' write back.
+
+use oslab_wbsim::config::{GovernorCfg, Initial, MIB};
+use oslab_wbsim::{Class, Config, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
+
+use super::traced::Traced;
+use super::workload::{WriterArgs, writers_for};
+use super::{CellRaw, PageCosts, SettingRaw};
+use crate::wb::wcall::{CHUNK, Cell, PERIOD_MS};
+
+/// The governor's pass interval in wb.wcall's cells, ms.
+pub const PASS_MS: f64 = 10.0;
+
+fn writer_cfg(w: &WriterArgs) -> WriterCfg {
+    let class = match (w.fifo, w.nice) {
+        (Some(p), _) => Class::Rt {
+            priority: p.max(1) as u32,
+        },
+        (None, n) => Class::Normal {
+            nice: n.unwrap_or(0),
+        },
+    };
+    let (kind, stop_ms) = match w.count {
+        Some(count) => (
+            Kind::Periodic {
+                bytes: CHUNK,
+                period_ms: PERIOD_MS,
+                count,
+            },
+            None,
+        ),
+        None => (Kind::Bulk { chunk: CHUNK }, Some(w.duration_s * 1e3)),
+    };
+    WriterCfg {
+        name: w.name.clone(),
+        kind,
+        class,
+        group: None,
+        fsync_every: None,
+        start_ms: 0.0,
+        stop_ms,
+    }
+}
+
+/// When the last write of the cell ended, s from the writers' start.
+pub fn span_s(cell: &Cell) -> f64 {
+    cell.writers
+        .iter()
+        .filter_map(|w| {
+            let i = w.trace.start_s.len().checked_sub(1)?;
+            Some(w.trace.start_s[i] + w.trace.latency_ms[i] / 1e3)
+        })
+        .fold(0.0, f64::max)
+}
+
+/// The copy rate (bytes per second, from the median write over cached pages) and
+/// what each probe write into new pages cost beyond it, ns per page.
+pub fn costs(c: &PageCosts) -> (f64, Vec<f64>) {
+    let cached = oslab_stats::median(&c.cached_ns_per_page).unwrap_or(0.0);
+    let copy = if cached > 0.0 {
+        4096.0 / cached * 1e9
+    } else {
+        2.0e9
+    };
+    let alloc = c
+        .fresh_ns_per_page
+        .iter()
+        .map(|f| (f - cached).max(0.0))
+        .collect();
+    (copy, alloc)
+}
+
+/// The simulator's configuration for `cell` of setting `s`, with `hz` ticks per
+/// second, starting from what the kernel recorded (`traced`) where it did.
+pub fn config_for(
+    s: &SettingRaw,
+    c: &CellRaw,
+    writes: u64,
+    hz: u64,
+    traced: Option<&Traced>,
+) -> Config {
+    let cell = &c.cell;
+    let writers = writers_for(cell.scenario, writes)
+        .iter()
+        .map(writer_cfg)
+        .collect();
+    let (copy, alloc) = costs(&s.costs);
+    let others =
+        c.io.others_bytes_s()
+            .or_else(|| traced.and_then(|t| t.others_bytes_s))
+            .unwrap_or(0.0);
+    let initial = traced.map_or(Initial::default(), |t| Initial {
+        write_bw_bytes_s: t.write_bw,
+        avg_write_bw_bytes_s: t.avg_write_bw,
+        dirty_ratelimit_bytes_s: t.dirty_ratelimit,
+        dirty_limit_bytes: t.dirty_limit,
+        wb_share: t.wb_share,
+    });
+    Config {
+        sysctls: Sysctls {
+            dirty_bytes: s.dirty_bytes,
+            dirty_background_bytes: s.dirty_background_bytes,
+            dirty_ratio: 0,
+            dirty_background_ratio: 0,
+            ..Sysctls::default()
+        },
+        device: DeviceCfg {
+            kind: DeviceKind::Throttled,
+            bandwidth_bytes_s: s.bandwidth as f64,
+            request_latency_ns: 0,
+            max_request_bytes: 8 * MIB,
+            queue_bytes: 1 << 40,
+        },
+        copy_bytes_s: copy,
+        page_alloc_ns: alloc,
+        policy: cell.policy,
+        wcall_block_ms: oslab_wcall::coordinator::WCALL_BLOCK_NS as f64 / 1e6,
+        hz,
+        folio_bytes: 2 * MIB,
+        other_writeback_bytes_s: others,
+        initial,
+        governor: GovernorCfg {
+            pass_ms: PASS_MS,
+            active_ms: oslab_wcall::coordinator::ACTIVE_NS as f64 / 1e6,
+        },
+        ..Config::new(RuleSet::Linux6, 64 << 30, writers, span_s(cell) + 1.0, 2)
+    }
+}

@@ -1,0 +1,176 @@
+//! The command line's own outputs: where files went, completions and manual pages
+//! from the grammar, `list --settings`, and a read-only view interrupted.
+
+mod common;
+
+use std::process::Stdio;
+use std::time::Duration;
+
+fn run(args: &[&str]) -> std::process::Output {
+    common::oslab().args(args).output().unwrap()
+}
+
+#[test]
+fn a_run_says_where_its_files_went_and_how_big_they_are() {
+    let tmp = tempfile::tempdir().unwrap();
+    let html = tmp.path().join("report.html");
+    let plots = tmp.path().join("plots");
+    let out = common::oslab()
+        .args(["run", "null", "--quick", "--no-db", "--html"])
+        .arg(&html)
+        .arg("--plots")
+        .arg(&plots)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    let size = std::fs::metadata(&html).unwrap().len();
+    assert!(
+        err.contains(&format!("oslab: wrote {} (", html.display())) && err.contains("KiB)"),
+        "{err} ({size} bytes)"
+    );
+    assert!(
+        err.contains(&format!("oslab: wrote 1 file into {}", plots.display())),
+        "{err}"
+    );
+}
+
+#[test]
+fn completions_come_from_the_grammar_for_each_shell() {
+    for (shell, mark) in [
+        ("bash", "complete -F _oslab"),
+        ("zsh", "#compdef oslab"),
+        ("fish", "complete -c oslab"),
+    ] {
+        let out = run(&["completions", shell]);
+        assert!(out.status.success(), "{shell}");
+        let text = String::from_utf8(out.stdout).unwrap();
+        assert!(
+            text.contains(mark),
+            "{shell}: {}",
+            &text[..200.min(text.len())]
+        );
+        for sub in ["run", "watch", "compare", "export", "wide"] {
+            assert!(text.contains(sub), "{shell} lacks {sub}");
+        }
+    }
+    let bad = run(&["completions", "tcsh"]);
+    assert_eq!(bad.status.code(), Some(2));
+}
+
+#[test]
+fn the_manual_pages_come_from_the_grammar() {
+    let out = run(&["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    assert!(page.contains(".TH oslab 1"), "{page}");
+    assert!(page.contains("compare"));
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("man1");
+    let out = common::oslab()
+        .args(["man", "--dir"])
+        .arg(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    for name in ["oslab.1", "oslab-run.1", "oslab-watch.1", "oslab-sim-run.1"] {
+        let p = dir.join(name);
+        let text = std::fs::read_to_string(&p).unwrap_or_else(|_| panic!("no {name}"));
+        assert!(text.starts_with(".ie") || text.contains(".TH"), "{name}");
+    }
+    let file = tmp.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let out = common::oslab()
+        .args(["man", "--dir"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn list_settings_prints_only_the_settings() {
+    let out = run(&["list", "--settings"]);
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with("Settings"), "{text}");
+    assert!(text.contains("round_trips"));
+    // the experiment table's own columns never appear
+    assert!(!text.contains("--quick") && !text.contains("'oslab run ID...'"));
+}
+
+#[test]
+fn interrupting_a_read_only_view_undoes_nothing_and_says_so() {
+    let mut child = common::oslab()
+        .args(["watch", "--interval", "0.2"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // wait for the first lines, so the signal finds watch running
+    let mut stdout = child.stdout.take().unwrap();
+    let mut first = [0u8; 64];
+    std::io::Read::read(&mut stdout, &mut first).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(err.contains("interrupted (signal 2)"), "{err}");
+    assert!(!err.contains("undo"), "{err}");
+}
+
+#[test]
+fn the_trace_format_check_finds_what_it_should() {
+    let good = serde_json::json!({"traceEvents": [
+        {"name": "process_name", "ph": "M", "pid": 10, "tid": 10, "args": {"name": "spin"}},
+        {"name": "running", "ph": "X", "pid": 10, "tid": 10, "ts": 100.0, "dur": 50.0},
+        {"name": "inner", "ph": "X", "pid": 10, "tid": 10, "ts": 110.0, "dur": 10.0},
+        {"name": "Dirty", "ph": "C", "pid": 10, "ts": 120.0, "args": {"bytes": 4096}}
+    ]});
+    assert!(common::trace_format::faults(&good, Some(1e6)).is_empty());
+    let bad = serde_json::json!({"traceEvents": [
+        {"name": "running", "ph": "X", "pid": 10, "tid": 10, "ts": 100.0, "dur": 50.0},
+        {"name": "runnable", "ph": "X", "pid": 10, "tid": 10, "ts": 140.0, "dur": 50.0},
+        {"name": "x", "ph": "Q", "pid": 1, "tid": 1, "ts": 1.0},
+        {"name": "late", "ph": "X", "pid": 1, "tid": 2, "ts": 5e6, "dur": 1.0},
+        {"name": "thread_name", "ph": "M", "pid": 1, "tid": 1, "args": {}}
+    ]});
+    let f = common::trace_format::faults(&bad, Some(1e6));
+    for what in [
+        "overlaps",
+        "unknown phase",
+        "CLOCK_MONOTONIC",
+        "names nothing",
+    ] {
+        assert!(f.iter().any(|x| x.contains(what)), "{what}: {f:?}");
+    }
+}
+
+#[test]
+fn the_experiment_list_fits_the_terminal() {
+    for args in [&["list"][..], &["list", "--settings"][..]] {
+        let out = common::oslab()
+            .env("COLUMNS", "90")
+            .args(args)
+            .output()
+            .unwrap();
+        let text = String::from_utf8(out.stdout).unwrap();
+        let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+        assert!(widest <= 90, "{args:?}: {widest} columns");
+        let wide = common::oslab()
+            .env("COLUMNS", "90")
+            .args(args)
+            .arg("--wide")
+            .output()
+            .unwrap();
+        let wide = String::from_utf8(wide.stdout).unwrap();
+        assert!(
+            wide.lines().any(|l| l.chars().count() > 90),
+            "{args:?} --wide"
+        );
+    }
+}

@@ -1,0 +1,316 @@
+//! Axes of a plot: the data range, the mapping to pixels, and ticks at "nice" values
+//! with labels a reader can take in at a glance (0.2 not 0.200, 4K not 4096, whole
+//! numbers on an axis of counts, milliseconds rather than 0.004 s).
+
+use oslab_model::Scale;
+
+/// Maps data values to pixel positions along one axis.
+#[derive(Debug, Clone, Copy)]
+pub struct Mapper {
+    pub scale: Scale,
+    pub lo: f64,
+    pub hi: f64,
+    pub px_lo: f64,
+    pub px_hi: f64,
+}
+
+impl Mapper {
+    fn t(&self, v: f64) -> f64 {
+        match self.scale {
+            Scale::Linear => v,
+            Scale::Log2 => v.log2(),
+            Scale::Log10 => v.log10(),
+        }
+    }
+
+    pub fn px(&self, v: f64) -> f64 {
+        let (a, b) = (self.t(self.lo), self.t(self.hi));
+        let f = if b > a {
+            (self.t(v) - a) / (b - a)
+        } else {
+            0.5
+        };
+        self.px_lo + f * (self.px_hi - self.px_lo)
+    }
+}
+
+pub fn usable(scale: Scale, v: f64) -> bool {
+    v.is_finite() && (scale == Scale::Linear || v > 0.0)
+}
+
+/// The data range along one axis, padded, with 0 included for linear axes that
+/// start near it (so bars and costs are read against zero).
+pub fn range(values: &[f64], scale: Scale, include_zero: bool) -> (f64, f64) {
+    let vals: Vec<f64> = values
+        .iter()
+        .copied()
+        .filter(|v| usable(scale, *v))
+        .collect();
+    if vals.is_empty() {
+        return if scale == Scale::Linear {
+            (0.0, 1.0)
+        } else {
+            (1.0, 10.0)
+        };
+    }
+    let mut lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+    let mut hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    match scale {
+        Scale::Linear => {
+            if include_zero && lo > 0.0 {
+                lo = 0.0;
+            }
+            if hi == lo {
+                hi = lo + 1.0;
+            }
+            let pad = (hi - lo) * 0.05;
+            (if lo == 0.0 { 0.0 } else { lo - pad }, hi + pad)
+        }
+        Scale::Log2 | Scale::Log10 => {
+            if hi == lo {
+                lo /= 2.0;
+                hi *= 2.0;
+            }
+            (lo / 1.15, hi * 1.15)
+        }
+    }
+}
+
+/// The step of "nice" linear ticks (1, 2, 5 x 10^k) for about six of them over
+/// `span`; at least 1 on an axis of whole numbers.
+fn nice_step(span: f64, integer: bool) -> f64 {
+    let raw = span / 6.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 5.0, 10.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| span / s <= 8.0)
+        .unwrap_or(10.0 * mag);
+    if integer { step.max(1.0).round() } else { step }
+}
+
+/// Linear ticks covering [lo, hi] at multiples of a nice step.
+pub fn linear_ticks(lo: f64, hi: f64, integer: bool) -> Vec<f64> {
+    let span = hi - lo;
+    if span <= 0.0 || !span.is_finite() {
+        return vec![lo];
+    }
+    let step = nice_step(span, integer);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step + 1e-9).floor() as i64;
+    (first..=last)
+        .map(|k| {
+            let t = k as f64 * step;
+            if t.abs() < step * 1e-9 { 0.0 } else { t }
+        })
+        .collect()
+}
+
+/// Powers of `base` within [lo, hi], at most twelve of them.
+pub fn log_ticks(lo: f64, hi: f64, base: f64) -> Vec<f64> {
+    let (a, b) = (
+        (lo.log(base) - 1e-9).ceil() as i32,
+        (hi.log(base) + 1e-9).floor() as i32,
+    );
+    let all: Vec<f64> = (a..=b).map(|e| base.powi(e)).collect();
+    let every = all.len().div_ceil(12).max(1);
+    all.into_iter().step_by(every).collect()
+}
+
+/// How an axis shows its values: a factor applied to data values and the unit the
+/// reader sees ("ms" for an axis in seconds that never reaches one second).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Display {
+    pub factor: f64,
+    pub unit: String,
+    /// Every value on the axis is a whole number (a count of processes, a CPU).
+    pub integer: bool,
+}
+
+impl Display {
+    pub fn of(unit: &str, max_abs: f64, integer: bool) -> Display {
+        let (factor, shown) = match unit {
+            "s" if max_abs > 0.0 && max_abs < 1e-3 => (1e6, "µs"),
+            "s" if max_abs > 0.0 && max_abs < 1.0 => (1e3, "ms"),
+            "ms" if max_abs > 0.0 && max_abs < 1.0 => (1e3, "µs"),
+            "ms" if max_abs >= 10_000.0 => (1e-3, "s"),
+            _ => (1.0, unit),
+        };
+        Display {
+            factor,
+            unit: shown.to_string(),
+            integer: integer && factor == 1.0,
+        }
+    }
+}
+
+/// The ticks of one axis in data units.
+pub fn ticks(m: &Mapper, d: &Display) -> Vec<f64> {
+    match m.scale {
+        Scale::Linear => linear_ticks(m.lo * d.factor, m.hi * d.factor, d.integer)
+            .into_iter()
+            .map(|t| t / d.factor)
+            .collect(),
+        Scale::Log2 => log_ticks(m.lo, m.hi, 2.0),
+        Scale::Log10 => log_ticks(m.lo, m.hi, 10.0),
+    }
+}
+
+fn bytes_label(v: f64) -> String {
+    for (s, m) in [("G", 1u64 << 30), ("M", 1 << 20), ("K", 1 << 10)] {
+        let m = m as f64;
+        if v >= m {
+            let x = v / m;
+            return if x.fract() == 0.0 {
+                format!("{x:.0}{s}")
+            } else {
+                format!("{x:.1}{s}")
+            };
+        }
+    }
+    format!("{v:.0}")
+}
+
+/// Decimals that tell ticks `step` apart and no more.
+fn decimals(step: f64) -> usize {
+    if step <= 0.0 || !step.is_finite() {
+        return 0;
+    }
+    (-(step.log10() + 1e-9).floor()).clamp(0.0, 6.0) as usize
+}
+
+/// Labels for `ticks` (data units) as the axis shows them.
+pub fn labels(ticks: &[f64], unit: &str, d: &Display) -> Vec<String> {
+    if unit == "bytes" {
+        return ticks.iter().map(|v| bytes_label(*v)).collect();
+    }
+    let shown: Vec<f64> = ticks.iter().map(|t| t * d.factor).collect();
+    let step = shown
+        .windows(2)
+        .map(|w| (w[1] - w[0]).abs())
+        .fold(f64::INFINITY, f64::min);
+    let top = shown.iter().fold(0f64, |a, v| a.max(v.abs()));
+    let (div, suffix) = magnitude(top);
+    let logarithmic = shown.len() > 1 && shown.iter().all(|v| *v > 0.0) && step.is_finite() && {
+        let r = shown[1] / shown[0];
+        r > 1.5 && shown.windows(2).all(|w| (w[1] / w[0] - r).abs() < 1e-6 * r)
+    };
+    shown
+        .iter()
+        .map(|&v| {
+            if v == 0.0 {
+                return "0".into();
+            }
+            let (div, suffix) = if logarithmic {
+                magnitude(v.abs())
+            } else {
+                (div, suffix)
+            };
+            let x = v / div;
+            let places = if logarithmic {
+                decimals(x.abs())
+            } else if step.is_finite() {
+                decimals(step / div)
+            } else {
+                decimals(x.abs() / 10.0)
+            };
+            format!("{x:.places$}{suffix}")
+        })
+        .collect()
+}
+
+/// The divisor and suffix for a value as large as `top`.
+fn magnitude(top: f64) -> (f64, &'static str) {
+    match top {
+        t if t >= 1e9 => (1e9, "G"),
+        t if t >= 1e6 => (1e6, "M"),
+        t if t >= 1e4 => (1e3, "k"),
+        _ => (1.0, ""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn display(unit: &str, top: f64, integer: bool) -> Display {
+        Display::of(unit, top, integer)
+    }
+
+    #[test]
+    fn linear_ticks_are_round() {
+        assert_eq!(
+            linear_ticks(0.0, 10.0, false),
+            vec![0.0, 2.0, 4.0, 6.0, 8.0, 10.0]
+        );
+        let t = linear_ticks(0.0, 0.7, false);
+        assert!(t.len() >= 4 && t.len() <= 9, "{t:?}");
+    }
+
+    #[test]
+    fn counts_get_whole_ticks() {
+        // 1..4 processes: never 2.5 processes
+        let t = linear_ticks(0.85, 4.15, true);
+        assert_eq!(t, vec![1.0, 2.0, 3.0, 4.0]);
+        let d = display("processes", 4.0, true);
+        assert_eq!(labels(&t, "processes", &d), ["1", "2", "3", "4"]);
+    }
+
+    #[test]
+    fn labels_carry_only_the_decimals_the_step_needs() {
+        let d = display("x", 1.2, false);
+        let t = linear_ticks(0.0, 1.25, false);
+        assert_eq!(
+            labels(&t, "x", &d),
+            ["0", "0.2", "0.4", "0.6", "0.8", "1.0", "1.2"]
+        );
+        let t = linear_ticks(0.0, 5.0, false);
+        assert_eq!(labels(&t, "x", &d), ["0", "1", "2", "3", "4", "5"]);
+    }
+
+    #[test]
+    fn seconds_below_one_read_as_milliseconds() {
+        let d = display("s", 0.012, false);
+        assert_eq!(d.unit, "ms");
+        let m = Mapper {
+            scale: Scale::Linear,
+            lo: 0.0,
+            hi: 0.012,
+            px_lo: 0.0,
+            px_hi: 100.0,
+        };
+        let t = ticks(&m, &d);
+        assert_eq!(labels(&t, "s", &d)[..3], ["0", "2", "4"]);
+    }
+
+    #[test]
+    fn large_values_get_a_suffix() {
+        let d = display("ops", 50_000.0, false);
+        let t = linear_ticks(0.0, 50_000.0, false);
+        assert_eq!(labels(&t, "ops", &d).last().unwrap(), "50k");
+    }
+
+    #[test]
+    fn log2_ticks_are_powers_of_two_and_read_as_sizes() {
+        let t = log_ticks(1000.0, 70_000.0, 2.0);
+        assert_eq!(
+            t,
+            vec![1024.0, 2048.0, 4096.0, 8192.0, 16384.0, 32768.0, 65536.0]
+        );
+        let d = display("bytes", 70_000.0, false);
+        assert_eq!(labels(&t, "bytes", &d)[5], "32K");
+        assert_eq!(bytes_label(3.0 * 1024.0 * 1024.0 * 1024.0), "3G");
+    }
+
+    #[test]
+    fn log10_labels_keep_small_powers_apart() {
+        let t = log_ticks(0.001, 20.0, 10.0);
+        let d = display("x", 20.0, false);
+        assert_eq!(labels(&t, "x", &d), ["0.001", "0.01", "0.1", "1", "10"]);
+        let t = log_ticks(1.0, 2e6, 10.0);
+        assert_eq!(
+            labels(&t, "x", &d),
+            ["1", "10", "100", "1000", "10k", "100k", "1M"]
+        );
+    }
+}

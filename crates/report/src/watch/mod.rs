@@ -1,0 +1,62 @@
+//! `oslab watch` output: the live sar-like table ([`live`]), JSON lines, and
+//! OpenMetrics text ([`metrics`]).
+
+pub mod live;
+pub mod metrics;
+
+pub use live::{bands, header, line};
+pub use metrics::{OPENMETRICS_CONTENT_TYPE, openmetrics};
+
+use oslab_sys::sar::SarRecord;
+
+/// Devices worth a line: those that moved any data, or the ones asked for.
+pub fn shown_devices<'a>(r: &'a SarRecord, only: &[String]) -> Vec<&'a str> {
+    r.devices
+        .iter()
+        .filter(|(name, d)| {
+            if only.is_empty() {
+                d.tps > 0.0 && !name.starts_with("loop") && !name.starts_with("ram")
+            } else {
+                only.iter().any(|o| o == *name)
+            }
+        })
+        .map(|(n, _)| n.as_str())
+        .collect()
+}
+
+/// One record as one line of JSON.
+pub fn json_line(unix_time_s: f64, r: &SarRecord) -> String {
+    let mut v = serde_json::to_value(r).expect("record serialises");
+    v["unix_time_s"] = serde_json::json!(unix_time_s);
+    let mut s = serde_json::to_string(&v).expect("value serialises");
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_sys::sar::DeviceRates;
+
+    #[test]
+    fn only_active_devices_are_shown() {
+        let mut r = SarRecord::default();
+        r.devices.insert(
+            "vda".into(),
+            DeviceRates {
+                tps: 3.0,
+                ..Default::default()
+            },
+        );
+        r.devices.insert("sdb".into(), DeviceRates::default());
+        r.devices.insert(
+            "loop0".into(),
+            DeviceRates {
+                tps: 1.0,
+                ..Default::default()
+            },
+        );
+        assert_eq!(shown_devices(&r, &[]), vec!["vda"]);
+        assert_eq!(shown_devices(&r, &["sdb".into()]), vec!["sdb"]);
+    }
+}

@@ -1,0 +1,161 @@
+//! The flusher (fs/fs-writeback.c): the periodic pass writes back inodes dirtied
+//! more than dirty_expire_centisecs ago, and background write back runs while the
+//! device's dirty pages are over the background limit. Either writes a chunk of
+//! each inode in turn (oldest first; an inode still dirty goes round again), the
+//! chunk sized from the kernel's bandwidth estimate, and background work looks at
+//! the limit again after each round (wb_writeback, writeback_sb_inodes).
+
+use super::{Ev, MIN_CHUNK, Sim};
+use crate::config::{MS, RuleSet};
+use crate::kernel::PAGE;
+
+impl<'a> Sim<'a> {
+    /// Dirty inodes, oldest first; only those dirtied at or before `expired_before`
+    /// when given.
+    fn dirty_inodes(&self, expired_before: Option<u64>) -> Vec<usize> {
+        let mut v: Vec<(u64, usize)> = self
+            .inodes
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| i.dirty > 0)
+            .filter_map(|(n, i)| {
+                let when = i.dirtied_when.unwrap_or(u64::MAX);
+                match expired_before {
+                    Some(limit) if when > limit => None,
+                    _ => Some((when, n)),
+                }
+            })
+            .collect();
+        v.sort_unstable();
+        v.into_iter().map(|(_, n)| n).collect()
+    }
+
+    pub(super) fn oldest_dirty_inode(&self, expired_before: Option<u64>) -> Option<usize> {
+        self.dirty_inodes(expired_before).first().copied()
+    }
+
+    fn chunk(&self) -> u64 {
+        match self.cfg.rules {
+            RuleSet::Linux6 => self.chunk_linux6(),
+            RuleSet::Linux2626 => MIN_CHUNK,
+        }
+    }
+
+    /// wb_over_bg_thresh: global dirty pages over the background limit, or the
+    /// device's over its share of it (write back in flight does not count).
+    fn over_background(&mut self) -> bool {
+        if self.dirty > self.normal.bg {
+            return true;
+        }
+        if self.cfg.rules == RuleSet::Linux2626 {
+            return false;
+        }
+        let now = self.ticks();
+        let wb_bg = self.wb.share.of(now, self.normal.bg / PAGE) * PAGE;
+        self.dirty > wb_bg
+    }
+
+    /// One round: a chunk of each inode in `inodes`, in order; false when the
+    /// device's queue filled first.
+    fn write_round(&mut self, inodes: &[usize], whole_inode: bool) -> bool {
+        for &i in inodes {
+            if self.queue_full() {
+                self.fl.blocked = true;
+                return false;
+            }
+            let c = if whole_inode {
+                self.chunk().max(self.inodes[i].dirty)
+            } else {
+                self.chunk()
+            };
+            self.writepages(i, c);
+        }
+        true
+    }
+
+    /// Runs the flusher's work until it is done or blocked on the device queue.
+    pub(super) fn flusher_run(&mut self) {
+        if self.fl.kupdate_active {
+            loop {
+                // nothing can have expired before one expire interval has passed
+                let expired = self
+                    .now
+                    .checked_sub(self.cfg.sysctls.dirty_expire_centisecs * 10 * MS)
+                    .map(|limit| self.dirty_inodes(Some(limit)))
+                    .unwrap_or_default();
+                if expired.is_empty() {
+                    self.fl.kupdate_active = false;
+                    self.arm_kupdate_after_run();
+                    break;
+                }
+                if !self.write_round(&expired, true) {
+                    return;
+                }
+            }
+        }
+        while self.over_background() {
+            let all = self.dirty_inodes(None);
+            if all.is_empty() {
+                break;
+            }
+            if !self.write_round(&all, false) {
+                return;
+            }
+        }
+    }
+
+    /// wb_start_background_writeback from a writer: the flusher runs now, unless it
+    /// is already running (here: waiting for queue space).
+    pub(super) fn start_background(&mut self) {
+        if !self.fl.blocked && self.over_background() {
+            self.out.background_runs += 1;
+            self.out.flusher_wakeups += 1;
+            self.flusher_run();
+        }
+    }
+
+    pub(super) fn arm_kupdate(&mut self, at: u64) {
+        self.fl.kupdate_gen += 1;
+        self.fl.kupdate_armed = true;
+        let g = self.fl.kupdate_gen;
+        self.push(at, Ev::Kupdate(g));
+    }
+
+    /// wb_wakeup_delayed when an inode turns dirty (linux-6): the flusher looks one
+    /// interval later, unless it is already due.
+    pub(super) fn wake_flusher_delayed(&mut self) {
+        if self.cfg.rules == RuleSet::Linux6
+            && self.interval() > 0
+            && !self.fl.kupdate_armed
+            && !self.fl.kupdate_active
+        {
+            let at = self.now + self.interval();
+            self.arm_kupdate(at);
+        }
+    }
+
+    /// linux-6 re-arms one interval after a run that left dirty data behind.
+    fn arm_kupdate_after_run(&mut self) {
+        if self.cfg.rules == RuleSet::Linux6 && self.interval() > 0 && self.dirty > 0 {
+            let at = self.now + self.interval();
+            self.arm_kupdate(at);
+        }
+    }
+
+    pub(super) fn kupdate(&mut self, generation: u64) {
+        if generation != self.fl.kupdate_gen {
+            return;
+        }
+        self.fl.kupdate_armed = false;
+        self.out.flusher_wakeups += 1;
+        if self.cfg.rules == RuleSet::Linux2626 && self.interval() > 0 {
+            // the 2.6 timer fires on a fixed grid whatever it found
+            let at = self.now + self.interval();
+            self.arm_kupdate(at);
+        }
+        self.fl.kupdate_active = true;
+        if !self.fl.blocked {
+            self.flusher_run();
+        }
+    }
+}
