@@ -95,7 +95,7 @@ fn validate(a: SimValidateArgs) -> CmdResult {
     };
     let mut out = outputs(a.out);
     out.save_raw = a.save_raw;
-    out.db = crate::db::default_path().map_or(DbTarget::Off, DbTarget::Default);
+    out.db = crate::db::default_target()?.map_or(DbTarget::Off, DbTarget::Default);
     execute(&[exp], &out, &cfg)
 }
 

@@ -17,7 +17,7 @@ use crate::output::print;
 /// The newest completed sim.validate result in the database, if there is one.
 fn last_validation(db: Option<&std::path::Path>) -> Option<ExperimentResult> {
     let path = crate::db::chosen(db).ok()?;
-    let store = oslab_store::Store::open_existing(&path).ok()?;
+    let mut store = oslab_store::Store::open_existing(&path).ok()?;
     let filter = RunFilter {
         experiment: Some("sim.validate".into()),
         machine: None,

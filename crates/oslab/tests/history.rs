@@ -145,7 +145,7 @@ fn kept_listed_compared_exported_and_reported(db: &OsStr, dir: &Path) {
     }
 
     // the curves are rows too: the null experiment's plot, point by point
-    let series = ok(oslab_db(&db)
+    let series = ok(oslab_db(db)
         .args([
             "export", "--format", "csv", "--table", "series", "--run", "2",
         ])
@@ -162,7 +162,7 @@ fn kept_listed_compared_exported_and_reported(db: &OsStr, dir: &Path) {
     let rows: Vec<&str> = lines.collect();
     assert_eq!(rows.len(), oslab_lab::null::SAMPLES.len() + 2);
     assert!(rows[0].ends_with(",bytes,ns"), "{}", rows[0]);
-    let summary = ok(oslab_db(&db)
+    let summary = ok(oslab_db(db)
         .args([
             "export", "--format", "csv", "--table", "summary", "--run", "2",
         ])
