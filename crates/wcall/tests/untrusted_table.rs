@@ -129,6 +129,12 @@ fn a_hostile_table_gets_nothing_counted_moved_or_opened() {
         "this process, group 77 as normal"
     );
     assert_eq!(states2[RT_HIGH as usize].tasks, 0);
+    // the coordinator hands cgroup moves to its placer thread (a move waits for an
+    // RCU grace period): wait for the one honest move to land
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while procs_in(&normal_dir).is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
     assert_eq!(procs_in(&rt_high_dir), Vec::<u32>::new(), "nothing moved");
     assert_eq!(
         procs_in(&normal_dir),
