@@ -159,7 +159,12 @@ impl PgServer {
                 return Ok(());
             }
             let log = std::fs::read_to_string(self.dir.join("log")).unwrap_or_default();
-            let mut why = log.lines().rfind(|l| l.contains("FATAL")).map(String::from);
+            // our own early connection attempts are logged as FATAL "the database
+            // system is starting up": those only mean "not yet"
+            let mut why = log
+                .lines()
+                .rfind(|l| l.contains("FATAL") && !l.contains("is starting up"))
+                .map(String::from);
             if let Ok(Some(_)) = self.supervisor.try_wait() {
                 let mut told = String::new();
                 if let Some(mut e) = self.supervisor.stderr.take() {
