@@ -7,7 +7,7 @@ use oslab_wbsim::policy::Policy;
 use oslab_wbsim::{Outcome, simulate};
 
 use super::compare::{self, Compared, Fig, Figures, Verdict};
-use super::model::config_for;
+use super::model::{Seed, config_for, simulate_blind};
 use super::traced::{Traced, traced};
 use super::{Plan, Raw, SettingRaw};
 use crate::check::{Check, Condition, Rule, figure};
@@ -26,10 +26,12 @@ const SWEEP: Check = Check {
     source: "issue 20 (settings not named in any test)",
 };
 
-/// One cell simulated.
+/// One cell simulated twice: from the state the kernel carried into it, and
+/// blind (from a description of the workload alone).
 pub struct Simulated {
     pub real: Figures,
     pub predicted: Figures,
+    pub blind: Figures,
     pub outcome: Outcome,
     pub traced: Option<Traced>,
 }
@@ -49,11 +51,13 @@ fn hz_of(raw: &Raw, env: &Environment) -> u64 {
 pub fn simulate_cell(s: &SettingRaw, i: usize, hz: u64) -> Simulated {
     let c = &s.cells[i];
     let t = traced(&c.cell, &s.testbed_dev, s.dirty_bytes / 4096);
-    let cfg = config_for(s, c, s.spec.writes, hz, t.as_ref());
+    let cfg = config_for(s, c, s.spec.writes, hz, Seed::Carried(t.as_ref()));
     let outcome = simulate(&cfg);
+    let blind = simulate_blind(s, c, s.spec.writes, hz);
     Simulated {
         real: compare::real(&c.cell, t.as_ref()),
         predicted: compare::simulated(&outcome),
+        blind: compare::simulated(&blind),
         outcome,
         traced: t,
     }
@@ -68,7 +72,17 @@ pub struct Group<'a> {
 }
 
 impl Group<'_> {
+    /// The real runs against the simulations from the state each began in.
     pub fn compared(&self, fig: Fig) -> Compared {
+        self.against(fig, |c| &c.predicted)
+    }
+
+    /// The real runs against the blind simulations.
+    pub fn compared_blind(&self, fig: Fig) -> Compared {
+        self.against(fig, |c| &c.blind)
+    }
+
+    fn against(&self, fig: Fig, side: impl Fn(&Simulated) -> &Figures) -> Compared {
         Compared {
             fig,
             real: self
@@ -79,7 +93,7 @@ impl Group<'_> {
             predicted: self
                 .cells
                 .iter()
-                .filter_map(|(_, c)| c.predicted.get(fig))
+                .filter_map(|(_, c)| side(c).get(fig))
                 .collect(),
         }
     }
@@ -162,10 +176,14 @@ fn error_figure(f: Fig, v: &Verdict) -> (f64, &'static str) {
 
 /// The targeted figures that missed, as "scenario policy figure: real, predicted".
 fn misses(groups: &[&Group], fig: Fig) -> Vec<String> {
+    missed(groups, fig, |g, f| g.compared(f))
+}
+
+fn missed(groups: &[&Group], fig: Fig, compare: impl Fn(&Group, Fig) -> Compared) -> Vec<String> {
     groups
         .iter()
         .filter_map(|g| {
-            let v = g.compared(fig).verdict()?;
+            let v = compare(g, fig).verdict()?;
             (!v.holds()).then(|| {
                 format!(
                     "{} {} {}: real {}, predicted {}",
@@ -180,7 +198,7 @@ fn misses(groups: &[&Group], fig: Fig) -> Vec<String> {
         .collect()
 }
 
-const TARGETED: [Fig; 5] = [Fig::P50, Fig::P90, Fig::P99, Fig::Over200, Fig::Throughput];
+pub(super) const TARGETED: [Fig; 5] = [Fig::P50, Fig::P90, Fig::P99, Fig::Over200, Fig::Throughput];
 
 fn claim(check: &Check, groups: &[&Group], what: &str) -> oslab_model::Claim {
     if groups.is_empty() {
@@ -285,15 +303,18 @@ pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let all = groups(raw, hz);
     let mut out = Output::default();
     for g in &all {
-        for f in Fig::ALL {
-            if let Some(v) = g.compared(f).verdict() {
-                let (value, unit) = error_figure(f, &v);
-                out.findings.push(finding(
-                    &format!("{}.{}", g.key(), f.key()),
-                    value,
-                    unit,
-                    verdict_text(&v, f.unit()),
-                ));
+        let seeded = Fig::ALL.map(|f| (format!("{}.{}", g.key(), f.key()), g.compared(f)));
+        let blind = TARGETED.map(|f| {
+            (
+                format!("blind.{}.{}", g.key(), f.key()),
+                g.compared_blind(f),
+            )
+        });
+        for (name, c) in seeded.into_iter().chain(blind) {
+            if let Some(v) = c.verdict() {
+                let (value, unit) = error_figure(c.fig, &v);
+                out.findings
+                    .push(finding(&name, value, unit, verdict_text(&v, c.fig.unit())));
             }
         }
         let contested = g.scenario != Scenario::Alone;
@@ -315,5 +336,35 @@ pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         out.claims.push(claim(&SWEEP, &sweep, "sweep"));
     }
     out.notes = super::judge_notes::notes(raw, &all, hz);
+    out.notes.push(blind_note(&all));
     out
+}
+
+/// How the blind prediction fared beside the one from the carried state: the
+/// targeted figures within target of each, and the blind one's misses.
+fn blind_note(groups: &[Group]) -> String {
+    let all: Vec<&Group> = groups.iter().collect();
+    let count = |compare: &dyn Fn(&Group, Fig) -> Compared| -> (usize, usize) {
+        let verdicts: Vec<Verdict> = all
+            .iter()
+            .flat_map(|g| TARGETED.iter().filter_map(|f| compare(g, *f).verdict()))
+            .collect();
+        let held = verdicts.iter().filter(|v| v.holds()).count();
+        (held, verdicts.len())
+    };
+    let (seeded, n) = count(&|g, f| g.compared(f));
+    let (blind, _) = count(&|g, f| g.compared_blind(f));
+    let misses: Vec<String> = TARGETED
+        .iter()
+        .flat_map(|f| missed(&all, *f, |g, x| g.compared_blind(x)))
+        .collect();
+    let tail = if misses.is_empty() {
+        String::new()
+    } else {
+        format!("; blind misses: {}", misses.join("; "))
+    };
+    format!(
+        "the model's accuracy without the kernel's state (the blind.* findings: each cell simulated again from its description alone: the device's measured bandwidth, no other disk's write back, and the kernel's estimates as a {:.0} s simulated warm-up of the same writers left them): {blind} of {n} targeted figures within target, against {seeded} of {n} when it starts from the state the kernel carried into the cell{tail}",
+        super::model::WARM_S
+    )
 }

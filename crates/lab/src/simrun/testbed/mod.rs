@@ -18,7 +18,9 @@
 //! for wcall and wcall-fair, the kernel's trace, a 100 ms poller), counting the
 //! machine's write back on other devices. The judge ([`judge`]) simulates each
 //! cell from the state the kernel recorded when it began ([`traced`], [`model`])
-//! and compares ([`compare`]).
+//! and compares ([`compare`]); it simulates each cell again blind (from the
+//! workload's description and a simulated warm-up alone) so the model's accuracy
+//! without the kernel's state is reported beside.
 //!
 //! Pitfalls: the kernel carries its estimates (write bandwidth, dirty_ratelimit)
 //! from one cell to the next, so a cell depends on the one before; other programs

@@ -74,32 +74,96 @@ pub fn costs(c: &PageCosts) -> (f64, Vec<f64>) {
     (copy, alloc)
 }
 
+/// Where a simulation of a real cell starts from.
+#[derive(Debug, Clone, Copy)]
+pub enum Seed<'a> {
+    /// The state the cell began in: the kernel's estimates as traced (where they
+    /// were) and the other devices' write back over the cell.
+    Carried(Option<&'a Traced>),
+    /// Only what a user could describe beforehand (the writers, the device and
+    /// its measured bandwidth, the limits, the machine's page costs) and no other
+    /// disk's write back; [`simulate_blind`] warms the estimates up.
+    Blind,
+}
+
+/// The estimates a simulation ended with, as the next one starts from them.
+pub fn carried_over(o: &oslab_wbsim::Outcome) -> Initial {
+    o.ratelimits.last().map_or(Initial::default(), |r| Initial {
+        write_bw_bytes_s: Some(r.write_bw),
+        avg_write_bw_bytes_s: Some(r.avg_write_bw),
+        dirty_ratelimit_bytes_s: Some(r.dirty_ratelimit),
+        ..Initial::default()
+    })
+}
+
+/// The kernel's estimates as the simulator starts from them.
+pub fn initial(t: &Traced) -> Initial {
+    Initial {
+        write_bw_bytes_s: t.write_bw,
+        avg_write_bw_bytes_s: t.avg_write_bw,
+        dirty_ratelimit_bytes_s: t.dirty_ratelimit,
+        dirty_limit_bytes: t.dirty_limit,
+        wb_share: t.wb_share,
+    }
+}
+
+/// How long the blind simulation's warm-up runs the cell's writers, s: long
+/// enough for dirty_ratelimit to settle from INIT_BW (it moves by a fraction of
+/// the gap every 200 ms).
+pub const WARM_S: f64 = 60.0;
+
+/// `cfg` with every writer writing from the start for `WARM_S`.
+pub(super) fn warm_up(cfg: &Config) -> Config {
+    let mut warm = cfg.clone();
+    for w in &mut warm.writers {
+        w.start_ms = 0.0;
+        w.stop_ms = Some(WARM_S * 1e3);
+        if let Kind::Periodic {
+            period_ms, count, ..
+        } = &mut w.kind
+        {
+            *count = (WARM_S * 1e3 / period_ms.max(1e-3)).ceil() as u64;
+        }
+    }
+    warm.duration_s = WARM_S;
+    warm
+}
+
+/// The blind simulation of `cell`: its writers first run for [`WARM_S`] on a
+/// device that has only had its bandwidth probed, then the cell runs from the
+/// estimates that warm-up ended with.
+pub fn simulate_blind(s: &SettingRaw, c: &CellRaw, writes: u64, hz: u64) -> oslab_wbsim::Outcome {
+    let mut cfg = config_for(s, c, writes, hz, Seed::Blind);
+    let warm = oslab_wbsim::simulate(&warm_up(&cfg));
+    cfg.initial = carried_over(&warm);
+    oslab_wbsim::simulate(&cfg)
+}
+
 /// The simulator's configuration for `cell` of setting `s`, with `hz` ticks per
-/// second, starting from what the kernel recorded (`traced`) where it did.
-pub fn config_for(
-    s: &SettingRaw,
-    c: &CellRaw,
-    writes: u64,
-    hz: u64,
-    traced: Option<&Traced>,
-) -> Config {
+/// second, starting from `seed`.
+pub fn config_for(s: &SettingRaw, c: &CellRaw, writes: u64, hz: u64, seed: Seed) -> Config {
     let cell = &c.cell;
     let writers = writers_for(cell.scenario, writes)
         .iter()
         .map(writer_cfg)
         .collect();
     let (copy, alloc) = costs(&s.costs);
-    let others =
-        c.io.others_bytes_s()
-            .or_else(|| traced.and_then(|t| t.others_bytes_s))
-            .unwrap_or(0.0);
-    let initial = traced.map_or(Initial::default(), |t| Initial {
-        write_bw_bytes_s: t.write_bw,
-        avg_write_bw_bytes_s: t.avg_write_bw,
-        dirty_ratelimit_bytes_s: t.dirty_ratelimit,
-        dirty_limit_bytes: t.dirty_limit,
-        wb_share: t.wb_share,
-    });
+    let (others, initial) = match seed {
+        Seed::Carried(traced) => (
+            c.io.others_bytes_s()
+                .or_else(|| traced.and_then(|t| t.others_bytes_s))
+                .unwrap_or(0.0),
+            traced.map_or(Initial::default(), initial),
+        ),
+        Seed::Blind => (
+            0.0,
+            Initial {
+                write_bw_bytes_s: Some(s.testbed_measured_bytes_s),
+                avg_write_bw_bytes_s: Some(s.testbed_measured_bytes_s),
+                ..Initial::default()
+            },
+        ),
+    };
     Config {
         sysctls: Sysctls {
             dirty_bytes: s.dirty_bytes,

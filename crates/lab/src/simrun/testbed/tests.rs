@@ -6,7 +6,7 @@ use oslab_wbsim::policy::Policy;
 
 use super::compare::Fig;
 use super::judge::{groups, judge};
-use super::model::{config_for, costs};
+use super::model::{Seed, config_for, costs};
 use super::{CellRaw, IoCounts, PageCosts, Plan, Raw, SettingRaw, Spec};
 use crate::wb::trace::{Poll, WriterTrace};
 use crate::wb::wcall::{Cell, Scenario, WriterRaw};
@@ -60,7 +60,7 @@ fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
         },
         io: IoCounts::default(),
     };
-    let mut cfg = config_for(&setting(Vec::new()), &empty, 150, 250, None);
+    let mut cfg = config_for(&setting(Vec::new()), &empty, 150, 250, Seed::Carried(None));
     // long enough for every write; the judge simulates up to the last one
     cfg.duration_s = 60.0;
     let o = oslab_wbsim::simulate(&cfg);
@@ -220,4 +220,23 @@ fn the_domains_limit_is_read_from_either_kind_of_task() {
         ..base
     };
     assert_eq!(super::traced::dirty_limit_pages(&normal, 16384), 20186);
+}
+
+#[test]
+fn the_blind_warm_up_runs_every_writer_for_the_whole_span() {
+    use super::model::{WARM_S, warm_up};
+    let cfg = oslab_wbsim::scenario::find("testbed-fig2").unwrap().config;
+    let warm = warm_up(&cfg);
+    assert_eq!(warm.duration_s, WARM_S);
+    for w in &warm.writers {
+        assert_eq!(w.start_ms, 0.0);
+        assert_eq!(w.stop_ms, Some(WARM_S * 1e3));
+        if let oslab_wbsim::Kind::Periodic {
+            period_ms, count, ..
+        } = w.kind
+        {
+            // writes enough to keep its pace to the end: 20 ms -> 3000 writes
+            assert_eq!(count, (WARM_S * 1e3 / period_ms) as u64);
+        }
+    }
 }
