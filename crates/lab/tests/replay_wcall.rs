@@ -75,9 +75,23 @@ fn wb_wcall_every_claim_is_judged() {
     // the kernel's account of the high writer's slow writes, per cell
     assert_eq!(f("kernel.wcall-fair.rt45x2.writes_over_20ms"), 0.0);
     assert!(f("kernel.vanilla.rt45x2.writes_over_20ms") > 100.0);
-    // the simulator's prediction beside, for the scenarios it has
-    assert!(r.finding("sim.p99_ms.vanilla.rt45x2").is_some());
-    assert!(r.finding("sim.p99_ms.vanilla.fig7-nice4").is_none());
+    // the simulator beside every cell, each started from the state the kernel
+    // carried into it: it sees the stall regime where the kernel paused the
+    // writer and none where the governor kept it out
+    for s in ["rt45x2", "bulkx2"] {
+        for p in ["vanilla", "wcall"] {
+            let sim = f(&format!("sim.p99_ms.{p}.{s}"));
+            assert!(sim >= 20.0, "{p} {s}: {sim}");
+        }
+        let sim = f(&format!("sim.p99_ms.wcall-fair.{s}"));
+        assert!(sim < 3.0, "wcall-fair {s}: {sim}");
+    }
+    let detail = &r.finding("sim.p99_ms.vanilla.rt45x2").unwrap().detail;
+    assert!(
+        detail.contains("state the kernel carried") && detail.contains("measured p99"),
+        "{detail}"
+    );
+    assert!(r.finding("sim.p99_ms.vanilla.fig7-nice4").is_some());
 }
 
 #[test]

@@ -53,7 +53,7 @@ pub fn simulate_cell(s: &SettingRaw, i: usize, hz: u64) -> Simulated {
     let t = traced(&c.cell, &s.testbed_dev, s.dirty_bytes / 4096);
     let cfg = config_for(s, c, s.spec.writes, hz, Seed::Carried(t.as_ref()));
     let outcome = simulate(&cfg);
-    let blind = simulate_blind(s, c, s.spec.writes, hz);
+    let blind = simulate_blind(config_for(s, c, s.spec.writes, hz, Seed::Blind));
     Simulated {
         real: compare::real(&c.cell, t.as_ref()),
         predicted: compare::simulated(&outcome),

@@ -5,6 +5,7 @@
 //! kernel's estimates for the device, the other devices' write back.
 
 use oslab_wbsim::config::{GovernorCfg, Initial, MIB};
+use oslab_wbsim::policy::Policy;
 use oslab_wbsim::{Class, Config, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
 
 use super::traced::Traced;
@@ -129,14 +130,109 @@ pub(super) fn warm_up(cfg: &Config) -> Config {
     warm
 }
 
-/// The blind simulation of `cell`: its writers first run for [`WARM_S`] on a
-/// device that has only had its bandwidth probed, then the cell runs from the
-/// estimates that warm-up ended with.
-pub fn simulate_blind(s: &SettingRaw, c: &CellRaw, writes: u64, hz: u64) -> oslab_wbsim::Outcome {
-    let mut cfg = config_for(s, c, writes, hz, Seed::Blind);
+/// The blind simulation: the writers of `cfg` (built with [`Seed::Blind`]) first
+/// run for [`WARM_S`] on a device that has only had its bandwidth probed, then
+/// the cell runs from the estimates that warm-up ended with.
+pub fn simulate_blind(mut cfg: Config) -> oslab_wbsim::Outcome {
     let warm = oslab_wbsim::simulate(&warm_up(&cfg));
     cfg.initial = carried_over(&warm);
     oslab_wbsim::simulate(&cfg)
+}
+
+/// The testbed a cell ran on and what a write cost on the machine.
+#[derive(Debug, Clone)]
+pub struct Bench {
+    pub dirty_bytes: u64,
+    pub dirty_background_bytes: u64,
+    /// The throttle's cap and what the testbed measured after it was built, bytes
+    /// per second.
+    pub cap_bytes_s: f64,
+    pub measured_bytes_s: f64,
+    /// The copy rate, bytes per second, and what each new page cost beyond it, ns.
+    pub copy_bytes_s: f64,
+    pub alloc_ns: Vec<f64>,
+    /// The kernel's ticks per second.
+    pub hz: u64,
+}
+
+impl Bench {
+    /// Setting `s` of a validation run, at `hz`.
+    pub fn of_setting(s: &SettingRaw, hz: u64) -> Bench {
+        let (copy_bytes_s, alloc_ns) = costs(&s.costs);
+        Bench {
+            dirty_bytes: s.dirty_bytes,
+            dirty_background_bytes: s.dirty_background_bytes,
+            cap_bytes_s: s.bandwidth as f64,
+            measured_bytes_s: s.testbed_measured_bytes_s,
+            copy_bytes_s,
+            alloc_ns,
+            hz,
+        }
+    }
+
+    /// The other devices' write back (bytes per second) and the kernel's
+    /// estimates a simulation starts from; `io_others` is the write back the
+    /// machine's counters saw over the cell, if they were read.
+    pub fn starting_state(&self, seed: Seed, io_others: Option<f64>) -> (f64, Initial) {
+        match seed {
+            Seed::Carried(traced) => (
+                io_others
+                    .or_else(|| traced.and_then(|t| t.others_bytes_s))
+                    .unwrap_or(0.0),
+                traced.map_or(Initial::default(), initial),
+            ),
+            Seed::Blind => (
+                0.0,
+                Initial {
+                    write_bw_bytes_s: Some(self.measured_bytes_s),
+                    avg_write_bw_bytes_s: Some(self.measured_bytes_s),
+                    ..Initial::default()
+                },
+            ),
+        }
+    }
+
+    /// The simulator's configuration of `writers` under `policy` on this testbed
+    /// for `duration_s`, starting from `seed`.
+    pub fn config(
+        &self,
+        policy: Policy,
+        writers: Vec<WriterCfg>,
+        duration_s: f64,
+        seed: Seed,
+        io_others: Option<f64>,
+    ) -> Config {
+        let (others, initial) = self.starting_state(seed, io_others);
+        Config {
+            sysctls: Sysctls {
+                dirty_bytes: self.dirty_bytes,
+                dirty_background_bytes: self.dirty_background_bytes,
+                dirty_ratio: 0,
+                dirty_background_ratio: 0,
+                ..Sysctls::default()
+            },
+            device: DeviceCfg {
+                kind: DeviceKind::Throttled,
+                bandwidth_bytes_s: self.cap_bytes_s,
+                request_latency_ns: 0,
+                max_request_bytes: 8 * MIB,
+                queue_bytes: 1 << 40,
+            },
+            copy_bytes_s: self.copy_bytes_s,
+            page_alloc_ns: self.alloc_ns.clone(),
+            policy,
+            wcall_block_ms: oslab_wcall::coordinator::WCALL_BLOCK_NS as f64 / 1e6,
+            hz: self.hz,
+            folio_bytes: 2 * MIB,
+            other_writeback_bytes_s: others,
+            initial,
+            governor: GovernorCfg {
+                pass_ms: PASS_MS,
+                active_ms: oslab_wcall::coordinator::ACTIVE_NS as f64 / 1e6,
+            },
+            ..Config::new(RuleSet::Linux6, 64 << 30, writers, duration_s, 2)
+        }
+    }
 }
 
 /// The simulator's configuration for `cell` of setting `s`, with `hz` ticks per
@@ -147,50 +243,11 @@ pub fn config_for(s: &SettingRaw, c: &CellRaw, writes: u64, hz: u64, seed: Seed)
         .iter()
         .map(writer_cfg)
         .collect();
-    let (copy, alloc) = costs(&s.costs);
-    let (others, initial) = match seed {
-        Seed::Carried(traced) => (
-            c.io.others_bytes_s()
-                .or_else(|| traced.and_then(|t| t.others_bytes_s))
-                .unwrap_or(0.0),
-            traced.map_or(Initial::default(), initial),
-        ),
-        Seed::Blind => (
-            0.0,
-            Initial {
-                write_bw_bytes_s: Some(s.testbed_measured_bytes_s),
-                avg_write_bw_bytes_s: Some(s.testbed_measured_bytes_s),
-                ..Initial::default()
-            },
-        ),
-    };
-    Config {
-        sysctls: Sysctls {
-            dirty_bytes: s.dirty_bytes,
-            dirty_background_bytes: s.dirty_background_bytes,
-            dirty_ratio: 0,
-            dirty_background_ratio: 0,
-            ..Sysctls::default()
-        },
-        device: DeviceCfg {
-            kind: DeviceKind::Throttled,
-            bandwidth_bytes_s: s.bandwidth as f64,
-            request_latency_ns: 0,
-            max_request_bytes: 8 * MIB,
-            queue_bytes: 1 << 40,
-        },
-        copy_bytes_s: copy,
-        page_alloc_ns: alloc,
-        policy: cell.policy,
-        wcall_block_ms: oslab_wcall::coordinator::WCALL_BLOCK_NS as f64 / 1e6,
-        hz,
-        folio_bytes: 2 * MIB,
-        other_writeback_bytes_s: others,
-        initial,
-        governor: GovernorCfg {
-            pass_ms: PASS_MS,
-            active_ms: oslab_wcall::coordinator::ACTIVE_NS as f64 / 1e6,
-        },
-        ..Config::new(RuleSet::Linux6, 64 << 30, writers, span_s(cell) + 1.0, 2)
-    }
+    Bench::of_setting(s, hz).config(
+        cell.policy,
+        writers,
+        span_s(cell) + 1.0,
+        seed,
+        c.io.others_bytes_s(),
+    )
 }

@@ -66,11 +66,12 @@ pub fn traced(cell: &Cell, dev: &str, normal_thresh: u64) -> Option<Traced> {
     let id = bdi_id(c, dev);
     let t0 = start_ns(cell, c).unwrap_or(0);
     let secs = |ns: u64| (ns as f64 - t0 as f64) / 1e9;
-    let tids: Vec<u32> = cell.writers.iter().map(|w| w.trace.tid).collect();
+    // only the cell's writers write to the testbed, outside programs included
+    // (whose thread ids the cell may not know)
     let ours: Vec<&oslab_trace::records::Pause> = c
         .pauses
         .iter()
-        .filter(|p| Some(p.bdi_id) == id && tids.contains(&p.pid))
+        .filter(|p| Some(p.bdi_id) == id && p.ts_ns >= t0)
         .collect();
     let first_flush = c.flushes.iter().find(|f| f.bdi == dev);
     let end = cell
@@ -111,4 +112,20 @@ pub fn traced(cell: &Cell, dev: &str, normal_thresh: u64) -> Option<Traced> {
             .collect(),
         others_bytes_s: (end > 0.0).then(|| others as f64 * page / end),
     })
+}
+
+/// The device the flusher wrote the most pages to over a trace: in a cell on the
+/// testbed, the testbed (its bdi name, "7:0").
+pub fn busiest_bdi(c: &Captured) -> Option<String> {
+    let mut pages: Vec<(&str, u64)> = Vec::new();
+    for f in &c.flushes {
+        match pages.iter_mut().find(|(b, _)| *b == f.bdi) {
+            Some(p) => p.1 += f.pages,
+            None => pages.push((&f.bdi, f.pages)),
+        }
+    }
+    pages
+        .into_iter()
+        .max_by_key(|(_, n)| *n)
+        .map(|(b, _)| b.to_string())
 }

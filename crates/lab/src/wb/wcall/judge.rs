@@ -84,16 +84,6 @@ pub fn stats_text(r: &LatencyStats) -> String {
     )
 }
 
-/// The simulator's latencies of the first writer, for the same workload.
-pub fn predict(s: Scenario, policy: Policy, bandwidth: f64, writes: u64) -> Option<Vec<f64>> {
-    let mut c = oslab_wbsim::scenario::find(s.sim_scenario()?)?.config;
-    c.device.bandwidth_bytes_s = bandwidth;
-    c.policy = policy;
-    let o = oslab_wbsim::engine::simulate(&c);
-    let lat = &o.writers.first()?.latency_ms;
-    Some(lat.iter().take(writes as usize).copied().collect())
-}
-
 fn mib_s(bytes_s: f64) -> f64 {
     bytes_s / (1 << 20) as f64
 }
@@ -207,19 +197,26 @@ fn cell_figures(
     if let Some(note) = governor_note(m, p, s) {
         out.notes.push(note);
     }
-    if let Some(sim) = predict(s, p, raw.testbed_measured_bytes_s, plan.writes) {
-        let r = latency_stats(&sim);
+    let sim = super::predict::pooled(plan, raw, m.of(p, s));
+    if !sim.is_empty() {
+        let predicted = latency_stats(&sim);
+        let error = if r.p99 > 0.0 {
+            format!("{:+.0} %", (predicted.p99 - r.p99) / r.p99 * 100.0)
+        } else {
+            "n/a".into()
+        };
         out.findings.push(finding(
             &format!("sim.p99_ms.{key}"),
-            r.p99,
+            predicted.p99,
             "ms",
             format!(
-                "simulator, same workload and measured bandwidth: {}, over 200 ms {}",
-                stats_text(&r),
-                r.over_200
+                "simulator, each cell from the state the kernel carried into it (as `oslab sim validate` does; page costs the simulator's defaults): {}, over 200 ms {}; measured p99 {} ms, error {error}",
+                stats_text(&predicted),
+                predicted.over_200,
+                figure(r.p99, "")
             ),
         ));
-        rows_mean.push((format!("sim {key}"), r.mean));
+        rows_mean.push((format!("sim {key}"), predicted.mean));
     }
 }
 
@@ -334,7 +331,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         format!("cap {}/s", human_bytes(plan.bandwidth)),
     ));
     out.claims = super::claims::claims(&m, plan, raw, env);
-    out.plots = super::plots::plots(&m, &rows_mean, raw, plan.writes);
+    out.plots = super::plots::plots(&m, &rows_mean, raw, plan);
     out.notes.push(matrix_note(&m, plan, raw));
     out.notes.push("`oslab sim validate` runs these scenarios on the real kernel beside the simulator's prediction of each write's latency".into());
     out.notes.push(memory_note(raw, env));

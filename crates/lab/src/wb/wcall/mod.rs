@@ -23,7 +23,8 @@
 //! writes by cause. After each cell every byte of every file is checked.
 //! `measure` ([`run`]) keeps all of that; `judge` ([`judge`], [`claims`],
 //! [`plots`]) derives the figures, the claims and the paper's figures redrawn, with
-//! the simulator's prediction for the same workload beside.
+//! the simulator beside ([`predict`]: each cell's own writers, from the state the
+//! kernel carried into it).
 //!
 //! Pitfalls: a p99 of 150 writes rests on two of them, so the reference (the writer
 //! alone) pools every run. In a virtual machine that reports free memory to its
@@ -48,6 +49,7 @@ pub mod intact;
 pub mod judge;
 pub mod plots;
 pub mod poll;
+pub mod predict;
 pub mod run;
 #[cfg(test)]
 pub(crate) mod tests;
@@ -223,16 +225,6 @@ impl Scenario {
 
     fn parse(name: &str) -> Option<Scenario> {
         Scenario::ALL.into_iter().find(|s| s.name() == name)
-    }
-
-    /// The simulator's scenario of the same workload, if it has one.
-    pub fn sim_scenario(self) -> Option<&'static str> {
-        match self {
-            Scenario::Alone => Some("testbed-alone"),
-            Scenario::RtLow => Some("testbed-fig2"),
-            Scenario::Bulk => Some("testbed-bulk"),
-            Scenario::Fig7 => None,
-        }
     }
 }
 

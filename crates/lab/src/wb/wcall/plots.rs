@@ -6,8 +6,8 @@
 use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 use oslab_wbsim::policy::Policy;
 
-use super::judge::{Matrix, predict};
-use super::{Cell, GroupPoll, PERIOD_MS, POLICIES, Raw, Scenario};
+use super::judge::Matrix;
+use super::{Cell, GroupPoll, POLICIES, Plan, Raw, Scenario};
 use crate::wb::trace::{WriterTrace, mib};
 
 fn series_of(t: &WriterTrace, name: &str) -> Series {
@@ -23,14 +23,15 @@ fn series_of(t: &WriterTrace, name: &str) -> Series {
     }
 }
 
-fn sim_series(lat: &[f64], name: &str) -> Series {
+fn sim_series(w: &oslab_wbsim::WriterResult, name: &str) -> Series {
     Series {
         name: name.into(),
         style: SeriesStyle::Line,
-        points: lat
+        points: w
+            .issue_s
             .iter()
-            .enumerate()
-            .map(|(i, l)| [i as f64 * PERIOD_MS / 1000.0, l.max(0.01)])
+            .zip(&w.latency_ms)
+            .map(|(t, l)| [*t, l.max(0.01)])
             .collect(),
     }
 }
@@ -56,7 +57,7 @@ fn plot(id: &str, title: &str, x: Axis, y: Axis, series: Vec<Series>) -> Plot {
 }
 
 /// Fig. 4 and 5: the RT-55 writer among two RT-45 writers, per policy.
-fn fig45(m: &Matrix, raw: &Raw, writes: u64) -> Vec<Plot> {
+fn fig45(m: &Matrix, raw: &Raw, plan: &Plan) -> Vec<Plot> {
     let mut plots = Vec::new();
     for (id, title, p) in [
         (
@@ -79,8 +80,9 @@ fn fig45(m: &Matrix, raw: &Raw, writes: u64) -> Vec<Plot> {
             continue;
         };
         let mut series = vec![series_of(c.first(), "measured RT-55")];
-        if let Some(sim) = predict(Scenario::RtLow, p, raw.testbed_measured_bytes_s, writes) {
-            series.push(sim_series(&sim, "simulator"));
+        let sim = super::predict::simulate(plan, raw, c);
+        if let Some(w) = sim.as_ref().and_then(|o| o.writers.first()) {
+            series.push(sim_series(w, "simulator"));
         }
         plots.push(plot(id, title, time_axis(), lat_axis(), series));
     }
@@ -172,8 +174,8 @@ fn dirty_plot(p: Policy, c: &Cell) -> Plot {
     )
 }
 
-pub fn plots(m: &Matrix, rows_mean: &[(String, f64)], raw: &Raw, writes: u64) -> Vec<Plot> {
-    let mut plots = fig45(m, raw, writes);
+pub fn plots(m: &Matrix, rows_mean: &[(String, f64)], raw: &Raw, plan: &Plan) -> Vec<Plot> {
+    let mut plots = fig45(m, raw, plan);
     plots.push(fig6(rows_mean));
     let fig7: Vec<Series> = POLICIES
         .iter()

@@ -341,3 +341,72 @@ fn the_paper_workloads() {
     assert_eq!(u[0].kind, WriterKind::User("mywriter {file}".into()));
     assert_eq!(u[2].kind, WriterKind::User("dd of={file}".into()));
 }
+
+#[test]
+fn the_simulated_writers_are_the_cells_writers_as_started() {
+    use oslab_wbsim::{Class, Kind};
+    let raw = matrix();
+    let plan = plan_of(&raw);
+    let mut c = cell(
+        Policy::Vanilla,
+        Scenario::RtLow,
+        lat(100, 1.0, 0, 0.0),
+        30,
+        30,
+    );
+    // the high writer's first write 2 s after the competitors started (late)
+    for t in &mut c.writers[0].trace.start_s {
+        *t += 2.0;
+    }
+    let w = super::predict::writer_cfgs(&plan, &c).unwrap();
+    assert_eq!(w.len(), 3);
+    assert_eq!(w[0].start_ms, 2000.0);
+    assert_eq!(w[0].stop_ms, None);
+    assert_eq!(w[0].class, Class::Rt { priority: 55 });
+    assert_eq!(
+        w[0].kind,
+        Kind::Periodic {
+            bytes: CHUNK,
+            period_ms: PERIOD_MS,
+            count: 100
+        }
+    );
+    // the RT-45 writers: 1 MiB every 10 ms from the cell's start, stopped when
+    // the high writer's span ends (2 s + 100 writes over 2 s + one period)
+    let end_ms = 2000.0 + c.span_s() * 1e3;
+    for x in &w[1..] {
+        assert_eq!(x.class, Class::Rt { priority: 45 });
+        assert_eq!(x.start_ms, 0.0);
+        assert_eq!(x.stop_ms, Some(end_ms));
+        assert!(matches!(x.kind, Kind::Periodic { bytes, period_ms, .. }
+            if bytes == 2 * CHUNK && period_ms == PERIOD_MS / 2.0));
+    }
+    // dd: a bulk writer of 1 MiB blocks, not real-time
+    let bulk = cell(
+        Policy::Vanilla,
+        Scenario::Bulk,
+        lat(100, 1.0, 0, 0.0),
+        30,
+        30,
+    );
+    let w = super::predict::writer_cfgs(&plan, &bulk).unwrap();
+    assert_eq!(w[1].kind, Kind::Bulk { chunk: 1 << 20 });
+    assert_eq!(w[1].class, Class::Normal { nice: 0 });
+    // a user's program: the model would be guessing its workload
+    let user = Plan {
+        competitor_cmd: Some("my-writer {file}".into()),
+        ..plan
+    };
+    assert!(super::predict::writer_cfgs(&user, &bulk).is_none());
+}
+
+#[test]
+fn no_prediction_without_the_kernels_state() {
+    // the synthetic cells carry no kernel trace: nothing to start the model from
+    let out = judged(&matrix());
+    assert!(
+        out.findings.iter().all(|f| !f.name.starts_with("sim.")),
+        "{:?}",
+        out.findings.iter().map(|f| &f.name).collect::<Vec<_>>()
+    );
+}
