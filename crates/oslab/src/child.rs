@@ -22,11 +22,9 @@ pub fn run_forwarding_with(
     started: impl FnOnce(u32),
 ) -> Result<i32, Failure> {
     cmd.process_group(0);
-    let mut child = child_of_oslab(cmd, OnParentDeath::Terminate)
-        .spawn()
+    let mut child = crate::guard::spawn_forwarding(child_of_oslab(cmd, OnParentDeath::Terminate))
         .map_err(|e| Failure::runtime(format!("cannot run '{program}': {e}")))?;
     started(child.id());
-    crate::guard::forward_signals_to(child.id());
     let status = child.wait();
     crate::guard::stop_forwarding();
     let status = status.map_err(|e| Failure::runtime(format!("waiting for '{program}': {e}")))?;

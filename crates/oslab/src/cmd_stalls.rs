@@ -75,11 +75,8 @@ fn spawn(command: &[String]) -> Result<Child, Failure> {
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..]);
     std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
-    let child = child_of_oslab(&mut cmd, OnParentDeath::Terminate)
-        .spawn()
-        .map_err(|e| Failure::usage(format!("cannot run '{}': {e}", command[0])))?;
-    crate::guard::forward_signals_to(child.id());
-    Ok(child)
+    crate::guard::spawn_forwarding(child_of_oslab(&mut cmd, OnParentDeath::Terminate))
+        .map_err(|e| Failure::usage(format!("cannot run '{}': {e}", command[0])))
 }
 
 pub fn run(a: StallsArgs) -> CmdResult {

@@ -1,5 +1,8 @@
 //! Undo of system changes on every way out: normal exit, signals, panics.
 
+use std::process::{Child, Command};
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use oslab_sys::journal;
 
 fn report(outcomes: &[journal::UndoOutcome]) {
@@ -27,21 +30,41 @@ pub fn on_interrupt(f: impl Fn() + Send + 'static) {
 }
 
 /// The process group of a command oslab runs for the user, while it runs: signals
-/// are passed on to it instead of ending oslab (0: none).
-static FORWARD_TO: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+/// are passed on to it instead of ending oslab (0: none; [`STARTING`]: being
+/// started).
+static FORWARD_TO: AtomicU32 = AtomicU32::new(0);
 
-/// From now on SIGINT, SIGTERM and SIGHUP go to the process group `pgid`; oslab
-/// goes on waiting for it.
-pub fn forward_signals_to(pgid: u32) {
-    FORWARD_TO.store(pgid, std::sync::atomic::Ordering::SeqCst);
+/// A command is being started: its process group is not known yet.
+const STARTING: u32 = u32::MAX;
+
+/// Starts `cmd` (which must lead its own process group) and from then on passes
+/// SIGINT, SIGTERM and SIGHUP to its group; oslab goes on waiting for it. A
+/// signal that arrives while it starts waits for it to run and is passed on too:
+/// the command may already run (and be seen running) before spawn returns.
+pub fn spawn_forwarding(cmd: &mut Command) -> std::io::Result<Child> {
+    FORWARD_TO.store(STARTING, Ordering::SeqCst);
+    let child = cmd.spawn();
+    let pgid = child.as_ref().map_or(0, |c| c.id());
+    FORWARD_TO.store(pgid, Ordering::SeqCst);
+    child
 }
 
 pub fn stop_forwarding() {
-    FORWARD_TO.store(0, std::sync::atomic::Ordering::SeqCst);
+    FORWARD_TO.store(0, Ordering::SeqCst);
+}
+
+/// The group to pass a signal to, once a command being started runs.
+fn forward_target() -> u32 {
+    loop {
+        match FORWARD_TO.load(Ordering::SeqCst) {
+            STARTING => std::thread::sleep(std::time::Duration::from_millis(1)),
+            pgid => return pgid,
+        }
+    }
 }
 
 fn on_signal(sig: i32) {
-    let pgid = FORWARD_TO.load(std::sync::atomic::Ordering::SeqCst);
+    let pgid = forward_target();
     if pgid != 0 && oslab_sys::process::signal_group(pgid, sig).is_ok() {
         eprintln!(
             "\noslab: passed signal {sig} on to the command (process group {pgid}); waiting for it"
@@ -86,4 +109,24 @@ pub fn install() {
 pub fn exit(code: i32) -> ! {
     report(&journal::finish_global());
     std::process::exit(code);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signal_while_a_command_starts_waits_for_its_group() {
+        FORWARD_TO.store(STARTING, Ordering::SeqCst);
+        let waiter = std::thread::spawn(forward_target);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(
+            !waiter.is_finished(),
+            "it must not fall back to ending oslab"
+        );
+        FORWARD_TO.store(4242, Ordering::SeqCst);
+        assert_eq!(waiter.join().unwrap(), 4242);
+        stop_forwarding();
+        assert_eq!(forward_target(), 0);
+    }
 }

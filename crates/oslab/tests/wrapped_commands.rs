@@ -37,7 +37,18 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
         if let Some(s) = child.try_wait().unwrap() {
             return s;
         }
-        assert!(t.elapsed() < Duration::from_secs(30), "oslab did not end");
+        if t.elapsed() > Duration::from_secs(30) {
+            // what it was doing, then what it said
+            let state =
+                std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+            let _ = child.kill();
+            let _ = child.wait();
+            let mut err = String::new();
+            if let Some(e) = child.stderr.as_mut() {
+                let _ = std::io::Read::read_to_string(e, &mut err);
+            }
+            panic!("oslab did not end; its state:\n{state}\nits stderr:\n{err}");
+        }
         std::thread::sleep(Duration::from_millis(20));
     }
 }
