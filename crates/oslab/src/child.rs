@@ -3,7 +3,7 @@
 //! group, oslab waiting for it and leaving with its status. If oslab itself is
 //! killed, the command gets SIGTERM (PR_SET_PDEATHSIG), as on a hang-up.
 
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::process::Command;
 
 use oslab_sys::signals::{OnParentDeath, child_of_oslab};
@@ -21,7 +21,6 @@ pub fn run_forwarding_with(
     program: &str,
     started: impl FnOnce(u32),
 ) -> Result<i32, Failure> {
-    cmd.process_group(0);
     let mut child = crate::guard::spawn_forwarding(child_of_oslab(cmd, OnParentDeath::Terminate))
         .map_err(|e| Failure::runtime(format!("cannot run '{program}': {e}")))?;
     started(child.id());

@@ -74,7 +74,6 @@ fn check_args(a: &StallsArgs) -> Result<(), Failure> {
 fn spawn(command: &[String]) -> Result<Child, Failure> {
     let mut cmd = Command::new(&command[0]);
     cmd.args(&command[1..]);
-    std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
     crate::guard::spawn_forwarding(child_of_oslab(&mut cmd, OnParentDeath::Terminate))
         .map_err(|e| Failure::usage(format!("cannot run '{}': {e}", command[0])))
 }

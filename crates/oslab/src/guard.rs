@@ -37,15 +37,22 @@ static FORWARD_TO: AtomicU32 = AtomicU32::new(0);
 /// A command is being started: its process group is not known yet.
 const STARTING: u32 = u32::MAX;
 
-/// Starts `cmd` (which must lead its own process group) and from then on passes
-/// SIGINT, SIGTERM and SIGHUP to its group; oslab goes on waiting for it. A
-/// signal that arrives while it starts waits for it to run and is passed on too:
-/// the command may already run (and be seen running) before spawn returns.
+/// Starts `cmd` in its own process group and from then on passes SIGINT, SIGTERM
+/// and SIGHUP to that group; oslab goes on waiting for it. A signal that arrives
+/// while it starts waits for it to run and is passed on too: the command may
+/// already run (and be seen running) before spawn returns.
 pub fn spawn_forwarding(cmd: &mut Command) -> std::io::Result<Child> {
+    /// Never leaves the signal thread waiting for a start that ended in a panic.
+    struct Started(u32);
+    impl Drop for Started {
+        fn drop(&mut self) {
+            FORWARD_TO.store(self.0, Ordering::SeqCst);
+        }
+    }
+    let mut started = Started(0);
     FORWARD_TO.store(STARTING, Ordering::SeqCst);
-    let child = cmd.spawn();
-    let pgid = child.as_ref().map_or(0, |c| c.id());
-    FORWARD_TO.store(pgid, Ordering::SeqCst);
+    let child = std::os::unix::process::CommandExt::process_group(cmd, 0).spawn();
+    started.0 = child.as_ref().map_or(0, |c| c.id());
     child
 }
 
@@ -115,8 +122,12 @@ pub fn exit(code: i32) -> ! {
 mod tests {
     use super::*;
 
+    /// The tests share the one forwarding target.
+    static SERIAL: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[test]
     fn a_signal_while_a_command_starts_waits_for_its_group() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
         FORWARD_TO.store(STARTING, Ordering::SeqCst);
         let waiter = std::thread::spawn(forward_target);
         std::thread::sleep(std::time::Duration::from_millis(20));
@@ -127,6 +138,14 @@ mod tests {
         FORWARD_TO.store(4242, Ordering::SeqCst);
         assert_eq!(waiter.join().unwrap(), 4242);
         stop_forwarding();
+        assert_eq!(forward_target(), 0);
+    }
+
+    #[test]
+    fn a_command_that_cannot_start_leaves_signals_to_oslab() {
+        let _one = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+        let r = spawn_forwarding(&mut Command::new("/nonexistent/oslab-test-program"));
+        assert!(r.is_err());
         assert_eq!(forward_target(), 0);
     }
 }

@@ -43,10 +43,16 @@ fn wait_exit(child: &mut Child) -> std::process::ExitStatus {
                 std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
             let _ = child.kill();
             let _ = child.wait();
-            let mut err = String::new();
-            if let Some(e) = child.stderr.as_mut() {
-                let _ = std::io::Read::read_to_string(e, &mut err);
+            // on a thread: the command, still running, may hold the pipe open
+            let (tx, rx) = std::sync::mpsc::channel();
+            if let Some(mut e) = child.stderr.take() {
+                std::thread::spawn(move || {
+                    let mut err = String::new();
+                    let _ = std::io::Read::read_to_string(&mut e, &mut err);
+                    let _ = tx.send(err);
+                });
             }
+            let err = rx.recv_timeout(Duration::from_secs(5)).unwrap_or_default();
             panic!("oslab did not end; its state:\n{state}\nits stderr:\n{err}");
         }
         std::thread::sleep(Duration::from_millis(20));

@@ -113,7 +113,25 @@ pub fn test_db() -> std::path::PathBuf {
 pub fn oslab() -> std::process::Command {
     let mut c = std::process::Command::new(assert_cmd::cargo::cargo_bin("oslab"));
     c.env("OSLAB_DB", test_db());
+    default_signals(&mut c);
     c
+}
+
+/// SIGINT, SIGTERM and SIGHUP at their default action, as from a terminal, even
+/// when the tests run in the background of a non-interactive shell (which starts
+/// them with SIGINT ignored) or under nohup (SIGHUP): a signal ignored on entry
+/// never reaches oslab, and a shell cannot trap it.
+fn default_signals(c: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: the closure only calls signal(2), which is async-signal-safe.
+    unsafe {
+        c.pre_exec(|| {
+            for s in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP] {
+                libc::signal(s, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
 }
 
 /// The oslab binary with its journal in `journal` (see [`journal_dir`]).
