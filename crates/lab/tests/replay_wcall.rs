@@ -157,3 +157,36 @@ fn wb_wcall_notes_count_what_ran() {
         serde_json::json!(["alone", "rt45x2", "bulkx2", "fig7-nice4"])
     );
 }
+
+/// The recorded run's plan and raw data, typed.
+fn recorded() -> (oslab_lab::wb::wcall::Plan, oslab_lab::wb::wcall::Raw) {
+    let f = common::raw_file("wb.wcall");
+    let plan = serde_json::from_value(f.recorded.plan).unwrap();
+    let raw = serde_json::from_value(f.recorded.raw.unwrap()).unwrap();
+    (plan, raw)
+}
+
+#[test]
+fn every_traced_cell_is_simulated_unless_its_governor_was_killed() {
+    use oslab_lab::wb::wcall::predict::simulate;
+    let (plan, raw) = recorded();
+    // recorded before the testbed's bdi was kept: found from the flusher's
+    // records, which one calm cell (the nice-4 writer under wcall-fair) lacks
+    assert!(raw.testbed_bdi.is_none());
+    let mut simulated = 0;
+    for c in &raw.cells {
+        let flushed = c.kernel.captured().is_some_and(|k| !k.flushes.is_empty());
+        let o = simulate(&plan, &raw, c);
+        assert_eq!(o.is_some(), flushed, "{:?} {:?}", c.policy, c.scenario);
+        if let Some(o) = o {
+            // every write of the first writer finished inside the simulation
+            assert_eq!(o.writers[0].latency_ms.len(), c.first().latency_ms.len());
+            simulated += 1;
+        }
+    }
+    assert_eq!(simulated, raw.cells.len() - 1);
+    // the model has no governor that dies mid-cell
+    let mut killed = raw.cells[0].clone();
+    killed.coordinator_killed_at_s = Some(1.0);
+    assert!(simulate(&plan, &raw, &killed).is_none());
+}

@@ -186,9 +186,8 @@ fn missed(groups: &[&Group], fig: Fig, compare: impl Fn(&Group, Fig) -> Compared
             let v = compare(g, fig).verdict()?;
             (!v.holds()).then(|| {
                 format!(
-                    "{} {} {}: real {}, predicted {}",
-                    g.scenario.name(),
-                    g.policy.name(),
+                    "{} {}: real {}, predicted {}",
+                    g.key(),
                     fig.key(),
                     figure(v.real_median, ""),
                     figure(v.predicted, "")
@@ -364,7 +363,7 @@ fn blind_note(groups: &[Group]) -> String {
         format!("; blind misses: {}", misses.join("; "))
     };
     format!(
-        "the model's accuracy without the kernel's state (the blind.* findings: each cell simulated again from its description alone: the device's measured bandwidth, no other disk's write back, and the kernel's estimates as a {:.0} s simulated warm-up of the same writers left them): {blind} of {n} targeted figures within target, against {seeded} of {n} when it starts from the state the kernel carried into the cell{tail}",
+        "the model's accuracy without the kernel's state (the blind.* findings: each cell simulated again from what a user could describe: its writers over the real cell's length, the limits, the page costs, the device's measured bandwidth, no other disk's write back, and the kernel's estimates as a {:.0} s simulated warm-up of the same writers left them): {blind} of {n} targeted figures within target, against {seeded} of {n} when it starts from the state the kernel carried into the cell{tail}",
         super::model::WARM_S
     )
 }

@@ -16,15 +16,16 @@ use crate::wb::wcall::{CHUNK, Cell, PERIOD_MS};
 /// The governor's pass interval in wb.wcall's cells, ms.
 pub const PASS_MS: f64 = 10.0;
 
+/// A writer's scheduling class: SCHED_FIFO `fifo` (0: not real-time) or `nice`.
+pub fn class_of(fifo: u32, nice: i32) -> Class {
+    match fifo {
+        0 => Class::Normal { nice },
+        p => Class::Rt { priority: p },
+    }
+}
+
 fn writer_cfg(w: &WriterArgs) -> WriterCfg {
-    let class = match (w.fifo, w.nice) {
-        (Some(p), _) => Class::Rt {
-            priority: p.max(1) as u32,
-        },
-        (None, n) => Class::Normal {
-            nice: n.unwrap_or(0),
-        },
-    };
+    let class = class_of(w.fifo.map_or(0, |p| p.max(1) as u32), w.nice.unwrap_or(0));
     let (kind, stop_ms) = match w.count {
         Some(count) => (
             Kind::Periodic {
@@ -58,6 +59,9 @@ pub fn span_s(cell: &Cell) -> f64 {
         .fold(0.0, f64::max)
 }
 
+/// The simulator's copy rate where none was measured, bytes per second.
+pub const DEFAULT_COPY_BYTES_S: f64 = 2.0e9;
+
 /// The copy rate (bytes per second, from the median write over cached pages) and
 /// what each probe write into new pages cost beyond it, ns per page.
 pub fn costs(c: &PageCosts) -> (f64, Vec<f64>) {
@@ -65,7 +69,7 @@ pub fn costs(c: &PageCosts) -> (f64, Vec<f64>) {
     let copy = if cached > 0.0 {
         4096.0 / cached * 1e9
     } else {
-        2.0e9
+        DEFAULT_COPY_BYTES_S
     };
     let alloc = c
         .fresh_ns_per_page
@@ -87,13 +91,15 @@ pub enum Seed<'a> {
     Blind,
 }
 
-/// The estimates a simulation ended with, as the next one starts from them.
-pub fn carried_over(o: &oslab_wbsim::Outcome) -> Initial {
-    o.ratelimits.last().map_or(Initial::default(), |r| Initial {
+/// The estimates a simulation that started from `before` ended with, as the next
+/// one starts from them: its last refresh (made while a writer was throttled),
+/// else `before` (a warm-up that never throttled anyone refreshed nothing).
+pub fn carried_over(o: &oslab_wbsim::Outcome, before: Initial) -> Initial {
+    o.ratelimits.last().map_or(before, |r| Initial {
         write_bw_bytes_s: Some(r.write_bw),
         avg_write_bw_bytes_s: Some(r.avg_write_bw),
         dirty_ratelimit_bytes_s: Some(r.dirty_ratelimit),
-        ..Initial::default()
+        ..before
     })
 }
 
@@ -135,13 +141,13 @@ pub(super) fn warm_up(cfg: &Config) -> Config {
 /// the cell runs from the estimates that warm-up ended with.
 pub fn simulate_blind(mut cfg: Config) -> oslab_wbsim::Outcome {
     let warm = oslab_wbsim::simulate(&warm_up(&cfg));
-    cfg.initial = carried_over(&warm);
+    cfg.initial = carried_over(&warm, cfg.initial);
     oslab_wbsim::simulate(&cfg)
 }
 
 /// The testbed a cell ran on and what a write cost on the machine.
 #[derive(Debug, Clone)]
-pub struct Bench {
+pub struct TestbedSpec {
     pub dirty_bytes: u64,
     pub dirty_background_bytes: u64,
     /// The throttle's cap and what the testbed measured after it was built, bytes
@@ -155,11 +161,11 @@ pub struct Bench {
     pub hz: u64,
 }
 
-impl Bench {
+impl TestbedSpec {
     /// Setting `s` of a validation run, at `hz`.
-    pub fn of_setting(s: &SettingRaw, hz: u64) -> Bench {
+    pub fn of_setting(s: &SettingRaw, hz: u64) -> TestbedSpec {
         let (copy_bytes_s, alloc_ns) = costs(&s.costs);
-        Bench {
+        TestbedSpec {
             dirty_bytes: s.dirty_bytes,
             dirty_background_bytes: s.dirty_background_bytes,
             cap_bytes_s: s.bandwidth as f64,
@@ -243,7 +249,7 @@ pub fn config_for(s: &SettingRaw, c: &CellRaw, writes: u64, hz: u64, seed: Seed)
         .iter()
         .map(writer_cfg)
         .collect();
-    Bench::of_setting(s, hz).config(
+    TestbedSpec::of_setting(s, hz).config(
         cell.policy,
         writers,
         span_s(cell) + 1.0,

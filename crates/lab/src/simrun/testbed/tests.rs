@@ -153,7 +153,7 @@ fn a_kernel_three_times_slower_misses_and_the_why_names_the_cell() {
     let out = judge(&plan(), &r, &env());
     let claim = &out.claims[0];
     assert_eq!(claim.verdict, oslab_model::Verdict::Differs);
-    assert!(claim.why.contains("rt45x2 vanilla p90_ms"), "{}", claim.why);
+    assert!(claim.why.contains("rt45x2.vanilla p90_ms"), "{}", claim.why);
     // the prediction is a third of the real figure: -67 %
     let p90 = out
         .findings

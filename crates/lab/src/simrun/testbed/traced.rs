@@ -19,7 +19,7 @@ pub struct Traced {
     pub dirty_limit: Option<u64>,
     /// The testbed's share of the limit then (wb_thresh / thresh).
     pub wb_share: Option<f64>,
-    /// Every balance_dirty_pages sleep of the cell's writers, ms.
+    /// Every balance_dirty_pages sleep on the testbed over the cell, ms.
     pub pauses_ms: Vec<f64>,
     /// (time, dirty_ratelimit bytes/s) at each refresh of the estimates.
     pub ratelimit: Vec<(f64, f64)>,
@@ -66,22 +66,16 @@ pub fn traced(cell: &Cell, dev: &str, normal_thresh: u64) -> Option<Traced> {
     let id = bdi_id(c, dev);
     let t0 = start_ns(cell, c).unwrap_or(0);
     let secs = |ns: u64| (ns as f64 - t0 as f64) / 1e9;
+    let end = super::model::span_s(cell);
     // only the cell's writers write to the testbed, outside programs included
-    // (whose thread ids the cell may not know)
+    // (whose thread ids the cell may not know); competitors still stopping after
+    // the last recorded write are not part of it
     let ours: Vec<&oslab_trace::records::Pause> = c
         .pauses
         .iter()
-        .filter(|p| Some(p.bdi_id) == id && p.ts_ns >= t0)
+        .filter(|p| Some(p.bdi_id) == id && (0.0..=end).contains(&secs(p.ts_ns)))
         .collect();
     let first_flush = c.flushes.iter().find(|f| f.bdi == dev);
-    let end = cell
-        .writers
-        .iter()
-        .filter_map(|w| {
-            let i = w.trace.start_s.len().checked_sub(1)?;
-            Some(w.trace.start_s[i] + w.trace.latency_ms[i] / 1e3)
-        })
-        .fold(0.0, f64::max);
     let others: u64 = c
         .flushes
         .iter()

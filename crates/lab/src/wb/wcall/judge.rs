@@ -210,7 +210,7 @@ fn cell_figures(
             predicted.p99,
             "ms",
             format!(
-                "simulator, each cell from the state the kernel carried into it (as `oslab sim validate` does; page costs the simulator's defaults): {}, over 200 ms {}; measured p99 {} ms, error {error}",
+                "simulator, each cell from the state the kernel carried into it (seeded as `oslab sim validate` seeds its cells; page costs the simulator's defaults): {}, over 200 ms {}; measured p99 {} ms, error {error}",
                 stats_text(&predicted),
                 predicted.over_200,
                 figure(r.p99, "")
@@ -333,7 +333,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     out.claims = super::claims::claims(&m, plan, raw, env);
     out.plots = super::plots::plots(&m, &rows_mean, raw, plan);
     out.notes.push(matrix_note(&m, plan, raw));
-    out.notes.push("`oslab sim validate` runs these scenarios on the real kernel beside the simulator's prediction of each write's latency".into());
+    out.notes.push("`oslab sim validate` holds the simulator to targets on similar workloads (its RT-45 competitors write 512 KiB every 20 ms, these 1 MiB every 10 ms), write by write, with a blind prediction beside".into());
     out.notes.push(memory_note(raw, env));
     if let Some(t) = raw.first_touch {
         out.findings.push(finding(

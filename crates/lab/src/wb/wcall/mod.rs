@@ -415,6 +415,10 @@ impl Cell {
 pub struct Raw {
     /// The testbed's loop device (`/dev/loop0`).
     pub testbed_device: String,
+    /// Its "MAJOR:MINOR", as the kernel's write-back records name it (absent in
+    /// runs recorded before it was kept).
+    #[serde(default)]
+    pub testbed_bdi: Option<String>,
     /// Sustained write-back throughput the testbed measured after it was built.
     pub testbed_measured_bytes_s: f64,
     /// vm.dirty_bytes and vm.dirty_background_bytes as set for the run.

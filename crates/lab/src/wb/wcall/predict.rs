@@ -10,16 +10,17 @@ use oslab_wbsim::{Class, Kind, Outcome, WriterCfg};
 
 use super::writers::{WriterKind, writers_for};
 use super::{Cell, Plan, Raw};
-use crate::simrun::testbed::model::{Bench, Seed};
+use crate::simrun::testbed::model::{DEFAULT_COPY_BYTES_S, Seed, TestbedSpec, class_of};
 use crate::simrun::testbed::traced::{busiest_bdi, traced};
 
 /// bs of the dd competitors.
 const DD_CHUNK: u64 = 1 << 20;
 
 /// The simulator's writers for `cell`: None when one of them is a user's command.
+/// The competitors write from the cell's start to the end of the simulation (the
+/// real ones were stopped when the first writer ended, which in the model may be
+/// later).
 pub fn writer_cfgs(plan: &Plan, cell: &Cell) -> Option<Vec<WriterCfg>> {
-    let high_start_ms = cell.first().start_s.first().copied().unwrap_or(0.0) * 1e3;
-    let high_end_ms = high_start_ms + cell.span_s() * 1e3;
     writers_for(cell.scenario, plan)
         .iter()
         .enumerate()
@@ -37,10 +38,7 @@ pub fn writer_cfgs(plan: &Plan, cell: &Cell) -> Option<Vec<WriterCfg>> {
                         period_ms: *period_ms,
                         count: *count,
                     },
-                    match fifo {
-                        0 => Class::Normal { nice: *nice },
-                        p => Class::Rt { priority: *p },
-                    },
+                    class_of(*fifo, *nice),
                 ),
                 WriterKind::Dd => (Kind::Bulk { chunk: DD_CHUNK }, Class::Normal { nice: 0 }),
                 WriterKind::User(_) => return None,
@@ -51,43 +49,56 @@ pub fn writer_cfgs(plan: &Plan, cell: &Cell) -> Option<Vec<WriterCfg>> {
                 class,
                 group: None,
                 fsync_every: None,
-                // the competitors start with the cell and are stopped when the
-                // first writer ends
-                start_ms: if i == 0 { high_start_ms } else { 0.0 },
-                stop_ms: (i > 0).then_some(high_end_ms),
+                start_ms: if i == 0 {
+                    high_start_s(cell) * 1e3
+                } else {
+                    0.0
+                },
+                stop_ms: None,
             })
         })
         .collect()
 }
 
+/// When the first writer's first write began, s from the cell's start (its
+/// competitors' start).
+fn high_start_s(cell: &Cell) -> f64 {
+    cell.first().start_s.first().copied().unwrap_or(0.0)
+}
+
 /// The testbed of the run as the simulator takes it; page costs are the
 /// simulator's defaults (wb.wcall does not probe them, `sim validate` does).
-fn bench(plan: &Plan, raw: &Raw, hz: u64) -> Bench {
-    let defaults = oslab_wbsim::Config::new(oslab_wbsim::RuleSet::Linux6, 0, Vec::new(), 0.0, 1);
-    Bench {
+fn testbed(plan: &Plan, raw: &Raw, hz: u64) -> TestbedSpec {
+    TestbedSpec {
         dirty_bytes: raw.dirty_bytes,
         dirty_background_bytes: raw.dirty_background_bytes,
         cap_bytes_s: plan.bandwidth as f64,
         measured_bytes_s: raw.testbed_measured_bytes_s,
-        copy_bytes_s: defaults.copy_bytes_s,
-        alloc_ns: defaults.page_alloc_ns,
+        copy_bytes_s: DEFAULT_COPY_BYTES_S,
+        alloc_ns: Vec::new(),
         hz,
     }
 }
 
 /// The simulation of `cell`, from the state the kernel carried into it; None
-/// without the kernel's trace or with a user's command.
+/// without the kernel's trace, with a user's command, or where the governor was
+/// killed on purpose (the model has no governor that dies).
 pub fn simulate(plan: &Plan, raw: &Raw, cell: &Cell) -> Option<Outcome> {
+    if cell.coordinator_killed_at_s.is_some() {
+        return None;
+    }
     let captured = cell.kernel.captured()?;
-    let dev = busiest_bdi(captured)?;
+    let dev = raw.testbed_bdi.clone().or_else(|| busiest_bdi(captured))?;
     let t = traced(cell, &dev, raw.dirty_bytes / 4096)?;
     let writers = writer_cfgs(plan, cell)?;
     let hz = u64::from(captured.hz.max(1));
-    let end_s = cell.first().start_s.first().copied().unwrap_or(0.0) + cell.span_s();
-    let cfg = bench(plan, raw, hz).config(
+    // room for the first writer to finish its writes even if the model has it
+    // wait longer than the kernel did
+    let real_end_s = high_start_s(cell) + cell.span_s();
+    let cfg = testbed(plan, raw, hz).config(
         cell.policy,
         writers,
-        end_s + 1.0,
+        2.0 * real_end_s + 1.0,
         Seed::Carried(Some(&t)),
         None,
     );
