@@ -46,9 +46,9 @@ use oslab_wbsim::policy::Policy;
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::settings::{AnySetting, Bytes, Choices, Count, Declared, Flag, Setting};
+use crate::settings::{AnySetting, Choices, Count, Declared, Flag, Setting};
 use crate::shape::{Lab, Measured, Planner};
-use crate::wb::wcall::{Cell, Scenario};
+use crate::wb::wcall::{BANDWIDTH, Cell, POLICY_CHOICE, RUNS, Scenario, WRITES};
 
 pub struct SimValidate;
 crate::shaped_experiment!(SimValidate);
@@ -70,32 +70,7 @@ static META: Meta = Meta {
 };
 
 const SCENARIO_NAMES: &[&str] = &["alone", "rt45x2", "bulkx2"];
-const POLICY_NAMES: &[&str] = &["vanilla", "wcall", "wcall-fair"];
 
-static BANDWIDTH: Setting<Bytes> = Setting {
-    name: "bandwidth",
-    help: "testbed write cap per second",
-    quick: 40 << 20,
-    full: 40 << 20,
-    bounds: Some((1 << 20, 10 << 30)),
-    names: &[],
-};
-static WRITES: Setting<Count> = Setting {
-    name: "writes",
-    help: "writes of the RT-55 writer per cell",
-    quick: 150,
-    full: 700,
-    bounds: Some((20, 10_000)),
-    names: &[],
-};
-static RUNS: Setting<Count> = Setting {
-    name: "runs",
-    help: "real runs of every cell",
-    quick: 1,
-    full: 3,
-    bounds: Some((1, 10)),
-    names: &[],
-};
 static SCENARIO_CHOICE: Setting<Choices> = Setting {
     name: "scenarios",
     help: "which workloads to run",
@@ -103,14 +78,6 @@ static SCENARIO_CHOICE: Setting<Choices> = Setting {
     full: Vec::new(),
     bounds: None,
     names: SCENARIO_NAMES,
-};
-static POLICY_CHOICE: Setting<Choices> = Setting {
-    name: "policies",
-    help: "which policies to run",
-    quick: Vec::new(),
-    full: Vec::new(),
-    bounds: None,
-    names: POLICY_NAMES,
 };
 static SWEEP: Setting<Flag> = Setting {
     name: "sweep",
@@ -128,6 +95,7 @@ static SWEEP_WRITES: Setting<Count> = Setting {
     bounds: Some((20, 10_000)),
     names: &[],
 };
+// the testbed's cap, the writes, the runs and the policies are wb.wcall's own
 static SETTINGS: [&dyn AnySetting; 7] = [
     &BANDWIDTH,
     &WRITES,

@@ -91,7 +91,7 @@ const SCENARIO_NAMES: &[&str] = &["alone", "rt45x2", "bulkx2", "fig7-nice4"];
 const POLICY_NAMES: &[&str] = &["vanilla", "wcall", "wcall-fair"];
 const START_NAMES: &[&str] = &["late", "together"];
 
-static BANDWIDTH: Setting<Bytes> = Setting {
+pub(crate) static BANDWIDTH: Setting<Bytes> = Setting {
     name: "bandwidth",
     help: "testbed write cap per second",
     quick: 40 << 20,
@@ -99,7 +99,7 @@ static BANDWIDTH: Setting<Bytes> = Setting {
     bounds: Some((1 << 20, 10 << 30)),
     names: &[],
 };
-static WRITES: Setting<Count> = Setting {
+pub(crate) static WRITES: Setting<Count> = Setting {
     name: "writes",
     help: "writes of the RT-55 writer per cell",
     quick: 150,
@@ -107,7 +107,7 @@ static WRITES: Setting<Count> = Setting {
     bounds: Some((20, 10_000)),
     names: &[],
 };
-static RUNS: Setting<Count> = Setting {
+pub(crate) static RUNS: Setting<Count> = Setting {
     name: "runs",
     help: "repetitions of the whole matrix",
     quick: 1,
@@ -123,7 +123,7 @@ static SCENARIO_CHOICE: Setting<Choices> = Setting {
     bounds: None,
     names: SCENARIO_NAMES,
 };
-static POLICY_CHOICE: Setting<Choices> = Setting {
+pub(crate) static POLICY_CHOICE: Setting<Choices> = Setting {
     name: "policies",
     help: "which policies to run",
     quick: Vec::new(),
