@@ -1,0 +1,229 @@
+//! `wb.throttle`: writers faster than the device run into the dirty limit and wait
+//! inside write() (the "fourth way" a flush starts, material section 4; seed 004).
+//!
+//! What: write() latency of bulk writers once dirty memory reaches the limit: the
+//! p50, p99 and longest write(), the writes over 200 ms, and Dirty + Writeback
+//! against the kernel's free-run point and hard limit.
+//!
+//! Method: on the testbed (a loop device capped at `bandwidth`), with
+//! dirty_bytes = 64 MiB and dirty_background_bytes = 32 MiB, `writers` bulk writers
+//! write 512 KiB chunks back to back for `duration` seconds. Every write() is timed;
+//! /proc/meminfo (Dirty, Writeback) is polled every 100 ms. Once Dirty + Writeback
+//! passes the free-run point ((hard + background) / 2 = 48 MiB) the kernel's
+//! balance_dirty_pages() pauses the writers, up to 200 ms per pause (MAX_PAUSE), and
+//! one write() can hold several pauses.
+//!
+//! Pitfalls: a fast or host-cached disk never lets Dirty reach the limit, hence the
+//! throttled loop device; the throttle holds pages under Writeback, so Writeback,
+//! not Dirty, can carry most of the 64 MiB. A run too short for the writers to fill
+//! the gap between the background and the hard limit sees no pause at all.
+//!
+//! References: Documentation/admin-guide/sysctl/vm.rst (dirty_bytes,
+//! dirty_background_bytes); mm/page-writeback.c (balance_dirty_pages, MAX_PAUSE);
+//! Documentation/admin-guide/cgroup-v1/blkio-controller.rst (the throttle);
+//! proc(5) (/proc/meminfo); material section 4 of ../shared/spec/material.md.
+
+use std::time::Duration;
+
+use oslab_model::Environment;
+use serde::{Deserialize, Serialize};
+
+mod judge;
+#[cfg(test)]
+mod tests;
+
+use super::knobs::Knobs;
+use super::testbed::{down_for_run, parse_bandwidth, unavailable, up_for_run};
+use super::trace::{self, Poll, WriterSpec, WriterTrace};
+use crate::check::Check;
+use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::kernel_trace::KernelTrace;
+use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
+use crate::shape::{Lab, Measured, Planner};
+use judge::judge;
+use oslab_trace::TraceOutcome;
+
+pub struct Throttle;
+crate::shaped_experiment!(Throttle);
+
+static META: Meta = Meta {
+    id: "wb.throttle",
+    title: "Throttled writers: write() latency at the dirty limit",
+    section: "4",
+    summary: "bulk writers on a slow testbed device: write() p50/p99/max and writes over 200 ms",
+    needs: Needs {
+        root: true,
+        min_cpus: 1,
+        free_disk_bytes: 0,
+    },
+    quick_s: 20.0,
+    full_s: 50.0,
+    internal: false,
+};
+
+static BANDWIDTH: Setting<Bytes> = Setting {
+    name: "bandwidth",
+    help: "testbed write cap per second",
+    quick: 10 << 20,
+    full: 10 << 20,
+    bounds: Some((1 << 20, 10 << 30)),
+    names: &[],
+};
+static WRITERS: Setting<Count> = Setting {
+    name: "writers",
+    help: "number of bulk writers",
+    quick: 2,
+    full: 2,
+    bounds: Some((1, 16)),
+    names: &[],
+};
+static DURATION: Setting<Seconds> = Setting {
+    name: "duration",
+    help: "seconds of writing",
+    quick: 15.0,
+    full: 40.0,
+    bounds: Some((1.0, 3600.0)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 3] = [&BANDWIDTH, &WRITERS, &DURATION];
+
+pub const HARD: u64 = 64 << 20;
+pub const BACKGROUND: u64 = 32 << 20;
+const CHUNK: usize = 512 << 10;
+
+/// The longest write() that counts as a stall: half a MAX_PAUSE.
+const STALL_MS: f64 = 100.0;
+/// A p99 of 20 ms: the pauses are the rule, not one outlier.
+const P99_MS: f64 = 20.0;
+
+const THROTTLED: Check = Check {
+    id: "writers-throttled",
+    text: "A writer that pushes dirty memory past the limit is made to wait inside write(): the moment write latency explodes",
+    source: "material 4 (seed 004)",
+};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The testbed's write cap, bytes per second.
+    pub bandwidth: u64,
+    pub writers: usize,
+    /// Seconds of writing.
+    pub duration: f64,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Raw {
+    /// The testbed's loop device (`/dev/loop0`).
+    pub testbed_device: String,
+    /// Sustained write-back throughput the testbed measured after it was built.
+    pub testbed_measured_bytes_s: f64,
+    /// vm.dirty_bytes and vm.dirty_background_bytes as set for the run.
+    pub dirty_bytes: u64,
+    pub dirty_background_bytes: u64,
+    /// Bytes per write().
+    pub chunk_bytes: u64,
+    /// One trace per writer: when each write() started and how long it took.
+    pub traces: Vec<WriterTrace>,
+    /// Dirty and Writeback every 100 ms.
+    pub polls: Vec<Poll>,
+    /// "MAJOR:MINOR" of the testbed, the name of its bdi in the kernel's records.
+    #[serde(default)]
+    pub testbed_dev: String,
+    /// The kernel's account of the run: every write() split by cause, the
+    /// throttling decisions, the device's bandwidth estimates.
+    #[serde(default)]
+    pub kernel: TraceOutcome,
+}
+
+impl Lab for Throttle {
+    type Plan = Plan;
+    type Raw = Raw;
+
+    fn meta(&self) -> &Meta {
+        &META
+    }
+
+    fn settings(&self) -> Declared {
+        &SETTINGS
+    }
+
+    fn plan(&self, p: &mut Planner) -> Plan {
+        Plan {
+            bandwidth: p.get(&BANDWIDTH),
+            writers: p.get(&WRITERS) as usize,
+            duration: p.get(&DURATION),
+        }
+    }
+
+    fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
+        if let Some(why) = unavailable() {
+            return Ok(Measured::Skipped { reason: why });
+        }
+        parse_bandwidth(&plan.bandwidth.to_string()).map_err(LabError::Failed)?;
+        ctx.progress.stage("building the testbed");
+        let size = (plan.bandwidth as f64 * plan.duration * 1.5) as u64 + (512 << 20);
+        let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
+        let kernel = KernelTrace::writeback(ctx.machine);
+        let result = write_on(&tb.mount, plan, ctx);
+        let kernel = kernel.finish();
+        let errors = down_for_run(&tb);
+        if !errors.is_empty() {
+            return Err(LabError::Failed(format!(
+                "testbed teardown: {}",
+                errors.join("; ")
+            )));
+        }
+        let (traces, polls) = result?;
+        Ok(Measured::Raw(Raw {
+            testbed_device: tb.device.display().to_string(),
+            testbed_measured_bytes_s: tb.measured_bytes_s,
+            dirty_bytes: HARD,
+            dirty_background_bytes: BACKGROUND,
+            chunk_bytes: CHUNK as u64,
+            traces,
+            polls,
+            testbed_dev: tb.dev.clone(),
+            kernel,
+        }))
+    }
+
+    fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+        judge(plan, raw, env.seed)
+    }
+}
+
+/// The writers on the mounted testbed, with the dirty limits set for as long.
+fn write_on(
+    mount: &std::path::Path,
+    plan: &Plan,
+    ctx: &mut Context,
+) -> Result<(Vec<WriterTrace>, Vec<Poll>), LabError> {
+    trace::settle();
+    let knobs = Knobs::set(&[
+        ("vm.dirty_background_bytes", BACKGROUND.to_string()),
+        ("vm.dirty_bytes", HARD.to_string()),
+    ])?;
+    ctx.progress.stage("writing");
+    let specs: Vec<WriterSpec> = (0..plan.writers)
+        .map(|i| WriterSpec {
+            path: mount.join(format!("bulk-{i}.dat")),
+            chunk: CHUNK,
+            period: Duration::ZERO,
+            count: None,
+            fifo_priority: None,
+            nice: None,
+        })
+        .collect();
+    let progress = ctx.progress;
+    let (traces, polls) = trace::run(
+        specs,
+        Duration::from_secs_f64(plan.duration),
+        Duration::from_millis(100),
+        &|f| progress.fraction(f),
+    );
+    drop(knobs);
+    if let Some(e) = traces.iter().find_map(|t| t.error.clone()) {
+        return Err(LabError::Failed(format!("writer: {e}")));
+    }
+    Ok((traces, polls))
+}
