@@ -52,6 +52,16 @@ fn limit(f: &RunFilter) -> Value {
     f.limit.map_or(i64::MAX, |n| n as i64).into()
 }
 
+/// A filter's parameters in the order the queries take them: $1 the machine, $2
+/// the experiment, $3 the limit.
+fn filter_params(f: &RunFilter) -> [Value; 3] {
+    [
+        f.machine.as_ref().into(),
+        f.experiment.as_ref().into(),
+        limit(f),
+    ]
+}
+
 const RUN_COLUMNS: &str =
     "id, started_at, finished_at, state, machine, kernel, cpu_model, oslab_version, command, label";
 
@@ -92,14 +102,7 @@ pub(crate) fn runs(db: &mut dyn Backend, f: &RunFilter) -> Sql<Vec<RunRow>> {
            AND (CAST($2 AS TEXT) IS NULL OR EXISTS (SELECT 1 FROM results r WHERE r.run_id = u.id AND r.experiment = $2))
          ORDER BY id DESC LIMIT $3"
     );
-    let rows = db.rows(
-        &sql,
-        &[
-            f.machine.as_ref().into(),
-            f.experiment.as_ref().into(),
-            limit(f),
-        ],
-    )?;
+    let rows = db.rows(&sql, &filter_params(f))?;
     rows.iter()
         .map(|r| with_results(db, run_from(r)?))
         .collect()
@@ -123,11 +126,7 @@ pub(crate) fn experiment_rows(db: &mut dyn Backend, f: &RunFilter) -> Sql<Vec<Ex
          WHERE (CAST($1 AS TEXT) IS NULL OR u.machine = $1)
            AND (CAST($2 AS TEXT) IS NULL OR r.experiment = $2)
          ORDER BY r.id DESC LIMIT $3",
-        &[
-            f.machine.as_ref().into(),
-            f.experiment.as_ref().into(),
-            limit(f),
-        ],
+        &filter_params(f),
     )?
     .iter()
     .map(|r| {
