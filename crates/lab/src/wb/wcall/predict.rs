@@ -8,13 +8,10 @@
 
 use oslab_wbsim::{Class, Kind, Outcome, WriterCfg};
 
-use super::writers::{WriterKind, writers_for};
+use super::writers::{DD_BLOCK, WriterKind, writers_for};
 use super::{Cell, Plan, Raw};
 use crate::simrun::testbed::model::{DEFAULT_COPY_BYTES_S, Seed, TestbedSpec, class_of};
 use crate::simrun::testbed::traced::{busiest_bdi, traced};
-
-/// bs of the dd competitors.
-const DD_CHUNK: u64 = 1 << 20;
 
 /// The simulator's writers for `cell`: None when one of them is a user's command.
 /// The competitors write from the cell's start to the end of the simulation (the
@@ -40,7 +37,7 @@ pub fn writer_cfgs(plan: &Plan, cell: &Cell) -> Option<Vec<WriterCfg>> {
                     },
                     class_of(*fifo, *nice),
                 ),
-                WriterKind::Dd => (Kind::Bulk { chunk: DD_CHUNK }, Class::Normal { nice: 0 }),
+                WriterKind::Dd => (Kind::Bulk { chunk: DD_BLOCK }, Class::Normal { nice: 0 }),
                 WriterKind::User(_) => return None,
             };
             Some(WriterCfg {

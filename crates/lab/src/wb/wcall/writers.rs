@@ -56,6 +56,9 @@ pub enum WriterKind {
     User(String),
 }
 
+/// dd's block size, bytes: each write() of a dd competitor.
+pub const DD_BLOCK: u64 = 1 << 20;
+
 #[derive(Debug, Clone)]
 pub struct WriterPlan {
     pub name: String,
@@ -110,7 +113,7 @@ impl WriterPlan {
                 "dd".into(),
                 "if=/dev/zero".into(),
                 format!("of={file}"),
-                "bs=1M".into(),
+                format!("bs={DD_BLOCK}"),
             ],
             WriterKind::User(cmd) => {
                 vec!["sh".into(), "-c".into(), cmd.replace("{file}", &file)]
