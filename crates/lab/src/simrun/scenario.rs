@@ -14,8 +14,14 @@ const PROTECTS: Check = Check {
     source: "material 7 (seed 004, Fig. 2, 4, 5)",
 };
 
-/// Vanilla stalls the first writer past 200 ms; wcall has fewer such writes.
+/// Vanilla stalls the first writer past 200 ms; wcall at least halves such writes
+/// ("largely removes": a drop from 66 to 54 is not that).
 fn protects_claim(writer: &str, v: &LatencyStats, w: &LatencyStats) -> Claim {
+    let left = if v.over_200 > 0 {
+        w.over_200 as f64 / v.over_200 as f64 * 100.0
+    } else {
+        0.0
+    };
     PROTECTS.judge(
         &[
             Condition::new(
@@ -25,10 +31,10 @@ fn protects_claim(writer: &str, v: &LatencyStats, w: &LatencyStats) -> Claim {
                 v.over_200 as f64,
             ),
             Condition::new(
-                format!("{writer}'s writes over 200 ms under wcall, less vanilla's"),
-                "",
-                Rule::Below(0.0),
-                w.over_200 as f64 - v.over_200 as f64,
+                format!("{writer}'s writes over 200 ms under wcall, as a share of vanilla's"),
+                "%",
+                Rule::AtMost(50.0),
+                left,
             ),
         ],
         &format!("p99 vanilla {:.0} ms, wcall {:.0} ms", v.p99, w.p99),
@@ -215,5 +221,40 @@ pub fn run_scenario(c: &Config, policies: &[Policy], seed: u64) -> Output {
             c.writers.len()
         )],
         system: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use oslab_model::Verdict;
+
+    /// 700 writes of 10 ms, `slow` of them 250 ms.
+    fn stats(slow: usize) -> LatencyStats {
+        let lat: Vec<f64> = (0..700)
+            .map(|i| if i < slow { 250.0 } else { 10.0 })
+            .collect();
+        latency_stats(&lat)
+    }
+
+    #[test]
+    fn wcall_must_at_least_halve_the_spikes_to_largely_remove_them() {
+        // 66 -> 54, what the testbed-fig2 scenario gives: not "largely"
+        assert_eq!(
+            protects_claim("rt55", &stats(66), &stats(54)).verdict,
+            Verdict::Differs
+        );
+        assert_eq!(
+            protects_claim("rt55", &stats(66), &stats(33)).verdict,
+            Verdict::Holds
+        );
+        assert_eq!(
+            protects_claim("rt55", &stats(66), &stats(0)).verdict,
+            Verdict::Holds
+        );
+        // no spike under vanilla: nothing to remove
+        let c = protects_claim("rt55", &stats(0), &stats(0));
+        assert_eq!(c.verdict, Verdict::Differs);
+        assert!(c.why.contains("nothing to remove"), "{}", c.why);
     }
 }
