@@ -187,8 +187,18 @@ fn vanilla_stalls(m: &Matrix, plan: &Plan, raw: &Raw) -> Claim {
 
 /// Why the RT-55 writer was held back under `p`: the governor, the kernel, or
 /// neither, from the holds of its group and the peak of Dirty + Writeback.
-fn held_back_by(p: Policy, high_held_ms: f64, peak: u64, raw: &Raw, load: &str) -> String {
+fn held_back_by(
+    p: Policy,
+    high_held_ms: f64,
+    peak: u64,
+    kernel_pauses: Option<usize>,
+    raw: &Raw,
+    load: &str,
+) -> String {
     let fr = freerun(raw);
+    // past the free-run point the kernel may pause a writer; its trace says whether
+    // it paused this one
+    let kernel_paused = peak >= fr && kernel_pauses != Some(0);
     if high_held_ms > 0.0 {
         let how = if p == Policy::Wcall {
             ": Algorithm 1 divides the hard limit by tasks x weight x dirty pages, so shares follow whoever dirtied most, and holds any group over its share for HZ/10, the high-priority group included"
@@ -196,7 +206,7 @@ fn held_back_by(p: Policy, high_held_ms: f64, peak: u64, raw: &Raw, load: &str) 
             ""
         };
         format!("the governor held the RT-55 writer's own group {high_held_ms:.0} ms in all{how}")
-    } else if peak >= fr {
+    } else if kernel_paused {
         let how = if p == Policy::Wcall {
             ": Algorithm 1 holds the competitors only near the hard limit, past the point where the kernel already throttles"
         } else {
@@ -207,6 +217,12 @@ fn held_back_by(p: Policy, high_held_ms: f64, peak: u64, raw: &Raw, load: &str) 
             mib(peak),
             human_bytes(fr)
         )
+    } else if peak >= fr {
+        format!(
+            "neither the governor (it never held the RT-55 writer's group) nor the kernel (Dirty + Writeback reached {:.1} MiB, past the free-run point {}, but the kernel's trace shows no balance_dirty_pages sleep of the RT-55 writer) held it back: its slow writes waited elsewhere (CPU, page allocation or device queue){load}",
+            mib(peak),
+            human_bytes(fr)
+        )
     } else {
         format!(
             "neither the governor (it never held the RT-55 writer's group) nor the kernel (Dirty + Writeback peaked at {:.1} MiB, below the free-run point {}) held it back: its slow writes waited elsewhere (CPU or device queue){load}",
@@ -214,6 +230,25 @@ fn held_back_by(p: Policy, high_held_ms: f64, peak: u64, raw: &Raw, load: &str) 
             human_bytes(fr)
         )
     }
+}
+
+/// The kernel's balance_dirty_pages sleeps of the first writer over `cells`;
+/// None where no cell was traced.
+fn first_writer_pauses<'a>(cells: impl Iterator<Item = &'a Cell>) -> Option<usize> {
+    let mut traced = false;
+    let mut n = 0;
+    for c in cells {
+        if let Some(k) = c.kernel.captured() {
+            traced = true;
+            let tid = c.first().tid;
+            n += k
+                .pauses
+                .iter()
+                .filter(|p| p.pid == tid && p.pause_jiffies > 0)
+                .count();
+        }
+    }
+    traced.then_some(n)
 }
 
 fn keeps_latency(
@@ -317,7 +352,14 @@ fn keeps_latency(
         format!(
             "{}; {}",
             what.join(" and "),
-            held_back_by(p, high_ms, peak, raw, load)
+            held_back_by(
+                p,
+                high_ms,
+                peak,
+                first_writer_pauses(cells.iter().map(|(c, _)| *c)),
+                raw,
+                load
+            )
         )
     })
 }

@@ -110,6 +110,26 @@ fn keeps_latency_every_branch() {
         "{}",
         c.why
     );
+    // past the free-run point, but the kernel's trace shows it never paused the
+    // RT-55 writer: it did not throttle it
+    let mut traced = cell(
+        Policy::WcallFair,
+        Scenario::Bulk,
+        lat(1000, 1.0, 1, 250.0),
+        30,
+        60,
+    );
+    traced.kernel = serde_json::from_value(serde_json::json!({
+        "status": "traced", "lost": 0, "undecoded": 0, "hz": 250, "page_size": 4096
+    }))
+    .unwrap();
+    set(&mut r, Policy::WcallFair, Scenario::Bulk, traced);
+    let why = claim(&r, "wcall-fair-keeps-latency").why;
+    assert!(
+        why.contains("no balance_dirty_pages sleep of the RT-55 writer")
+            && !why.contains("so the kernel throttled it"),
+        "{why}"
+    );
     // neither the governor nor the kernel
     let slow = cell(
         Policy::WcallFair,
