@@ -142,7 +142,9 @@ fn findings(c: &Curves, cpuid: &[CpuidTlb]) -> Vec<Finding> {
                 t.level,
                 t.kind,
                 t.entries,
-                if t.ways == 0 {
+                // as many ways as entries (or more, as some hypervisors report): one
+                // set, which is what fully associative means
+                if t.ways == 0 || t.ways >= t.entries {
                     "fully associative".into()
                 } else {
                     format!("{}-way", t.ways)

@@ -122,7 +122,7 @@ pub(super) fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
             &format!("throughput.writer{i}"),
             t.bytes as f64 / dur / (1 << 20) as f64,
             "MiB/s",
-            "bytes written over the run",
+            "bytes handed to write() over the run, per second: pages still dirty or under write back at the end count, so the writers together can exceed the testbed's cap",
         ));
     }
     let tids: Vec<u32> = raw.traces.iter().map(|t| t.tid).collect();
