@@ -150,10 +150,15 @@ fn round_finding(r: &Round, s: &Seen) -> Finding {
     let kernel = match (&r.window.schedstat_before, &r.window.schedstat_after) {
         (Some(a), Some(b)) if r.window.ns > 0 => {
             let d = b.since(a);
+            // pcount counts switches in: none means it ran the window in one stretch
+            let slices = match d.timeslices {
+                0 => "in one stretch (no switch in counted)".to_string(),
+                1 => "in 1 timeslice".to_string(),
+                n => format!("in {n} timeslices"),
+            };
             format!(
-                " (schedstat says process 1 ran {:.3} of the time in {} timeslices)",
+                " (schedstat says process 1 ran {:.3} of the time {slices})",
                 d.run_ns as f64 / r.window.ns as f64,
-                d.timeslices
             )
         }
         _ => String::new(),
@@ -161,8 +166,11 @@ fn round_finding(r: &Round, s: &Seen) -> Finding {
     let involuntary = r.workers.iter().map(|w| w.involuntary).sum::<u64>() / r.n.max(1) as u64;
     let interrupted = if r.n > 1 {
         format!(
-            "; {} gaps inside turns with no worker on the CPU",
-            s.interruptions
+            "; {} inside turns with no worker on the CPU",
+            match s.interruptions {
+                1 => "1 gap".to_string(),
+                n => format!("{n} gaps"),
+            }
         )
     } else {
         String::new()

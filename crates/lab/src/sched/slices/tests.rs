@@ -111,3 +111,19 @@ fn without_a_prediction_or_a_slice_it_is_not_judged() {
         out.claims[0].why
     );
 }
+
+#[test]
+fn a_worker_never_switched_in_again_ran_in_one_stretch() {
+    let mut r = raw(4.0, Some(1_400_000), &[]);
+    for round in &mut r.rounds {
+        round.window.schedstat_after = Some(SchedStat {
+            run_ns: 499_000_000,
+            wait_ns: 0,
+            timeslices: 0,
+        });
+    }
+    let out = judged(&r, Some(250));
+    let d = &out.findings.iter().find(|f| f.name == "n4").unwrap().detail;
+    assert!(d.contains("ran 0.998 of the time in one stretch"), "{d}");
+    assert!(!d.contains("0 timeslices"), "{d}");
+}
