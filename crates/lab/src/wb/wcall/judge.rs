@@ -8,6 +8,7 @@ use oslab_model::Environment;
 use oslab_sys::parse::size::human_bytes;
 use oslab_wbsim::policy::Policy;
 
+use super::predict::Predicted;
 use super::{Cell, POLICIES, Plan, Raw, Scenario};
 use crate::check::figure;
 use crate::experiment::{Output, finding, measurement};
@@ -135,7 +136,8 @@ fn governor_note(m: &Matrix, p: Policy, s: Scenario) -> Option<String> {
 /// The measurement and findings of one cell kind (policy x scenario), and its
 /// mean latency (measured, then simulated) for the Fig. 6 bars.
 fn cell_figures(
-    (m, plan, raw, seed): (&Matrix, &Plan, &Raw, u64),
+    (m, raw, seed): (&Matrix, &Raw, u64),
+    predicted: &Predicted,
     p: Policy,
     s: Scenario,
     out: &mut Output,
@@ -197,7 +199,7 @@ fn cell_figures(
     if let Some(note) = governor_note(m, p, s) {
         out.notes.push(note);
     }
-    let sim = super::predict::pooled(plan, raw, m.of(p, s));
+    let sim = predicted.pooled(m.of(p, s));
     if !sim.is_empty() {
         let predicted = latency_stats(&sim);
         let error = if r.p99 > 0.0 {
@@ -319,9 +321,17 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let (scenarios, policies) = m.present();
     let mut out = Output::default();
     let mut rows_mean = Vec::new();
+    let predicted = Predicted::new(plan, raw);
     for &s in &scenarios {
         for &p in &policies {
-            cell_figures((&m, plan, raw, env.seed), p, s, &mut out, &mut rows_mean);
+            cell_figures(
+                (&m, raw, env.seed),
+                &predicted,
+                p,
+                s,
+                &mut out,
+                &mut rows_mean,
+            );
         }
     }
     out.findings.push(finding(
@@ -331,7 +341,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         format!("cap {}/s", human_bytes(plan.bandwidth)),
     ));
     out.claims = super::claims::claims(&m, plan, raw, env);
-    out.plots = super::plots::plots(&m, &rows_mean, raw, plan);
+    out.plots = super::plots::plots(&m, &rows_mean, &predicted);
     out.notes.push(matrix_note(&m, plan, raw));
     out.notes.push("`oslab sim validate` holds the simulator to targets on similar workloads (its RT-45 competitors write 512 KiB every 20 ms, these 1 MiB every 10 ms), write by write, with a blind prediction beside".into());
     out.notes.push(memory_note(raw, env));

@@ -7,7 +7,8 @@ use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 use oslab_wbsim::policy::Policy;
 
 use super::judge::Matrix;
-use super::{Cell, GroupPoll, POLICIES, Plan, Raw, Scenario};
+use super::predict::Predicted;
+use super::{Cell, GroupPoll, POLICIES, Scenario};
 use crate::wb::trace::{WriterTrace, mib};
 
 fn series_of(t: &WriterTrace, name: &str) -> Series {
@@ -57,7 +58,7 @@ fn plot(id: &str, title: &str, x: Axis, y: Axis, series: Vec<Series>) -> Plot {
 }
 
 /// Fig. 4 and 5: the RT-55 writer among two RT-45 writers, per policy.
-fn fig45(m: &Matrix, raw: &Raw, plan: &Plan) -> Vec<Plot> {
+fn fig45(m: &Matrix, predicted: &Predicted) -> Vec<Plot> {
     let mut plots = Vec::new();
     for (id, title, p) in [
         (
@@ -80,8 +81,7 @@ fn fig45(m: &Matrix, raw: &Raw, plan: &Plan) -> Vec<Plot> {
             continue;
         };
         let mut series = vec![series_of(c.first(), "measured RT-55")];
-        let sim = super::predict::simulate(plan, raw, c);
-        if let Some(w) = sim.as_ref().and_then(|o| o.writers.first()) {
+        if let Some(w) = predicted.of(c).and_then(|o| o.writers.first()) {
             series.push(sim_series(w, "simulator"));
         }
         plots.push(plot(id, title, time_axis(), lat_axis(), series));
@@ -174,8 +174,8 @@ fn dirty_plot(p: Policy, c: &Cell) -> Plot {
     )
 }
 
-pub fn plots(m: &Matrix, rows_mean: &[(String, f64)], raw: &Raw, plan: &Plan) -> Vec<Plot> {
-    let mut plots = fig45(m, raw, plan);
+pub fn plots(m: &Matrix, rows_mean: &[(String, f64)], predicted: &Predicted) -> Vec<Plot> {
+    let mut plots = fig45(m, predicted);
     plots.push(fig6(rows_mean));
     let fig7: Vec<Series> = POLICIES
         .iter()

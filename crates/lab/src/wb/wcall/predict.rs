@@ -102,17 +102,32 @@ pub fn simulate(plan: &Plan, raw: &Raw, cell: &Cell) -> Option<Outcome> {
     Some(oslab_wbsim::simulate(&cfg))
 }
 
-/// The first writer's predicted latencies over every cell of `cells` that could
-/// be simulated, pooled; empty when none could.
-pub fn pooled<'a>(plan: &Plan, raw: &Raw, cells: impl Iterator<Item = &'a Cell>) -> Vec<f64> {
-    cells
-        .filter_map(|c| simulate(plan, raw, c))
-        .flat_map(|o| {
-            o.writers
-                .into_iter()
-                .next()
-                .map(|w| w.latency_ms)
-                .unwrap_or_default()
-        })
-        .collect()
+/// Every cell of a run simulated once, for the findings and the plots alike.
+pub struct Predicted<'a> {
+    cells: &'a [Cell],
+    outcomes: Vec<Option<Outcome>>,
+}
+
+impl<'a> Predicted<'a> {
+    pub fn new(plan: &Plan, raw: &'a Raw) -> Predicted<'a> {
+        Predicted {
+            cells: &raw.cells,
+            outcomes: raw.cells.iter().map(|c| simulate(plan, raw, c)).collect(),
+        }
+    }
+
+    /// The simulation of `cell` (one of the run's cells), if it could be made.
+    pub fn of(&self, cell: &Cell) -> Option<&Outcome> {
+        let i = self.cells.iter().position(|c| std::ptr::eq(c, cell))?;
+        self.outcomes[i].as_ref()
+    }
+
+    /// The first writer's predicted latencies over `cells`, pooled; empty when
+    /// none could be simulated.
+    pub fn pooled<'b>(&self, cells: impl Iterator<Item = &'b Cell>) -> Vec<f64> {
+        cells
+            .filter_map(|c| self.of(c)?.writers.first())
+            .flat_map(|w| w.latency_ms.iter().copied())
+            .collect()
+    }
 }
