@@ -373,9 +373,22 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
             .any(|l| l.contains("/oslab-wcall-") && l.ends_with("/rt-low")),
         "the shell was not placed:\n{text}"
     );
+    // this governor's folder and pid (other tests run governors at the same time,
+    // and status lists every governor on the machine)
+    let placed = text
+        .lines()
+        .find_map(|l| l.split('/').find(|p| p.starts_with("oslab-wcall-")))
+        .expect("the shell's cgroup names its governor");
+    let pid: u64 = placed["oslab-wcall-".len()..].parse().unwrap();
     let json_start = text.find('[').expect("status JSON");
     let status: serde_json::Value = serde_json::from_str(&text[json_start..]).unwrap();
-    let rt_low = status[0]["status"]["groups"]
+    let ours_status = status
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["pid"] == pid)
+        .unwrap_or_else(|| panic!("status does not list governor {pid}:\n{text}"));
+    let rt_low = ours_status["status"]["groups"]
         .as_array()
         .unwrap()
         .iter()
@@ -389,11 +402,6 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
     // the first small file.
     assert!(memcg <= (8 << 20) + (1 << 20), "{rt_low}");
     assert!(stderr(&out).contains("cgroups (v"), "{}", stderr(&out));
-    // this governor's folder (other tests run governors at the same time)
-    let placed = text
-        .lines()
-        .find_map(|l| l.split('/').find(|p| p.starts_with("oslab-wcall-")))
-        .expect("the shell's cgroup names its governor");
     let ours = [own.join(placed), own.parent().unwrap().join(placed)];
     assert!(
         ours.iter().all(|p| !p.exists()),
