@@ -60,6 +60,14 @@ fn io_write() {
     let t = finding(&r, "first_touch_ns_per_page");
     assert!((1000.0..4000.0).contains(&t), "{t}");
     assert_eq!(r.params["size"], 256 << 20);
+    // the fixture's guest reports free pages: the order of the buffered cells matters
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("first buffered write") && n.contains("smallest block first")),
+        "{:?}",
+        r.notes
+    );
 }
 
 #[test]

@@ -406,7 +406,7 @@ fn notes(plan: &Plan, raw: &Raw, env: &Environment) -> Vec<String> {
         notes.push(format!(
             "virtio balloon free page reporting is {}",
             if r {
-                "on: freed guest memory returns to the host, so new page-cache pages fault on the host"
+                "on: freed guest memory returns to the host, so new page-cache pages fault on the host; the buffered cells run smallest block first, each deleting its file, and a cell can reuse the pages the one before freed while the host has not yet taken them (it waits about 2 s, mm/page_reporting.c), so the first buffered write pays most for new pages: a block size's rate is not only the block size's"
             } else {
                 "off"
             }
