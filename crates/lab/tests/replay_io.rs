@@ -64,7 +64,7 @@ fn io_write() {
     assert!(
         r.notes
             .iter()
-            .any(|n| n.contains("first buffered write") && n.contains("smallest block first")),
+            .any(|n| n.contains("first buffered write") && n.contains("buffered 4K figure")),
         "{:?}",
         r.notes
     );

@@ -379,15 +379,16 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
         .lines()
         .find_map(|l| l.split('/').find(|p| p.starts_with("oslab-wcall-")))
         .expect("the shell's cgroup names its governor");
-    let pid: u64 = placed["oslab-wcall-".len()..].parse().unwrap();
+    // `wcall run` names its governor and the cgroups' folder after its own pid
+    let name = format!("run-{}", &placed["oslab-wcall-".len()..]);
     let json_start = text.find('[').expect("status JSON");
     let status: serde_json::Value = serde_json::from_str(&text[json_start..]).unwrap();
     let ours_status = status
         .as_array()
         .unwrap()
         .iter()
-        .find(|g| g["pid"] == pid)
-        .unwrap_or_else(|| panic!("status does not list governor {pid}:\n{text}"));
+        .find(|g| g["name"] == name.as_str())
+        .unwrap_or_else(|| panic!("status does not list governor {name}:\n{text}"));
     let rt_low = ours_status["status"]["groups"]
         .as_array()
         .unwrap()

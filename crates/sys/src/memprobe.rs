@@ -204,16 +204,23 @@ pub fn read_load_bytes() -> u32 {
     if std::arch::is_x86_feature_detected!("avx2") {
         return 32;
     }
-    if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+    if cfg!(any(
+        target_arch = "x86_64",
+        target_arch = "x86",
+        target_arch = "aarch64"
+    )) {
         16
     } else {
         8
     }
 }
 
+/// # Safety
+/// Only on a CPU with AVX2 (unsafe, not a safe target_feature fn: that needs Rust
+/// 1.86 and the workspace builds with 1.85).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn sum_words_avx2(b: &[u8]) -> u64 {
+unsafe fn sum_words_avx2(b: &[u8]) -> u64 {
     sum_words(b)
 }
 

@@ -17,9 +17,9 @@
 //! (read for ownership) unless the CPU uses streaming stores, so write bandwidth
 //! beyond the caches is not the memory's raw write rate; glibc's memset writes
 //! large buffers with rep stosb, which on CPUs with fast strings (ERMS) can store
-//! whole lines without that read, so there writing can outrun reading. One thread cannot
-//! saturate the memory of a large machine. In a guest the host's other guests
-//! share the memory bus.
+//! whole lines without that read, so there writing can outrun reading. One thread
+//! cannot saturate the memory of a large machine. In a guest the host's other
+//! guests share the memory bus.
 //!
 //! References: material section 1 (CPU caches: the cache sweep), madvise(2).
 
@@ -94,8 +94,8 @@ pub struct SizeRaw {
 pub struct Raw {
     /// Every size, ascending.
     pub sizes: Vec<SizeRaw>,
-    /// The width of the read loop's loads (recordings from before it was kept
-    /// read with the baseline build's 16-byte loads).
+    /// The width of the read loop's loads, bytes. Recordings made before this field
+    /// existed used the baseline build's loads: 16 bytes on x86-64 and aarch64.
     #[serde(default = "sixteen")]
     pub read_load_bytes: u32,
 }

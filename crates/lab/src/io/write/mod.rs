@@ -21,10 +21,11 @@
 //! need not be slow; and under a hypervisor new page-cache pages can cost
 //! microseconds each (a virtio balloon with free page reporting hands freed memory to
 //! the host, so touching it again faults on the host), so a buffered write into a
-//! new file may run slower than expected, the first one of a run most: the cells
-//! after it can reuse the pages its deleted file freed before the host takes them
-//! (about 2 s later), so block sizes are not compared on equal pages. The result names which of these the
-//! environment shows, instead of assuming one. The device counters are the whole
+//! new file may run slower than expected, the experiment's first buffered write most:
+//! each write deletes its file, and the writes after it can reuse the pages it freed
+//! before the host takes them (about 2 s later), so block sizes are not compared on
+//! equal pages. The result names which of these the environment shows, instead of
+//! assuming one. The device counters are the whole
 //! device's: the file system's journal and metadata, or another writer, can put the
 //! bytes on the device above the bytes written (a ratio above 1). A file system that
 //! refuses O_DIRECT (tmpfs) is reported, not failed.

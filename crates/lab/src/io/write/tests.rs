@@ -169,3 +169,26 @@ fn device_ratios_above_one_are_ratios_with_a_reason() {
         .unwrap();
     assert_eq!(touch.value, 2000.0);
 }
+
+#[test]
+fn the_page_reuse_note_comes_with_free_page_reporting_and_names_the_first_figure() {
+    let note = |samples: usize, reporting: Option<bool>| {
+        let mut env = test_env(Some("KVM"));
+        env.machine.hypervisor.balloon_free_page_reporting = reporting;
+        let p = Plan { samples, ..plan() };
+        let raw = raw(800.0, Some(1000.0), 0.0, 1.0);
+        judge::judge(&p, &raw, &env)
+            .notes
+            .into_iter()
+            .find(|n| n.contains("smallest block first"))
+    };
+    let one = note(1, Some(true)).expect("the note");
+    assert!(
+        one.contains("that is the whole buffered 4K figure"),
+        "{one}"
+    );
+    let three = note(3, Some(true)).expect("the note");
+    assert!(three.contains("one of the 3 runs whose median"), "{three}");
+    assert_eq!(note(1, Some(false)), None);
+    assert_eq!(note(1, None), None);
+}
