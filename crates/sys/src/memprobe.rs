@@ -182,37 +182,55 @@ fn chase(start: *const usize, steps: u64) -> f64 {
     (t1 - t0) as f64 / steps.max(1) as f64
 }
 
-/// Reads every 8-byte word of `b` once; returns a checksum to keep it alive.
+/// A loop that reads every 8-byte word of a buffer once and returns a checksum to
+/// keep it alive, chosen once for this CPU so that no timed pass checks the CPU.
 ///
 /// With 256-bit loads where the CPU has AVX2, the width compilers choose for such a
 /// loop with -march=native there: with the baseline x86-64 build's 16-byte loads,
 /// reading from L1 and L2 looked half as fast as `write_sweep`'s memset (glibc's
 /// 32-byte stores, or rep stosb), a limit of the instructions, not of the caches.
-#[inline(never)]
-pub fn read_sweep(b: &[u8]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU has AVX2, checked just above.
-        return unsafe { sum_words_avx2(b) };
+#[derive(Clone, Copy)]
+pub struct ReadSweep {
+    pub sweep: fn(&[u8]) -> u64,
+    /// The width of its loads, bytes.
+    pub load_bytes: u32,
+}
+
+impl ReadSweep {
+    pub fn for_this_cpu() -> ReadSweep {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return ReadSweep {
+                sweep: read_avx2,
+                load_bytes: 32,
+            };
+        }
+        ReadSweep {
+            sweep: read_baseline,
+            load_bytes: if cfg!(any(
+                target_arch = "x86_64",
+                target_arch = "x86",
+                target_arch = "aarch64"
+            )) {
+                16
+            } else {
+                8
+            },
+        }
     }
+}
+
+#[inline(never)]
+fn read_baseline(b: &[u8]) -> u64 {
     sum_words(b)
 }
 
-/// The width of the loads `read_sweep` uses on this CPU, bytes.
-pub fn read_load_bytes() -> u32 {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        return 32;
-    }
-    if cfg!(any(
-        target_arch = "x86_64",
-        target_arch = "x86",
-        target_arch = "aarch64"
-    )) {
-        16
-    } else {
-        8
-    }
+/// Handed out only by [`ReadSweep::for_this_cpu`] after it found AVX2.
+#[cfg(target_arch = "x86_64")]
+#[inline(never)]
+fn read_avx2(b: &[u8]) -> u64 {
+    // SAFETY: only reachable through ReadSweep::for_this_cpu, which checked for AVX2.
+    unsafe { sum_words_avx2(b) }
 }
 
 /// # Safety
@@ -261,6 +279,8 @@ mod tests {
 
     #[test]
     fn the_read_sweep_sums_every_aligned_word() {
+        let read = ReadSweep::for_this_cpu();
+        assert!([8, 16, 32].contains(&read.load_bytes));
         let bytes: Vec<u8> = (0..4099u32).map(|i| (i * 7 + 3) as u8).collect();
         for start in 0..9 {
             let b = &bytes[start..];
@@ -270,10 +290,10 @@ mod tests {
             for w in words {
                 want = want.wrapping_add(*w);
             }
-            assert_eq!(read_sweep(b), want, "from byte {start}");
-            assert_eq!(sum_words(b), want, "from byte {start}");
+            assert_eq!((read.sweep)(b), want, "from byte {start}");
+            assert_eq!(read_baseline(b), want, "from byte {start}");
         }
-        assert_eq!(read_sweep(&[]), 0);
+        assert_eq!((read.sweep)(&[]), 0);
     }
 
     #[test]
@@ -308,7 +328,7 @@ mod tests {
         assert!(b.as_slice().iter().all(|x| *x == 1));
         // every aligned word read once: 512 words of 0x0101010101010101
         assert_eq!(
-            read_sweep(b.as_slice()),
+            (ReadSweep::for_this_cpu().sweep)(b.as_slice()),
             512u64.wrapping_mul(0x0101_0101_0101_0101)
         );
     }

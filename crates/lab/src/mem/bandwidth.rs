@@ -24,7 +24,7 @@
 //! References: material section 1 (CPU caches: the cache sweep), madvise(2).
 
 use oslab_model::{Axis, Environment, Marker, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::memprobe::{Buffer, read_sweep, write_sweep};
+use oslab_sys::memprobe::{Buffer, ReadSweep, write_sweep};
 use oslab_sys::parse::size::human_bytes;
 use serde::{Deserialize, Serialize};
 
@@ -143,6 +143,7 @@ impl Lab for MemBandwidth {
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
         let sizes = log_sizes(MIN_SIZE, plan.max_size, plan.per_octave);
+        let reader = ReadSweep::for_this_cpu();
         let mut out: Vec<Option<SizeRaw>> = vec![None; sizes.len()];
         for (n, i) in shuffled(sizes.len(), ctx.config.seed)
             .into_iter()
@@ -151,7 +152,7 @@ impl Lab for MemBandwidth {
             let mut b = Buffer::new(sizes[i] as usize, false)
                 .map_err(|e| LabError::Failed(e.to_string()))?;
             let read = timed(plan.samples, || {
-                std::hint::black_box(read_sweep(b.as_slice()));
+                std::hint::black_box((reader.sweep)(b.as_slice()));
             });
             let write = timed(plan.samples, || write_sweep(b.as_mut_slice(), 1));
             out[i] = Some(SizeRaw {
@@ -163,7 +164,7 @@ impl Lab for MemBandwidth {
         }
         Ok(Measured::Raw(Raw {
             sizes: out.into_iter().flatten().collect(),
-            read_load_bytes: oslab_sys::memprobe::read_load_bytes(),
+            read_load_bytes: reader.load_bytes,
         }))
     }
 
