@@ -18,6 +18,7 @@ pub mod fsread;
 pub mod journal;
 pub mod machine;
 pub mod memprobe;
+pub mod owned;
 pub mod parse;
 pub mod pidinfo;
 pub mod pingpong;
