@@ -6,6 +6,7 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 use oslab_model::{Environment, Mode};
+use oslab_sys::outfile::OutputError;
 use serde::{Deserialize, Serialize};
 
 use crate::shape::Recorded;
@@ -38,9 +39,11 @@ impl RawFile {
         format!("{}-{stamp}.raw.json", self.experiment)
     }
 
-    /// Writes the file into `dir`; `.gz` is added when it is compressed.
-    pub fn write_into(&self, dir: &Path) -> std::io::Result<PathBuf> {
-        let json = serde_json::to_vec(self).map_err(std::io::Error::other)?;
+    /// Writes the file into `dir`, whole and atomically, with a temporary name
+    /// nobody can plant ([`oslab_sys::outfile::write_whole`]); `.gz` is added
+    /// when it is compressed.
+    pub fn write_into(&self, dir: &Path) -> Result<PathBuf, OutputError> {
+        let json = serde_json::to_vec(self).map_err(|e| OutputError(e.to_string()))?;
         let mut path = dir.join(self.file_name());
         let bytes = if json.len() > COMPRESS_ABOVE {
             path.set_extension("json.gz");
@@ -50,9 +53,7 @@ impl RawFile {
         } else {
             json
         };
-        let tmp = path.with_extension("tmp");
-        std::fs::write(&tmp, bytes)?;
-        std::fs::rename(&tmp, &path)?;
+        oslab_sys::outfile::write_whole(&path, &bytes)?;
         Ok(path)
     }
 

@@ -9,7 +9,7 @@ use oslab_report::terminal::Terminal;
 use crate::CmdResult;
 use crate::cli::CompareArgs;
 use crate::failure::Failure;
-use crate::output::{Destination, Output, check_file_target, write_all};
+use crate::output::{Destination, Output, check_file_target, is_stdout, write_all};
 use crate::sources::{LazyStore, Loaded, load};
 
 fn by_machine(store: &mut LazyStore, name: &str) -> Result<Loaded, Failure> {
@@ -44,7 +44,7 @@ pub fn run(a: CompareArgs) -> CmdResult {
     if let Some(p) = &a.html {
         check_file_target(p, "--html")?;
     }
-    let json_stdout = a.json.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    let json_stdout = a.json.as_deref().is_some_and(is_stdout);
     if let Some(p) = a.json.as_ref().filter(|_| !json_stdout) {
         check_file_target(p, "--json")?;
     }

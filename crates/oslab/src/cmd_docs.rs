@@ -6,7 +6,7 @@ use clap::CommandFactory;
 use crate::CmdResult;
 use crate::cli::{Cli, CompletionsArgs, ManArgs};
 use crate::failure::Failure;
-use crate::output::{check_dir_target, make_dir, print_bytes};
+use crate::output::{check_dir_target, make_dir, print_bytes, write_file};
 
 pub fn completions(a: CompletionsArgs) -> CmdResult {
     let mut cmd = Cli::command();
@@ -28,19 +28,30 @@ pub fn man(a: ManArgs) -> CmdResult {
     };
     check_dir_target(&dir, "--dir")?;
     make_dir(&dir, "--dir")?;
-    clap_mangen::generate_to(cmd, &dir)
-        .map_err(|e| Failure::runtime(format!("cannot write pages into {}: {e}", dir.display())))?;
-    let pages = std::fs::read_dir(&dir)
-        .map(|d| {
-            d.filter_map(Result::ok)
-                .filter(|e| e.file_name().to_string_lossy().ends_with(".1"))
-                .count()
-        })
-        .unwrap_or(0);
+    let mut cmd = cmd.disable_help_subcommand(true);
+    cmd.build();
+    let pages = write_pages(cmd, &dir)?;
     eprintln!(
         "oslab: wrote {pages} manual pages into {} (read one with: man {}/oslab-run.1)",
         dir.display(),
         dir.display()
     );
     Ok(0)
+}
+
+/// Writes the page of `cmd` and of each visible subcommand, at any depth, into
+/// `dir` (as `clap_mangen::generate_to` would, but each page through
+/// [`write_file`], which never writes through a link planted in the folder); how
+/// many.
+fn write_pages(cmd: clap::Command, dir: &std::path::Path) -> Result<usize, Failure> {
+    let mut pages = 0;
+    for sub in cmd.get_subcommands().filter(|s| !s.is_hide_set()) {
+        pages += write_pages(sub.clone(), dir)?;
+    }
+    let man = clap_mangen::Man::new(cmd);
+    let mut page = Vec::new();
+    man.render(&mut page)
+        .map_err(|e| Failure::runtime(format!("cannot render the manual page: {e}")))?;
+    write_file(&dir.join(man.get_filename()), &page)?;
+    Ok(pages + 1)
 }

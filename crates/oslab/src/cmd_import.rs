@@ -98,6 +98,7 @@ pub fn run(a: ImportArgs) -> CmdResult {
             runs.push((name, run_of_file(source, a.label.as_ref())?));
         }
     }
+    db::make_data_folder(&target).map_err(Failure::runtime)?;
     let mut store = Store::open_or_create(&target).map_err(|e| match e {
         StoreError::BadUrl { .. } => Failure::usage(e.to_string()),
         e => Failure::runtime(e.to_string()),

@@ -19,7 +19,7 @@ use crate::cmd_info::scratch_base;
 use crate::db::{Database, DbTarget};
 use crate::failure::{EXIT_PRIVILEGE, EXIT_RUNTIME, Failure};
 use crate::output::{
-    Destination, Output, check_dir_target, check_file_target, make_dir, write_all,
+    Destination, Output, check_dir_target, check_file_target, is_stdout, make_dir, write_all,
 };
 use crate::progress::{self, Bar};
 
@@ -201,7 +201,7 @@ pub fn exporters(
 /// Checks every output target before anything runs or is made; the JSON target.
 pub fn check_targets(outputs: &Outputs) -> Result<Option<JsonTarget>, Failure> {
     let json = match &outputs.json {
-        Some(p) if p.as_os_str() == "-" => Some(JsonTarget::Stdout),
+        Some(p) if is_stdout(p) => Some(JsonTarget::Stdout),
         Some(p) => {
             check_file_target(p, "--json")?;
             Some(JsonTarget::File(p.clone()))

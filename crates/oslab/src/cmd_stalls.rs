@@ -2,13 +2,14 @@
 
 use std::collections::HashMap;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
 use oslab_report::stalls as render;
 use oslab_sys::clock::{local_hms, monotonic_ns, unix_time_s};
 use oslab_sys::fsread::Root;
+use oslab_sys::outfile;
 use oslab_sys::pidinfo;
 use oslab_sys::signals::{OnParentDeath, child_of_oslab};
 use oslab_trace::analysis::{Captured, hz_from_pauses};
@@ -19,30 +20,48 @@ use oslab_trace::{Tracer, Watch, WritebackOptions};
 use crate::CmdResult;
 use crate::cli::StallsArgs;
 use crate::failure::{EXIT_PRIVILEGE, Failure};
-use crate::output::{check_file_target, print};
+use crate::output::{check_file_target, is_stdout, print};
 
 /// An open output file, or standard output for `-`.
 enum Sink {
     Stdout,
-    File(std::fs::File),
+    /// The file, its name, and the first error writing it, if any.
+    File(std::fs::File, PathBuf, Option<String>),
 }
 
 impl Sink {
     fn open(path: &Path, flag: &str) -> Result<Sink, Failure> {
-        if path == Path::new("-") {
+        if is_stdout(path) {
             return Ok(Sink::Stdout);
         }
-        std::fs::File::create(path)
-            .map(Sink::File)
+        outfile::open_stream(path)
+            .map(|f| Sink::File(f, path.to_path_buf(), None))
             .map_err(|e| Failure::usage(format!("cannot write {flag} {}: {e}", path.display())))
     }
 
+    /// Writes `text`; an error on a file is kept for [`Sink::close`] and ends
+    /// the writing to it (the trace goes on).
     fn put(&mut self, text: &str) {
         match self {
             Sink::Stdout => print(text),
-            Sink::File(f) => {
-                let _ = f.write_all(text.as_bytes());
+            Sink::File(f, path, failed @ None) => {
+                if let Err(e) = f.write_all(text.as_bytes()) {
+                    *failed = Some(format!(
+                        "cannot write {}: {}",
+                        path.display(),
+                        outfile::plain(&e)
+                    ));
+                }
             }
+            Sink::File(..) => {}
+        }
+    }
+
+    /// The error writing the file, if there was one.
+    fn close(self) -> Result<(), Failure> {
+        match self {
+            Sink::File(_, _, Some(why)) => Err(Failure::runtime(why)),
+            _ => Ok(()),
         }
     }
 }
@@ -60,12 +79,12 @@ fn check_args(a: &StallsArgs) -> Result<(), Failure> {
     }
     for (flag, path) in [("--json", &a.json), ("--trace", &a.trace)] {
         if let Some(p) = path
-            && p != Path::new("-")
+            && !is_stdout(p)
         {
             check_file_target(p, flag)?;
         }
     }
-    if a.trace.as_deref() == Some(Path::new("-")) {
+    if a.trace.as_deref().is_some_and(is_stdout) {
         return Err(Failure::usage("--trace needs a file name"));
     }
     Ok(())
@@ -119,7 +138,7 @@ pub fn run(a: StallsArgs) -> CmdResult {
         .as_deref()
         .map(|p| Sink::open(p, "--trace"))
         .transpose()?;
-    let tables = a.json.as_deref() != Some(Path::new("-"));
+    let tables = !a.json.as_deref().is_some_and(is_stdout);
     let whom = match &watch {
         Watch::All => "every process".to_string(),
         Watch::Pids(_) if !a.command.is_empty() => format!("'{}'", a.command.join(" ")),
@@ -260,6 +279,7 @@ pub fn run(a: StallsArgs) -> CmdResult {
     let (_, last) = tracer.stop();
     if let Some(mut t) = trace {
         t.put(&chrome_out.end());
+        t.close()?;
         if let Some(p) = &a.trace {
             eprintln!(
                 "oslab: trace written: {} ({trace_events} events; open it in ui.perfetto.dev)",
@@ -267,7 +287,10 @@ pub fn run(a: StallsArgs) -> CmdResult {
             );
         }
     }
-    if let (Some(p), true) = (&a.json, a.json.as_deref() != Some(Path::new("-"))) {
+    if let Some(j) = json {
+        j.close()?;
+    }
+    if let (Some(p), true) = (&a.json, tables) {
         eprintln!("oslab: JSON lines written: {}", p.display());
     }
     if last.lost > 0 {

@@ -64,7 +64,9 @@ fn up(a: TestbedUpArgs) -> CmdResult {
     match r {
         Ok(tb) => {
             let text = serde_json::to_string_pretty(&tb).expect("serialises");
-            std::fs::write(state_path(), text).map_err(|e| Failure::runtime(e.to_string()))?;
+            let state = state_path();
+            oslab_sys::outfile::write_whole(&state, text.as_bytes())
+                .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", state.display())))?;
             print(&describe(&tb));
             print("take it down with 'oslab testbed down' (or 'oslab restore')\n");
             Ok(0)

@@ -8,6 +8,7 @@ use oslab_model::ExperimentResult;
 use oslab_report::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use oslab_store::{Store, StoreError, Target};
 use oslab_sys::machine::MachineInfo;
+use oslab_sys::outfile;
 
 use crate::failure::Failure;
 
@@ -27,9 +28,38 @@ pub fn data_dir() -> Option<PathBuf> {
 }
 
 /// A database named on the command line or in $OSLAB_DB: a file, or a
-/// postgres:// URL; another `scheme://` is a usage error.
+/// postgres:// URL; another `scheme://` is a usage error. A file follows the
+/// rule of every output: its folder must exist (none is made for it), and it
+/// must be a regular file or a free name, reached through no link another
+/// user owns.
 fn parse(value: &OsStr, named_by: &str) -> Result<Target, Failure> {
-    Target::parse(value).map_err(|e| Failure::usage(format!("{named_by} {e}")))
+    let target = Target::parse(value).map_err(|e| Failure::usage(format!("{named_by} {e}")))?;
+    if let Target::File(path) = &target {
+        let why = match outfile::check(path) {
+            Ok(t) if t.is_file() => return Ok(target),
+            Ok(_) => "it is not a regular file".to_string(),
+            Err(e) => e.to_string(),
+        };
+        return Err(Failure::usage(format!(
+            "cannot use {named_by}{}{}: {why}",
+            if named_by.ends_with('=') { "" } else { " " },
+            path.display()
+        )));
+    }
+    Ok(target)
+}
+
+/// Makes the data folder when `target` is a database file in it (the default
+/// one), folder by folder, never through a link another user owns, and checks
+/// that it is this user's own.
+pub fn make_data_folder(target: &Target) -> Result<(), String> {
+    if let (Target::File(db), Some(dir)) = (target, data_dir())
+        && db.parent() == Some(dir.as_path())
+    {
+        outfile::ensure_folders(&dir, 0o700)
+            .map_err(|e| format!("the data folder {}: {e}", dir.display()))?;
+    }
+    Ok(())
 }
 
 /// $OSLAB_DB, else $XDG_DATA_HOME/oslab/results.db, else ~/.local/share/oslab/results.db.
@@ -130,6 +160,10 @@ impl Database {
             command: command.to_string(),
             label,
         };
+        if let Err(why) = make_data_folder(target) {
+            eprintln!("oslab: results are not kept: {why} (--no-db silences this)");
+            return Ok(None);
+        }
         let opened = Store::open_or_create(target).and_then(|mut s| {
             let id = s.begin_run(&meta)?;
             Ok((s, id))
@@ -211,7 +245,7 @@ impl Database {
 /// `unstored/`; the file.
 fn write_unstored(doc: &Results) -> Result<PathBuf, String> {
     let dir = data_dir().ok_or("HOME is not set")?.join("unstored");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    outfile::ensure_folders(&dir, 0o700).map_err(|e| format!("{}: {e}", dir.display()))?;
     let stamp: String = now_rfc3339()
         .chars()
         .filter(char::is_ascii_alphanumeric)
@@ -223,7 +257,7 @@ fn write_unstored(doc: &Results) -> Result<PathBuf, String> {
         .into_iter()
         .flat_map(|p| p.bytes)
         .collect();
-    std::fs::write(&file, bytes).map_err(|e| format!("{}: {e}", file.display()))?;
+    outfile::write_whole(&file, &bytes).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(file)
 }
 

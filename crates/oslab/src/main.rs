@@ -42,7 +42,11 @@ fn main() {
         Ok(c) => c,
         Err(e) => {
             // --help and --version print and exit 0; bad usage exits 2.
-            let _ = e.print();
+            if let Err(io) = e.print()
+                && !e.use_stderr()
+            {
+                output::stdout_failed(&io);
+            }
             guard::exit(if e.use_stderr() { 2 } else { 0 });
         }
     };

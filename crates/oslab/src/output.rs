@@ -5,11 +5,13 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use oslab_report::exporter::{Exporter, Shape, Stage};
+use oslab_sys::outfile;
 use oslab_sys::parse::size::human_bytes;
 
-use crate::failure::Failure;
+use crate::failure::{EXIT_RUNTIME, Failure};
 
-/// Prints to stdout; a closed pipe (`oslab ... | head`) ends the program quietly.
+/// Prints to stdout; a closed pipe (`oslab ... | head`) ends the program quietly,
+/// any other error (a full device) with one sentence and exit 1.
 pub fn print(text: &str) {
     print_bytes(text.as_bytes());
 }
@@ -17,11 +19,25 @@ pub fn print(text: &str) {
 /// [`print`] for bytes.
 pub fn print_bytes(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(bytes).and_then(|_| out.flush())
-        && e.kind() == std::io::ErrorKind::BrokenPipe
-    {
+    if let Err(e) = out.write_all(bytes).and_then(|_| out.flush()) {
+        stdout_failed(&e);
+    }
+}
+
+/// Ends the program for an error writing standard output: quietly for a closed
+/// pipe (exit 0), else with one sentence (exit 1).
+pub fn stdout_failed(e: &std::io::Error) -> ! {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
         crate::guard::exit(0);
     }
+    eprintln!("oslab: cannot write standard output: {}", outfile::plain(e));
+    crate::guard::exit(EXIT_RUNTIME)
+}
+
+/// Whether `path` names standard output: `-`, or a path that leads to this
+/// process's descriptor 1 (/dev/stdout, /proc/self/fd/1, a link to them).
+pub fn is_stdout(path: &Path) -> bool {
+    path.as_os_str() == "-" || outfile::check(path).is_ok_and(|t| t.is_stdout())
 }
 
 /// Where an exporter's bytes go.
@@ -39,19 +55,26 @@ pub enum Destination {
 }
 
 impl Destination {
-    /// A file written once, at the end.
+    /// A file written once, at the end (standard output where the path leads there).
     pub fn file(path: &Path) -> Destination {
+        if is_stdout(path) {
+            return Destination::Stdout;
+        }
         Destination::File {
             path: path.to_path_buf(),
             each_result: false,
         }
     }
 
-    /// A file rewritten after every result of a run.
+    /// A file rewritten after every result of a run; a device or FIFO, which
+    /// would take the whole document again each time, is written once at the end.
     pub fn file_per_result(path: &Path) -> Destination {
-        Destination::File {
-            path: path.to_path_buf(),
-            each_result: true,
+        match Destination::file(path) {
+            Destination::File { path, .. } => Destination::File {
+                each_result: outfile::check(&path).is_ok_and(|t| t.is_file()),
+                path,
+            },
+            other => other,
         }
     }
 }
@@ -145,78 +168,37 @@ pub fn write_all<D: ?Sized>(
     outputs.iter_mut().try_for_each(|o| o.write(doc, stage))
 }
 
-/// Writes a whole file atomically (temp file + rename), so a reader never sees half.
+/// Writes a whole output file: atomically over a regular file (keeping its owner
+/// and mode), through a device or FIFO; see `oslab_sys::outfile`.
 pub fn write_file(path: &Path, bytes: &[u8]) -> Result<(), Failure> {
-    let tmp = path.with_extension(format!(
-        "{}.tmp-{}",
-        path.extension().and_then(|e| e.to_str()).unwrap_or(""),
-        std::process::id()
-    ));
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            Failure::runtime(format!("cannot write {}: {e}", path.display()))
-        })
+    outfile::write_whole(path, bytes)
+        .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", path.display())))
+}
+
+fn unfit(flag: &str, path: &Path, e: outfile::OutputError) -> Failure {
+    Failure::usage(format!("cannot write {flag} {}: {e}", path.display()))
 }
 
 /// Checks before any work that an output directory can be made or used: it may
 /// exist, or be a new folder in a directory that exists. Nothing is created here.
 pub fn check_dir_target(path: &Path, flag: &str) -> Result<(), Failure> {
-    if path.exists() {
-        return if path.is_dir() {
-            Ok(())
-        } else {
-            Err(Failure::usage(format!(
-                "{flag} {} is a file, not a directory",
-                path.display()
-            )))
-        };
-    }
-    let parent = parent_of(path);
-    if !parent.is_dir() {
-        return Err(Failure::usage(format!(
-            "cannot write {flag} {}: directory {} does not exist",
-            path.display(),
-            parent.display()
-        )));
-    }
-    Ok(())
+    outfile::check_folder(path)
+        .map(drop)
+        .map_err(|e| unfit(flag, path, e))
 }
 
-/// Makes the output directory checked by [`check_dir_target`] (only the last folder).
+/// Makes the output directory checked by [`check_dir_target`] (only the last
+/// folder), or takes the one there; never through a link another user owns.
 pub fn make_dir(path: &Path, flag: &str) -> Result<(), Failure> {
-    match std::fs::create_dir(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && path.is_dir() => Ok(()),
-        Err(e) => Err(Failure::usage(format!(
-            "cannot create {flag} directory {}: {e}",
-            path.display()
-        ))),
-    }
+    outfile::make_folder(path)
+        .map(drop)
+        .map_err(|e| unfit(flag, path, e))
 }
 
-fn parent_of(path: &Path) -> &Path {
-    path.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
-/// Checks before any work that a file can be written where asked.
+/// Checks before any work that a file can be written where asked: its folder
+/// exists, and it is no folder, block device or link of another user.
 pub fn check_file_target(path: &Path, flag: &str) -> Result<(), Failure> {
-    let parent = parent_of(path);
-    if !parent.is_dir() {
-        return Err(Failure::usage(format!(
-            "cannot write {flag} {}: directory {} does not exist",
-            path.display(),
-            parent.display()
-        )));
-    }
-    if path.is_dir() {
-        return Err(Failure::usage(format!(
-            "{flag} {} is a directory; give a file name",
-            path.display()
-        )));
-    }
-    Ok(())
+    outfile::check(path)
+        .map(drop)
+        .map_err(|e| unfit(flag, path, e))
 }

@@ -18,6 +18,7 @@ pub mod fsread;
 pub mod journal;
 pub mod machine;
 pub mod memprobe;
+pub mod outfile;
 pub mod owned;
 pub mod parse;
 pub mod pidinfo;
@@ -27,6 +28,7 @@ pub mod sar;
 pub mod signals;
 pub mod spinners;
 pub mod sysctl;
+pub mod tempname;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 pub mod topology;

@@ -6,7 +6,6 @@ use std::time::Duration;
 use oslab_model::Claim;
 use oslab_sys::dirty::{DirtyInputs, DirtyLimits, compute};
 use oslab_sys::fsread::Root;
-use oslab_sys::journal;
 use oslab_sys::parse::size::human_bytes;
 use oslab_sys::{process, sysctl};
 use serde::Serialize;
@@ -210,13 +209,9 @@ fn rule_d(root: bool, scratch: &std::path::Path) -> Result<Claim, LabError> {
     if !root {
         return Ok(RULE_D.not_testable(exp, NEEDS_ROOT));
     }
-    let path = scratch.join(format!("oslab-explain-{}.dat", std::process::id()));
-    let seq = journal::with_global(|j| {
-        j.record(
-            format!("test file {}", path.display()),
-            journal::Undo::RemovePath { path: path.clone() },
-        )
-    })?;
+    // a fresh private folder, journaled: never a name another user could plant
+    let dir = crate::scratch::Scratch::create(scratch, "dirty-explain", 2 << 20)?;
+    let path = dir.file("dirty.dat");
     let result = with_sysctls(
         &[
             ("vm.dirty_writeback_centisecs", "0".into()),
@@ -235,7 +230,7 @@ fn rule_d(root: bool, scratch: &std::path::Path) -> Result<Claim, LabError> {
             Ok((before, after))
         },
     );
-    let _ = journal::with_global(|j| j.undo(seq));
+    drop(dir);
     let (before, after) = result?.map_err(|e| LabError::Failed(e.to_string()))?;
     if before == 0 {
         return Ok(RULE_D.not_testable(

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use oslab_sys::blockdev;
 use oslab_sys::clock::monotonic_ns;
 use oslab_sys::journal::{self, Undo};
-use oslab_sys::{SysError, SysResult, process};
+use oslab_sys::{SysError, SysResult, process, tempname};
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::LabError;
@@ -86,16 +86,21 @@ pub fn up(
         return Err(LabError::Failed(why));
     }
     let mut seqs = Vec::new();
-    let dir = base.join(format!("oslab-testbed-{}", std::process::id()));
+    // a random name, made fresh (mode 0755 as before, so the mount can be
+    // looked into): nothing another user planted in the base is used
+    let name = tempname::fresh_name("oslab-testbed-", "")
+        .map_err(|e| LabError::Failed(format!("no random name for the testbed: {e}")))?;
+    let dir = base.join(name);
     seqs.push(record(
         format!("testbed directory {}", dir.display()),
         Undo::RemovePath { path: dir.clone() },
     )?);
     let mnt = dir.join("mnt");
-    std::fs::create_dir_all(&mnt)
+    tempname::make_own_dir(&dir, 0o755)
+        .and_then(|()| std::fs::create_dir(&mnt))
         .map_err(|e| LabError::Failed(format!("{}: {e}", mnt.display())))?;
     let image = dir.join("disk.img");
-    std::fs::File::create(&image)
+    tempname::create_new_file(&image)
         .and_then(|f| f.set_len(size_bytes))
         .map_err(|e| LabError::Failed(format!("sparse image {}: {e}", image.display())))?;
 

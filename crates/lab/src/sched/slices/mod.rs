@@ -181,8 +181,8 @@ impl Lab for SchedSlices {
             };
             let text = serde_json::to_string(&oslab_trace::chrome::document(&events))
                 .map_err(|e| LabError::Failed(e.to_string()))?;
-            std::fs::write(path, text)
-                .map_err(|e| LabError::Failed(format!("{}: {e}", path.display())))?;
+            oslab_sys::outfile::write_whole(path, text.as_bytes())
+                .map_err(|e| LabError::Failed(format!("cannot write {}: {e}", path.display())))?;
         }
         Ok(Measured::Raw(Raw { cpu, rounds }))
     }
