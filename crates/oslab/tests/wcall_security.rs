@@ -564,6 +564,27 @@ fn another_user_joins_roots_daemon_but_cannot_lift_its_writers() {
     assert!(o.1.contains("root's"), "{}", o.1);
     assert_eq!(std::fs::metadata(&out).unwrap().len(), 100 * 65536);
     stop(daemon);
+
+    // without root's daemon the user runs a governor of its own, in a folder of
+    // its own; root's status does not list it (another user's governor is not
+    // root's to join)
+    let own = user
+        .command(&bin, &[&lib, "TMPDIR=/tmp"])
+        .args(["wcall", "run", "--private", "--", "dd", "if=/dev/zero"])
+        .arg(format!("of={}", out.display()))
+        .args(["bs=64k", "count=10", "status=none"])
+        .output()
+        .unwrap();
+    assert!(own.status.success(), "{}", stderr(&own));
+    assert!(
+        stderr(&own).contains("normal   10 writes (640 KiB)"),
+        "{}",
+        stderr(&own)
+    );
+    let folder = PathBuf::from(format!("/tmp/oslab-wcall-{}", user.uid));
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the user's socket folder is private");
+    let _ = std::fs::remove_dir_all(&folder);
 }
 
 trait WaitRef {

@@ -175,30 +175,32 @@ pub(crate) fn read_io(g: &mut Governed, now: u64, budget: &mut Budget, coordinat
     }
 }
 
-/// Whether a process is taken at its word where the kernel's counts cannot be
-/// read: only under a coordinator that is not root, where they are of its own user
-/// (a non-root coordinator governs no other), and the process made itself
-/// undumpable; it can mislead no one but that user about itself.
+/// Whether a process is taken at its word: only under a coordinator that is not
+/// root, which governs that user's own programs alone (`crate::admission`), so a
+/// lie can mislead no one but that user about their own program. (A user cannot
+/// read the kernel's counts of a process that has exited and not been reaped:
+/// /proc gives a dead process's files to root.) Under root, everyone is bounded
+/// by the kernel's counts.
 fn unbounded(g: &Governed, coordinator_uid: u32) -> bool {
-    coordinator_uid != 0 && g.uid == coordinator_uid && g.io_last.is_none()
+    coordinator_uid != 0 && g.uid == coordinator_uid
 }
 
 /// The process's counters on the board: its own figures, bounded by what the
-/// kernel counted since it joined, and by themselves (no more delayed writes than
-/// writes, no longer held than alive).
+/// kernel counted since it joined (see `unbounded`), and by themselves (no more
+/// delayed writes than writes, no longer held than alive).
 pub(crate) fn publish(g: &Governed, slot: &MemberSlot, now: u64, coordinator_uid: u32) {
     let Some(own) = g.own() else {
         return;
     };
     let h = &own.header;
     let kernel = match (g.io_at_join, g.io_last) {
-        (Some(a), Some(b)) => Io {
-            wchar: b.wchar.saturating_sub(a.wchar),
-            syscw: b.syscw.saturating_sub(a.syscw),
-        },
         _ if unbounded(g, coordinator_uid) => Io {
             wchar: u64::MAX,
             syscw: u64::MAX,
+        },
+        (Some(a), Some(b)) => Io {
+            wchar: b.wchar.saturating_sub(a.wchar),
+            syscw: b.syscw.saturating_sub(a.syscw),
         },
         _ => Io::default(),
     };
