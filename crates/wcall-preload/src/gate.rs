@@ -102,6 +102,7 @@ pub fn before(fd: c_int, n: u64) -> Option<&'static Own> {
         j.own.header.passed_through.fetch_add(1, Ordering::Relaxed);
         return None;
     }
+    crate::join::follow_scheduling(&j);
     let group = j.board.group_of(j.index);
     let now = monotonic_ns();
     j.own.header.last_write_ns.store(now, Ordering::Relaxed);

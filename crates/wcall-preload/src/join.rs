@@ -6,11 +6,11 @@
 use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use oslab_wcall_table::wire::{self, Ask, Request};
-use oslab_wcall_table::{AUTO, Board, BoardView, MAX_MEMBERS, MemberSlot, Own, OwnMap};
+use oslab_wcall_table::{AUTO, Board, BoardView, MAX_MEMBERS, MemberSlot, Own, OwnMap, classify};
 
 use crate::say;
 
@@ -116,4 +116,45 @@ pub extern "C" fn after_fork_in_child() {
     if SOCKET.get().is_some() {
         MUST_JOIN.store(true, Ordering::Release);
     }
+}
+
+static CALLS: AtomicU64 = AtomicU64::new(0);
+/// The scheduling class last asked about, so a class the coordinator keeps this
+/// process out of (its group was given) is asked about once.
+static ASKED: AtomicU32 = AtomicU32::new(u32::MAX);
+
+/// The paper's group of the calling thread's scheduling.
+fn thread_class() -> u32 {
+    // SAFETY: queries of the calling thread's own scheduling, into a local.
+    unsafe {
+        let policy = libc::sched_getscheduler(0) & !libc::SCHED_RESET_ON_FORK;
+        let mut p = libc::sched_param { sched_priority: 0 };
+        libc::sched_getparam(0, &mut p);
+        classify(policy, p.sched_priority)
+    }
+}
+
+/// On the first governed write and every 256th: when the calling thread's
+/// scheduling says another group than the board, asks the coordinator to look at
+/// this process again (it decides from the kernel's word, so asking changes
+/// nothing it would not see itself a pass later; a writer that turned SCHED_FIFO
+/// just before its first write is not held in its old group meanwhile).
+pub fn follow_scheduling(j: &Joined) {
+    if CALLS.fetch_add(1, Ordering::Relaxed) % 256 != 0 {
+        return;
+    }
+    let class = thread_class();
+    if class == j.member().group.load(Ordering::Relaxed)
+        || ASKED.swap(class, Ordering::Relaxed) == class
+    {
+        return;
+    }
+    let Some(path) = SOCKET.get() else { return };
+    let path = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
+    let req = Request {
+        ask: Ask::Regroup,
+        group: AUTO,
+        pid: 0,
+    };
+    let _ = wire::ask(path, &req, JOIN_TIMEOUT);
 }

@@ -31,6 +31,9 @@ pub enum Ask {
     /// My child `pid` has exited and is not reaped yet: count what it wrote now,
     /// while the kernel still has its counts.
     Count = 5,
+    /// My scheduling changed: look at it again (the coordinator decides the group
+    /// from what the kernel says, as in every pass; this only asks it to look now).
+    Regroup = 6,
 }
 
 impl Ask {
@@ -41,6 +44,7 @@ impl Ask {
             3 => Ask::Launched,
             4 => Ask::Look,
             5 => Ask::Count,
+            6 => Ask::Regroup,
             _ => return None,
         })
     }

@@ -41,7 +41,8 @@ pub enum Granted {
         own: OwnedFd,
     },
     Launcher,
-    Launched {
+    /// A slot on the board and the group decided (a launched program; a regroup).
+    Slot {
         index: u32,
         group: u32,
     },
@@ -135,8 +136,31 @@ pub fn admit(
         }
         Ask::Launched => launched(&member, req.pid, board, registry, &mut budget),
         Ask::Count => count(&member, req.pid, board, registry, &mut budget),
+        Ask::Regroup => regroup(&member, board, registry),
         Ask::Look => Ok(Granted::Look),
     }
+}
+
+/// A governed process whose scheduling changed: its group decided again now, from
+/// the kernel's word, rather than at the coordinator's next look (up to 100 ms
+/// later, when its first writes would have gone through its old group's gate).
+fn regroup(
+    member: &Member,
+    board: &BoardMap,
+    registry: &Mutex<Registry>,
+) -> Result<Granted, String> {
+    let reg = registry.lock().map_err(|_| no("poisoned"))?;
+    let Some((i, g)) = reg.by_pid(member.pid) else {
+        return Err(no("the process is not governed"));
+    };
+    let group = g.lineage.group(|| facts::sched_group(member.pid));
+    board.board().members[i]
+        .group
+        .store(group, std::sync::atomic::Ordering::Relaxed);
+    Ok(Granted::Slot {
+        index: i as u32,
+        group,
+    })
 }
 
 /// A launcher's child that has exited (a zombie until the launcher reaps it): its
@@ -252,7 +276,7 @@ fn launched(
         placed: None,
     };
     reg.insert(index, g, group, board.board());
-    Ok(Granted::Launched {
+    Ok(Granted::Slot {
         index: index as u32,
         group,
     })
@@ -360,6 +384,27 @@ mod tests {
         .err()
         .unwrap();
         assert!(e.contains("only a launcher"), "{e}");
+        // the stranger turns SCHED_FIFO 55 (as root may make it): asked to look
+        // again, the coordinator moves it to rt-high at once, not a pass later
+        if oslab_sys::process::is_root() {
+            let p = libc::sched_param { sched_priority: 55 };
+            // SAFETY: sched_setscheduler of our own child with a local param.
+            assert_eq!(
+                unsafe { libc::sched_setscheduler(stranger as i32, libc::SCHED_FIFO, &p) },
+                0
+            );
+            let got = admit(peer(stranger), &ask(Ask::Regroup, AUTO, 0), &board, &reg).unwrap();
+            let Granted::Slot { index, group } = got else {
+                panic!("not regrouped")
+            };
+            assert_eq!(group, RT_HIGH);
+            assert_eq!(
+                board.board().members[index as usize]
+                    .group
+                    .load(Ordering::Relaxed),
+                RT_HIGH
+            );
+        }
         child.kill().unwrap();
         child.wait().unwrap();
         // SAFETY: SIGKILL to the orphan this test started.

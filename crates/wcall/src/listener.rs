@@ -161,7 +161,7 @@ fn answer(
             &Reply::yes(index, group),
             &[board.fd(), own.as_raw_fd()],
         ),
-        Ok(Granted::Launched { index, group }) => reply(fd, &Reply::yes(index, group), &[]),
+        Ok(Granted::Slot { index, group }) => reply(fd, &Reply::yes(index, group), &[]),
         Ok(Granted::Counted) => reply(fd, &Reply::yes(0, 0), &[]),
         Ok(Granted::Launcher | Granted::Look) => reply(fd, &Reply::yes(0, 0), &[board.fd()]),
         Err(why) => refuse(why),
