@@ -9,8 +9,10 @@ use oslab_sys::parse::size::parse_human_size;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::launch;
+use oslab_wcall::rendezvous::{self, Found};
 use oslab_wcall::service::{self, Governor, Options};
-use oslab_wcall::shm::{Mapped, group_number};
+use oslab_wcall::shm::group_number;
+use oslab_wcall::shm::wire::{self, Ask, Request};
 use oslab_wcall::view::snapshot_of;
 
 use crate::CmdResult;
@@ -106,19 +108,17 @@ fn cgroup_limits(memory_high: &[String]) -> Result<CgroupLimits, Failure> {
 fn start(name: &str, o: Options) -> Result<Governor, Failure> {
     let g = Governor::start(name, o)
         .map_err(|e| Failure::runtime(format!("cannot start the governor: {e}")))?;
-    if let Ok(release) = g.releaser() {
-        crate::guard::on_interrupt(release);
-    }
+    crate::guard::on_interrupt(g.releaser());
     Ok(g)
 }
 
 /// The governor `wcall run` uses: the one named, the one daemon running, or one
 /// of its own (with a word on what that means).
-fn choose_governor(a: &WcallRunArgs) -> Result<Option<service::Found>, Failure> {
+fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
     if a.private {
         return Ok(None);
     }
-    let daemons: Vec<service::Found> = service::discover(&oslab_sys::fsread::Root::live())
+    let daemons: Vec<Found> = rendezvous::discover()
         .into_iter()
         .filter(|f| !f.name.starts_with("run-"))
         .collect();
@@ -155,10 +155,28 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<service::Found>, Failure> 
         )));
     }
     eprintln!(
-        "oslab wcall: joining governor '{}' (pid {})",
-        chosen.name, chosen.pid
+        "oslab wcall: joining governor '{}' (pid {}{})",
+        chosen.name,
+        chosen.pid,
+        if chosen.uid == 0 && oslab_sys::process::uid() != 0 {
+            ", root's"
+        } else {
+            ""
+        }
     );
     Ok(Some(chosen))
+}
+
+/// Asks the governor at `socket` for something this launcher needs.
+fn ask(socket: &std::path::Path, ask: Ask, group: u32, pid: u32) -> Result<(), String> {
+    let req = Request { ask, group, pid };
+    let a = wire::ask(socket, &req, std::time::Duration::from_secs(5))
+        .map_err(|e| format!("the governor at {} did not answer: {e}", socket.display()))?;
+    if a.reply.ok {
+        Ok(())
+    } else {
+        Err(a.reply.reason)
+    }
 }
 
 fn run_governed(a: WcallRunArgs) -> CmdResult {
@@ -180,39 +198,48 @@ fn run_governed(a: WcallRunArgs) -> CmdResult {
             path.display()
         );
     }
-    let (own, table) = match choose_governor(&a)? {
-        Some(found) => (None, found.path),
+    let (own, socket) = match choose_governor(&a)? {
+        Some(found) => {
+            // the programs we start join in the group asked for, as far as the
+            // governor grants it (docs/wcall.md, "The trust boundary")
+            ask(&found.socket, Ask::Launcher, group, 0).map_err(|why| {
+                Failure::runtime(format!(
+                    "governor '{}' refused this launcher: {why}",
+                    found.name
+                ))
+            })?;
+            (None, found.socket)
+        }
         None => {
             let opts = options(&a.policy)?;
             let g = start(&format!("run-{}", std::process::id()), opts)?;
+            g.launch_as(group)
+                .map_err(|e| Failure::runtime(format!("cannot launch under the governor: {e}")))?;
             eprintln!("oslab wcall: {}", described(&g, &opts));
-            let p = g.path().to_path_buf();
+            let p = g.socket().to_path_buf();
             (Some(g), p)
         }
     };
     let mut cmd = std::process::Command::new(&path);
     cmd.args(&a.command[1..]);
-    for (k, v) in launch::env(&lib, &table, &a.group) {
+    for (k, v) in launch::env(&lib, &socket) {
         cmd.env(k, v);
     }
-    // a static program registers through us: the coordinator checks that it is
-    // our child and that we map the table
-    let launcher_view = if is_static {
-        Mapped::open(&table).ok()
-    } else {
-        None
-    };
-    let code = crate::child::run_forwarding_with(&mut cmd, program, |pid| {
-        if let Some(m) = &launcher_view {
-            let g = if group == oslab_wcall::shm::AUTO {
-                oslab_wcall::shm::NORMAL
-            } else {
-                group
-            };
-            let _ = m.table().register_launched(pid, g, std::process::id());
-        }
-    })?;
-    drop(launcher_view);
+    // a static program cannot join itself: we ask for it, and the coordinator
+    // checks that it is our child, of our user
+    let code = crate::child::run_forwarding_with(
+        &mut cmd,
+        program,
+        |pid| {
+            if is_static && let Err(why) = ask(&socket, Ask::Launched, group, pid) {
+                eprintln!("oslab wcall: {program} (pid {pid}) is not governed: {why}");
+            }
+        },
+        // counted while the kernel still has its counts: its figures are whole
+        |pid| {
+            let _ = ask(&socket, Ask::Count, group, pid);
+        },
+    )?;
     if let Some(g) = own {
         let cgroups = g.cgroups().describe();
         let s = g.finish();
@@ -224,12 +251,10 @@ fn run_governed(a: WcallRunArgs) -> CmdResult {
 
 fn daemon(a: WcallDaemonArgs) -> CmdResult {
     let opts = options(&a.policy)?;
-    if a.name.is_empty() || a.name.contains('/') || a.name.len() > 64 {
-        return Err(Failure::usage("--name must be 1-64 characters without '/'"));
-    }
-    if service::discover(&oslab_sys::fsread::Root::live())
+    rendezvous::check_name(&a.name).map_err(|e| Failure::usage(format!("--name: {e}")))?;
+    if rendezvous::discover()
         .iter()
-        .any(|f| f.name == a.name)
+        .any(|f| f.name == a.name && f.uid == oslab_sys::process::uid())
     {
         return Err(Failure::runtime(format!(
             "a governor named '{}' is already running (see `oslab wcall status`)",
@@ -271,17 +296,17 @@ fn daemon(a: WcallDaemonArgs) -> CmdResult {
 }
 
 fn status(a: WcallStatusArgs) -> CmdResult {
-    let found: Vec<_> = service::discover(&oslab_sys::fsread::Root::live())
+    let found: Vec<_> = rendezvous::discover()
         .into_iter()
         .filter(|f| a.name.as_ref().is_none_or(|n| &f.name == n))
         .collect();
     let mut snaps = Vec::new();
     for f in &found {
-        match Mapped::open(&f.path) {
-            // the pid that holds the table, not the one the table claims
-            Ok(m) => snaps.push((
+        match f.board() {
+            // the coordinator's pid as the kernel named the socket's peer
+            Ok(b) => snaps.push((
                 f,
-                snapshot_of(m.table(), oslab_sys::clock::monotonic_ns(), f.pid),
+                snapshot_of(b.board(), oslab_sys::clock::monotonic_ns(), f.pid),
             )),
             Err(e) => eprintln!(
                 "oslab wcall: cannot read governor '{}' (pid {}): {e}",

@@ -1,7 +1,8 @@
 //! Kill oslab with SIGKILL at several moments of everything that forks or changes
 //! the machine, then check that no process it started survives and that
 //! `oslab restore` puts the machine back exactly: sysctls, loop devices, mounts,
-//! blkio throttles, cgroups (at any depth), scratch files and journals. Needs root
+//! blkio throttles, cgroups (at any depth), the governor's sockets, scratch files
+//! and journals. Needs root
 //! (the write-back experiments build a throttled loop device); skipped with the
 //! reason otherwise.
 //!
@@ -37,6 +38,7 @@ struct MachineState {
     mounts: BTreeSet<String>,
     throttles: BTreeMap<String, String>,
     oslab_cgroups: BTreeSet<String>,
+    governor_sockets: BTreeSet<String>,
 }
 
 fn read(path: &Path) -> Option<String> {
@@ -98,12 +100,17 @@ fn machine_state() -> MachineState {
         .collect();
     let mut oslab_cgroups = BTreeSet::new();
     cgroups_named_oslab(Path::new("/sys/fs/cgroup"), 0, &mut oslab_cgroups);
+    let governor_sockets = files_in(oslab_wcall::rendezvous::ROOT_DIR)
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect();
     MachineState {
         sysctls,
         loop_devices,
         mounts,
         throttles,
         oslab_cgroups,
+        governor_sockets,
     }
 }
 

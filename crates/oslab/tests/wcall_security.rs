@@ -1,19 +1,17 @@
-//! The governor against its own governed programs (issue 16, "Security of the
-//! governor"): a program that resizes the shared table, descriptor numbers reused
-//! behind the interposer's back, and a table written with pids and files that are
-//! not the writer's. The C programs are compiled at test time from the sources
-//! below.
+//! The governor against its own governed programs and against other users
+//! (issue 27, item 4; docs/wcall.md, "The trust boundary"): a program that attacks
+//! the board and sends requests it must refuse, a program that drops from root to
+//! nobody and lies, descriptor numbers reused behind the interposer's back, and
+//! another user who joins root's daemon. The C programs are compiled at test time
+//! from tests/fixtures/wcall/.
 
 mod common;
 
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
-
-use oslab_wcall::shm::{FILE_FREE, FILE_READY, Mapped, NORMAL, RT_HIGH};
 
 fn oslab() -> Command {
     let mut c = common::oslab();
@@ -51,64 +49,131 @@ fn compile(dir: &Path, name: &str, source: &str) -> PathBuf {
     exe
 }
 
-/// Opens the table the way a governed program does, then tries to resize it, and
-/// watches the coordinator's heartbeat (at byte offset argv[1]) go on.
-const TRUNCATE_C: &str = r#"
-#include <errno.h>
-#include <stdint.h>
-#include <stdlib.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <fcntl.h>
-#include <unistd.h>
-
-int main(int argc, char **argv) {
-    const char *path = getenv("OSLAB_WCALL_SHM");
-    if (!path || argc < 2) return 20;
-    long heartbeat = atol(argv[1]);
-    int fd = open(path, O_RDWR);
-    if (fd < 0) return 21;
-    struct stat st;
-    if (fstat(fd, &st)) return 22;
-    if (ftruncate(fd, 0) == 0) return 23;
-    if (errno != EPERM) return 24;
-    if (ftruncate(fd, st.st_size * 2) == 0) return 25;
-    if (errno != EPERM) return 26;
-    struct stat after;
-    if (fstat(fd, &after) || after.st_size != st.st_size) return 27;
-    char *m = mmap(0, st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) return 28;
-    volatile uint64_t *beat = (volatile uint64_t *)(m + heartbeat);
-    uint64_t first = *beat;
-    for (int i = 0; i < 200 && *beat == first; i++) usleep(10000);
-    if (*beat == first) return 29;
-    return 0;
+/// Compiles tests/fixtures/wcall/NAME.c (with its wire.h) into `dir/name`.
+fn compile_fixture(dir: &Path, name: &str) -> PathBuf {
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/wcall");
+    let exe = dir.join(name);
+    let ok = Command::new("cc")
+        .args(["-O2", "-Wall", "-I"])
+        .arg(&fixtures)
+        .arg("-o")
+        .arg(&exe)
+        .arg(fixtures.join(format!("{name}.c")))
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(
+        ok,
+        "cc could not build {name}.c (install gcc and libc6-dev)"
+    );
+    exe
 }
-"#;
 
-#[test]
-fn a_governed_program_cannot_resize_the_table_and_the_coordinator_goes_on() {
-    let dir = workdir();
-    let exe = compile(dir.path(), "truncate", TRUNCATE_C);
-    let heartbeat = std::mem::offset_of!(oslab_wcall::shm::Header, heartbeat_ns);
-    // without cgroups: an oslab killed by SIGBUS (as before the seals) leaves none
+/// A child killed when the test ends, also when it fails: a daemon left behind
+/// would hold the test's output open.
+struct Reaped(std::process::Child);
+
+impl Drop for Reaped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn start_daemon(name: &str, extra: &[&str]) -> Reaped {
+    let d = Reaped(
+        oslab()
+            .args(["wcall", "daemon", "--every", "0", "--name", name])
+            .args(extra)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for_governor(name);
+    d
+}
+
+fn wait_for_governor(name: &str) -> oslab_wcall::rendezvous::Found {
+    let start = Instant::now();
+    loop {
+        if let Some(f) = oslab_wcall::rendezvous::discover()
+            .into_iter()
+            .find(|f| f.name == name)
+        {
+            return f;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "governor {name} did not show up"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn status_of(name: &str) -> serde_json::Value {
     let o = oslab()
-        .args([
-            "wcall",
-            "run",
-            "--private",
-            "--no-cgroups",
-            "--group",
-            "normal",
-            "--",
-        ])
+        .args(["wcall", "status", "--json", "--name", name])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    v[0]["status"].clone()
+}
+
+fn stop(mut daemon: Reaped) {
+    // stopped as Ctrl-C would: it removes its cgroups and socket itself
+    let _ = Command::new("kill")
+        .args(["-TERM", &daemon.0.id().to_string()])
+        .status();
+    let _ = daemon.0.wait();
+}
+
+/// A program under a governor asks for the board and tries to write, resize,
+/// punch and remap it writable, and sends requests the governor must refuse;
+/// the coordinator goes on passing, under a governor of its own and under a
+/// daemon, and `status` and `run --name` still find the daemon afterwards.
+#[test]
+fn a_governed_program_cannot_change_the_board_and_the_coordinator_goes_on() {
+    let dir = workdir();
+    let exe = compile_fixture(dir.path(), "attack_board");
+    let heartbeat = std::mem::offset_of!(oslab_wcall::shm::board::Header, heartbeat_ns);
+    let o = oslab()
+        .args(["wcall", "run", "--private", "--no-cgroups", "--"])
         .arg(&exe)
         .arg(heartbeat.to_string())
         .output()
         .unwrap();
-    // before the seals: ftruncate(0) worked (exit 23) and oslab died of SIGBUS
     assert_eq!(o.status.code(), Some(0), "{:?} {}", o.status, stderr(&o));
     assert!(stderr(&o).contains("oslab wcall: policy"), "{}", stderr(&o));
+
+    let name = format!("attacked-{}", std::process::id());
+    let daemon = start_daemon(&name, &["--no-cgroups"]);
+    let o = oslab()
+        .args(["wcall", "run", "--name", &name, "--"])
+        .arg(&exe)
+        .arg(heartbeat.to_string())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(0), "{:?} {}", o.status, stderr(&o));
+    let s = status_of(&name);
+    assert!(s["coordinator_alive"].as_bool().unwrap(), "{s}");
+    assert!(s["refused_entries"].as_u64().unwrap() >= 4, "{s}");
+    let again = oslab()
+        .args(["wcall", "run", "--name", &name, "--", "true"])
+        .output()
+        .unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(
+        stderr(&again).contains("joining governor"),
+        "{}",
+        stderr(&again)
+    );
+    stop(daemon);
+    assert!(
+        !oslab_wcall::rendezvous::discover()
+            .iter()
+            .any(|f| f.name == name),
+        "the socket went with the daemon"
+    );
 }
 
 /// Descriptor numbers that come back as another file. Every write is either a
@@ -238,167 +303,300 @@ fn reused_descriptor_numbers_are_classified_afresh() {
     }
 }
 
-// libc is no dependency of this crate: the two open flags (x86-64 Linux values)
-const O_NONBLOCK: i32 = 0o4000;
-const O_PATH: i32 = 0o10000000;
-
-fn mkfifo(path: &Path) {
-    let ok = Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .is_ok_and(|s| s.success());
-    assert!(ok, "mkfifo {}", path.display());
+/// The cgroups a process is in (/proc/PID/cgroup), "" once it is gone.
+fn cgroups_of(pid: u32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/cgroup")).unwrap_or_default()
 }
 
-/// A child killed when the test ends, also when it fails: a daemon left behind
-/// would hold the test's output open.
-struct Reaped(std::process::Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+/// A root-launched program drops to nobody and turns on the governor: lies in its
+/// own table, rt-high asked for its children, and a child with a root saved uid, a
+/// set-user-ID passwd, pid 1 and the coordinator offered as its launched programs.
+/// Nothing but its own figures change: nobody is moved or counted on its word, no
+/// process lands in rt-high, the coordinator and pid 1 stay where they were.
+#[test]
+fn a_program_that_drops_root_moves_and_lifts_nothing() {
+    if !common::is_root() {
+        eprintln!("skipped: dropping from root to nobody needs root");
+        return;
     }
-}
-
-fn wait_for_governor(name: &str) -> oslab_wcall::service::Found {
+    let dir = workdir();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let exe = compile_fixture(dir.path(), "attack_dropper");
+    let name = format!("dropper-{}", std::process::id());
+    let daemon = start_daemon(&name, &[]);
+    let coordinator_cgroups = cgroups_of(daemon.0.id());
+    let init_cgroups = cgroups_of(1);
+    use oslab_wcall::shm::own::{Own, OwnFile, OwnHeader};
+    let offsets = [
+        std::mem::offset_of!(OwnHeader, writes),
+        std::mem::offset_of!(OwnHeader, last_write_ns),
+        std::mem::offset_of!(Own, files),
+        std::mem::size_of::<OwnFile>(),
+    ];
+    // the interposer must be readable by nobody
+    let shared = shared_copies();
+    let mut run = Reaped(
+        oslab()
+            .env("OSLAB_WCALL_LIB", shared.path().join("liboslab_wcall.so"))
+            .args(["wcall", "run", "--name", &name, "--group", "normal", "--"])
+            .arg(&exe)
+            .arg(dir.path())
+            .args(offsets.map(|o| o.to_string()))
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    BufReader::new(run.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let pids: Vec<u32> = line
+        .split_whitespace()
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    if pids.len() != 4 {
+        let code = run.0.wait().unwrap();
+        let mut err = String::new();
+        std::io::Read::read_to_string(&mut run.0.stderr.take().unwrap(), &mut err).unwrap();
+        panic!("the attacker stopped early ({code}): {err}");
+    }
+    let (b, c, d, coordinator) = (pids[0], pids[1], pids[2], pids[3]);
+    assert_eq!(
+        coordinator,
+        daemon.0.id(),
+        "the kernel names the coordinator"
+    );
+    // D (a plain child of the dropper, nobody) joins by itself
     let start = Instant::now();
-    loop {
-        if let Some(f) = oslab_wcall::service::discover(&oslab_sys::fsread::Root::live())
-            .into_iter()
-            .find(|f| f.name == name)
-        {
-            return f;
+    let s = loop {
+        let s = status_of(&name);
+        let seen = s["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["pid"] == d);
+        if seen || start.elapsed() > Duration::from_secs(2) {
+            break s;
         }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let procs = s["processes"].as_array().unwrap();
+    let me = procs
+        .iter()
+        .find(|p| p["uid"] == 65534 && p["pid"] != d)
+        .unwrap_or_else(|| panic!("the dropper is governed: {s}"));
+    assert_eq!(me["group"], "normal", "root gave it normal: {s}");
+    assert!(
+        me["writes"].as_u64().unwrap() < 1000 && me["bytes"].as_u64().unwrap() < 1 << 30,
+        "its lies are bounded by the kernel's counts: {s}"
+    );
+    assert!(
+        procs.iter().all(|p| p["group"] != "rt-high"),
+        "rt-high asked by nobody lifts nobody: {s}"
+    );
+    for pid in [b, c, 1, coordinator] {
         assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "governor {name} did not show up"
+            procs.iter().all(|p| p["pid"] != pid),
+            "pid {pid} is governed: {s}"
         );
-        std::thread::sleep(Duration::from_millis(20));
+    }
+    // B and C were born in the dropper's group's cgroup (children start where
+    // their parent is); nothing moved them up to rt-high
+    for pid in [b, c] {
+        assert!(
+            !cgroups_of(pid).contains("/rt-high"),
+            "pid {pid} was moved: {}",
+            cgroups_of(pid)
+        );
+    }
+    assert_eq!(
+        cgroups_of(daemon.0.id()),
+        coordinator_cgroups,
+        "the coordinator moved"
+    );
+    assert_eq!(cgroups_of(1), init_cgroups, "pid 1 moved");
+    let code = run.0.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut run.0.stderr.take().unwrap(), &mut err).unwrap();
+    assert_eq!(
+        code.code(),
+        Some(0),
+        "a check of the attacker failed: {err}"
+    );
+    stop(daemon);
+}
+
+/// oslab and its interposer copied where every user can read and run them (the
+/// build folder may be under a home another user cannot enter).
+fn shared_copies() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (from, to) in [
+        (PathBuf::from(env!("CARGO_BIN_EXE_oslab")), "oslab"),
+        (common::preload_lib(), "liboslab_wcall.so"),
+    ] {
+        std::fs::copy(&from, d.path().join(to)).unwrap();
+        std::fs::set_permissions(d.path().join(to), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+    }
+    d
+}
+
+/// A user made for one test and removed after it, also when the test fails.
+struct TestUser {
+    name: String,
+    uid: u32,
+}
+
+impl TestUser {
+    fn new(tag: &str) -> Option<TestUser> {
+        let name = format!("oslabt-{tag}-{}", std::process::id() % 100_000);
+        let ok = Command::new("useradd")
+            .args(["--no-create-home", "--shell", "/usr/sbin/nologin", &name])
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            return None;
+        }
+        let out = Command::new("id").args(["-u", &name]).output().ok()?;
+        let uid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
+        Some(TestUser { name, uid })
+    }
+
+    /// A command run as this user, with an empty environment but for PATH and
+    /// `vars` (each NAME=VALUE).
+    fn command(&self, program: &Path, vars: &[&str]) -> Command {
+        let mut c = Command::new("runuser");
+        c.args(["-u", &self.name, "--", "env", "-i", "PATH=/usr/bin:/bin"])
+            .args(vars)
+            .arg(program);
+        c
     }
 }
 
-fn status_of(name: &str) -> serde_json::Value {
-    let o = oslab()
-        .args(["wcall", "status", "--json", "--name", name])
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-u", &self.name])
+            .status();
+        let _ = Command::new("userdel").arg(&self.name).status();
+    }
+}
+
+/// Another user finds root's daemon, joins it (as PostgreSQL under its own user
+/// would), and is governed; the rt-high it asks for is not granted, because its
+/// scheduling does not reach it.
+#[test]
+fn another_user_joins_roots_daemon_but_cannot_lift_its_writers() {
+    if !common::is_root() {
+        eprintln!("skipped: making a second user and root's daemon need root");
+        return;
+    }
+    let Some(user) = TestUser::new("join") else {
+        eprintln!("skipped: useradd is not available");
+        return;
+    };
+    let shared = shared_copies();
+    let bin = shared.path().join("oslab");
+    let lib = format!(
+        "OSLAB_WCALL_LIB={}",
+        shared.path().join("liboslab_wcall.so").display()
+    );
+    let work = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(work.path(), std::fs::Permissions::from_mode(0o1777)).unwrap();
+    let name = format!("rootd-{}", std::process::id());
+    let daemon = start_daemon(&name, &["--no-cgroups"]);
+
+    let listed = user
+        .command(&bin, &[])
+        .args(["wcall", "status", "--json"])
         .output()
         .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    v[0]["status"].clone()
+    let v: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    assert!(
+        v.as_array()
+            .is_some_and(|a| a.iter().any(|g| g["name"] == name.as_str())),
+        "the user sees root's daemon: {v} {}",
+        stderr(&listed)
+    );
+    let out = work.path().join("u.dat");
+    let script = format!(
+        "dd if=/dev/zero of={} bs=64k count=100 status=none && sleep 2",
+        out.display()
+    );
+    let run = user
+        .command(&bin, &[&lib])
+        .args(["wcall", "run", "--name", &name, "--group", "rt-high", "--"])
+        .args(["sh", "-c", &script])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut run = Reaped(run);
+    let start = Instant::now();
+    let seen = loop {
+        let s = status_of(&name);
+        let mine: Vec<serde_json::Value> = s["processes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|p| p["uid"] == user.uid)
+            .cloned()
+            .collect();
+        if !mine.is_empty() || start.elapsed() > Duration::from_secs(5) {
+            break mine;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!seen.is_empty(), "the user's processes are governed");
+    assert!(
+        seen.iter().all(|p| p["group"] == "normal"),
+        "rt-high asked by a user whose programs run SCHED_OTHER: {seen:?}"
+    );
+    let o = run.0.wait_with_output_ref();
+    assert!(o.0.success(), "{}", o.1);
+    assert!(
+        o.1.contains(&format!("joining governor '{name}'")),
+        "{}",
+        o.1
+    );
+    assert!(o.1.contains("root's"), "{}", o.1);
+    assert_eq!(std::fs::metadata(&out).unwrap().len(), 100 * 65536);
+    stop(daemon);
+
+    // without root's daemon the user runs a governor of its own, in a folder of
+    // its own; root's status does not list it (another user's governor is not
+    // root's to join)
+    let own = user
+        .command(&bin, &[&lib, "TMPDIR=/tmp"])
+        .args(["wcall", "run", "--private", "--", "dd", "if=/dev/zero"])
+        .arg(format!("of={}", out.display()))
+        .args(["bs=64k", "count=10", "status=none"])
+        .output()
+        .unwrap();
+    assert!(own.status.success(), "{}", stderr(&own));
+    assert!(
+        stderr(&own).contains("normal   10 writes (640 KiB)"),
+        "{}",
+        stderr(&own)
+    );
+    let folder = PathBuf::from(format!("/tmp/oslab-wcall-{}", user.uid));
+    let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o700, "the user's socket folder is private");
+    let _ = std::fs::remove_dir_all(&folder);
 }
 
-/// A process that writes the table of a running daemon (as root, with cgroups
-/// where the machine has them): a pid that is not governed, as rt-high, and files
-/// it does not hold open for writing, one of them a FIFO that an open would wait
-/// on for ever. The coordinator goes on passing, counts and moves nobody, and
-/// opens nothing.
-#[test]
-fn a_daemon_acts_on_nothing_a_hostile_table_claims() {
-    let dir = workdir();
-    let name = format!("hostile-{}", std::process::id());
-    let mut daemon = Reaped(
-        oslab()
-            .args(["wcall", "daemon", "--every", "0", "--name", &name])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let found = wait_for_governor(&name);
-    let view = Mapped::open(&found.path).unwrap();
-    let t = view.table();
+trait WaitRef {
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String);
+}
 
-    // a process nobody governs, claimed as an rt-high writer
-    let victim_out = std::fs::File::create(dir.path().join("victim-out")).unwrap();
-    let victim = Reaped(
-        Command::new("sleep")
-            .arg("30")
-            .stdout(victim_out.try_clone().unwrap())
-            .spawn()
-            .unwrap(),
-    );
-    let victim_pid = victim.0.id();
-    let slot = t.claim_proc(victim_pid, RT_HIGH).unwrap();
-    t.procs[slot]
-        .last_write_ns
-        .store(oslab_sys::clock::monotonic_ns(), Ordering::Relaxed);
-    let register = |pid: u32, fd: i32, m: std::fs::Metadata| {
-        assert!(t.register_file(m.dev(), m.ino(), NORMAL, pid, fd as u32));
-    };
-    // the victim's stdout, in its name
-    register(victim_pid, 1, victim_out.metadata().unwrap());
-    // a FIFO without a writer, and a file this process only names
-    let fifo = dir.path().join("fifo");
-    mkfifo(&fifo);
-    let reader = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(O_NONBLOCK)
-        .open(&fifo)
-        .unwrap();
-    register(
-        std::process::id(),
-        reader.as_raw_fd(),
-        reader.metadata().unwrap(),
-    );
-    let named = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(O_PATH)
-        .open("/etc/hostname")
-        .unwrap();
-    register(
-        std::process::id(),
-        named.as_raw_fd(),
-        std::fs::metadata("/etc/hostname").unwrap(),
-    );
-
-    // every claim dropped, the coordinator still passing
-    let start = Instant::now();
-    let passes_then = t.header.passes.load(Ordering::Relaxed);
-    loop {
-        let open_claims = t
-            .files
-            .iter()
-            .filter(|f| f.state.load(Ordering::Relaxed) == FILE_READY)
-            .count();
-        if open_claims == 0 && t.header.passes.load(Ordering::Relaxed) > passes_then + 5 {
-            break;
+impl WaitRef for std::process::Child {
+    fn wait_with_output_ref(&mut self) -> (std::process::ExitStatus, String) {
+        let mut err = String::new();
+        if let Some(mut e) = self.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut e, &mut err);
         }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "the coordinator stopped passing or kept a claim: {} passes, {open_claims} files",
-            t.header.passes.load(Ordering::Relaxed)
-        );
-        std::thread::sleep(Duration::from_millis(20));
+        (self.wait().unwrap(), err)
     }
-    assert!(
-        t.files
-            .iter()
-            .all(|f| f.state.load(Ordering::Relaxed) == FILE_FREE)
-    );
-    let s = status_of(&name);
-    assert!(s["coordinator_alive"].as_bool().unwrap(), "{s}");
-    assert!(s["refused_entries"].as_u64().unwrap() >= 4, "{s}");
-    assert_eq!(s["groups"][0]["group"], "rt-high");
-    assert_eq!(s["groups"][0]["tasks"], 0, "the victim is no task: {s}");
-    if common::is_root() && oslab_sys::memcg::own_cgroup(&oslab_sys::fsread::Root::live()).is_some()
-    {
-        assert!(
-            s["groups"][0]["memcg_dirty_bytes"].is_u64(),
-            "the daemon made its cgroups: {s}"
-        );
-    }
-    let cgroup = std::fs::read_to_string(format!("/proc/{victim_pid}/cgroup")).unwrap();
-    assert!(
-        !cgroup.contains("oslab-wcall-"),
-        "the victim was moved: {cgroup}"
-    );
-
-    drop(victim);
-    // stopped as Ctrl-C would: it removes its cgroups itself
-    let _ = Command::new("kill")
-        .args(["-TERM", &daemon.0.id().to_string()])
-        .status();
-    let _ = daemon.0.wait();
-    let r = oslab().arg("restore").output().unwrap();
-    assert!(r.status.success(), "{}", stderr(&r));
 }

@@ -141,9 +141,10 @@ pub fn processes(ps: &[ProcView]) -> String {
             what.push(format!("pushed {} x", p.pushes));
         }
         out += &format!(
-            "  pid {} {} [{}]: {}\n",
+            "  pid {} {} (uid {}) [{}]: {}\n",
             p.pid,
             exe,
+            p.uid,
             p.group,
             what.join(", ")
         );
@@ -299,7 +300,7 @@ mod tests {
         ];
         let text = processes(&ps);
         assert!(
-            text.contains("pid 123 /usr/bin/x [normal]: 300 MiB dirtied, 0 writes (0 B), not holdable (static), pushed 12 x"),
+            text.contains("pid 123 /usr/bin/x (uid 0) [normal]: 300 MiB dirtied, 0 writes (0 B), not holdable (static), pushed 12 x"),
             "{text}"
         );
         assert!(text.contains("1 file dirtied outside write()"), "{text}");

@@ -301,6 +301,25 @@ pub(crate) fn pin_raw(cpu: u32) {
     }
 }
 
+/// Waits until child `pid` has exited without reaping it (waitid with WEXITED |
+/// WNOWAIT), so its /proc entry stays readable until an ordinary wait reaps it.
+/// False when interrupted by a signal (call again); true once it exited, or when
+/// there is nothing to wait for (no such child).
+pub fn wait_exited_unreaped(pid: u32) -> bool {
+    // SAFETY: a zeroed siginfo_t for waitid to fill.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: waitid on one pid with a valid siginfo_t; WNOWAIT leaves it a zombie.
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOWAIT,
+        )
+    };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

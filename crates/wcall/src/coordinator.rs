@@ -1,23 +1,24 @@
 //! The coordinator: the paper's three modules in user space.
 //!
-//! - Monitoring: which governed processes are alive and writing (their group comes
-//!   from the table), each group's dirty and writeback bytes exactly, from
-//!   cachestat() on the files its processes write, and the global Dirty, Writeback
-//!   and the kernel's limits as `oslab dirty explain` computes them.
+//! - Monitoring: which governed processes are alive and writing (`crate::roster`:
+//!   their group is the coordinator's decision, their writing the kernel's count),
+//!   each group's dirty and writeback bytes exactly, from cachestat() on the files
+//!   its processes write, and the global Dirty, Writeback and the kernel's limits
+//!   as `oslab dirty explain` computes them.
 //! - Allocation: `oslab_wbsim::policy::gates`, the same code the simulator runs.
-//! - Control: the hold flag of each group, which the interposer checks before every
-//!   write, and for `wcall-fair` a push of a group's files once it nears its limit
+//! - Control: the hold flag of each group on the board, which the interposer checks
+//!   before every write, and for `wcall-fair` a push of a group's files once it nears its limit
 //!   with sync_file_range(SYNC_FILE_RANGE_WRITE), which starts write back without
 //!   waiting (on the pusher's thread, so a full device queue never holds up a
-//!   pass); held writers of wcall-fair sleep on a futex in the table that each
+//!   pass); held writers of wcall-fair sleep on a futex on the board that each
 //!   pass wakes.
 //!
-//! Everything read from the table may have been written by any governed process:
-//! pids and files are acted on only as `crate::trust` confirms them, group numbers
-//! out of range count as the lowest group, and no sum of table values can
-//! overflow.
+//! The board is written by the coordinator alone. What a process writes in its own
+//! table is acted on only as `crate::trust` and `crate::roster` confirm it with the
+//! kernel, and no sum of such values can overflow.
 
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 
 use oslab_sys::clock::{monotonic_ns, thread_cpu_ns};
 use oslab_sys::fsread::Root;
@@ -25,14 +26,16 @@ use oslab_sys::parse::meminfo::parse_meminfo;
 use oslab_wbsim::policy::{self, GroupState, Policy, Room};
 
 use crate::files::Files;
-use crate::members::{Members, counts};
 use crate::monitor::KernelMonitor;
 use crate::pusher::Pusher;
-use crate::shm::{GROUPS, MONITOR_CACHESTAT, MONITOR_KERNEL, Mapped, Table};
+use crate::registry::Registry;
+use crate::roster::{self, counts};
+use crate::shm::board::{MONITOR_CACHESTAT, MONITOR_KERNEL};
+use crate::shm::{Board, BoardMap, GROUPS};
 use crate::trust::{Budget, PASS_PROC_BYTES};
 
 /// A writer counts as an active task of its group for this long after a write.
-pub const ACTIVE_NS: u64 = 1_000_000_000;
+pub const ACTIVE_NS: u64 = roster::ACTIVE_NS;
 /// The paper's block: HZ/10 (100 ms at the paper's HZ = 1000).
 pub const WCALL_BLOCK_NS: u64 = 100_000_000;
 /// The kernel limits are read again at most this often (zoneinfo is long).
@@ -80,7 +83,8 @@ pub struct Tuning {
 }
 
 pub struct Coordinator {
-    map: Mapped,
+    board: Arc<BoardMap>,
+    registry: Arc<Mutex<Registry>>,
     policy: Policy,
     block_ns: u64,
     tuning: Tuning,
@@ -89,7 +93,6 @@ pub struct Coordinator {
     limits_at: u64,
     /// Memory cgroups per group, where they could be made.
     cgroups: Option<crate::cgroups::GroupCgroups>,
-    members: Members,
     files: Files,
     pusher: Option<Pusher>,
     monitor: Option<KernelMonitor>,
@@ -107,12 +110,23 @@ fn meminfo_dirty_writeback() -> (u64, u64) {
 }
 
 impl Coordinator {
-    pub fn new(map: Mapped, policy: Policy, block_ns: u64) -> Coordinator {
-        Coordinator::tuned(map, policy, block_ns, Tuning::default())
+    pub fn new(
+        board: Arc<BoardMap>,
+        registry: Arc<Mutex<Registry>>,
+        policy: Policy,
+        block_ns: u64,
+    ) -> Coordinator {
+        Coordinator::tuned(board, registry, policy, block_ns, Tuning::default())
     }
 
-    pub fn tuned(map: Mapped, policy: Policy, block_ns: u64, tuning: Tuning) -> Coordinator {
-        let t = map.table();
+    pub fn tuned(
+        board: Arc<BoardMap>,
+        registry: Arc<Mutex<Registry>>,
+        policy: Policy,
+        block_ns: u64,
+        tuning: Tuning,
+    ) -> Coordinator {
+        let t = board.board();
         let now = monotonic_ns();
         t.header
             .policy
@@ -121,7 +135,8 @@ impl Coordinator {
         t.header.monitor.store(MONITOR_CACHESTAT, Ordering::Relaxed);
         t.header.heartbeat_ns.store(now, Ordering::Release);
         Coordinator {
-            map,
+            board,
+            registry,
             policy,
             block_ns,
             tuning,
@@ -129,7 +144,6 @@ impl Coordinator {
             limits: Global::default(),
             limits_at: 0,
             cgroups: None,
-            members: Members::default(),
             files: Files::default(),
             pusher: Pusher::start().ok(),
             monitor: None,
@@ -147,40 +161,33 @@ impl Coordinator {
     /// processes dirty.
     pub fn use_kernel_monitor(&mut self, m: KernelMonitor) {
         self.monitor = Some(m);
-        self.map
-            .table()
+        self.board
+            .board()
             .header
             .monitor
             .store(MONITOR_KERNEL, Ordering::Relaxed);
     }
 
-    pub fn table(&self) -> &Table {
-        self.map.table()
+    pub fn board(&self) -> &Board {
+        self.board.board()
     }
 
     /// One pass of monitoring, allocation and control; returns the groups' states.
     pub fn tick(&mut self) -> [GroupState; GROUPS] {
         let now = monotonic_ns();
         let global = self.global(now);
-        let table_id = self.map.file_id();
-        // what the writers reported before this measurement; taken off afterwards
-        let pending: Vec<u64> = self
-            .table()
-            .groups
-            .iter()
-            .map(|g| g.pending_bytes.load(Ordering::Acquire))
-            .collect();
+        let board = self.board.clone();
+        let b = board.board();
+        let registry = self.registry.clone();
+        let Ok(mut reg) = registry.lock() else {
+            return [GroupState::default(); GROUPS];
+        };
         let mut budget = Budget::new(PASS_PROC_BYTES);
-        let map = &self.map;
         let refused = || {
-            map.table().header.refused.fetch_add(1, Ordering::Relaxed);
+            b.header.refused.fetch_add(1, Ordering::Relaxed);
         };
-        let rows = {
-            let t = self.map.table();
-            self.members
-                .pass(t, table_id, &mut budget, self.cgroups.as_ref(), &refused)
-        };
-        let (members, tasks) = counts(&rows, now, ACTIVE_NS);
+        let rows = roster::pass(&mut reg, b, now, &mut budget, self.cgroups.as_ref());
+        let (members, tasks) = counts(&rows);
         let mut states = [GroupState::default(); GROUPS];
         for (g, s) in states.iter_mut().enumerate() {
             s.weight = policy::weight(crate::shm::GROUP_NAMES[g]);
@@ -188,16 +195,11 @@ impl Coordinator {
         }
         if let Some(m) = &self.monitor {
             let found = m.new_files();
-            self.files
-                .discover(&found, self.map.table(), &self.members, &mut budget);
+            self.files.discover(&found, &reg, b, &mut budget);
         }
-        self.files.measure(
-            self.map.table(),
-            &self.members,
-            &mut budget,
-            &mut states,
-            &refused,
-        );
+        self.files
+            .measure(&reg, b, &mut budget, &mut states, &refused);
+        drop(reg);
         let governed: u64 = states.iter().map(|s| s.dirty + s.writeback).sum();
         let room = Room {
             bg: global.bg,
@@ -206,11 +208,41 @@ impl Coordinator {
             ungoverned: (global.dirty + global.writeback).saturating_sub(governed),
             headroom: self.tuning.headroom.unwrap_or(global.freerun / 8),
         };
-        let gates = self.gates(&states, &room);
-        let t = self.map.table();
+        let to_push = self.control(b, &states, &members, &room);
+        if let Some(p) = &self.pusher {
+            if !to_push.is_empty() {
+                p.push(to_push);
+            }
+            if self.tuning.recycle && now.saturating_sub(self.recycled_at) >= RECYCLE_EVERY_NS {
+                p.recycle(self.files.all());
+                self.recycled_at = now;
+            }
+        }
+        // what each process wrote up to the start of this pass is in the
+        // measurement now; beyond that is its own pending
+        for r in &rows {
+            b.members[r.slot]
+                .accounted_bytes
+                .store(r.claimed_bytes, Ordering::Relaxed);
+        }
+        self.publish_global(b, &global, &room, now);
+        self.read_dirtiers(now, &rows);
+        states
+    }
+
+    /// Sets each group's gate on the board and wakes its held writers; returns
+    /// the files to push.
+    fn control(
+        &self,
+        b: &Board,
+        states: &[GroupState; GROUPS],
+        members: &[u32; GROUPS],
+        room: &Room,
+    ) -> Vec<std::sync::Arc<std::fs::File>> {
+        let gates = self.gates(states, room);
         let mut to_push = Vec::new();
         for (g, gate) in gates.iter().enumerate() {
-            let slot = &t.groups[g];
+            let slot = &b.groups[g];
             slot.tasks.store(states[g].tasks as u32, Ordering::Relaxed);
             slot.members.store(members[g], Ordering::Relaxed);
             slot.dirty_bytes.store(states[g].dirty, Ordering::Relaxed);
@@ -222,36 +254,25 @@ impl Coordinator {
                 .store((gate.limit.share * 1e6) as u64, Ordering::Relaxed);
             slot.limit_bytes.store(limit_of(gate), Ordering::Relaxed);
             slot.limit_if_active
-                .store(self.limit_if_active(&states, g, &room), Ordering::Relaxed);
+                .store(self.limit_if_active(states, g, room), Ordering::Relaxed);
             slot.retry_ns.store(gate.retry_ns, Ordering::Relaxed);
             slot.hold.store(gate.hold as u32, Ordering::Release);
-            // what this pass measured; never below zero, whatever a process wrote
-            let _ = slot
-                .pending_bytes
-                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |v| {
-                    Some(v.saturating_sub(pending[g]))
-                });
             if gate.push {
-                to_push.extend(self.files.of_group(t, g));
+                to_push.extend(self.files.of_group(g));
                 slot.pushes.fetch_add(1, Ordering::Relaxed);
                 // writers that dirty outside write() are not held: pushing their
                 // files is all the governor can do about them
-                for s in self.files.unheld_slots(t, g) {
-                    t.procs[s].pushes.fetch_add(1, Ordering::Relaxed);
+                for s in self.files.unheld_slots(b, g) {
+                    b.members[s].pushes.fetch_add(1, Ordering::Relaxed);
                 }
             }
             slot.pass_done();
         }
-        if let Some(p) = &self.pusher {
-            if !to_push.is_empty() {
-                p.push(to_push);
-            }
-            if self.tuning.recycle && now.saturating_sub(self.recycled_at) >= RECYCLE_EVERY_NS {
-                p.recycle(self.files.all());
-                self.recycled_at = now;
-            }
-        }
-        let h = &t.header;
+        to_push
+    }
+
+    fn publish_global(&self, b: &Board, global: &Global, room: &Room, start: u64) {
+        let h = &b.header;
         h.global_dirty.store(global.dirty, Ordering::Relaxed);
         h.global_writeback
             .store(global.writeback, Ordering::Relaxed);
@@ -262,17 +283,15 @@ impl Coordinator {
         h.headroom_bytes.store(room.headroom, Ordering::Relaxed);
         h.passes.fetch_add(1, Ordering::Relaxed);
         let end = monotonic_ns();
-        let took = end.saturating_sub(now);
+        let took = end.saturating_sub(start);
         h.pass_ns_total.fetch_add(took, Ordering::Relaxed);
         h.pass_ns_max.fetch_max(took, Ordering::Relaxed);
         h.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
         h.heartbeat_ns.store(end, Ordering::Release);
-        self.read_dirtiers(now, &rows);
-        states
     }
 
     /// The kernel's count of the bytes each governed process dirtied, once a second.
-    fn read_dirtiers(&mut self, now: u64, rows: &[crate::members::Row]) {
+    fn read_dirtiers(&mut self, now: u64, rows: &[roster::Row]) {
         let Some(m) = &mut self.monitor else { return };
         if now.saturating_sub(self.dirtiers_at) < DIRTIERS_EVERY_NS {
             return;
@@ -281,10 +300,10 @@ impl Coordinator {
             return;
         };
         self.dirtiers_at = now;
-        let t = self.map.table();
+        let t = self.board.board();
         for r in rows {
             if let Some(d) = dirtiers.iter().find(|d| d.tgid == r.pid) {
-                t.procs[r.slot]
+                t.members[r.slot]
                     .kernel_dirtied
                     .store(d.pages.saturating_mul(self.page), Ordering::Relaxed);
             }
@@ -327,13 +346,11 @@ impl Coordinator {
         }
     }
 
-    /// Tells the governed processes that nobody governs any more.
-    pub fn stop(&self) {
-        let t = self.map.table();
-        t.release();
-        for g in &t.groups {
-            g.pass_done();
-        }
+    /// Takes a last look (so the figures of the end are complete) and tells the
+    /// governed processes that nobody governs any more.
+    pub fn stop(&mut self) {
+        self.tick();
+        self.board.board().release();
     }
 }
 
@@ -349,7 +366,9 @@ fn limit_of(gate: &policy::Gate) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shm::{NORMAL, RT_HIGH};
+    use crate::admission::{Granted, Peer, admit};
+    use crate::shm::wire::{Ask, Request};
+    use crate::shm::{AUTO, NORMAL, OwnMap, RT_HIGH};
     use std::fs::File;
     use std::io::Write;
     use std::os::fd::AsRawFd;
@@ -358,37 +377,71 @@ mod tests {
     #[test]
     fn a_pass_charges_a_files_dirty_pages_to_its_group() {
         let dir = tempfile::tempdir().unwrap();
-        let (map, _memfd) = Mapped::create_memfd("test").unwrap();
-        let mut c = Coordinator::new(map, Policy::WcallFair, WCALL_BLOCK_NS);
+        let board = Arc::new(BoardMap::create("test", 2).unwrap());
+        let registry = Arc::new(Mutex::new(Registry::new(oslab_sys::process::uid())));
+        let mut c = Coordinator::new(
+            board.clone(),
+            registry.clone(),
+            Policy::WcallFair,
+            WCALL_BLOCK_NS,
+        );
+        // a child process that holds a file open for writing joins, as the
+        // interposer would at its exec
         let path = dir.path().join("data");
         let mut f = File::create(&path).unwrap();
         f.write_all(&vec![1u8; 1 << 20]).unwrap();
         let m = f.metadata().unwrap();
-        let me = std::process::id();
-        let t = c.table();
-        let slot = t.claim_proc(me, NORMAL).unwrap();
-        t.procs[slot]
-            .last_write_ns
-            .store(monotonic_ns(), Ordering::Relaxed);
-        assert!(t.register_file(m.dev(), m.ino(), NORMAL, me, f.as_raw_fd() as u32));
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdout(f.try_clone().unwrap())
+            .spawn()
+            .unwrap();
+        let peer = Peer {
+            pid: child.id(),
+            uid: oslab_sys::process::uid(),
+            pidfd: None,
+        };
+        let req = Request {
+            ask: Ask::Member,
+            group: AUTO,
+            pid: 0,
+        };
+        let Granted::Member { index, own, .. } = admit(peer, &req, &board, &registry).unwrap()
+        else {
+            panic!("not admitted")
+        };
+        let own = OwnMap::open(own.as_raw_fd()).unwrap();
+        assert!(own.own().register_file(m.dev(), m.ino(), 1));
         let s = c.tick();
-        assert_eq!(s[NORMAL as usize].tasks, 1);
         assert_eq!(s[RT_HIGH as usize].tasks, 0);
         // the MiB just written is dirty or already under write back, unless the
         // flusher was very quick; it is never charged to another group
         assert!(s[NORMAL as usize].dirty + s[NORMAL as usize].writeback <= 1 << 20);
         assert_eq!(s[RT_HIGH as usize].dirty, 0);
-        let h = &c.table().header;
-        assert!(h.thresh.load(Ordering::Relaxed) > 0, "kernel limits read");
-        assert_eq!(h.passes.load(Ordering::Relaxed), 1);
+        let b = c.board();
+        assert_eq!(b.groups[NORMAL as usize].members.load(Ordering::Relaxed), 1);
+        assert!(
+            b.header.thresh.load(Ordering::Relaxed) > 0,
+            "kernel limits read"
+        );
+        assert_eq!(b.header.passes.load(Ordering::Relaxed), 1);
         // a lone group of the top weight present is never held
+        assert_eq!(b.groups[NORMAL as usize].hold.load(Ordering::Relaxed), 0);
         assert_eq!(
-            c.table().groups[NORMAL as usize]
-                .hold
+            b.members[index as usize].pid.load(Ordering::Relaxed),
+            child.id()
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        c.tick();
+        assert_eq!(
+            c.board().members[index as usize]
+                .pid
                 .load(Ordering::Relaxed),
-            0
+            0,
+            "an exited process leaves the board"
         );
         c.stop();
-        assert!(!c.table().coordinator_alive(monotonic_ns(), u64::MAX));
+        assert!(!c.board().coordinator_alive(monotonic_ns(), u64::MAX));
     }
 }

@@ -2,11 +2,11 @@
 //! they dirty.
 //!
 //! - A statically linked program never loads the interposer, so the `oslab wcall
-//!   run` that starts it registers it in the table (`Table::register_launched`).
-//!   Like every entry of the table that claim is untrusted: the coordinator takes
-//!   the process as governed only when the kernel says it is a child of that
-//!   launcher (/proc/PID/stat) and the launcher itself maps the table. It then
-//!   learns and does nothing about it that the launcher could not itself.
+//!   run` that starts it asks the governor to take it (`Ask::Launched`). The
+//!   coordinator takes it only when the kernel says it is a child of that very
+//!   launcher, of the same user, with its user and group ids all alike (no
+//!   set-user-ID or set-group-ID program), and neither pid 1 nor the coordinator.
+//!   It then learns and does nothing about it that the launcher could not itself.
 //! - A file a governed process dirties without write() (stores through a shared
 //!   mapping, glibc's stdio) was never registered by the interposer; the kernel's
 //!   records (writeback_dirty_folio, `crate::monitor`) name it by (dev, ino), and
@@ -17,32 +17,42 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 
+use crate::facts::{Ids, ids, ppid};
 use crate::trust::{
     Budget, FileClaim, Member, PROC_FILE_LIMIT, Refusal, open_claimed, pidfd_open, valid_pid,
 };
 
-/// The parent pid in a /proc/PID/stat text (the fourth field, after the
-/// parenthesised command name, which may itself hold spaces and parentheses).
-pub fn ppid_of_stat(stat: &str) -> Option<u32> {
-    let after = &stat[stat.rfind(')')? + 1..];
-    after.split_ascii_whitespace().nth(1)?.parse().ok()
-}
-
-/// Checks that `pid` is a child of the governed `launcher`.
+/// Checks that `pid` is a child of the launcher `launcher` (whose ids are
+/// `launcher_ids`) that the coordinator may govern for it.
 pub fn verify_launched(
     pid: u32,
     launcher: &Member,
+    launcher_ids: &Ids,
     budget: &mut Budget,
 ) -> Result<Member, Refusal> {
     let pid = valid_pid(pid).ok_or(Refusal::No("not a pid"))?;
+    if pid == 1 || pid == std::process::id() {
+        return Err(Refusal::No("pid 1 and the coordinator are never governed"));
+    }
     let pidfd = pidfd_open(pid)?;
-    let stat = budget.read(&format!("/proc/{pid}/stat"), 4096)?;
-    if ppid_of_stat(&String::from_utf8_lossy(&stat)) != Some(launcher.pid) {
+    if ppid(pid, budget)? != launcher.pid {
         return Err(Refusal::No(
             "the process is not a child of the launcher that registered it",
         ));
     }
+    let theirs = ids(pid, budget)?;
+    if !theirs.consistent() {
+        return Err(Refusal::No(
+            "a set-user-ID or set-group-ID process is never governed",
+        ));
+    }
+    if theirs.uid() != launcher_ids.uid() {
+        return Err(Refusal::No(
+            "the process runs as another user than its launcher",
+        ));
+    }
     let m = Member::confirmed(pid, pidfd);
+    // what was read was this process's, and its launcher's child's
     if !m.alive() || !launcher.alive() {
         return Err(Refusal::Gone);
     }
@@ -127,13 +137,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_parent_pid_survives_odd_command_names() {
-        assert_eq!(ppid_of_stat("42 (sh) S 7 42 42 0"), Some(7));
-        assert_eq!(ppid_of_stat("42 (a) b (c)) R 9 1 1"), Some(9));
-        assert_eq!(ppid_of_stat("garbage"), None);
-    }
-
-    #[test]
     fn a_shared_writable_mapping_is_found_by_device_and_inode() {
         let dev = libc::makedev(254, 1);
         let maps = "7f00-7f10 r--s 00000000 fe:01 1234 /data/a\n\
@@ -158,10 +161,20 @@ mod tests {
             .spawn()
             .unwrap();
         let mut budget = Budget::new(1 << 20);
-        assert!(verify_launched(child.id(), &me, &mut budget).is_ok());
-        // pid 1 is no child of ours
+        let my_ids = ids(std::process::id(), &mut budget).unwrap();
+        assert!(verify_launched(child.id(), &me, &my_ids, &mut budget).is_ok());
+        // pid 1 is no child of ours, and never governed
         assert!(matches!(
-            verify_launched(1, &me, &mut budget),
+            verify_launched(1, &me, &my_ids, &mut budget),
+            Err(Refusal::No(_))
+        ));
+        // a child of ours that runs as another user is not ours to govern
+        let other = Ids {
+            uids: [my_ids.uid() + 1; 4],
+            gids: my_ids.gids,
+        };
+        assert!(matches!(
+            verify_launched(child.id(), &me, &other, &mut budget),
             Err(Refusal::No(_))
         ));
         let _ = child.kill();

@@ -1,10 +1,12 @@
 //! The files whose page-cache state the coordinator charges to the groups: those
-//! the interposer registered (a governed write() reached them) and those the
-//! kernel saw a governed process dirty some other way (`crate::monitor`). Each is
-//! opened once, read-only, after the checks of `crate::trust`, and asked for its
-//! dirty and writeback pages (cachestat) every pass.
+//! a governed process registered in its own table (a governed write() reached
+//! them) and those the kernel saw a governed process dirty some other way
+//! (`crate::monitor`). Each is opened once, read-only, after the checks of
+//! `crate::trust`, and asked for its dirty and writeback pages (cachestat) every
+//! pass. A file stays charged to its process's group after the process exits,
+//! until its pages are written back.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::unix::fs::MetadataExt;
 use std::sync::Arc;
@@ -14,17 +16,24 @@ use oslab_sys::fileio::cachestat;
 use oslab_trace::records::DirtiedFile;
 use oslab_wbsim::policy::GroupState;
 
-use crate::members::Members;
-use crate::shm::{FILE_FREE, FILE_READY, GROUPS, MAX_FILES, Table, group_index};
-use crate::trust::{Budget, FileClaim, Refusal, process_exists};
+use crate::registry::Registry;
+use crate::shm::own::{FILE_FREE, FILE_READY};
+use crate::shm::{Board, GROUPS, group_index};
+use crate::trust::{Budget, FileClaim, Refusal};
+
+/// Where a file's process is no longer on the board.
+const NORMAL: usize = crate::shm::NORMAL as usize;
 
 /// At most this many files found through the kernel's records.
 pub const MAX_DISCOVERED: usize = 1024;
 
-/// A file slot's file, opened, and the claim it was opened for.
+/// A governed file, opened, and where it came from.
 struct Opened {
     file: Arc<File>,
     claim: FileClaim,
+    /// The board slot of its process, and the group it is charged to.
+    slot: usize,
+    group: usize,
 }
 
 /// A file a governed process dirtied without the interposer seeing it.
@@ -32,24 +41,15 @@ struct Discovered {
     file: Arc<File>,
     id: (u64, u64),
     pid: u32,
-    /// The process slot of that process (its group, its push count).
     slot: usize,
+    group: usize,
 }
 
+#[derive(Default)]
 pub struct Files {
-    registered: Vec<Option<Opened>>,
+    /// Keyed by (board slot, file slot of that process's table).
+    registered: HashMap<(usize, usize), Opened>,
     discovered: Vec<Discovered>,
-    page: u64,
-}
-
-impl Default for Files {
-    fn default() -> Self {
-        Files {
-            registered: (0..MAX_FILES).map(|_| None).collect(),
-            discovered: Vec::new(),
-            page: oslab_sys::machine::page_size(),
-        }
-    }
 }
 
 fn footprint(f: &File, page: u64) -> (u64, u64) {
@@ -66,150 +66,167 @@ fn id_of(f: &File) -> Option<(u64, u64)> {
     f.metadata().ok().map(|m| (m.dev(), m.ino()))
 }
 
+/// The group of board slot `slot` while process `pid` holds it.
+fn group_of(board: &Board, slot: usize, pid: u32) -> Option<usize> {
+    let s = &board.members[slot];
+    (s.pid.load(Ordering::Relaxed) == pid).then(|| group_index(s.group.load(Ordering::Relaxed)))
+}
+
 impl Files {
-    /// Charges every governed file's dirty and writeback bytes to its group.
+    /// Opens the files governed processes newly registered, forgets those they
+    /// let go of, and charges every governed file's dirty and writeback bytes to
+    /// its group (a file two processes write counts once).
     pub fn measure(
         &mut self,
-        t: &Table,
-        members: &Members,
+        reg: &Registry,
+        board: &Board,
         budget: &mut Budget,
         states: &mut [GroupState; GROUPS],
         refused: &dyn Fn(),
     ) {
-        let page = self.page;
-        for (i, f) in t.files.iter().enumerate() {
-            if f.state.load(Ordering::Acquire) != FILE_READY {
-                self.registered[i] = None;
-                continue;
+        self.open_registered(reg, board, budget, refused);
+        let page = oslab_sys::machine::page_size();
+        let mut counted = HashSet::new();
+        let mut charge = |id: (u64, u64), g: usize, f: &File| {
+            let (d, w) = footprint(f, page);
+            if counted.insert(id) {
+                states[g].dirty = states[g].dirty.saturating_add(d);
+                states[g].writeback = states[g].writeback.saturating_add(w);
             }
-            let claim = FileClaim {
-                pid: f.pid.load(Ordering::Relaxed),
-                fd: f.fd.load(Ordering::Relaxed),
-                dev: f.dev.load(Ordering::Relaxed),
-                ino: f.ino.load(Ordering::Relaxed),
-            };
-            // a slot written over since it was opened is opened (and checked) anew
-            if self.registered[i]
-                .as_ref()
-                .is_some_and(|o| o.claim != claim)
-            {
-                self.registered[i] = None;
+            d > 0 || w > 0
+        };
+        self.registered.retain(|_, o| {
+            let owner = group_of(board, o.slot, o.claim.pid);
+            if let Some(g) = owner {
+                o.group = g;
             }
-            if self.registered[i].is_none() {
-                let opened = members
-                    .by_pid(t, claim.pid)
-                    .and_then(|m| crate::trust::open_claimed(&claim, m, budget));
-                match opened {
+            let busy = charge((o.claim.dev, o.claim.ino), o.group, &o.file);
+            // kept while its process lives or it still has pages to write
+            busy || owner.is_some()
+        });
+        self.discovered.retain_mut(|x| {
+            let owner = group_of(board, x.slot, x.pid);
+            if let Some(g) = owner {
+                x.group = g;
+            }
+            charge(x.id, x.group, &x.file) || owner.is_some()
+        });
+    }
+
+    fn open_registered(
+        &mut self,
+        reg: &Registry,
+        board: &Board,
+        budget: &mut Budget,
+        refused: &dyn Fn(),
+    ) {
+        for (i, g) in reg.slots() {
+            let Some(own) = g.own() else { continue };
+            for (k, f) in own.files.iter().enumerate() {
+                if f.state.load(Ordering::Acquire) != FILE_READY {
+                    self.registered.remove(&(i, k));
+                    continue;
+                }
+                let claim = FileClaim {
+                    pid: g.pid(),
+                    fd: f.fd.load(Ordering::Relaxed),
+                    dev: f.dev.load(Ordering::Relaxed),
+                    ino: f.ino.load(Ordering::Relaxed),
+                };
+                // a slot written over since it was opened is opened (and checked) anew
+                if self
+                    .registered
+                    .get(&(i, k))
+                    .is_some_and(|o| o.claim == claim)
+                {
+                    continue;
+                }
+                self.registered.remove(&(i, k));
+                match crate::trust::open_claimed(&claim, &g.member, budget) {
                     Ok(file) => {
-                        self.registered[i] = Some(Opened {
-                            file: Arc::new(file),
-                            claim,
-                        })
+                        let group = group_of(board, i, g.pid()).unwrap_or(NORMAL);
+                        self.registered.insert(
+                            (i, k),
+                            Opened {
+                                file: Arc::new(file),
+                                claim,
+                                slot: i,
+                                group,
+                            },
+                        );
                     }
-                    Err(Refusal::Later) => continue,
+                    Err(Refusal::Later) => return,
                     Err(why) => {
                         if matches!(why, Refusal::No(_)) {
                             refused();
                         }
-                        // refused, or the writer closed it or is gone before we
-                        // looked: forget it
+                        // refused, or closed before we looked: the process's own
+                        // slot is freed for its next file
                         f.state.store(FILE_FREE, Ordering::Release);
-                        continue;
                     }
                 }
             }
-            let g = group_index(f.group.load(Ordering::Relaxed));
-            let Some(o) = &self.registered[i] else {
-                continue;
-            };
-            let (d, w) = footprint(&o.file, page);
-            states[g].dirty = states[g].dirty.saturating_add(d);
-            states[g].writeback = states[g].writeback.saturating_add(w);
-            if d == 0 && w == 0 && !process_exists(claim.pid) {
-                self.registered[i] = None;
-                f.state.store(FILE_FREE, Ordering::Release);
-            }
         }
-        self.discovered.retain(|x| {
-            let (d, w) = footprint(&x.file, page);
-            let g = group_index(t.procs[x.slot].group.load(Ordering::Relaxed));
-            states[g].dirty = states[g].dirty.saturating_add(d);
-            states[g].writeback = states[g].writeback.saturating_add(w);
-            // kept while its process lives or it still has pages to write
-            d > 0 || w > 0 || t.procs[x.slot].pid.load(Ordering::Relaxed) == x.pid
-        });
     }
 
-    /// Opens the files the kernel saw governed processes dirty that no slot
-    /// registers yet.
+    /// Opens the files the kernel saw governed processes dirty that no process
+    /// registered.
     pub fn discover(
         &mut self,
         found: &[DirtiedFile],
-        t: &Table,
-        members: &Members,
+        reg: &Registry,
+        board: &Board,
         budget: &mut Budget,
     ) {
         let mut known: HashSet<(u64, u64)> = self.discovered.iter().map(|x| x.id).collect();
-        known.extend(
-            self.registered
-                .iter()
-                .flatten()
-                .map(|o| (o.claim.dev, o.claim.ino)),
-        );
+        known.extend(self.registered.values().map(|o| (o.claim.dev, o.claim.ino)));
         for d in found {
             if self.discovered.len() >= MAX_DISCOVERED || known.contains(&(d.dev, d.ino)) {
                 continue;
             }
-            let Ok(m) = members.by_pid(t, d.tgid) else {
+            let Some((slot, g)) = reg.by_pid(d.tgid) else {
                 continue;
             };
-            let Some(slot) = t
-                .procs
-                .iter()
-                .position(|p| p.pid.load(Ordering::Relaxed) == d.tgid)
-            else {
-                continue;
-            };
-            if let Ok(file) = crate::family::open_dirtied(m, d.dev, d.ino, budget)
+            if let Ok(file) = crate::family::open_dirtied(&g.member, d.dev, d.ino, budget)
                 && id_of(&file) == Some((d.dev, d.ino))
             {
                 known.insert((d.dev, d.ino));
-                t.procs[slot].unheld_files.fetch_add(1, Ordering::Relaxed);
+                board.members[slot]
+                    .unheld_files
+                    .fetch_add(1, Ordering::Relaxed);
                 self.discovered.push(Discovered {
                     file: Arc::new(file),
                     id: (d.dev, d.ino),
                     pid: d.tgid,
                     slot,
+                    group: group_of(board, slot, d.tgid).unwrap_or(NORMAL),
                 });
             }
         }
     }
 
     /// Every governed file of group `g`.
-    pub fn of_group(&self, t: &Table, g: usize) -> Vec<Arc<File>> {
-        let registered = t
-            .files
-            .iter()
-            .zip(&self.registered)
-            .filter_map(|(slot, o)| {
-                let o = o.as_ref()?;
-                (group_index(slot.group.load(Ordering::Relaxed)) == g).then(|| o.file.clone())
-            });
+    pub fn of_group(&self, g: usize) -> Vec<Arc<File>> {
+        let registered = self
+            .registered
+            .values()
+            .filter(|o| o.group == g)
+            .map(|o| o.file.clone());
         let found = self
             .discovered
             .iter()
-            .filter(|x| group_index(t.procs[x.slot].group.load(Ordering::Relaxed)) == g)
+            .filter(|x| x.group == g)
             .map(|x| x.file.clone());
         registered.chain(found).collect()
     }
 
-    /// The process slots of group `g` whose files the kernel found them dirtying
+    /// The board slots of group `g` whose files the kernel found them dirtying
     /// without a governed write(): their writers cannot be held, only pushed.
-    pub fn unheld_slots(&self, t: &Table, g: usize) -> Vec<usize> {
+    pub fn unheld_slots(&self, board: &Board, g: usize) -> Vec<usize> {
         let mut slots: Vec<usize> = self
             .discovered
             .iter()
-            .filter(|x| group_index(t.procs[x.slot].group.load(Ordering::Relaxed)) == g)
+            .filter(|x| x.group == g && group_of(board, x.slot, x.pid).is_some())
             .map(|x| x.slot)
             .collect();
         slots.sort_unstable();
@@ -220,8 +237,7 @@ impl Files {
     /// Every governed file.
     pub fn all(&self) -> Vec<Arc<File>> {
         self.registered
-            .iter()
-            .flatten()
+            .values()
             .map(|o| o.file.clone())
             .chain(self.discovered.iter().map(|x| x.file.clone()))
             .collect()

@@ -83,8 +83,9 @@ pub fn is_static(path: &Path) -> Option<bool> {
 }
 
 /// The environment for a governed program: the interposer first in LD_PRELOAD
-/// (keeping what was there), the table and the group.
-pub fn env(lib: &Path, table: &Path, group: &str) -> Vec<(String, String)> {
+/// (keeping what was there) and the governor's socket. Its group is not in it:
+/// the coordinator decides that (`crate::admission`).
+pub fn env(lib: &Path, socket: &Path) -> Vec<(String, String)> {
     let mut preload = lib.display().to_string();
     if let Ok(old) = std::env::var("LD_PRELOAD")
         && !old.is_empty()
@@ -93,8 +94,7 @@ pub fn env(lib: &Path, table: &Path, group: &str) -> Vec<(String, String)> {
     }
     vec![
         ("LD_PRELOAD".into(), preload),
-        (crate::shm::ENV_SHM.into(), table.display().to_string()),
-        (crate::shm::ENV_GROUP.into(), group.into()),
+        (crate::shm::ENV_SOCKET.into(), socket.display().to_string()),
     ]
 }
 

@@ -1,15 +1,21 @@
-//! WCALL as a user-space governor (material section 7): the table shared with the
-//! interposer, the coordinator, and launching governed programs. The interposer
-//! itself is the cdylib crate `oslab-wcall-preload` (liboslab_wcall.so).
+//! WCALL as a user-space governor (material section 7): the coordinator, the
+//! socket programs join it through, who may join in which group, and launching
+//! governed programs. The tables it shares with them are `oslab-wcall-table`; the
+//! interposer itself is the cdylib crate `oslab-wcall-preload` (liboslab_wcall.so).
 
+pub mod admission;
 pub mod cgroups;
 pub mod coordinator;
+pub mod facts;
 pub mod family;
 pub mod files;
 pub mod launch;
-pub mod members;
+pub mod listener;
 pub mod monitor;
 pub mod pusher;
+pub mod registry;
+pub mod rendezvous;
+pub mod roster;
 pub mod service;
 pub mod trust;
 pub mod view;

@@ -1,26 +1,27 @@
-//! A running governor: the table, and the coordinator on its own thread passing
-//! every `interval`. Used by `oslab wcall run`, `oslab wcall daemon` and the
-//! `wb.wcall` experiment.
+//! A running governor: the board, the socket programs join through, and the
+//! coordinator on its own thread passing every `interval`. Used by `oslab wcall
+//! run`, `oslab wcall daemon` and the `wb.wcall` and `sim.validate` experiments.
 
-use std::os::fd::AsRawFd;
-use std::os::unix::fs::MetadataExt;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use oslab_sys::clock::monotonic_ns;
-use oslab_sys::fsread::Root;
 use oslab_wbsim::policy::Policy;
 
-use crate::coordinator::Coordinator;
-use crate::shm::Mapped;
+use crate::coordinator::{Coordinator, policy_code};
+use crate::listener::Listener;
+use crate::registry::{Launcher, Lineage, Registry};
+use crate::shm::BoardMap;
 use crate::view::{Snapshot, snapshot_of};
 
+pub use crate::rendezvous::{Found, discover};
+
 pub struct Governor {
-    _memfd: std::fs::File,
-    path: PathBuf,
-    view: Mapped,
+    board: Arc<BoardMap>,
+    registry: Arc<Mutex<Registry>>,
+    listener: Option<Listener>,
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<Coordinator>>,
     cgroups: CgroupUse,
@@ -104,11 +105,14 @@ pub fn page_reporting() -> bool {
 }
 
 impl Governor {
+    /// Starts a governor named `name` (a file name: see `rendezvous::check_name`),
+    /// listening on its socket in this user's folder.
     pub fn start(name: &str, o: Options) -> std::io::Result<Governor> {
-        // a pidfd per governed process and a descriptor per governed file, beside
-        // what the program already holds
+        let socket = crate::rendezvous::socket_path(name).map_err(std::io::Error::other)?;
+        // a pidfd and a table per governed process, a descriptor per governed
+        // file, beside what the program already holds
         oslab_sys::process::raise_open_files_limit(
-            (oslab_wcall_table::MAX_PROCS + oslab_wcall_table::MAX_FILES) as u64 + 1024,
+            (2 * oslab_wcall_table::MAX_MEMBERS + crate::files::MAX_DISCOVERED) as u64 + 4096,
         );
         // loaded before the table exists, so no one sees the governor without it
         let kernel = if o.kernel_monitor {
@@ -116,14 +120,15 @@ impl Governor {
         } else {
             Err("kernel tracing off".into())
         };
-        let (map, memfd) = Mapped::create_memfd(name)?;
-        let path = PathBuf::from(format!(
-            "/proc/{}/fd/{}",
-            std::process::id(),
-            memfd.as_raw_fd()
-        ));
-        let view = Mapped::open(&path)?;
-        let mut coordinator = Coordinator::tuned(map, o.policy, o.block_ns, o.tuning);
+        let board = Arc::new(BoardMap::create(name, policy_code(o.policy))?);
+        let registry = Arc::new(Mutex::new(Registry::new(oslab_sys::process::uid())));
+        let mut coordinator = Coordinator::tuned(
+            board.clone(),
+            registry.clone(),
+            o.policy,
+            o.block_ns,
+            o.tuning,
+        );
         let monitor = kernel.map(|m| coordinator.use_kernel_monitor(m));
         let cgroups = if !o.cgroups {
             CgroupUse::NotAsked
@@ -148,6 +153,7 @@ impl Governor {
             }
         };
         coordinator.tick();
+        let listener = Listener::start(&socket, board.clone(), registry.clone())?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -170,9 +176,9 @@ impl Governor {
                 coordinator
             })?;
         Ok(Governor {
-            _memfd: memfd,
-            path,
-            view,
+            board,
+            registry,
+            listener: Some(listener),
             stop,
             handle: Some(handle),
             cgroups,
@@ -195,21 +201,42 @@ impl Governor {
         &self.cgroups
     }
 
-    /// The path a governed program opens the table by (OSLAB_WCALL_SHM).
-    pub fn path(&self) -> &std::path::Path {
-        &self.path
+    /// The socket governed programs join through (OSLAB_WCALL_SOCK).
+    pub fn socket(&self) -> &Path {
+        self.listener.as_ref().map_or(Path::new(""), |l| l.path())
+    }
+
+    /// Makes this process a launcher for `group` (a group number or AUTO): the
+    /// programs it starts from now on join in that group. What `oslab wcall run
+    /// --private` and the experiments do with a governor of their own.
+    pub fn launch_as(&self, group: u32) -> std::io::Result<()> {
+        let me = std::process::id();
+        let pidfd = crate::trust::pidfd_open(me)
+            .map_err(|_| std::io::Error::other("cannot hold this process by a pidfd"))?;
+        let mut budget = crate::trust::Budget::new(1 << 16);
+        let ids = crate::facts::ids(me, &mut budget)
+            .map_err(|_| std::io::Error::other("cannot read this process's ids"))?;
+        let mut reg = self
+            .registry
+            .lock()
+            .map_err(|_| std::io::Error::other("the governor's registry is poisoned"))?;
+        reg.add_launcher(Launcher {
+            member: crate::trust::Member::confirmed(me, pidfd),
+            ids,
+            lineage: Lineage::Given(group),
+        });
+        Ok(())
     }
 
     /// Something that can tell the governed programs the governor stopped, from
     /// anywhere (a signal handler thread, say).
-    pub fn releaser(&self) -> std::io::Result<impl Fn() + Send + 'static> {
-        let m = Mapped::open(&self.path)?;
-        Ok(move || m.table().release())
+    pub fn releaser(&self) -> impl Fn() + Send + 'static {
+        let b = self.board.clone();
+        move || b.board().release()
     }
 
     pub fn snapshot(&self) -> Snapshot {
-        // our own pid, not the table's copy, which any governed process can write
-        snapshot_of(self.view.table(), monotonic_ns(), std::process::id())
+        snapshot_of(self.board.board(), monotonic_ns(), std::process::id())
     }
 
     /// Stops the coordinator (governed programs then proceed ungoverned) and returns
@@ -220,6 +247,8 @@ impl Governor {
     }
 
     fn halt(&mut self) {
+        // no one joins a governor that is stopping
+        drop(self.listener.take());
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -233,107 +262,49 @@ impl Drop for Governor {
     }
 }
 
-/// A governor found running on this machine.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Found {
-    pub name: String,
-    pub pid: u32,
-    pub path: PathBuf,
-}
-
-/// Governors running now (/proc under `root`): processes holding a memory file
-/// called oslab-wcall-NAME that was made by this user or by root. Joining a governor means obeying its
-/// table, and any user can name a memory file so; a table of another user is
-/// neither listed nor joined. (The interposer maps only tables sealed against
-/// shrinking, so no table can fault a program that maps it.)
-pub fn discover(root: &Root) -> Vec<Found> {
-    let me = oslab_sys::process::uid();
-    let mut out = Vec::new();
-    let mut seen = Vec::new();
-    let mut pids: Vec<u32> = root
-        .list("/proc")
-        .iter()
-        .filter_map(|n| n.parse().ok())
-        .collect();
-    pids.sort_unstable();
-    for pid in pids {
-        let Ok(fds) = std::fs::read_dir(root.path(&format!("/proc/{pid}/fd"))) else {
-            continue;
-        };
-        for fd in fds.flatten() {
-            let Ok(target) = std::fs::read_link(fd.path()) else {
-                continue;
-            };
-            let t = target.to_string_lossy();
-            if let Some(rest) = t.strip_prefix("/memfd:oslab-wcall-") {
-                let name = rest.trim_end_matches(" (deleted)").to_string();
-                // the memory file's owner is whoever made it (its fsuid then)
-                let owner = std::fs::metadata(fd.path()).map(|m| m.uid());
-                // one table, however many processes hold it open: the lowest pid
-                // (the coordinator; its children do not inherit the descriptor)
-                let ino = std::fs::metadata(fd.path()).map(|m| m.ino()).ok();
-                if name != "test" && owner.is_ok_and(|u| u == me || u == 0) && !seen.contains(&ino)
-                {
-                    seen.push(ino);
-                    out.push(Found {
-                        name,
-                        pid,
-                        path: fd.path(),
-                    });
-                }
-            }
-        }
-    }
-    out.sort_by_key(|f| f.pid);
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// A governed program can open the table read-write (it must, to count its
-    /// writes) but cannot resize it: a shrunk table would kill the coordinator with
-    /// SIGBUS on its next pass.
-    #[test]
-    fn a_governed_program_cannot_truncate_the_table_under_the_coordinator() {
-        let g = Governor::start(
-            "test",
-            Options {
-                policy: Policy::WcallFair,
-                block_ns: crate::coordinator::WCALL_BLOCK_NS,
-                interval: Duration::from_millis(5),
-                fifo_priority: None,
-                cgroups: false,
-                cgroup_limits: Default::default(),
-                tuning: Default::default(),
-                kernel_monitor: false,
-            },
-        )
-        .unwrap();
-        // as the interposer opens it
-        let f = std::fs::OpenOptions::new()
-            .read(true)
-            .write(true)
-            .open(g.path())
-            .unwrap();
-        let len = f.metadata().unwrap().len();
-        for to in [0, len / 2, len * 2] {
-            let e = f.set_len(to).unwrap_err();
-            assert_eq!(e.raw_os_error(), Some(libc::EPERM), "to {to} bytes");
+    fn options() -> Options {
+        Options {
+            policy: Policy::WcallFair,
+            block_ns: crate::coordinator::WCALL_BLOCK_NS,
+            interval: Duration::from_millis(5),
+            fifo_priority: None,
+            cgroups: false,
+            cgroup_limits: Default::default(),
+            tuning: Default::default(),
+            kernel_monitor: false,
         }
-        assert_eq!(f.metadata().unwrap().len(), len);
-        let before = g.snapshot().passes;
+    }
+
+    /// A governor listens on its socket, answers a look with its board, passes,
+    /// and takes its socket away when it stops.
+    #[test]
+    fn a_governor_is_found_by_its_socket_and_leaves_nothing_behind() {
+        let journal = tempfile::tempdir().unwrap();
+        // SAFETY: no other test of this binary reads the variable at the same time
+        // (the journal folder is only read when a change is recorded).
+        unsafe { std::env::set_var("OSLAB_JOURNAL_DIR", journal.path()) };
+        let name = format!("svc-test-{}", std::process::id());
+        let g = Governor::start(&name, options()).unwrap();
+        let socket = g.socket().to_path_buf();
+        assert!(socket.exists());
+        let (board, server) = crate::rendezvous::look(&socket).unwrap();
+        assert_eq!(server.pid as u32, std::process::id());
+        let before = board.board().header.passes.load(Ordering::Relaxed);
         let start = std::time::Instant::now();
-        while g.snapshot().passes < before + 3 {
+        while board.board().header.passes.load(Ordering::Relaxed) < before + 3 {
             assert!(
                 start.elapsed() < Duration::from_secs(10),
                 "the coordinator stopped passing"
             );
             std::thread::sleep(Duration::from_millis(5));
         }
-        assert!(g.snapshot().coordinator_alive);
+        assert!(crate::rendezvous::discover().iter().any(|f| f.name == name));
         let last = g.finish();
         assert!(last.passes >= before + 3);
+        assert!(!socket.exists(), "the socket is removed");
     }
 }

@@ -1,23 +1,19 @@
-//! What the coordinator takes from the table, checked before it acts on it.
+//! What the coordinator takes from a governed process, checked before it acts on it.
 //!
-//! Every governed process maps the table read-write, so every pid, descriptor,
-//! (dev, ino), group number and counter in it may have been written by any of them
-//! (see docs/wcall.md, "The trust boundary"). The coordinator may run as root while
-//! they do not; so it acts only on what the kernel confirms:
+//! A process is governed only as the kernel says who it is: the peer of a
+//! connection to the governor's socket (SO_PEERCRED and SO_PEERPIDFD, see
+//! `crate::admission`), held from then on by a pidfd, so a pid reused by another
+//! process is never taken for it. What it writes in its own table (see
+//! docs/wcall.md, "The trust boundary") is a claim about itself alone, and the
+//! coordinator acts on a claim only as the kernel confirms it:
 //!
-//! - a process is *governed* (its slot counts as a task, it is placed in a cgroup,
-//!   its files are opened) only once `/proc/PID/maps` shows a shared mapping of this
-//!   governor's table file (its st_dev and st_ino): only the kernel writes that
-//!   file, and a process maps the table only by joining the governor. The process
-//!   is then held by a pidfd, so a pid reused by another process is never taken
-//!   for it;
-//! - a file slot's (pid, fd) is opened only when the pid is such a process, the
-//!   descriptor names a regular file with the slot's (dev, ino), not on a FUSE file
-//!   system, and that process holds it open for writing: the coordinator then
-//!   learns (cachestat) and does (sync_file_range) nothing the process could not
-//!   itself. It is opened read-only, non-blocking, without becoming a controlling
-//!   terminal, through an O_PATH handle of its own, so nothing the process does
-//!   with its descriptor in between changes what is opened;
+//! - a file slot's (fd, dev, ino) is opened only when the descriptor names a
+//!   regular file with that (dev, ino), not on a FUSE file system, and the process
+//!   holds it open for writing: the coordinator then learns (cachestat) and does
+//!   (sync_file_range) nothing the process could not itself. It is opened
+//!   read-only, non-blocking, without becoming a controlling terminal, through an
+//!   O_PATH handle of its own, so nothing the process does with its descriptor in
+//!   between changes what is opened;
 //! - reading /proc costs time in the coordinator's pass, so each pass reads at
 //!   most [`PASS_PROC_BYTES`] of it; what does not fit waits for the next pass.
 
@@ -104,27 +100,6 @@ pub fn process_exists(pid: u32) -> bool {
     r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
 }
 
-/// Whether a /proc/PID/maps text shows a shared mapping of the file (dev, ino).
-pub fn maps_file(maps: &[u8], dev: u64, ino: u64) -> bool {
-    let (major, minor) = (libc::major(dev) as u64, libc::minor(dev) as u64);
-    maps.split(|b| *b == b'\n').any(|line| {
-        let Ok(line) = std::str::from_utf8(line) else {
-            return false;
-        };
-        // address perms offset dev inode [path]
-        let mut f = line.split_ascii_whitespace().skip(1);
-        let (Some(perms), Some(_), Some(d), Some(i)) = (f.next(), f.next(), f.next(), f.next())
-        else {
-            return false;
-        };
-        let hex = |s: &str| u64::from_str_radix(s, 16).ok();
-        perms.as_bytes().get(3) == Some(&b's')
-            && d.split_once(':')
-                .is_some_and(|(a, b)| hex(a) == Some(major) && hex(b) == Some(minor))
-            && i.parse::<u64>().ok() == Some(ino)
-    })
-}
-
 /// A descriptor's state from /proc/PID/fdinfo/FD.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FdInfo {
@@ -173,8 +148,9 @@ pub fn served_by_a_process(fstype: &str) -> bool {
     fstype == "fuse" || fstype == "fuseblk" || fstype.starts_with("fuse.")
 }
 
-/// A governed process: shown to map the table, and held by a pidfd (where the
-/// kernel has them, 5.3 and later) so that its pid cannot be taken over.
+/// A governed process: the kernel's pid of a peer the coordinator admitted, held
+/// by a pidfd (where the kernel has them, 5.3 and later) so that its pid cannot be
+/// taken over.
 #[derive(Debug)]
 pub struct Member {
     pub pid: u32,
@@ -195,7 +171,7 @@ pub(crate) fn pidfd_open(pid: u32) -> Result<Option<OwnedFd>, Refusal> {
 }
 
 impl Member {
-    /// A process the kernel confirmed some other way (see `crate::family`).
+    /// A process the kernel confirmed: a peer of the socket, or a launcher's child.
     pub(crate) fn confirmed(pid: u32, pidfd: Option<OwnedFd>) -> Member {
         Member { pid, pidfd }
     }
@@ -219,24 +195,6 @@ impl Member {
             None => process_exists(self.pid),
         }
     }
-}
-
-/// Checks that `pid` maps the table file `table` = (dev, ino).
-pub fn verify_member(pid: u32, table: (u64, u64), budget: &mut Budget) -> Result<Member, Refusal> {
-    let pid = valid_pid(pid).ok_or(Refusal::No("not a pid"))?;
-    let pidfd = pidfd_open(pid)?;
-    let maps = budget.read(&format!("/proc/{pid}/maps"), PROC_FILE_LIMIT)?;
-    if !maps_file(&maps, table.0, table.1) {
-        return Err(Refusal::No(
-            "the process does not map this governor's table",
-        ));
-    }
-    let m = Member { pid, pidfd };
-    // the maps just read were this process's, not those of one that took its pid
-    if !m.alive() {
-        return Err(Refusal::Gone);
-    }
-    Ok(m)
 }
 
 /// What a file slot claims: process `pid` writes the file (dev, ino) through `fd`.
@@ -322,7 +280,6 @@ pub fn open_claimed(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shm::Mapped;
     use std::os::unix::fs::MetadataExt;
 
     #[test]
@@ -338,28 +295,6 @@ mod tests {
         assert!(process_exists(std::process::id()));
         assert_eq!(valid_fd(3), Some(3));
         assert_eq!(valid_fd(u32::MAX), None);
-    }
-
-    #[test]
-    fn maps_lines_name_a_shared_mapping_by_device_and_inode() {
-        let dev = libc::makedev(0, 1);
-        let maps = b"55d0c0a00000-55d0c0a21000 rw-p 00000000 00:00 0                          [heap]\n\
-7f2a1c000000-7f2a1c011000 rw-s 00000000 00:01 4242                       /memfd:oslab-wcall-x (deleted)\n\
-7f2a1d000000-7f2a1d011000 rw-p 00000000 00:01 777                        /memfd:private (deleted)\n";
-        assert!(maps_file(maps, dev, 4242));
-        assert!(!maps_file(maps, dev, 4243), "another inode");
-        assert!(
-            !maps_file(maps, libc::makedev(0, 2), 4242),
-            "another device"
-        );
-        assert!(
-            !maps_file(maps, dev, 777),
-            "a private mapping is no shared table"
-        );
-        assert!(!maps_file(b"", dev, 4242));
-        assert!(!maps_file(b"garbage\n\xff\xfe 1 2 3\n", dev, 4242));
-        let wide = b"7f00-7f01 rw-s 00000000 103:1a 9 /x\n";
-        assert!(maps_file(wide, libc::makedev(0x103, 0x1a), 9));
     }
 
     #[test]
@@ -432,35 +367,7 @@ mod tests {
     }
 
     #[test]
-    fn only_a_process_that_maps_the_table_is_a_member() {
-        let (map, _memfd) = Mapped::create_memfd("test").unwrap();
-        let id = map.file_id();
-        let mut b = Budget::new(PASS_PROC_BYTES);
-        let me = verify_member(std::process::id(), id, &mut b).unwrap();
-        assert!(me.alive());
-        let mut other = child_sleeping();
-        assert_eq!(
-            verify_member(other.id(), id, &mut b).unwrap_err(),
-            Refusal::No("the process does not map this governor's table")
-        );
-        other.kill().unwrap();
-        other.wait().unwrap();
-        assert_eq!(
-            verify_member(other.id(), id, &mut b).unwrap_err(),
-            Refusal::Gone
-        );
-        assert_eq!(
-            verify_member(u32::MAX, id, &mut b).unwrap_err(),
-            Refusal::No("not a pid")
-        );
-        // another table of the same name is not this one
-        let (other_map, _f) = Mapped::create_memfd("test").unwrap();
-        assert_ne!(other_map.file_id(), id);
-    }
-
-    #[test]
     fn a_member_held_by_its_pidfd_dies_with_its_process() {
-        let (map, _memfd) = Mapped::create_memfd("test").unwrap();
         let mut child = child_sleeping();
         // a member in name only, to see the pidfd follow the process
         let m = Member {
@@ -471,15 +378,13 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(!m.alive(), "reaped: gone, whoever gets the pid next");
-        drop(map);
     }
 
     #[test]
     fn a_claimed_file_is_opened_only_when_the_kernel_confirms_it() {
         let dir = tempfile::tempdir().unwrap();
-        let (map, _memfd) = Mapped::create_memfd("test").unwrap();
         let mut b = Budget::new(PASS_PROC_BYTES);
-        let me = verify_member(std::process::id(), map.file_id(), &mut b).unwrap();
+        let me = Member::confirmed(std::process::id(), pidfd_open(std::process::id()).unwrap());
         let pid = std::process::id();
         let claim_of = |f: &File| {
             let m = f.metadata().unwrap();

@@ -1,14 +1,14 @@
-//! A snapshot of the table for `oslab wcall status` and for results.
+//! A snapshot of the board for `oslab wcall status` and for results.
 //!
-//! The table is writable by every governed process: sums saturate, group numbers
-//! out of range count as the lowest group, and the coordinator's pid (whose
-//! cgroups are read) is taken from who holds the table where that is known.
+//! The board is written by the coordinator alone, with each process's counters
+//! already bounded by the kernel's (`crate::roster`); sums still saturate and
+//! group numbers out of range count as the lowest group.
 
 use std::sync::atomic::Ordering;
 
 use serde::Serialize;
 
-use crate::shm::{GROUP_NAMES, GROUPS, Table, group_index};
+use crate::shm::{Board, GROUP_NAMES, GROUPS, MemberSlot, group_index};
 
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct GroupView {
@@ -47,6 +47,8 @@ pub struct GroupView {
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct ProcView {
     pub pid: u32,
+    /// Its user, as the kernel said when it joined.
+    pub uid: u32,
     pub group: String,
     /// Its program (/proc/PID/exe), where the reader may see it.
     pub exe: Option<String>,
@@ -98,14 +100,14 @@ pub struct Snapshot {
     pub processes: Vec<ProcView>,
 }
 
-/// The picture of a table, taking the coordinator's pid from the table itself.
-/// Prefer [`snapshot_of`] where the pid of the process holding the table is known.
-pub fn snapshot(t: &Table, now_ns: u64) -> Snapshot {
+/// The picture of a board, taking the coordinator's pid from the board itself.
+pub fn snapshot(t: &Board, now_ns: u64) -> Snapshot {
     snapshot_of(t, now_ns, t.header.coordinator_pid.load(Ordering::Relaxed))
 }
 
-/// The picture of a table held by the coordinator `coordinator_pid`.
-pub fn snapshot_of(t: &Table, now_ns: u64, coordinator_pid: u32) -> Snapshot {
+/// The picture of the board of the coordinator `coordinator_pid` (as the kernel
+/// named it: the peer of the socket, or this process).
+pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
     let h = &t.header;
     let mut groups: Vec<GroupView> = (0..GROUPS)
         .map(|g| {
@@ -136,17 +138,17 @@ pub fn snapshot_of(t: &Table, now_ns: u64, coordinator_pid: u32) -> Snapshot {
         add(&mut v.passed_through, &r.passed_through);
         add(&mut v.mmap_writable, &r.mmap_writable);
     }
-    let kernel = h.monitor.load(Ordering::Relaxed) == crate::shm::MONITOR_KERNEL;
+    let kernel = h.monitor.load(Ordering::Relaxed) == crate::shm::board::MONITOR_KERNEL;
     let mut processes = Vec::new();
-    for p in &t.procs {
-        let pid = p.pid.load(Ordering::Relaxed);
+    for p in &t.members {
+        let pid = p.pid.load(Ordering::Acquire);
         if pid == 0 {
             continue;
         }
         let g = group_index(p.group.load(Ordering::Relaxed));
         processes.push(proc_view(p, pid, g, kernel));
         let v = &mut groups[g];
-        v.processes += (p.alive.load(Ordering::Relaxed) != 0) as u32;
+        v.processes += 1;
         v.held_ms += p.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
         add(&mut v.delayed_writes, &p.delayed_writes);
         add(&mut v.writes, &p.writes);
@@ -197,11 +199,12 @@ pub fn snapshot_of(t: &Table, now_ns: u64, coordinator_pid: u32) -> Snapshot {
     }
 }
 
-fn proc_view(p: &crate::shm::ProcSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
+fn proc_view(p: &MemberSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
     let bytes = p.bytes.load(Ordering::Relaxed);
     let dirtied = kernel.then(|| p.kernel_dirtied.load(Ordering::Relaxed));
     ProcView {
         pid,
+        uid: p.uid.load(Ordering::Relaxed),
         group: GROUP_NAMES[g].into(),
         exe: crate::trust::valid_pid(pid)
             .and_then(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
@@ -220,17 +223,16 @@ fn proc_view(p: &crate::shm::ProcSlot, pid: u32, g: usize, kernel: bool) -> Proc
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shm::Mapped;
+    use crate::shm::BoardMap;
 
     #[test]
-    fn hostile_counters_and_groups_do_not_break_the_picture() {
-        let (m, _f) = Mapped::create_memfd("test").unwrap();
-        let t = m.table();
+    fn figures_at_the_top_of_their_range_do_not_break_the_picture() {
+        let b = BoardMap::create("test", 2).unwrap();
+        let t = b.board();
         for (i, group) in [(0, 77), (1, u32::MAX), (2, crate::shm::AUTO)] {
-            let p = &t.procs[i];
-            p.pid.store(4_000_000_000, Ordering::Relaxed);
+            let p = &t.members[i];
+            p.pid.store(1000 + i as u32, Ordering::Relaxed);
             p.group.store(group, Ordering::Relaxed);
-            p.alive.store(u32::MAX, Ordering::Relaxed);
             for c in [
                 &p.writes,
                 &p.bytes,
@@ -242,11 +244,10 @@ mod tests {
             }
             p.held_ns.store(u64::MAX, Ordering::Relaxed);
         }
-        t.header.coordinator_pid.store(u32::MAX, Ordering::Relaxed);
         t.header.policy.store(u32::MAX, Ordering::Relaxed);
-        let s = snapshot(t, 0);
+        let s = snapshot_of(t, 0, u32::MAX);
         let normal = &s.groups[crate::shm::NORMAL as usize];
-        assert_eq!(normal.processes, 3, "alive is a flag");
+        assert_eq!(normal.processes, 3);
         assert_eq!(normal.writes, u64::MAX, "saturated, not wrapped");
         assert_eq!(normal.bytes, u64::MAX);
         assert_eq!(
@@ -254,7 +255,6 @@ mod tests {
             "nothing out of range lands in rt-high"
         );
         assert_eq!(s.policy, "vanilla");
-        assert_eq!(s.coordinator_pid, u32::MAX);
         assert!(s.groups.iter().all(|g| g.memcg_dirty_bytes.is_none()));
     }
 }

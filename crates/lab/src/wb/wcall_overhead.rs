@@ -170,7 +170,7 @@ impl Lab for WcallOverhead {
         let scratch = crate::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 64 << 20)?;
         let file = scratch.file("overhead.dat");
         let gov = Governor::start(
-            "overhead",
+            &format!("overhead-{}", std::process::id()),
             Options {
                 policy: Policy::WcallFair,
                 block_ns: oslab_wcall::coordinator::WCALL_BLOCK_NS,
@@ -184,7 +184,9 @@ impl Lab for WcallOverhead {
             },
         )
         .map_err(|e| LabError::Failed(format!("cannot start a governor: {e}")))?;
-        let governed_env = launch::env(&lib, gov.path(), "normal");
+        gov.launch_as(oslab_wcall::shm::NORMAL)
+            .map_err(|e| LabError::Failed(format!("cannot launch under a governor: {e}")))?;
+        let governed_env = launch::env(&lib, gov.socket());
         let (mut plain, mut governed) = (Vec::new(), Vec::new());
         let result = (|| -> Result<(), LabError> {
             for r in 0..plan.samples {

@@ -180,7 +180,7 @@ pub fn run_cell(
         Policy::Vanilla => None,
         _ => Some(
             Governor::start(
-                "sim-validate",
+                &format!("sim-validate-{}", std::process::id()),
                 Options {
                     policy,
                     block_ns: oslab_wcall::coordinator::WCALL_BLOCK_NS,
@@ -196,10 +196,16 @@ pub fn run_cell(
             .map_err(|e| LabError::Failed(format!("cannot start the governor: {e}")))?,
         ),
     };
-    let env = governor
-        .as_ref()
-        .map(|g| oslab_wcall::launch::env(&b.lib, g.path(), "auto"))
-        .unwrap_or_default();
+    let env = match &governor {
+        Some(g) => {
+            // the writers start from here and join in the group their scheduling
+            // gives them (AUTO), as `oslab wcall run` would have them
+            g.launch_as(oslab_wcall::shm::AUTO)
+                .map_err(|e| LabError::Failed(format!("cannot launch under the governor: {e}")))?;
+            oslab_wcall::launch::env(&b.lib, g.socket())
+        }
+        None => Vec::new(),
+    };
     drop(oslab_sys::memprobe::Buffer::new(WARM_BYTES, false));
     let kernel = KernelTrace::writeback(b.machine);
     let (nr0, dev0) = (nr_written(), device_written(&b.tb.disk_name()));

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use oslab_sys::clock::monotonic_ns;
 use oslab_wbsim::policy::Policy;
-use oslab_wcall::service;
+use oslab_wcall::rendezvous;
 
 use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
 use super::{Cell, FirstTouch, META, Plan, Raw, Scenario, Start, WriterRaw};
@@ -38,7 +38,8 @@ pub struct Env<'a> {
 struct Daemon {
     child: Child,
     name: String,
-    table: PathBuf,
+    /// Its board, read-only, once it answered.
+    board: Option<oslab_wcall::shm::BoardView>,
 }
 
 impl Drop for Daemon {
@@ -66,15 +67,15 @@ fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError>
     let mut d = Daemon {
         child,
         name,
-        table: PathBuf::new(),
+        board: None,
     };
-    let root = oslab_sys::fsread::Root::live();
     for _ in 0..200 {
-        if let Some(f) = service::discover(&root)
+        if let Some(f) = rendezvous::discover()
             .into_iter()
-            .find(|f| f.name == d.name)
+            .find(|f| f.name == d.name && f.pid == d.child.id())
+            && let Ok(b) = f.board()
         {
-            d.table = f.path;
+            d.board = Some(b);
             return Ok(d);
         }
         if let Ok(Some(status)) = d.child.try_wait() {
@@ -92,9 +93,8 @@ fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError>
 /// The governor's table, read now (None without a governor or once it is gone).
 fn governor_view(d: Option<&Daemon>) -> Option<oslab_wcall::view::Snapshot> {
     let d = d?;
-    let m = oslab_wcall::shm::Mapped::open(&d.table).ok()?;
     Some(oslab_wcall::view::snapshot_of(
-        m.table(),
+        d.board.as_ref()?.board(),
         monotonic_ns(),
         d.child.id(),
     ))

@@ -1,0 +1,184 @@
+//! The gate in front of every governed write: is this descriptor a governed file,
+//! must the writer's group wait, and counting what went through.
+//!
+//! Each descriptor's class (governed or passed through) is looked up once, on its
+//! first write, and kept in FD_CLASS; `crate::fds` forgets a number whenever it may
+//! have come to name another file. The write path itself stays one load of the
+//! cache, a look at the board and a few counters in the process's own table.
+
+use std::ffi::c_int;
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+
+use libc::{iovec, ssize_t};
+use oslab_wcall_table::{GroupSlot, MAX_SILENCE_NS, Own, monotonic_ns};
+
+use crate::join::{Joined, joined};
+use crate::say;
+
+pub const UNKNOWN: u8 = 0;
+const GOVERNED: u8 = 1;
+const PASS: u8 = 2;
+pub const FD_CACHE: usize = 4096;
+pub static FD_CLASS: [AtomicU8; FD_CACHE] = [const { AtomicU8::new(UNKNOWN) }; FD_CACHE];
+
+static WARNED_GONE: AtomicBool = AtomicBool::new(false);
+static WARNED_FULL: AtomicBool = AtomicBool::new(false);
+
+/// Whether writes to `fd` are governed; the first look registers the file.
+fn classify_fd(j: &Joined, fd: c_int) -> u8 {
+    if fd < 0 {
+        return PASS;
+    }
+    if let Some(c) = FD_CLASS.get(fd as usize) {
+        let v = c.load(Ordering::Relaxed);
+        if v != UNKNOWN {
+            return v;
+        }
+    }
+    // SAFETY: fstat into a zeroed local; fcntl on the caller's fd.
+    let (st, flags) = unsafe {
+        let mut st: libc::stat = std::mem::zeroed();
+        let r = libc::fstat(fd, &mut st);
+        (
+            if r == 0 { Some(st) } else { None },
+            libc::fcntl(fd, libc::F_GETFL),
+        )
+    };
+    let class = match st {
+        Some(st)
+            if st.st_mode & libc::S_IFMT == libc::S_IFREG
+                && flags >= 0
+                && flags & libc::O_DIRECT == 0 =>
+        {
+            if !j.own.register_file(st.st_dev, st.st_ino, fd as u32)
+                && !WARNED_FULL.swap(true, Ordering::Relaxed)
+            {
+                say(&format!(
+                    "pid {} writes more files than its table holds; the rest are seen only through the kernel's records",
+                    std::process::id()
+                ));
+            }
+            GOVERNED
+        }
+        _ => PASS,
+    };
+    if let Some(c) = FD_CLASS.get(fd as usize) {
+        c.store(class, Ordering::Relaxed);
+    }
+    class
+}
+
+fn warn_ungoverned(j: &Joined) {
+    if !WARNED_GONE.swap(true, Ordering::Relaxed) {
+        j.own.header.ungoverned.store(1, Ordering::Relaxed);
+        let why = if j.board.header.stopped.load(Ordering::Relaxed) != 0 {
+            "the coordinator has stopped"
+        } else {
+            "the coordinator is not responding (killed?)"
+        };
+        say(&format!(
+            "{why}; writes of pid {} proceed ungoverned",
+            std::process::id()
+        ));
+    }
+}
+
+/// What this process wrote beyond what the coordinator's last pass measured.
+#[inline]
+fn own_pending(j: &Joined) -> u64 {
+    j.own
+        .header
+        .bytes
+        .load(Ordering::Relaxed)
+        .saturating_sub(j.member().accounted_bytes.load(Ordering::Relaxed))
+}
+
+/// The gate in front of a governed write of `n` bytes: returns this process's
+/// table to count it in.
+#[inline]
+pub fn before(fd: c_int, n: u64) -> Option<&'static Own> {
+    let j = joined()?;
+    if classify_fd(&j, fd) != GOVERNED {
+        j.own.header.passed_through.fetch_add(1, Ordering::Relaxed);
+        return None;
+    }
+    crate::join::follow_scheduling(&j);
+    let group = j.board.group_of(j.index);
+    let now = monotonic_ns();
+    j.own.header.last_write_ns.store(now, Ordering::Relaxed);
+    if WARNED_GONE.load(Ordering::Relaxed) {
+        return Some(j.own);
+    }
+    if !group.must_wait(n, own_pending(&j)) {
+        if j.own.header.writes.load(Ordering::Relaxed) % 64 == 0
+            && !j.board.coordinator_alive(now, MAX_SILENCE_NS)
+        {
+            warn_ungoverned(&j);
+        }
+        return Some(j.own);
+    }
+    j.own.header.delayed_writes.fetch_add(1, Ordering::Relaxed);
+    let end = wait_while_held(&j, group, n, now);
+    j.own
+        .header
+        .held_ns
+        .fetch_add(end.saturating_sub(now), Ordering::Relaxed);
+    j.own.header.last_write_ns.store(end, Ordering::Relaxed);
+    Some(j.own)
+}
+
+/// Waits while the group must; returns when it stopped waiting.
+fn wait_while_held(j: &Joined, group: &GroupSlot, n: u64, start: u64) -> u64 {
+    // wcall-fair wakes its held writers at the coordinator's next pass; wcall,
+    // the paper's Algorithm 1, blocks its fixed time (HZ/10) and looks again
+    let woken = j.board.header.policy.load(Ordering::Relaxed) == 2;
+    let mut now = start;
+    loop {
+        let seen = group.wake_seq.load(Ordering::Acquire);
+        if !group.must_wait(n, own_pending(j)) {
+            return now;
+        }
+        if !j.board.coordinator_alive(now, MAX_SILENCE_NS) {
+            warn_ungoverned(j);
+            return now;
+        }
+        let wait = group
+            .retry_ns
+            .load(Ordering::Relaxed)
+            .clamp(1_000_000, 1_000_000_000);
+        if woken {
+            group.sleep_until_pass(seen, wait);
+        } else {
+            let ts = libc::timespec {
+                tv_sec: (wait / 1_000_000_000) as libc::time_t,
+                tv_nsec: (wait % 1_000_000_000) as libc::c_long,
+            };
+            // SAFETY: sleeping on a local timespec.
+            unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
+        }
+        now = monotonic_ns();
+    }
+}
+
+#[inline]
+pub fn after(gated: Option<&Own>, written: ssize_t) -> ssize_t {
+    if let Some(own) = gated
+        && written > 0
+    {
+        own.header.writes.fetch_add(1, Ordering::Relaxed);
+        own.header
+            .bytes
+            .fetch_add(written as u64, Ordering::Relaxed);
+    }
+    written
+}
+
+/// Bytes an iovec array asks to write.
+pub fn iov_bytes(iov: *const iovec, cnt: c_int) -> u64 {
+    if iov.is_null() || cnt <= 0 {
+        return 0;
+    }
+    // SAFETY: the caller passes cnt valid iovecs, as writev(2) requires.
+    let v = unsafe { std::slice::from_raw_parts(iov, cnt as usize) };
+    v.iter().map(|x| x.iov_len as u64).sum()
+}

@@ -1,0 +1,170 @@
+//! Where governors are found: each listens on a Unix socket `NAME.sock` in its
+//! user's folder, root's in /run/oslab-wcall (root's own, mode 0755, so every user
+//! can reach root's governors and nobody else can put a socket there), another
+//! user's in `$XDG_RUNTIME_DIR/oslab-wcall` or `$TMPDIR/oslab-wcall-UID` (mode
+//! 0700). Every folder is checked as `oslab_sys::owned` does before it is used or
+//! listed, and a governor is believed only after the kernel says it runs as root
+//! or as this user (SO_PEERCRED on the connection).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use oslab_sys::owned;
+
+use crate::shm::BoardView;
+use crate::shm::wire::{self, Ask, Request};
+
+/// Root's governors.
+pub const ROOT_DIR: &str = "/run/oslab-wcall";
+const SUFFIX: &str = ".sock";
+
+fn uid() -> u32 {
+    oslab_sys::process::uid()
+}
+
+/// A governor name is a file name: 1 to 64 letters, digits, '.', '_' or '-', not
+/// starting with a dot.
+pub fn check_name(name: &str) -> Result<(), String> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && !name.starts_with('.')
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "governor name '{name}': use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
+        ))
+    }
+}
+
+/// This user's folder, made when missing and checked (owned by this user,
+/// writable by nobody else, no link); None with the reason when it cannot be used.
+pub fn own_dir() -> Result<PathBuf, String> {
+    let me = uid();
+    let (dir, mode) = if me == 0 {
+        (PathBuf::from(ROOT_DIR), 0o755)
+    } else if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").filter(|x| !x.is_empty()) {
+        (PathBuf::from(x).join("oslab-wcall"), 0o700)
+    } else {
+        (
+            std::env::temp_dir().join(format!("oslab-wcall-{me}")),
+            0o700,
+        )
+    };
+    owned::check_ancestors(&dir, me).map_err(|e| e.to_string())?;
+    owned::ensure_dir(&dir, me, mode)
+        .map_err(|e| format!("cannot keep the governor's socket there: {e}"))?;
+    Ok(dir)
+}
+
+/// The socket path of this user's governor `name`.
+pub fn socket_path(name: &str) -> Result<PathBuf, String> {
+    check_name(name)?;
+    let p = own_dir()?.join(format!("{name}{SUFFIX}"));
+    wire::address(&p).map_err(|e| e.to_string())?;
+    Ok(p)
+}
+
+/// The folders to look in: root's, and this user's where it exists and passes
+/// the checks.
+fn dirs_to_search() -> Vec<PathBuf> {
+    let me = uid();
+    let mut dirs = vec![PathBuf::from(ROOT_DIR)];
+    if me != 0 {
+        let own = match std::env::var_os("XDG_RUNTIME_DIR").filter(|x| !x.is_empty()) {
+            Some(x) => PathBuf::from(x).join("oslab-wcall"),
+            None => std::env::temp_dir().join(format!("oslab-wcall-{me}")),
+        };
+        dirs.push(own);
+    }
+    dirs.into_iter()
+        .filter(|d| {
+            let owner = if d == Path::new(ROOT_DIR) { 0 } else { me };
+            owned::check_dir(d, owner).is_ok()
+        })
+        .collect()
+}
+
+/// A governor found running.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Found {
+    pub name: String,
+    /// The coordinator's pid and user, as the kernel gave them.
+    pub pid: u32,
+    pub uid: u32,
+    pub socket: PathBuf,
+}
+
+impl Found {
+    /// The governor's board, read-only.
+    pub fn board(&self) -> std::io::Result<BoardView> {
+        look(&self.socket).map(|(b, _)| b)
+    }
+}
+
+const LOOK_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Asks the governor at `socket` for its board; also who answered.
+pub fn look(socket: &Path) -> std::io::Result<(BoardView, libc::ucred)> {
+    let req = Request {
+        ask: Ask::Look,
+        group: 0,
+        pid: 0,
+    };
+    let a = wire::ask(socket, &req, LOOK_TIMEOUT)?;
+    if !a.reply.ok || a.fds.is_empty() {
+        return Err(std::io::Error::other(a.reply.reason));
+    }
+    let board = BoardView::open(std::os::fd::AsRawFd::as_raw_fd(&a.fds[0]))?;
+    Ok((board, a.server))
+}
+
+/// Governors running now that this user may join: root's and its own, each
+/// confirmed by a connection (a socket nobody listens on is left alone).
+pub fn discover() -> Vec<Found> {
+    let mut out = Vec::new();
+    for dir in dirs_to_search() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut names: Vec<String> = entries
+            .flatten()
+            .filter_map(|e| {
+                let n = e.file_name().into_string().ok()?;
+                let name = n.strip_suffix(SUFFIX)?.to_string();
+                check_name(&name).is_ok().then_some(name)
+            })
+            .collect();
+        names.sort();
+        for name in names {
+            let socket = dir.join(format!("{name}{SUFFIX}"));
+            if let Ok((_, server)) = look(&socket) {
+                out.push(Found {
+                    name,
+                    pid: server.pid as u32,
+                    uid: server.uid,
+                    socket,
+                });
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn governor_names_are_plain_file_names() {
+        for good in ["rootd", "wb-wcall-12-late.rt45", "a_b", "x"] {
+            check_name(good).unwrap();
+        }
+        for bad in ["", ".hidden", "..", "a/b", "a b", "ü", &"x".repeat(65)] {
+            assert!(check_name(bad).is_err(), "{bad:?}");
+        }
+    }
+}
