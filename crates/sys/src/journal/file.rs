@@ -222,20 +222,25 @@ pub(super) fn read_bounded(path: &Path, owner: u32, limit: u64) -> Result<Conten
     parse(&bytes)
 }
 
-/// `text` made safe to print on one line: control characters escaped, and
-/// everything after `max_chars` characters replaced by "..." and the length.
+/// `text` made safe to print on one line: control characters escaped, and cut
+/// once `max_chars` characters are printed, with "..." and the text's length.
 pub fn shown(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
-    for c in text.chars().take(max_chars) {
-        if c.is_control() {
-            out.extend(c.escape_default());
+    let mut printed = 0;
+    for (taken, c) in text.chars().enumerate() {
+        let piece: String = if c.is_control() {
+            c.escape_default().collect()
         } else {
-            out.push(c);
+            c.into()
+        };
+        let width = piece.chars().count();
+        if printed + width > max_chars {
+            let n = taken + text.chars().skip(taken).count();
+            out.push_str(&format!("... ({n} characters)"));
+            break;
         }
-    }
-    let n = text.chars().count();
-    if n > max_chars {
-        out.push_str(&format!("... ({n} characters)"));
+        out.push_str(&piece);
+        printed += width;
     }
     out
 }

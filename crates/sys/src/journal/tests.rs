@@ -673,3 +673,17 @@ fn what_is_shown_of_a_text_is_bounded_and_on_one_line() {
     assert_eq!(s, format!("{}... (1000 characters)", "é".repeat(10)));
     assert_eq!(shown("a\nb\u{1b}[2J", 200), "a\\nb\\u{1b}[2J");
 }
+
+/// Regression, found by the fuzz run: the cut came before the escapes, so 200
+/// control characters printed as 1,200.
+#[test]
+fn escapes_count_toward_the_bound() {
+    let controls = "\u{1}".repeat(300);
+    let s = shown(&controls, 200);
+    assert!(
+        s.chars().count() <= 200 + "... (300 characters)".len(),
+        "{s}"
+    );
+    assert!(s.ends_with("... (300 characters)"), "{s}");
+    assert_eq!(shown(&"\u{1}".repeat(40), 200), "\\u{1}".repeat(40));
+}
