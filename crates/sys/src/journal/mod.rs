@@ -360,7 +360,13 @@ impl Journal {
             .map(Line::Entry)
             .collect();
         self.file = None;
-        let (outcomes, _) = restore::settle(&self.path, &lines);
+        // with nothing recorded, a file at this path is not this journal's (a
+        // dead process's under a reused pid, or failures kept earlier)
+        let outcomes = if lines.is_empty() {
+            Vec::new()
+        } else {
+            restore::settle(&self.path, &lines).0
+        };
         self.lock = None;
         outcomes
     }

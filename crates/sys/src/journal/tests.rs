@@ -645,6 +645,24 @@ fn a_dead_process_journal_under_this_pid_is_set_aside_not_lost() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+/// Regression: a journal that recorded nothing removed, when undone, whatever
+/// file stood at its path: a dead process's journal under a reused pid.
+#[test]
+fn undoing_a_journal_that_recorded_nothing_removes_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir
+        .path()
+        .join(format!("journal-{}.jsonl", std::process::id()));
+    std::fs::write(
+        &theirs,
+        format!("{DEAD}\n{}\n", removal(1, &dir.path().join("x"))),
+    )
+    .unwrap();
+    let mut j = Journal::new(dir.path());
+    assert!(j.undo_all().is_empty());
+    assert!(theirs.exists());
+}
+
 #[test]
 fn a_file_larger_than_any_journal_is_refused_unread() {
     let dir = tempfile::tempdir().unwrap();
