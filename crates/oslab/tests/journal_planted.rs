@@ -29,8 +29,23 @@ struct Cleanup {
     users: Vec<String>,
     dirs: Vec<PathBuf>,
     children: Vec<Child>,
-    /// Folders in /tmp whose names start with one of these are removed too.
-    prefixes: Vec<String>,
+    /// Folders in /tmp whose names start with this are removed too, unless
+    /// they were there before the test (someone else's).
+    prefix: Option<String>,
+    before: Vec<std::ffi::OsString>,
+}
+
+impl Cleanup {
+    /// Removes, when dropped, the folders in /tmp named `prefix...` that the
+    /// test makes.
+    fn remove_new(&mut self, prefix: String) {
+        self.before = std::fs::read_dir("/tmp")
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        self.prefix = Some(prefix);
+    }
 }
 
 impl Drop for Cleanup {
@@ -42,10 +57,12 @@ impl Drop for Cleanup {
         for d in &self.dirs {
             let _ = std::fs::remove_dir_all(d);
         }
-        if let Ok(rd) = std::fs::read_dir("/tmp") {
+        if let (Some(prefix), Ok(rd)) = (&self.prefix, std::fs::read_dir("/tmp")) {
             for e in rd.flatten() {
-                let name = e.file_name().to_string_lossy().into_owned();
-                if self.prefixes.iter().any(|p| name.starts_with(p.as_str())) {
+                let name = e.file_name();
+                if name.to_string_lossy().starts_with(prefix.as_str())
+                    && !self.before.contains(&name)
+                {
                     let _ = std::fs::remove_dir_all(e.path());
                 }
             }
@@ -205,10 +222,17 @@ fn a_journal_planted_by_another_user_is_refused_and_the_victim_is_not_locked_out
     let a = add_user(&format!("oslabt-a-{pid}"), &mut cleanup);
     let b = add_user(&format!("oslabt-b-{pid}"), &mut cleanup);
     let planted_folder = PathBuf::from(format!("/tmp/oslab-{}", b.uid));
-    // a uid can come back after userdel: nothing of an earlier run may stay
-    let _ = std::fs::remove_dir_all(&planted_folder);
-    cleanup.dirs.push(planted_folder.clone());
-    cleanup.prefixes.push(format!("oslab-{}-journals-", b.uid));
+    // a uid can come back after userdel; what an earlier user of it left is
+    // not this test's to remove
+    if std::fs::symlink_metadata(&planted_folder).is_ok() {
+        eprintln!(
+            "skipped: {} is there already (an earlier user of uid {})",
+            planted_folder.display(),
+            b.uid
+        );
+        return;
+    }
+    cleanup.remove_new(format!("oslab-{}-journals-", b.uid));
     let oslab = reachable_oslab(&mut cleanup);
     let home = private_home(&b, &mut cleanup);
     let keep = home.join("keep.txt");
@@ -217,6 +241,7 @@ fn a_journal_planted_by_another_user_is_refused_and_the_victim_is_not_locked_out
         std::fs::write(f, t).unwrap();
         std::os::unix::fs::chown(f, Some(b.uid), Some(b.gid)).unwrap();
     }
+    cleanup.dirs.push(planted_folder.clone());
     plant(&a, &planted_folder, &planted_journal(&keep, &conf));
     let untouched = || {
         assert_eq!(std::fs::read_to_string(&keep).unwrap(), "B's notes");
