@@ -148,7 +148,7 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
                 message: "--apply needs root; nothing was changed".into(),
             });
         }
-        let dir = oslab_sys::journal::journal_dir();
+        let dir = oslab_sys::journal::named_dir("advise");
         if oslab_sys::journal::Journal::load(&dir, "advise")
             .ok()
             .flatten()
@@ -163,6 +163,9 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
             oslab_sys::sysctl::set(&mut j, &k, &v)
                 .map_err(|e| Failure::runtime(format!("{k}: {e}")))?;
         }
+        // applied on purpose: not an interrupted run's changes
+        j.mark_complete()
+            .map_err(|e| Failure::runtime(e.to_string()))?;
         print("applied; 'oslab restore' puts the previous settings back\n");
     }
     Ok(0)

@@ -1,14 +1,24 @@
 //! `oslab restore`
 
-use oslab_sys::journal::{journal_dir, restore_orphans};
+use oslab_sys::journal::{
+    RestoreReport, RestoredJournal, pending_orphans, places, restore_orphans, shown,
+};
 
 use crate::CmdResult;
 use crate::cli::RestoreArgs;
 use crate::output::print;
 
-/// One line on stderr while an interrupted run's changes wait to be undone.
+/// How much of a command, a description or an error from a journal is printed.
+const SHOWN: usize = 200;
+
+/// One line on stderr while an interrupted run's changes wait to be undone (and,
+/// once, a sentence for each journal folder refused).
 pub fn warn_if_pending() {
-    let (files, entries) = oslab_sys::journal::pending_orphans(&journal_dir());
+    let (files, entries) = places()
+        .all
+        .iter()
+        .map(|d| pending_orphans(d))
+        .fold((0, 0), |(f, e), (df, de)| (f + df, e + de));
     if files > 0 {
         eprintln!(
             "oslab: an interrupted oslab run left changes ({entries} {}): run `oslab restore`",
@@ -17,27 +27,40 @@ pub fn warn_if_pending() {
     }
 }
 
-pub fn run(a: RestoreArgs) -> CmdResult {
-    let dir = journal_dir();
-    let report = restore_orphans(&dir, a.all);
-    let mut failed = 0;
-    let mut text = String::new();
-    for j in &report.restored {
+fn describe(j: &RestoredJournal, text: &mut String) {
+    text.push_str(&format!(
+        "journal of pid {} ({}), {}:\n",
+        j.pid,
+        shown(&j.command, SHOWN),
+        j.path.display()
+    ));
+    for o in &j.outcomes {
+        let what = shown(&o.description, SHOWN);
+        match &o.result {
+            Ok(()) => text.push_str(&format!("  undone: {what}\n")),
+            Err(e) => text.push_str(&format!("  FAILED: {what}: {}\n", shown(e, SHOWN))),
+        }
+    }
+    for b in &j.bad_lines {
+        text.push_str(&format!("  line {} cannot be read: {}\n", b.number, b.why));
+    }
+    if j.kept {
         text.push_str(&format!(
-            "journal of pid {} ({}), {}:\n",
-            j.pid,
-            j.command,
+            "  kept {} with what could not be read or undone: look at it, then remove it or run `oslab restore` again\n",
             j.path.display()
         ));
-        for o in &j.outcomes {
-            match &o.result {
-                Ok(()) => text.push_str(&format!("  undone: {}\n", o.description)),
-                Err(e) => {
-                    failed += 1;
-                    text.push_str(&format!("  FAILED: {}: {e}\n", o.description));
-                }
-            }
-        }
+    }
+}
+
+pub fn run(a: RestoreArgs) -> CmdResult {
+    let places = places();
+    let mut report = RestoreReport::default();
+    for dir in &places.all {
+        report.merge(restore_orphans(dir, a.all));
+    }
+    let mut text = String::new();
+    for j in &report.restored {
+        describe(j, &mut text);
     }
     for (p, pid) in &report.live {
         text.push_str(&format!(
@@ -45,14 +68,15 @@ pub fn run(a: RestoreArgs) -> CmdResult {
             p.display()
         ));
     }
-    for (p, e) in &report.unreadable {
-        text.push_str(&format!("cannot read {}: {e}\n", p.display()));
+    for (p, why) in &report.unreadable {
+        text.push_str(&format!("not read: {} {why}\n", p.display()));
     }
     if report.restored.is_empty() && report.live.is_empty() && report.unreadable.is_empty() {
         text.push_str("nothing to restore\n");
     }
     print(&text);
-    Ok(if failed > 0 || !report.unreadable.is_empty() {
+    // a refused folder was named on stderr when the places were found
+    Ok(if report.needs_attention() || !places.refused.is_empty() {
         1
     } else {
         0

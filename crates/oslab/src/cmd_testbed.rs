@@ -1,7 +1,7 @@
 //! `oslab testbed up | down | status`
 
 use oslab_lab::wb::testbed::{self, Testbed, parse_bandwidth};
-use oslab_sys::journal::{Journal, Undo, journal_dir};
+use oslab_sys::journal::{Journal, Undo, named_dir};
 use oslab_sys::parse::size::{human_bytes, parse_human_size};
 
 use crate::CmdResult;
@@ -12,8 +12,9 @@ use crate::output::print;
 
 const NAME: &str = "testbed";
 
+/// Beside the testbed's journal, wherever that is.
 fn state_path() -> std::path::PathBuf {
-    journal_dir().join("testbed.json")
+    named_dir(NAME).join("testbed.json")
 }
 
 /// The testbed left up by `oslab testbed up`, if any.
@@ -48,12 +49,16 @@ fn up(a: TestbedUpArgs) -> CmdResult {
             message: format!("{why}; nothing was changed"),
         });
     }
-    if Journal::load(&journal_dir(), NAME).ok().flatten().is_some() {
+    let dir = named_dir(NAME);
+    if Journal::load(&dir, NAME)
+        .map_err(|e| Failure::runtime(e.to_string()))?
+        .is_some()
+    {
         return Err(Failure::usage(
             "a testbed is already up ('oslab testbed status'); take it down first with 'oslab testbed down'",
         ));
     }
-    let mut j = Journal::named(&journal_dir(), NAME);
+    let mut j = Journal::named(&dir, NAME);
     j.record(
         "testbed description".to_string(),
         Undo::RemovePath { path: state_path() },
@@ -67,6 +72,9 @@ fn up(a: TestbedUpArgs) -> CmdResult {
             let state = state_path();
             oslab_sys::outfile::write_whole(&state, text.as_bytes())
                 .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", state.display())))?;
+            // built: left up on purpose from here on, not a half-built one
+            j.mark_complete()
+                .map_err(|e| Failure::runtime(e.to_string()))?;
             print(&describe(&tb));
             print("take it down with 'oslab testbed down' (or 'oslab restore')\n");
             Ok(0)
@@ -85,7 +93,7 @@ fn up(a: TestbedUpArgs) -> CmdResult {
 }
 
 fn down() -> CmdResult {
-    match Journal::load(&journal_dir(), NAME).map_err(|e| Failure::runtime(e.to_string()))? {
+    match Journal::load(&named_dir(NAME), NAME).map_err(|e| Failure::runtime(e.to_string()))? {
         None => {
             print("no testbed is up\n");
             Ok(0)

@@ -34,13 +34,40 @@ fn refused(path: &Path, why: impl Into<String>) -> Refused {
     }
 }
 
-/// The user a uid names, for messages: "root", "uid 1001".
+/// The user a uid names, for messages: "root", "uid 1001 (alice)", or "uid 1001"
+/// when no user has that uid.
 pub fn who(uid: u32) -> String {
     if uid == 0 {
-        "root".into()
-    } else {
-        format!("uid {uid}")
+        return "root".into();
     }
+    match user_name(uid) {
+        Some(name) => format!("uid {uid} ({name})"),
+        None => format!("uid {uid}"),
+    }
+}
+
+/// The login name of `uid`, from the system's user database.
+fn user_name(uid: u32) -> Option<String> {
+    let mut buf = vec![0u8; 16 << 10];
+    // SAFETY: an all-zero passwd is a valid value to be overwritten.
+    let mut pwd: libc::passwd = unsafe { std::mem::zeroed() };
+    let mut found: *mut libc::passwd = std::ptr::null_mut();
+    // SAFETY: every pointer is valid for the call, buf for buf.len() bytes.
+    let rc = unsafe {
+        libc::getpwuid_r(
+            uid,
+            &mut pwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        )
+    };
+    if rc != 0 || found.is_null() || pwd.pw_name.is_null() {
+        return None;
+    }
+    // SAFETY: on success pw_name points to a NUL-terminated string inside buf.
+    let name = unsafe { std::ffi::CStr::from_ptr(pwd.pw_name) };
+    Some(name.to_string_lossy().chars().take(64).collect())
 }
 
 /// What is wrong with `m` (from lstat) as something `owner` may trust, if anything.
@@ -136,17 +163,38 @@ pub fn ensure_dir(path: &Path, owner: u32, mode: u32) -> Result<(), Refused> {
 /// writable by others. The checks are made on the opened file, so it cannot be
 /// swapped between check and use.
 pub fn open_owned(path: &Path, owner: u32) -> Result<File, Refused> {
-    let f = OpenOptions::new()
+    let opened = OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
-        .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(libc::ELOOP) {
-                refused(path, "is a symbolic link, not a file")
-            } else {
-                refused(path, format!("cannot be opened: {e}"))
-            }
-        })?;
+        .open(path);
+    checked_file(path, opened, owner)
+}
+
+/// Opens the file `path` of `owner`'s for writing, making it with `mode` when it
+/// is missing, without following a link (a lock file, say): refused like
+/// [`open_owned`] when it is a link, not a regular file, owned by someone else or
+/// writable by others. Nothing is truncated.
+pub fn open_or_create(path: &Path, owner: u32, mode: u32) -> Result<File, Refused> {
+    let opened = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(mode)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_NOCTTY)
+        .open(path);
+    checked_file(path, opened, owner)
+}
+
+/// The file just opened at `path`, when it is a regular file `owner` may trust.
+fn checked_file(path: &Path, opened: std::io::Result<File>, owner: u32) -> Result<File, Refused> {
+    let f = opened.map_err(|e| {
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            refused(path, "is a symbolic link, not a file")
+        } else {
+            refused(path, format!("cannot be opened: {e}"))
+        }
+    })?;
     let m = f
         .metadata()
         .map_err(|e| refused(path, format!("cannot be read: {e}")))?;

@@ -34,6 +34,12 @@ pub fn uid() -> u32 {
     unsafe { libc::getuid() }
 }
 
+/// The effective uid: the owner of what this process makes.
+pub fn euid() -> u32 {
+    // SAFETY: geteuid cannot fail.
+    unsafe { libc::geteuid() }
+}
+
 /// The CPUs the calling thread may run on.
 pub fn affinity() -> SysResult<Vec<u32>> {
     // SAFETY: an all-zero cpu_set_t is a valid empty set.

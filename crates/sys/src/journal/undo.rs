@@ -1,0 +1,137 @@
+//! Taking one change back: what each kind of [`Undo`] does to the system.
+
+use std::fs::File;
+use std::path::Path;
+
+use super::{Entry, Undo, UndoOutcome};
+use crate::error::{SysError, SysResult};
+
+/// Undoes `entries` newest first; one outcome per entry in that order.
+pub fn undo_entries(entries: &[Entry]) -> Vec<UndoOutcome> {
+    entries
+        .iter()
+        .rev()
+        .map(|e| UndoOutcome {
+            description: e.description.clone(),
+            result: apply_undo(&e.undo).map_err(|err| err.to_string()),
+        })
+        .collect()
+}
+
+pub(super) fn apply_undo(undo: &Undo) -> SysResult<()> {
+    match undo {
+        Undo::WriteFile { path, contents } => write_text(path, contents),
+        Undo::Unmount { target } => unmount(target),
+        Undo::DetachLoop { device } => detach_loop(device),
+        Undo::RemovePath { path } => match std::fs::symlink_metadata(path) {
+            Err(_) => Ok(()),
+            Ok(m) if m.is_dir() => {
+                std::fs::remove_dir_all(path).map_err(|source| SysError::Write {
+                    path: path.clone(),
+                    source,
+                })
+            }
+            Ok(_) => std::fs::remove_file(path).map_err(|source| SysError::Write {
+                path: path.clone(),
+                source,
+            }),
+        },
+        Undo::RemoveDir { path } => match std::fs::remove_dir(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            r => r.map_err(|source| SysError::Write {
+                path: path.clone(),
+                source,
+            }),
+        },
+        Undo::RemoveCgroup { path, parent } => remove_cgroup(path, parent),
+        Undo::Nothing => Ok(()),
+    }
+}
+
+fn remove_cgroup(path: &Path, parent: &Path) -> SysResult<()> {
+    // A process moved out may still be exiting; a cgroup empties within moments.
+    for attempt in 0..50 {
+        if !path.exists() {
+            return Ok(());
+        }
+        if let Ok(pids) = std::fs::read_to_string(path.join("cgroup.procs")) {
+            for pid in pids.split_whitespace() {
+                let _ = std::fs::write(parent.join("cgroup.procs"), pid);
+            }
+        }
+        match std::fs::remove_dir(path) {
+            Ok(()) => return Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(source) if attempt == 49 => {
+                return Err(SysError::Write {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(20)),
+        }
+    }
+    Ok(())
+}
+
+fn cpath(p: &Path) -> SysResult<std::ffi::CString> {
+    use std::os::unix::ffi::OsStrExt;
+    std::ffi::CString::new(p.as_os_str().as_bytes())
+        .map_err(|_| SysError::Other(format!("path {} holds a NUL byte", p.display())))
+}
+
+fn unmount(target: &Path) -> SysResult<()> {
+    let c = cpath(target)?;
+    // SAFETY: c is a valid NUL-terminated path.
+    if unsafe { libc::umount2(c.as_ptr(), 0) } == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        // Not mounted (any more), or gone: nothing to undo.
+        Some(libc::EINVAL) | Some(libc::ENOENT) => Ok(()),
+        // Busy: detach lazily so it goes as soon as the last user leaves.
+        // SAFETY: as above.
+        Some(libc::EBUSY) if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } == 0 => Ok(()),
+        _ => Err(SysError::Syscall {
+            call: "umount2",
+            source: err,
+        }),
+    }
+}
+
+const LOOP_CLR_FD: libc::c_ulong = 0x4C01;
+
+fn detach_loop(device: &Path) -> SysResult<()> {
+    use std::os::fd::AsRawFd;
+    let f = match File::open(device) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(source) => {
+            return Err(SysError::Read {
+                path: device.to_path_buf(),
+                source,
+            });
+        }
+    };
+    // SAFETY: LOOP_CLR_FD takes no argument; the fd is open for the call's duration.
+    if unsafe { libc::ioctl(f.as_raw_fd(), LOOP_CLR_FD, 0) } == 0 {
+        return Ok(());
+    }
+    let err = std::io::Error::last_os_error();
+    match err.raw_os_error() {
+        Some(libc::ENXIO) => Ok(()), // not attached
+        _ => Err(SysError::Syscall {
+            call: "ioctl(LOOP_CLR_FD)",
+            source: err,
+        }),
+    }
+}
+
+/// Writes `value` into `path` (a sysctl, a sysfs knob, a cgroup file).
+pub(super) fn write_text(path: &Path, value: &str) -> SysResult<()> {
+    std::fs::write(path, value).map_err(|source| SysError::Write {
+        path: path.to_path_buf(),
+        source,
+    })
+}
