@@ -16,6 +16,8 @@ use std::path::{Path, PathBuf};
 
 /// Random bytes in a name: 96 bits, so a guess never lands.
 const RANDOM_BYTES: usize = 12;
+/// The hexadecimal digits they make in a name.
+pub const RANDOM_HEX: usize = 2 * RANDOM_BYTES;
 /// Fresh names tried before giving up, each failing only if its name was taken.
 const TRIES: usize = 16;
 
@@ -49,11 +51,7 @@ pub fn fresh_name(prefix: &str, suffix: &str) -> io::Result<String> {
     Ok(format!("{prefix}{}{suffix}", random_hex(RANDOM_BYTES)?))
 }
 
-/// The effective uid: who owns what this process creates.
-pub(crate) fn euid() -> u32 {
-    // SAFETY: geteuid takes no arguments and cannot fail.
-    unsafe { libc::geteuid() }
-}
+pub(crate) use crate::process::euid;
 
 /// Creates `path` as a new file only this user can read (mode 0600), failing with
 /// `AlreadyExists` when anything, a symbolic link included, stands there.

@@ -272,7 +272,7 @@ fn trusted_bases(inp: &Inputs) -> Vec<PathBuf> {
 }
 
 /// The private journal folders of this user in `base`: named
-/// `oslab-UID-journals-` and 16 hexadecimal digits, and passing [`check_dir`].
+/// `oslab-UID-journals-` and 24 hexadecimal digits (`tempname::RANDOM_HEX`), and passing [`check_dir`].
 fn private_folders(base: &Path, inp: &Inputs) -> Vec<PathBuf> {
     let prefix = inp.private_prefix();
     let Ok(rd) = std::fs::read_dir(base) else {
@@ -284,7 +284,10 @@ fn private_folders(base: &Path, inp: &Inputs) -> Vec<PathBuf> {
             e.file_name()
                 .to_str()
                 .and_then(|n| n.strip_prefix(prefix.as_str()))
-                .is_some_and(|hex| hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()))
+                .is_some_and(|hex| {
+                    hex.len() == crate::tempname::RANDOM_HEX
+                        && hex.bytes().all(|b| b.is_ascii_hexdigit())
+                })
         })
         .map(|e| e.path())
         .filter(|p| check_dir(p, inp.owner).is_ok())
@@ -299,33 +302,11 @@ fn make_private_folder(bases: &[PathBuf], inp: &Inputs) -> Result<PathBuf, Strin
     let Some(base) = bases.first() else {
         return Err("no temporary folder is safe to use".into());
     };
-    for _ in 0..16 {
-        let path = base.join(format!("{}{}", inp.private_prefix(), random_hex()?));
-        match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-            Ok(()) => {
-                return check_dir(&path, inp.owner)
-                    .map(|()| path)
-                    .map_err(|r| r.to_string());
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(format!("{} cannot hold it: {e}", base.display())),
-        }
-    }
-    Err(format!("every name tried in {} was taken", base.display()))
-}
-
-/// 16 hexadecimal digits from getrandom(2).
-fn random_hex() -> Result<String, String> {
-    let mut bytes = [0u8; 8];
-    // SAFETY: `bytes` is valid for writing bytes.len() bytes.
-    let n = unsafe { libc::getrandom(bytes.as_mut_ptr().cast(), bytes.len(), 0) };
-    if n != bytes.len() as isize {
-        return Err(format!(
-            "no random bytes: {}",
-            std::io::Error::last_os_error()
-        ));
-    }
-    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+    let path = crate::tempname::private_dir_in(base, &inp.private_prefix())
+        .map_err(|e| format!("{} cannot hold it: {e}", base.display()))?;
+    check_dir(&path, inp.owner)
+        .map(|()| path)
+        .map_err(|r| r.to_string())
 }
 
 #[cfg(test)]
@@ -404,7 +385,7 @@ mod tests {
         let name = p.home.file_name().unwrap().to_str().unwrap();
         let hex = name.strip_prefix("oslab-7002-journals-").unwrap();
         assert!(
-            hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()),
+            hex.len() == crate::tempname::RANDOM_HEX && hex.bytes().all(|b| b.is_ascii_hexdigit()),
             "{name}"
         );
         let m = std::fs::symlink_metadata(&p.home).unwrap();
