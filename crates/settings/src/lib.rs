@@ -20,7 +20,7 @@ use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use oslab_sys::parse::size::{human_bytes, parse_human_size};
+use oslab_sys::parse::size::{human_bytes, parse_human_rate, parse_human_size};
 
 /// A kind of setting: how its text is parsed and shown.
 pub trait Kind: 'static {
@@ -50,7 +50,7 @@ pub struct Command;
 pub struct Choices;
 /// Exactly one of the setting's `names`.
 pub struct OneOf;
-/// Bytes per second: `40MiB/s`, `40MiB`, `41943040`.
+/// Bytes per second: `40MiB/s`, `41943040` (a size needs /s).
 pub struct Rate;
 /// Milliseconds, fractional allowed: `2.5` or `2.5ms`.
 pub struct Millis;
@@ -202,7 +202,7 @@ impl Kind for Rate {
         "bytes/s".into()
     }
     fn parse(text: &str, _: &'static [&'static str]) -> Result<u64, String> {
-        parse_human_size(text.trim_end_matches("/s")).map_err(|_| "not a rate (try 40MiB/s)".into())
+        parse_human_rate(text).map_err(|_| "not a rate (try 40MiB/s)".into())
     }
     fn show(v: &u64) -> String {
         format!("{}/s", human_bytes(*v))

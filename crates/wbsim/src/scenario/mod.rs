@@ -286,9 +286,15 @@ pub fn apply_set(c: &mut Config, key: &str, value: &str) -> Result<(), String> {
     validate(c)
 }
 
-/// "64MiB", "1G", "4096", "40MiB/s" -> bytes.
+/// "64MiB", "1G", "4096" -> bytes; "40MiB/s" -> bytes per second.
 pub fn parse_bytes(s: &str) -> Option<u64> {
-    oslab_sys::parse::size::parse_human_size(s.trim().trim_end_matches("/s")).ok()
+    use oslab_sys::parse::size::{parse_human_rate, parse_human_size};
+    let t = s.trim();
+    if t.ends_with("/s") {
+        parse_human_rate(t).ok()
+    } else {
+        parse_human_size(t).ok()
+    }
 }
 
 #[cfg(test)]
