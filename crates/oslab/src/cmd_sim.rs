@@ -7,8 +7,8 @@ use oslab_lab::simrun::{SimExperiment, SimSawtooth, SimValidate, configure, swee
 use oslab_model::Mode;
 use oslab_sys::infile;
 use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
-use oslab_wbsim::settings;
 use oslab_wbsim::{Policy, simulate};
+use oslab_wbsim::{bounds, settings};
 
 use crate::CmdResult;
 use crate::cli::{SimCommand, SimOutArgs, SimRunArgs, SimSweepArgs, SimValidateArgs};
@@ -263,6 +263,30 @@ fn list_settings() -> CmdResult {
             "scenario field",
             "meaning",
         ],
+        &rows,
+        &[],
+    ));
+    print(
+        "\n\nFields only a scenario file sets, checked against these ranges as the settings are\n",
+    );
+    let bounded = |path: String, s: &dyn oslab_lab::settings::AnySetting| {
+        vec![
+            path,
+            s.kind_label(),
+            s.range().unwrap_or_else(|| "-".into()),
+        ]
+    };
+    let rows: Vec<Vec<String>> = bounds::FIELDS
+        .iter()
+        .map(|f| bounded(f.path.to_string(), f.setting))
+        .chain(
+            bounds::WRITER_FIELDS
+                .iter()
+                .map(|f| bounded(format!("writers[].{}", f.path), f.setting)),
+        )
+        .collect();
+    print(&oslab_report::table::simple(
+        &["scenario field", "kind", "range"],
         &rows,
         &[],
     ));
