@@ -38,7 +38,8 @@ fn parse_setting(s: &str) -> Result<(String, String), Failure> {
 /// The kernel takes what it can parse of a value and drops the rest (`30 x` sets
 /// 30, an empty value changes nothing and succeeds), so the value is checked
 /// first: something, on one line, and for a setting that holds numbers (one, or
-/// several as vm.lowmem_reserve_ratio) as many whole numbers as it holds now.
+/// several as vm.lowmem_reserve_ratio) whole numbers only, no more than it holds
+/// (the kernel sets the first ones of fewer).
 fn check_value(name: &str, current: &str, value: &str) -> Result<(), Failure> {
     if value.is_empty() {
         return Err(Failure::usage(format!(
@@ -58,16 +59,18 @@ fn check_value(name: &str, current: &str, value: &str) -> Result<(), Failure> {
             .all(|f| f.parse::<i64>().is_ok())
             .then_some(fields.len())
     };
-    match numbers(current) {
-        Some(n) if n > 0 && numbers(value) != Some(n) => Err(Failure::usage(format!(
-            "{name}={value}: give {} (it is {} now)",
-            if n == 1 {
-                "a whole number".to_string()
-            } else {
-                format!("{n} whole numbers")
-            },
-            current.trim()
-        ))),
+    match (numbers(current), numbers(value)) {
+        (Some(n), given) if n > 0 && !given.is_some_and(|k| (1..=n).contains(&k)) => {
+            Err(Failure::usage(format!(
+                "{name}={value}: give {} (it is {} now)",
+                if n == 1 {
+                    "a whole number".to_string()
+                } else {
+                    format!("up to {n} whole numbers")
+                },
+                current.trim()
+            )))
+        }
         _ => Ok(()),
     }
 }
@@ -158,9 +161,12 @@ mod tests {
             "vm.dirty_ratio=30 x: give a whole number (it is 20 now)"
         );
         assert!(refused("vm.dirty_ratio", "20", "3.5").contains("a whole number"));
+        assert!(check_value("kernel.printk", "4\t4\t1\t7", "3").is_ok());
         assert!(
-            refused("vm.lowmem_reserve_ratio", "256 256 32 0", "1 2").contains("4 whole numbers")
+            refused("vm.lowmem_reserve_ratio", "256 256 32 0", "1 2 3 4 5")
+                .contains("up to 4 whole numbers")
         );
+        assert!(refused("kernel.printk", "4 4 1 7", "3 x").contains("up to 4 whole numbers"));
         assert!(refused("kernel.core_pattern", "core", "a\nb").contains("line break"));
     }
 }
