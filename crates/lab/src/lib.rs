@@ -14,6 +14,7 @@ pub mod kernel_trace;
 pub mod load;
 pub mod mem;
 pub mod null;
+pub mod rawcheck;
 pub mod rawfile;
 pub mod registry;
 pub mod runner;

@@ -2,13 +2,15 @@
 //! (`oslab judge FILE`): the plan, every raw sample and fact, and the environment
 //! the run saw. JSON, gzip-compressed when large.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use oslab_model::{Environment, Mode};
+use oslab_sys::infile::{self, InputError};
 use oslab_sys::outfile::OutputError;
 use serde::{Deserialize, Serialize};
 
+use crate::rawcheck;
 use crate::shape::Recorded;
 
 /// The layout version of a raw file.
@@ -57,31 +59,30 @@ impl RawFile {
         Ok(path)
     }
 
-    /// Reads a raw file, compressed or not; one sentence when it is not one.
-    pub fn read(path: &Path) -> Result<RawFile, String> {
-        let bytes =
-            std::fs::read(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let json = if bytes.starts_with(&[0x1f, 0x8b]) {
-            let mut out = Vec::new();
-            flate2::read::GzDecoder::new(&bytes[..])
-                .read_to_end(&mut out)
-                .map_err(|e| format!("{} is not a readable gzip file: {e}", path.display()))?;
-            out
-        } else {
-            bytes
-        };
-        let f: RawFile = serde_json::from_slice(&json).map_err(|e| {
-            format!(
-                "{} is not an oslab raw file (oslab run --save-raw writes them): {e}",
-                path.display()
+    /// Reads a raw file (`-`: standard input), compressed or not, at most `max`
+    /// bytes before and after decompression; one sentence when it is not one.
+    pub fn read(path: &Path, max: u64) -> Result<RawFile, InputError> {
+        let name = infile::display_name(path);
+        let bytes = infile::read_bounded(path, max)?;
+        let json = infile::maybe_gunzip(bytes, &name, max)?;
+        let f: RawFile = serde_json::from_slice(infile::skip_bom(&json)).map_err(|e| {
+            InputError::wrong(
+                &name,
+                format!("is not an oslab raw file (oslab run --save-raw writes them): {e}"),
             )
         })?;
         if f.oslab_raw > RAW_VERSION {
-            return Err(format!(
-                "{} was written by a newer oslab (raw layout {}; this one reads up to {RAW_VERSION})",
-                path.display(),
-                f.oslab_raw
+            return Err(InputError::wrong(
+                &name,
+                format!(
+                    "was written by a newer oslab (raw layout {}; this one reads up to {RAW_VERSION})",
+                    f.oslab_raw
+                ),
             ));
+        }
+        if let Some(raw) = &f.recorded.raw {
+            rawcheck::no_negative_amounts(raw, "raw")
+                .map_err(|why| InputError::wrong(&name, why))?;
         }
         Ok(f)
     }

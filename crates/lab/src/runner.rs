@@ -154,21 +154,40 @@ pub fn run(
 }
 
 /// The result of a shaped experiment from its raw file: what the run printed, or
-/// what today's analysis makes of an old run.
+/// what today's analysis makes of an old run. Recorded data it cannot read make a
+/// failed result (a live run's own data, judged as it ends).
 pub fn judge_file(exp: &dyn Experiment, file: &RawFile) -> ExperimentResult {
-    let outcome = match (&file.skipped, exp.shaped()) {
+    let outcome = judged(exp, file).map_err(LabError::Failed);
+    assembled(exp, file, outcome)
+}
+
+/// [`judge_file`] for a file from outside (`oslab judge FILE`): a plan or raw data
+/// that cannot be read as the experiment's is an error of the file, not a result.
+pub fn judge_outside_file(
+    exp: &dyn Experiment,
+    file: &RawFile,
+) -> Result<ExperimentResult, String> {
+    let outcome = judged(exp, file)?;
+    Ok(assembled(exp, file, Ok(outcome)))
+}
+
+fn judged(exp: &dyn Experiment, file: &RawFile) -> Result<Outcome, String> {
+    match (&file.skipped, exp.shaped()) {
         (Some(reason), _) => Ok(Outcome::Skipped {
             reason: reason.clone(),
         }),
         (None, Some(s)) => s
             .judge_recorded(&file.recorded, &file.environment)
-            .map(Outcome::Completed)
-            .map_err(LabError::Failed),
-        (None, None) => Err(LabError::Failed(format!(
-            "{} cannot judge recorded data",
-            exp.meta().id
-        ))),
-    };
+            .map(Outcome::Completed),
+        (None, None) => Err(format!("{} cannot judge recorded data", exp.meta().id)),
+    }
+}
+
+fn assembled(
+    exp: &dyn Experiment,
+    file: &RawFile,
+    outcome: Result<Outcome, LabError>,
+) -> ExperimentResult {
     let params = match &file.recorded.plan {
         serde_json::Value::Object(m) => m.clone().into_iter().collect(),
         _ => Default::default(),

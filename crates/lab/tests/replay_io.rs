@@ -19,7 +19,10 @@ fn judged_extra(id: &str, name: &str) -> ExperimentResult {
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("no fixture {id}.{name}"));
     let reg = Registry::default();
-    let r = judge_file(reg.get(id).unwrap(), &RawFile::read(&path).unwrap());
+    let r = judge_file(
+        reg.get(id).unwrap(),
+        &RawFile::read(&path, oslab_sys::infile::DEFAULT_MAX_INPUT).unwrap(),
+    );
     assert_eq!(r.status, Status::Completed, "{:?}", r.status);
     r
 }

@@ -16,7 +16,10 @@ use oslab_model::{ExperimentResult, Status, Verdict};
 fn judged_extra(id: &str, name: &str) -> ExperimentResult {
     let path = common::fixtures().join(format!("{id}.{name}.raw.json"));
     let reg = Registry::default();
-    let r = judge_file(reg.get(id).unwrap(), &RawFile::read(&path).unwrap());
+    let r = judge_file(
+        reg.get(id).unwrap(),
+        &RawFile::read(&path, oslab_sys::infile::DEFAULT_MAX_INPUT).unwrap(),
+    );
     assert_eq!(r.status, Status::Completed, "{:?}", r.status);
     r
 }

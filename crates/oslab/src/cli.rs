@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::cli_values::{duration, number, seconds, whole};
+use crate::cli_values::{duration, number, seconds, size, whole};
 
 mod writeback;
 pub use writeback::*;
@@ -105,7 +105,8 @@ pub struct ManArgs {
 
 #[derive(Debug, Args)]
 pub struct JudgeArgs {
-    /// Raw files written by `oslab run --save-raw DIR` (.raw.json or .raw.json.gz)
+    /// Raw files written by `oslab run --save-raw DIR` (.raw.json or .raw.json.gz;
+    /// `-` for standard input)
     #[arg(required = true, value_name = "RAWFILE")]
     pub files: Vec<PathBuf>,
     /// Write all results as JSON to FILE (`-` for standard output, which then holds only JSON)
@@ -120,6 +121,17 @@ pub struct JudgeArgs {
     /// Also write one self-contained HTML report to FILE
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub input: MaxInputArg,
+}
+
+/// The limit on every file a command reads (`oslab_sys::infile`).
+#[derive(Debug, Clone, Copy, Args)]
+pub struct MaxInputArg {
+    /// Refuse an input file (or standard input) that holds, or decompresses to,
+    /// more than SIZE, e.g. 4GiB
+    #[arg(long = "max-input", value_name = "SIZE", default_value = "1GiB", value_parser = size(1, 1 << 50))]
+    pub max_input: u64,
 }
 
 #[derive(Debug, Args)]
@@ -142,6 +154,8 @@ pub struct ReportArgs {
     pub html: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
+    #[command(flatten)]
+    pub input: MaxInputArg,
 }
 
 #[derive(Debug, Args)]
@@ -182,6 +196,8 @@ pub struct CompareArgs {
     pub seed: u64,
     #[command(flatten)]
     pub db: DbArg,
+    #[command(flatten)]
+    pub input: MaxInputArg,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -210,6 +226,8 @@ pub struct ImportArgs {
     pub label: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
+    #[command(flatten)]
+    pub input: MaxInputArg,
 }
 
 #[derive(Debug, Args)]

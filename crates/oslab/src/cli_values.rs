@@ -63,21 +63,35 @@ pub fn duration(lo: f64, hi: f64) -> impl Fn(&str) -> Result<u64, String> + Clon
     }
 }
 
-/// A rate a person typed (`4MiB/s`, `40M`, `512KiBps`, `5000000`): bytes per second,
-/// zero included; an error sentence for anything else, negative rates named as such.
+/// A size such as `512MiB`, `4G` or `65536` (bytes), from `lo` to `hi` bytes.
+pub fn size(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
+    use oslab_sys::parse::size::{human_bytes, parse_human_size};
+    move |text: &str| {
+        let range = format!(
+            "give a size from {} to {}, e.g. 512MiB",
+            human_bytes(lo),
+            human_bytes(hi)
+        );
+        match parse_human_size(text) {
+            Ok(v) if (lo..=hi).contains(&v) => Ok(v),
+            Ok(_) => Err(format!("out of range: {range}")),
+            Err(_) => Err(format!("not a size: {range}")),
+        }
+    }
+}
+
+/// A rate a person typed (`4MiB/s`, `512KiBps`, `5000000`): bytes per second,
+/// zero included; a size without /s is not a rate. An error sentence for anything
+/// else, negative rates named as such.
 pub fn rate(flag: &str, text: &str) -> Result<f64, String> {
     let t = text.trim();
-    let size = t
-        .strip_suffix("/s")
-        .or_else(|| t.strip_suffix("ps"))
-        .unwrap_or(t);
-    oslab_sys::parse::size::parse_human_size(size)
+    oslab_sys::parse::size::parse_human_rate(t)
         .map(|b| b as f64)
         .map_err(|_| {
             if t.starts_with('-') {
                 format!("{flag} {text}: a rate cannot be negative (e.g. 4MiB/s)")
             } else {
-                format!("{flag} {text}: not a rate such as 4MiB/s")
+                format!("{flag} {text}: not a rate such as 4MiB/s (a size needs /s)")
             }
         })
 }
@@ -120,9 +134,22 @@ mod tests {
     }
 
     #[test]
+    fn sizes_take_units_and_a_range() {
+        let s = size(1024, 1 << 40);
+        assert_eq!(s("512MiB"), Ok(512 << 20));
+        assert_eq!(s("4096"), Ok(4096));
+        assert_eq!(
+            s("100").unwrap_err(),
+            "out of range: give a size from 1 KiB to 1 TiB, e.g. 512MiB"
+        );
+        assert!(s("lots").unwrap_err().starts_with("not a size"));
+        assert!(s("-5M").unwrap_err().starts_with("not a size"));
+    }
+
+    #[test]
     fn rates_in_the_forms_people_type() {
         assert_eq!(rate("--rate", "4MiB/s"), Ok(4.0 * 1048576.0));
-        assert_eq!(rate("--rate", "40M"), Ok(40.0 * 1048576.0));
+        assert_eq!(rate("--rate", "40M/s"), Ok(40.0 * 1048576.0));
         assert_eq!(rate("--rate", "512KiBps"), Ok(512.0 * 1024.0));
         assert_eq!(rate("--rate", " 1 "), Ok(1.0));
         assert_eq!(rate("--rate", "0"), Ok(0.0));
@@ -132,8 +159,11 @@ mod tests {
         );
         assert_eq!(
             rate("--rate", "fast").unwrap_err(),
-            "--rate fast: not a rate such as 4MiB/s"
+            "--rate fast: not a rate such as 4MiB/s (a size needs /s)"
         );
+        for lax in ["40M", "1.5GiB", "10MiB/s/s"] {
+            assert!(rate("--rate", lax).is_err(), "{lax}");
+        }
     }
 }
 
@@ -180,7 +210,7 @@ mod props {
         }
 
         #[test]
-        fn rates_in_whole_units_read_back(n in 0u64..1 << 40, unit in 0usize..4, per in 0usize..3) {
+        fn rates_in_whole_units_read_back(n in 0u64..1 << 40, unit in 0usize..4, per in 1usize..3) {
             let (suffix, mult) = [("", 1u64), ("K", 1 << 10), ("MiB", 1 << 20), ("G", 1 << 30)][unit];
             let text = format!("{n}{suffix}{}", ["", "/s", "ps"][per]);
             match n.checked_mul(mult) {

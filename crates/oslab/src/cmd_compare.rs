@@ -19,7 +19,7 @@ fn by_machine(store: &mut LazyStore, name: &str) -> Result<Loaded, Failure> {
         .map_err(|e| Failure::runtime(e.to_string()))?;
     if results.is_empty() {
         let known = s.machines().map_err(|e| Failure::runtime(e.to_string()))?;
-        return Err(Failure::usage(format!(
+        return Err(Failure::runtime(format!(
             "no completed results for machine {name} in {} (machines there: {})",
             s.location(),
             if known.is_empty() {
@@ -51,8 +51,8 @@ pub fn run(a: CompareArgs) -> CmdResult {
     let mut store = LazyStore::new(a.db.db.as_deref());
     let (x, y) = if a.machines.is_empty() {
         (
-            load(&a.sides[0], &mut store)?,
-            load(&a.sides[1], &mut store)?,
+            load(&a.sides[0], &mut store, a.input.max_input)?,
+            load(&a.sides[1], &mut store, a.input.max_input)?,
         )
     } else {
         (

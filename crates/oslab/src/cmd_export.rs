@@ -12,6 +12,21 @@ use crate::db;
 use crate::failure::Failure;
 use crate::output::{Destination, Output, check_file_target};
 
+/// What was asked for, for the sentence when nothing matches: " 99 of null on m1".
+fn asked(a: &ExportArgs) -> String {
+    let mut s = String::new();
+    if let Some(id) = a.run {
+        s += &format!(" {id}");
+    }
+    if let Some(e) = &a.experiment {
+        s += &format!(" of {e}");
+    }
+    if let Some(m) = &a.machine {
+        s += &format!(" on machine {m}");
+    }
+    s
+}
+
 pub fn run(a: ExportArgs) -> CmdResult {
     if let Some(p) = &a.output {
         check_file_target(p, "--output")?;
@@ -26,12 +41,13 @@ pub fn run(a: ExportArgs) -> CmdResult {
     let mut runs = store.export(&filter).map_err(fail)?;
     if let Some(id) = a.run {
         runs.retain(|(r, _)| r.id == id as i64);
-        if runs.is_empty() {
-            return Err(Failure::usage(format!(
-                "there is no run {id} matching the filters in {}",
-                store.location()
-            )));
-        }
+    }
+    if runs.is_empty() {
+        return Err(Failure::nothing_found(format!(
+            "no stored run{} in {}",
+            asked(&a),
+            store.location()
+        )));
     }
     let stored = Stored {
         database: store.location().to_string(),

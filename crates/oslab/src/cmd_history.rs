@@ -15,16 +15,24 @@ fn state(s: &str) -> &str {
     if s == "running" { "unfinished" } else { s }
 }
 
-/// Prints `rows` as JSON when asked, or the `empty` sentence when there are none;
-/// false when a table is still to be printed.
-fn json_or_empty(json: bool, rows: serde_json::Value, empty: impl FnOnce() -> String) -> bool {
-    let none = rows.as_array().is_none_or(Vec::is_empty);
+/// Prints `rows` as JSON when asked; nothing found (no rows) is the `empty`
+/// sentence and exit 1. Ok(false) when a table is still to be printed.
+fn json_or_empty(
+    json: bool,
+    rows: serde_json::Value,
+    empty: impl FnOnce() -> String,
+) -> Result<bool, Failure> {
+    if rows.as_array().is_none_or(Vec::is_empty) {
+        return Err(Failure::nothing_found(empty()));
+    }
     if json {
         print(&(serde_json::to_string_pretty(&rows).expect("plain data") + "\n"));
-    } else if none {
-        print(&empty());
     }
-    json || none
+    Ok(json)
+}
+
+fn on_machine(machine: Option<&str>) -> String {
+    machine.map_or_else(String::new, |m| format!(" on machine {m}"))
 }
 
 pub fn run(a: HistoryArgs) -> CmdResult {
@@ -39,12 +47,13 @@ pub fn run(a: HistoryArgs) -> CmdResult {
         let rows = store.experiment_history(&filter).map_err(fail)?;
         let empty = || {
             format!(
-                "No stored result of {} in {}.\n",
+                "no stored result of {}{} in {}",
                 a.experiment.as_deref().unwrap_or(""),
+                on_machine(a.machine.as_deref()),
                 store.location()
             )
         };
-        if json_or_empty(a.json, serde_json::json!(rows), empty) {
+        if json_or_empty(a.json, serde_json::json!(rows), empty)? {
             return Ok(0);
         }
         let table: Vec<Vec<String>> = rows
@@ -93,8 +102,12 @@ pub fn run(a: HistoryArgs) -> CmdResult {
     }
     let runs = store.runs(&filter).map_err(fail)?;
     if json_or_empty(a.json, serde_json::json!(runs), || {
-        format!("No stored runs in {}.\n", store.location())
-    }) {
+        format!(
+            "no stored runs{} in {}",
+            on_machine(a.machine.as_deref()),
+            store.location()
+        )
+    })? {
         return Ok(0);
     }
     let table: Vec<Vec<String>> = runs

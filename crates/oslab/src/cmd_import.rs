@@ -7,6 +7,7 @@
 use std::path::Path;
 
 use oslab_store::{Imported, RunFilter, RunMeta, Store, StoreError, Target};
+use oslab_sys::infile;
 
 use crate::CmdResult;
 use crate::cli::ImportArgs;
@@ -22,11 +23,15 @@ struct Run {
     results: Vec<oslab_model::ExperimentResult>,
 }
 
-fn is_sqlite(path: &Path) -> bool {
+/// Whether `path` is an SQLite database: a regular file (else refused, as any
+/// input, without opening what it names) of at most `max` bytes that begins as one.
+fn is_sqlite(path: &Path, max: u64) -> Result<bool, Failure> {
+    if infile::is_stdin(path) {
+        return Ok(false);
+    }
     let mut head = [0u8; 16];
-    std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok_and(|()| &head == b"SQLite format 3\0")
+    let mut f = infile::open_regular(path, max)?;
+    Ok(std::io::Read::read_exact(&mut f, &mut head).is_ok_and(|()| &head == b"SQLite format 3\0"))
 }
 
 /// Every run of an oslab SQLite database, oldest first.
@@ -48,12 +53,14 @@ fn runs_of_database(path: &Path) -> Result<Vec<Run>, Failure> {
 }
 
 /// The run a result file holds.
-fn run_of_file(path: &Path, label: Option<&String>) -> Result<Run, Failure> {
-    let set = read_set(path)?;
-    let first = set
-        .results
-        .first()
-        .ok_or_else(|| Failure::usage(format!("{} holds no results to import", path.display())))?;
+fn run_of_file(path: &Path, label: Option<&String>, max: u64) -> Result<Run, Failure> {
+    let set = read_set(path, max)?;
+    let first = set.results.first().ok_or_else(|| {
+        Failure::runtime(format!(
+            "{} holds no results to import",
+            infile::display_name(path)
+        ))
+    })?;
     let machine = &first.environment.machine;
     let started_at = set
         .results
@@ -80,22 +87,17 @@ fn run_of_file(path: &Path, label: Option<&String>) -> Result<Run, Failure> {
 pub fn run(a: ImportArgs) -> CmdResult {
     let target = db::chosen(a.db.db.as_deref())?;
     let mut runs: Vec<(String, Run)> = Vec::new();
+    let max = a.input.max_input;
     for source in &a.sources {
-        if source.is_dir() {
-            return Err(Failure::usage(format!(
-                "{} is a directory, not a results file or database",
-                source.display()
-            )));
-        }
-        let name = source.display().to_string();
-        if is_sqlite(source) {
+        let name = infile::display_name(source);
+        if is_sqlite(source, max)? {
             runs.extend(
                 runs_of_database(source)?
                     .into_iter()
                     .map(|r| (name.clone(), r)),
             );
         } else {
-            runs.push((name, run_of_file(source, a.label.as_ref())?));
+            runs.push((name, run_of_file(source, a.label.as_ref(), max)?));
         }
     }
     db::make_data_folder(&target).map_err(Failure::runtime)?;

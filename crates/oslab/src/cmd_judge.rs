@@ -1,6 +1,7 @@
 //! `oslab judge`: raw data saved by `oslab run --save-raw`, judged by this oslab.
 
 use oslab_lab::{Registry, rawfile::RawFile, runner};
+use oslab_sys::infile;
 
 use crate::CmdResult;
 use crate::cli::JudgeArgs;
@@ -10,25 +11,6 @@ use crate::failure::Failure;
 
 pub fn run(a: JudgeArgs) -> CmdResult {
     let registry = Registry::default();
-    let mut files = Vec::new();
-    for path in &a.files {
-        let f = RawFile::read(path).map_err(Failure::usage)?;
-        let exp = registry.get(&f.experiment).ok_or_else(|| {
-            Failure::usage(format!(
-                "{}: experiment '{}' is not one this oslab knows",
-                path.display(),
-                f.experiment
-            ))
-        })?;
-        if exp.shaped().is_none() {
-            return Err(Failure::usage(format!(
-                "{}: {} cannot be judged from raw data yet",
-                path.display(),
-                f.experiment
-            )));
-        }
-        files.push((exp, f));
-    }
     let outputs = Outputs {
         json: a.json,
         csv: a.csv,
@@ -39,9 +21,31 @@ pub fn run(a: JudgeArgs) -> CmdResult {
         label: None,
     };
     let json = check_targets(&outputs)?;
-    let runs = files.into_iter().map(|(exp, f)| runner::Ran {
-        result: runner::judge_file(exp, &f),
-        raw: None,
-    });
+    let mut files = Vec::new();
+    for path in &a.files {
+        let f = RawFile::read(path, a.input.max_input)?;
+        let exp = registry.get(&f.experiment).ok_or_else(|| {
+            Failure::usage(format!(
+                "{}: experiment '{}' is not one this oslab knows",
+                infile::display_name(path),
+                f.experiment
+            ))
+        })?;
+        if exp.shaped().is_none() {
+            return Err(Failure::usage(format!(
+                "{}: {} cannot be judged from raw data yet",
+                infile::display_name(path),
+                f.experiment
+            )));
+        }
+        // judged here, before anything is written: raw data the experiment cannot
+        // read is the file's fault (a usage error), like a file that is not JSON
+        let result = runner::judge_outside_file(exp, &f)
+            .map_err(|why| Failure::usage(format!("{}: {why}", infile::display_name(path))))?;
+        files.push(result);
+    }
+    let runs = files
+        .into_iter()
+        .map(|result| runner::Ran { result, raw: None });
     deliver(runs, None, exporters(&outputs, json, None))
 }

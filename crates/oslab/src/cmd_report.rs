@@ -18,7 +18,7 @@ pub fn run(a: ReportArgs) -> CmdResult {
     let mut results = Vec::new();
     let mut labels = Vec::new();
     for s in &a.sources {
-        let l = load(s, &mut store)?;
+        let l = load(s, &mut store, a.input.max_input)?;
         labels.push(l.label);
         results.extend(l.results);
     }

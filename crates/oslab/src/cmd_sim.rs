@@ -5,9 +5,10 @@ use std::path::Path;
 use oslab_lab::RunConfig;
 use oslab_lab::simrun::{SimExperiment, SimSawtooth, SimValidate, configure, sweep};
 use oslab_model::Mode;
+use oslab_sys::infile;
 use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
-use oslab_wbsim::settings;
 use oslab_wbsim::{Policy, simulate};
+use oslab_wbsim::{bounds, settings};
 
 use crate::CmdResult;
 use crate::cli::{SimCommand, SimOutArgs, SimRunArgs, SimSweepArgs, SimValidateArgs};
@@ -16,11 +17,13 @@ use crate::db::DbTarget;
 use crate::failure::Failure;
 use crate::output::print;
 
-pub fn load(name: &str) -> Result<Scenario, Failure> {
-    if name.ends_with(".toml") || Path::new(name).is_file() {
-        let text = std::fs::read_to_string(name)
-            .map_err(|e| Failure::usage(format!("cannot read scenario file {name}: {e}")))?;
-        return scenario::from_toml(name, &text).map_err(Failure::usage);
+/// A built-in scenario by name, or a scenario file (`-`: standard input) of at
+/// most `max_input` bytes.
+pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {
+    let path = Path::new(name);
+    if infile::is_stdin(path) || name.ends_with(".toml") || path.symlink_metadata().is_ok() {
+        let text = infile::read_text(path, max_input)?;
+        return scenario::from_toml(&infile::display_name(path), &text).map_err(Failure::usage);
     }
     scenario::find(name).ok_or_else(|| {
         let names: Vec<String> = scenario::builtin().into_iter().map(|s| s.name).collect();
@@ -100,7 +103,7 @@ fn validate(a: SimValidateArgs) -> CmdResult {
 }
 
 fn run_one(a: SimRunArgs) -> CmdResult {
-    let s = load(&a.scenario)?;
+    let s = load(&a.scenario, a.input.max_input)?;
     let c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
     let policies: Vec<Policy> = if a.policies.is_empty() {
         vec![Policy::Vanilla, Policy::Wcall, Policy::WcallFair]
@@ -146,7 +149,7 @@ fn values(vary: &str, steps: u64) -> Result<(String, Vec<String>), Failure> {
 }
 
 fn run_sweep(a: SimSweepArgs) -> CmdResult {
-    let s = load(&a.scenario)?;
+    let s = load(&a.scenario, a.input.max_input)?;
     let mut c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
     c.policy = policy(&a.policy)?;
     let (key, vals) = values(&a.vary, a.steps)?;
@@ -260,6 +263,30 @@ fn list_settings() -> CmdResult {
             "scenario field",
             "meaning",
         ],
+        &rows,
+        &[],
+    ));
+    print(
+        "\n\nFields only a scenario file sets, checked against these ranges as the settings are\n",
+    );
+    let bounded = |path: String, s: &dyn oslab_lab::settings::AnySetting| {
+        vec![
+            path,
+            s.kind_label(),
+            s.range().unwrap_or_else(|| "-".into()),
+        ]
+    };
+    let rows: Vec<Vec<String>> = bounds::FIELDS
+        .iter()
+        .map(|f| bounded(f.path.to_string(), f.setting))
+        .chain(
+            bounds::WRITER_FIELDS
+                .iter()
+                .map(|f| bounded(format!("writers[].{}", f.path), f.setting)),
+        )
+        .collect();
+    print(&oslab_report::table::simple(
+        &["scenario field", "kind", "range"],
         &rows,
         &[],
     ));

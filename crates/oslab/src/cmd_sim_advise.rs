@@ -71,7 +71,7 @@ fn row(c: &Candidate) -> Vec<String> {
 }
 
 pub fn run(a: SimAdviseArgs) -> CmdResult {
-    let s = load(&a.scenario)?;
+    let s = load(&a.scenario, a.input.max_input)?;
     let c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
     let target_ms = a.p99 as f64 / 1e6;
     let ranked = advise(&c, target_ms);

@@ -24,13 +24,55 @@ fn parse_setting(s: &str) -> Result<(String, String), Failure> {
     if !valid {
         return Err(Failure::usage(format!("'{name}' is not a sysctl name")));
     }
-    if sysctl::read(&Root::live(), &name).is_err() {
+    let Ok(current) = sysctl::read(&Root::live(), &name) else {
         return Err(Failure::usage(format!(
             "there is no sysctl '{name}' on this kernel (no {})",
             sysctl::sysctl_path(&name)
         )));
+    };
+    let value = value.trim().to_string();
+    check_value(&name, &current, &value)?;
+    Ok((name, value))
+}
+
+/// The kernel takes what it can parse of a value and drops the rest (`30 x` sets
+/// 30, an empty value changes nothing and succeeds), so the value is checked
+/// first: something, on one line, and for a setting that holds numbers (one, or
+/// several as vm.lowmem_reserve_ratio) whole numbers only, no more than it holds
+/// (the kernel sets the first ones of fewer).
+fn check_value(name: &str, current: &str, value: &str) -> Result<(), Failure> {
+    if value.is_empty() {
+        return Err(Failure::usage(format!(
+            "{name}= gives no value (e.g. {name}={})",
+            current.trim()
+        )));
     }
-    Ok((name, value.trim().to_string()))
+    if value.chars().any(char::is_control) {
+        return Err(Failure::usage(format!(
+            "the value for {name} holds a line break or control character"
+        )));
+    }
+    let numbers = |t: &str| -> Option<usize> {
+        let fields: Vec<&str> = t.split_whitespace().collect();
+        fields
+            .iter()
+            .all(|f| f.parse::<i64>().is_ok())
+            .then_some(fields.len())
+    };
+    match (numbers(current), numbers(value)) {
+        (Some(n), given) if n > 0 && !given.is_some_and(|k| (1..=n).contains(&k)) => {
+            Err(Failure::usage(format!(
+                "{name}={value}: give {} (it is {} now)",
+                if n == 1 {
+                    "a whole number".to_string()
+                } else {
+                    format!("up to {n} whole numbers")
+                },
+                current.trim()
+            )))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// A write the kernel refused (EINVAL: a value out of its range or not a number)
@@ -88,4 +130,43 @@ pub fn run(a: TweakArgs) -> CmdResult {
         }
     }
     Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::failure::EXIT_USAGE;
+
+    fn refused(name: &str, current: &str, value: &str) -> String {
+        let f = check_value(name, current, value).unwrap_err();
+        assert_eq!(f.code, EXIT_USAGE);
+        f.message
+    }
+
+    #[test]
+    fn a_value_is_what_the_setting_holds() {
+        assert!(check_value("vm.dirty_ratio", "20\n", "30").is_ok());
+        assert!(
+            check_value("vm.dirty_ratio", "20", "-1").is_ok(),
+            "the kernel judges ranges"
+        );
+        assert!(check_value("vm.lowmem_reserve_ratio", "256\t256\t32\t0", "1 2 3 4").is_ok());
+        assert!(check_value("kernel.core_pattern", "core", "/tmp/core.%p").is_ok());
+        assert_eq!(
+            refused("vm.dirty_ratio", "20", ""),
+            "vm.dirty_ratio= gives no value (e.g. vm.dirty_ratio=20)"
+        );
+        assert_eq!(
+            refused("vm.dirty_ratio", "20", "30 x"),
+            "vm.dirty_ratio=30 x: give a whole number (it is 20 now)"
+        );
+        assert!(refused("vm.dirty_ratio", "20", "3.5").contains("a whole number"));
+        assert!(check_value("kernel.printk", "4\t4\t1\t7", "3").is_ok());
+        assert!(
+            refused("vm.lowmem_reserve_ratio", "256 256 32 0", "1 2 3 4 5")
+                .contains("up to 4 whole numbers")
+        );
+        assert!(refused("kernel.printk", "4 4 1 7", "3 x").contains("up to 4 whole numbers"));
+        assert!(refused("kernel.core_pattern", "core", "a\nb").contains("line break"));
+    }
 }

@@ -2,14 +2,15 @@
 
 mod metrics_server;
 
-use std::net::TcpListener;
+use std::collections::BTreeMap;
+use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use oslab_report::watch;
 use oslab_sys::clock::{local_hms, monotonic_ns, unix_time_s};
 use oslab_sys::fsread::Root;
-use oslab_sys::sar::{derive, snapshot};
+use oslab_sys::sar::{DiskCounters, derive, snapshot};
 
 use crate::CmdResult;
 use crate::cli::WatchArgs;
@@ -32,6 +33,43 @@ fn warm_up(root: &Root, bands: &[Vec<usize>]) {
     let _ = watch::openmetrics(&b, "");
 }
 
+/// Every `--device` must name a block device of /proc/diskstats: a name that
+/// matches none would show nothing, silently.
+fn check_devices(named: &[String], known: &BTreeMap<String, DiskCounters>) -> Result<(), Failure> {
+    match named.iter().find(|n| !known.contains_key(*n)) {
+        None => Ok(()),
+        Some(bad) => Err(Failure::usage(format!(
+            "--device {bad}: no block device of that name here (devices: {})",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.keys().cloned().collect::<Vec<_>>().join(", ")
+            }
+        ))),
+    }
+}
+
+/// Listens on `addr` for --prometheus: an address that is not one is a usage
+/// error, a well-formed one that cannot be had (in use, not this machine's, a
+/// port only root may take) a failure at run time.
+fn listen(addr: &str) -> Result<TcpListener, Failure> {
+    let addrs: Vec<SocketAddr> = addr
+        .to_socket_addrs()
+        .map_err(|e| {
+            Failure::usage(format!(
+                "--prometheus {addr}: not an address to listen on such as 127.0.0.1:9464 ({e})"
+            ))
+        })?
+        .collect();
+    if addrs.is_empty() {
+        return Err(Failure::usage(format!(
+            "--prometheus {addr}: names no address to listen on"
+        )));
+    }
+    TcpListener::bind(&addrs[..])
+        .map_err(|e| Failure::runtime(format!("cannot listen on {addr}: {e}")))
+}
+
 pub fn run(a: WatchArgs) -> CmdResult {
     crate::cmd_restore::warn_if_pending();
     if !(a.interval.is_finite() && (0.01..=3600.0).contains(&a.interval)) {
@@ -45,8 +83,7 @@ pub fn run(a: WatchArgs) -> CmdResult {
     }
     let latest = Arc::new(Mutex::new(String::new()));
     if let Some(addr) = &a.prometheus {
-        let listener = TcpListener::bind(addr)
-            .map_err(|e| Failure::usage(format!("cannot listen on {addr}: {e}")))?;
+        let listener = listen(addr)?;
         let bound = listener
             .local_addr()
             .map_err(|e| Failure::runtime(e.to_string()))?;
@@ -56,6 +93,7 @@ pub fn run(a: WatchArgs) -> CmdResult {
     }
     let count = if a.once { Some(1) } else { a.count };
     let root = Root::live();
+    check_devices(&a.devices, &snapshot(&root).disks)?;
     let step = (a.interval * 1e9) as u64;
     let bands = watch::bands(crate::term::width());
     warm_up(&root, &bands);
@@ -90,5 +128,38 @@ pub fn run(a: WatchArgs) -> CmdResult {
         if count.is_some_and(|c| n >= c) {
             return Ok(0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_device_that_is_not_there_is_refused_naming_those_that_are() {
+        let mut known = BTreeMap::new();
+        known.insert("vda".to_string(), DiskCounters::default());
+        known.insert("vda1".to_string(), DiskCounters::default());
+        assert!(check_devices(&["vda1".into()], &known).is_ok());
+        assert!(check_devices(&[], &known).is_ok());
+        let f = check_devices(&["vda1".into(), "nosuchdev".into()], &known).unwrap_err();
+        assert_eq!(f.code, crate::failure::EXIT_USAGE);
+        assert_eq!(
+            f.message,
+            "--device nosuchdev: no block device of that name here (devices: vda, vda1)"
+        );
+    }
+
+    #[test]
+    fn a_malformed_address_is_a_usage_error_a_busy_port_a_runtime_failure() {
+        for bad in ["9464", "localhost", "127.0.0.1:99999", "::1:80:x", ""] {
+            let f = listen(bad).unwrap_err();
+            assert_eq!(f.code, crate::failure::EXIT_USAGE, "{bad}: {}", f.message);
+        }
+        let taken = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = taken.local_addr().unwrap().to_string();
+        let f = listen(&addr).unwrap_err();
+        assert_eq!(f.code, crate::failure::EXIT_RUNTIME, "{}", f.message);
+        assert!(f.message.starts_with(&format!("cannot listen on {addr}: ")));
     }
 }

@@ -25,10 +25,29 @@ impl Failure {
             message: message.into(),
         }
     }
+
+    /// Nothing matched what was asked (no such run, machine or experiment, no
+    /// results): one sentence and exit 1 everywhere, as grep's and ripgrep's "no
+    /// match"; the question itself was well formed.
+    pub fn nothing_found(message: impl Into<String>) -> Failure {
+        Failure::runtime(message)
+    }
 }
 
 impl From<anyhow::Error> for Failure {
     fn from(e: anyhow::Error) -> Self {
         Failure::runtime(format!("{e:#}"))
+    }
+}
+
+/// A file the user named that was not read: a usage error, unless the system
+/// failed while reading it.
+impl From<oslab_sys::infile::InputError> for Failure {
+    fn from(e: oslab_sys::infile::InputError) -> Self {
+        if e.at_run_time {
+            Failure::runtime(e.to_string())
+        } else {
+            Failure::usage(e.to_string())
+        }
     }
 }

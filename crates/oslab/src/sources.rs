@@ -5,6 +5,7 @@ use std::path::Path;
 
 use oslab_model::{ExperimentResult, ResultSet};
 use oslab_store::Store;
+use oslab_sys::infile;
 
 use crate::db;
 use crate::failure::Failure;
@@ -35,16 +36,16 @@ impl<'a> LazyStore<'a> {
     }
 }
 
-/// Reads a results file: a result set (`oslab run --json`) or a single result.
-pub fn read_file(path: &Path) -> Result<Vec<ExperimentResult>, Failure> {
-    read_set(path).map(|set| set.results)
+/// Reads a results file (`-`: standard input): a result set (`oslab run --json`)
+/// or a single result, at most `max` bytes.
+pub fn read_file(path: &Path, max: u64) -> Result<Vec<ExperimentResult>, Failure> {
+    read_set(path, max).map(|set| set.results)
 }
 
 /// Reads a results file as a result set; a single result is a set of one, whose
 /// command is unknown (empty).
-pub fn read_set(path: &Path) -> Result<ResultSet, Failure> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::usage(format!("cannot read {}: {e}", path.display())))?;
+pub fn read_set(path: &Path, max: u64) -> Result<ResultSet, Failure> {
+    let text = infile::read_text(path, max)?;
     if let Ok(set) = serde_json::from_str::<ResultSet>(&text) {
         return Ok(set);
     }
@@ -58,23 +59,27 @@ pub fn read_set(path: &Path) -> Result<ResultSet, Failure> {
         .map_err(|e| {
             Failure::usage(format!(
                 "{} is not an oslab results file (the JSON that `oslab run --json` writes): {e}",
-                path.display()
+                infile::display_name(path)
             ))
         })
 }
 
-/// Loads one source: an existing file, else a run id.
-pub fn load(arg: &str, store: &mut LazyStore) -> Result<Loaded, Failure> {
+/// Loads one source: `-` (standard input) or an existing file, else a run id.
+/// Nothing found, a file without results included, is a failure at run time (as
+/// grep's and ripgrep's "no match" is exit 1).
+pub fn load(arg: &str, store: &mut LazyStore, max: u64) -> Result<Loaded, Failure> {
     let path = Path::new(arg);
-    if path.is_dir() {
-        return Err(Failure::usage(format!(
-            "{arg} is a directory, not a results file"
-        )));
-    }
-    if path.exists() {
+    if infile::is_stdin(path) || path.symlink_metadata().is_ok() {
+        let results = read_file(path, max)?;
+        if results.is_empty() {
+            return Err(Failure::runtime(format!(
+                "{} holds no results",
+                infile::display_name(path)
+            )));
+        }
         return Ok(Loaded {
             label: arg.to_string(),
-            results: read_file(path)?,
+            results,
         });
     }
     let id = if arg == "latest" {
@@ -88,7 +93,7 @@ pub fn load(arg: &str, store: &mut LazyStore) -> Result<Loaded, Failure> {
         match newest.first() {
             Some(r) => r.id,
             None => {
-                return Err(Failure::usage(format!(
+                return Err(Failure::runtime(format!(
                     "there are no runs in {} yet",
                     s.location()
                 )));
@@ -107,7 +112,7 @@ pub fn load(arg: &str, store: &mut LazyStore) -> Result<Loaded, Failure> {
             label: format!("run {id}"),
             results,
         }),
-        None => Err(Failure::usage(format!(
+        None => Err(Failure::runtime(format!(
             "there is no run {id} in {} (`oslab history` lists the runs)",
             s.location()
         ))),
@@ -142,7 +147,7 @@ mod props {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("results.json");
         std::fs::write(&p, bytes).unwrap();
-        read_file(&p)
+        read_file(&p, oslab_sys::infile::DEFAULT_MAX_INPUT)
     }
 
     fn judge_refused(r: Result<Vec<ExperimentResult>, Failure>) -> Result<(), TestCaseError> {

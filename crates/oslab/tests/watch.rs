@@ -60,7 +60,23 @@ fn bad_values_are_usage_errors() {
         .args(["watch", "--prometheus", "256.1.1.1:99999", "--once"])
         .assert()
         .code(2)
-        .stderr(predicate::str::contains("cannot listen"));
+        .stderr(predicate::str::contains(
+            "--prometheus 256.1.1.1:99999: not an address",
+        ));
+}
+
+/// A well-formed address that cannot be had is a failure at run time (exit 1),
+/// not a usage error.
+#[test]
+fn a_busy_port_is_a_runtime_failure() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    assert_cmd::Command::cargo_bin("oslab")
+        .unwrap()
+        .args(["watch", "--prometheus", &addr, "--once"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(format!("cannot listen on {addr}")));
 }
 
 /// Checks text against the OpenMetrics rules oslab relies on: every sample belongs

@@ -20,7 +20,7 @@ use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use oslab_sys::parse::size::{human_bytes, parse_human_size};
+use oslab_sys::parse::size::{human_bytes, parse_human_rate, parse_human_size};
 
 /// A kind of setting: how its text is parsed and shown.
 pub trait Kind: 'static {
@@ -50,10 +50,12 @@ pub struct Command;
 pub struct Choices;
 /// Exactly one of the setting's `names`.
 pub struct OneOf;
-/// Bytes per second: `40MiB/s`, `40MiB`, `41943040`.
+/// Bytes per second: `40MiB/s`, `41943040` (a size needs /s).
 pub struct Rate;
 /// Milliseconds, fractional allowed: `2.5` or `2.5ms`.
 pub struct Millis;
+/// A plain number, fractional or negative allowed: `0.5`, `-20`.
+pub struct Number;
 
 impl Kind for Bytes {
     type Value = u64;
@@ -202,7 +204,7 @@ impl Kind for Rate {
         "bytes/s".into()
     }
     fn parse(text: &str, _: &'static [&'static str]) -> Result<u64, String> {
-        parse_human_size(text.trim_end_matches("/s")).map_err(|_| "not a rate (try 40MiB/s)".into())
+        parse_human_rate(text).map_err(|_| "not a rate (try 40MiB/s)".into())
     }
     fn show(v: &u64) -> String {
         format!("{}/s", human_bytes(*v))
@@ -222,6 +224,22 @@ impl Kind for Millis {
     }
     fn show(v: &f64) -> String {
         format!("{v} ms")
+    }
+}
+
+impl Kind for Number {
+    type Value = f64;
+    fn label(_: &'static [&'static str]) -> String {
+        "number".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<f64, String> {
+        match text.parse::<f64>() {
+            Ok(v) if v.is_finite() => Ok(v),
+            _ => Err("not a number".into()),
+        }
+    }
+    fn show(v: &f64) -> String {
+        format!("{v}")
     }
 }
 
@@ -251,17 +269,21 @@ impl<K: Kind> Setting<K> {
     pub fn parse(&self, text: &str) -> Result<K::Value, String> {
         let t = text.trim();
         let v = K::parse(t, self.names).map_err(|why| format!("{}={t}: {why}", self.name))?;
-        if let Some((lo, hi)) = &self.bounds
-            && (v < *lo || v > *hi)
-        {
-            return Err(format!(
-                "{}={t} is out of range: give {} to {}",
-                self.name,
-                K::show(lo),
-                K::show(hi)
-            ));
-        }
+        self.check(&v)
+            .map_err(|range| format!("{}={t} is out of range: {range}", self.name))?;
         Ok(v)
+    }
+
+    /// Checks a value however it came (`--set`, a scenario file) against the
+    /// bounds; the error is the range to give ("give 100 to 1000"). A value that
+    /// compares with nothing (NaN) is outside any range.
+    pub fn check(&self, v: &K::Value) -> Result<(), String> {
+        match &self.bounds {
+            Some((lo, hi)) if !(*lo <= *v && *v <= *hi) => {
+                Err(format!("give {} to {}", K::show(lo), K::show(hi)))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -394,6 +416,30 @@ mod tests {
         assert_eq!(Rate::show(&(40 << 20)), "40 MiB/s");
         assert_eq!(Millis::parse("2.5ms", &[]), Ok(2.5));
         assert!(Millis::parse("nan", &[]).is_err());
+        assert_eq!(Number::parse("-20", &[]), Ok(-20.0));
+        assert!(Number::parse("nan", &[]).is_err());
+        assert!(Rate::parse("40MiB", &[]).is_err(), "a size is not a rate");
+    }
+
+    /// A value checked as it comes from a file: the same bounds as `--set`, NaN
+    /// outside every range.
+    #[test]
+    fn values_from_elsewhere_are_checked_against_the_same_bounds() {
+        static SHARE: Setting<Number> = Setting {
+            name: "share",
+            help: "",
+            quick: 0.5,
+            full: 0.5,
+            bounds: Some((0.0, 1.0)),
+            names: &[],
+        };
+        assert_eq!(SHARE.check(&0.25), Ok(()));
+        assert_eq!(SHARE.check(&5.0), Err("give 0 to 1".to_string()));
+        assert_eq!(SHARE.check(&f64::NAN), Err("give 0 to 1".to_string()));
+        assert_eq!(
+            SHARE.parse("5").unwrap_err(),
+            "share=5 is out of range: give 0 to 1"
+        );
     }
 
     #[test]

@@ -125,10 +125,16 @@ fn noise(z: &[f64]) -> f64 {
     1.4826 * median(&mut d) / 6f64.sqrt()
 }
 
-/// The plateaus of y(x) (x ascending, y > 0), as levels from the lowest x up.
+/// The most points [`detect`] segments. Segmenting is quadratic in the points; a
+/// sweep of sizes measures tens of them, so a curve of more (read from a damaged
+/// or hostile raw file) has no levels rather than hours of work.
+pub const MAX_POINTS: usize = 4096;
+
+/// The plateaus of y(x) (x ascending, y > 0), as levels from the lowest x up;
+/// none for a curve of more than [`MAX_POINTS`] points.
 pub fn detect(x: &[f64], y: &[f64], o: Options) -> Vec<Level> {
     let n = x.len().min(y.len());
-    if n == 0 {
+    if n == 0 || n > MAX_POINTS {
         return vec![];
     }
     let raw: Vec<f64> = y[..n].iter().map(|v| v.max(1e-12).ln()).collect();
@@ -246,6 +252,18 @@ mod tests {
                 v * (1.0 + amount * 2.0 * u)
             })
             .collect()
+    }
+
+    /// A curve of more points than a sweep measures is not segmented (the
+    /// dynamic program is quadratic in them); one of as many as that still is.
+    #[test]
+    fn a_curve_of_too_many_points_has_no_levels() {
+        let n = MAX_POINTS + 1;
+        let x: Vec<f64> = (0..n).map(|i| 1024.0 * (1.0 + i as f64 / 64.0)).collect();
+        let y: Vec<f64> = x.iter().map(|v| if *v < 8192.0 { 1.0 } else { 10.0 }).collect();
+        assert!(detect(&x, &y, Options::default()).is_empty());
+        let small = detect(&x[..256], &y[..256], Options::default());
+        assert!(!small.is_empty());
     }
 
     #[test]

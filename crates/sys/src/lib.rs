@@ -15,6 +15,7 @@ pub mod dirty;
 pub mod error;
 pub mod fileio;
 pub mod fsread;
+pub mod infile;
 pub mod journal;
 pub mod machine;
 pub mod memprobe;

@@ -12,6 +12,7 @@
 //! Time is in integer nanoseconds; a run is deterministic for its configuration.
 #![forbid(unsafe_code)]
 
+pub mod bounds;
 pub mod config;
 pub mod engine;
 pub mod kernel;

@@ -41,6 +41,9 @@ pub enum Policy {
 }
 
 impl Policy {
+    /// Every policy's name, as [`Policy::parse`] and a scenario file take them.
+    pub const NAMES: &'static [&'static str] = &["vanilla", "wcall", "wcall-fair"];
+
     pub fn name(self) -> &'static str {
         match self {
             Policy::Vanilla => "vanilla",

@@ -12,6 +12,7 @@ use oslab_settings::{
     AnySetting, Bytes, Count, Kind, Millis, OneOf, Rate, Seconds, SetValue, Setting,
 };
 
+use crate::bounds::{within, within_whole};
 use crate::config::{Config, DeviceKind, MS, RuleSet};
 
 /// The most bytes of memory, limits and queues a scenario may have (64 TiB).
@@ -100,8 +101,8 @@ pub static DURATION: Setting<Seconds> = key!(
     "duration",
     Seconds,
     30.0,
-    Some((0.0, 86_400.0)),
-    "simulated time (above 0)"
+    Some((0.001, 86_400.0)),
+    "simulated time"
 );
 /// A scenario file must give it ([`Key::required`]): the default here is a
 /// placeholder that nothing reads or shows.
@@ -153,7 +154,7 @@ pub static DEVICE_KIND: Setting<OneOf> = Setting {
     quick: "disk",
     full: "disk",
     bounds: None,
-    names: &["disk", "throttled"],
+    names: DEVICE_KINDS,
 };
 /// A scenario file must give it ([`Key::required`]): the default here is a
 /// placeholder that nothing reads or shows.
@@ -163,8 +164,13 @@ pub static RULES: Setting<OneOf> = Setting {
     quick: "linux-6",
     full: "linux-6",
     bounds: None,
-    names: &["linux-6", "linux-2.6.26"],
+    names: RULE_NAMES,
 };
+
+/// The kernels whose rules the simulator follows, as a scenario names them.
+pub const RULE_NAMES: &[&str] = &["linux-6", "linux-2.6.26"];
+/// What the device's queue is, as a scenario names it.
+pub const DEVICE_KINDS: &[&str] = &["disk", "throttled"];
 
 /// One `--set` key: its declaration and the scenario field it changes.
 pub struct Key {
@@ -174,6 +180,8 @@ pub struct Key {
     /// Whether a scenario file must give the field (no default).
     pub required: bool,
     apply: fn(&mut Config, &SetValue),
+    /// The field's value, however it came, against the declaration's range.
+    pub check: fn(&Config) -> Result<(), String>,
 }
 
 /// The value as `K` declares it: the key parsed it with its own declaration.
@@ -189,90 +197,115 @@ pub static KEYS: &[Key] = &[
         field: "sysctls.dirty_bytes",
         required: false,
         apply: |c, v| c.sysctls.dirty_bytes = *typed::<Bytes>(v),
+        check: |c| within(&DIRTY_BYTES, &c.sysctls.dirty_bytes),
     },
     Key {
         setting: &DIRTY_BACKGROUND_BYTES,
         field: "sysctls.dirty_background_bytes",
         required: false,
         apply: |c, v| c.sysctls.dirty_background_bytes = *typed::<Bytes>(v),
+        check: |c| within(&DIRTY_BACKGROUND_BYTES, &c.sysctls.dirty_background_bytes),
     },
     Key {
         setting: &DIRTY_RATIO,
         field: "sysctls.dirty_ratio",
         required: false,
         apply: |c, v| c.sysctls.dirty_ratio = *typed::<Count>(v),
+        check: |c| within(&DIRTY_RATIO, &c.sysctls.dirty_ratio),
     },
     Key {
         setting: &DIRTY_BACKGROUND_RATIO,
         field: "sysctls.dirty_background_ratio",
         required: false,
         apply: |c, v| c.sysctls.dirty_background_ratio = *typed::<Count>(v),
+        check: |c| within(&DIRTY_BACKGROUND_RATIO, &c.sysctls.dirty_background_ratio),
     },
     Key {
         setting: &DIRTY_WRITEBACK_CENTISECS,
         field: "sysctls.dirty_writeback_centisecs",
         required: false,
         apply: |c, v| c.sysctls.dirty_writeback_centisecs = *typed::<Count>(v),
+        check: |c| {
+            within(
+                &DIRTY_WRITEBACK_CENTISECS,
+                &c.sysctls.dirty_writeback_centisecs,
+            )
+        },
     },
     Key {
         setting: &DIRTY_EXPIRE_CENTISECS,
         field: "sysctls.dirty_expire_centisecs",
         required: false,
         apply: |c, v| c.sysctls.dirty_expire_centisecs = *typed::<Count>(v),
+        check: |c| within(&DIRTY_EXPIRE_CENTISECS, &c.sysctls.dirty_expire_centisecs),
     },
     Key {
         setting: &BANDWIDTH,
         field: "device.bandwidth_bytes_s",
         required: false,
         apply: |c, v| c.device.bandwidth_bytes_s = *typed::<Rate>(v) as f64,
+        check: |c| within_whole(&BANDWIDTH, c.device.bandwidth_bytes_s),
     },
     Key {
         setting: &REQUEST_LATENCY_MS,
         field: "device.request_latency_ns",
         required: false,
         apply: |c, v| c.device.request_latency_ns = (*typed::<Millis>(v) * MS as f64) as u64,
+        check: |c| {
+            within(
+                &REQUEST_LATENCY_MS,
+                &(c.device.request_latency_ns as f64 / MS as f64),
+            )
+        },
     },
     Key {
         setting: &DURATION,
         field: "duration_s",
         required: true,
         apply: |c, v| c.duration_s = *typed::<Seconds>(v),
+        check: |c| within(&DURATION, &c.duration_s),
     },
     Key {
         setting: &DIRTYABLE,
         field: "dirtyable_bytes",
         required: true,
         apply: |c, v| c.dirtyable_bytes = *typed::<Bytes>(v),
+        check: |c| within(&DIRTYABLE, &c.dirtyable_bytes),
     },
     Key {
         setting: &WCALL_BLOCK_MS,
         field: "wcall_block_ms",
         required: false,
         apply: |c, v| c.wcall_block_ms = *typed::<Millis>(v),
+        check: |c| within(&WCALL_BLOCK_MS, &c.wcall_block_ms),
     },
     Key {
         setting: &HZ,
         field: "hz",
         required: false,
         apply: |c, v| c.hz = *typed::<Count>(v),
+        check: |c| within(&HZ, &c.hz),
     },
     Key {
         setting: &FOLIO,
         field: "folio_bytes",
         required: false,
         apply: |c, v| c.folio_bytes = *typed::<Bytes>(v),
+        check: |c| within(&FOLIO, &c.folio_bytes),
     },
     Key {
         setting: &PASS_MS,
         field: "governor.pass_ms",
         required: false,
         apply: |c, v| c.governor.pass_ms = *typed::<Millis>(v),
+        check: |c| within(&PASS_MS, &c.governor.pass_ms),
     },
     Key {
         setting: &OTHER_WRITEBACK,
         field: "other_writeback_bytes_s",
         required: false,
         apply: |c, v| c.other_writeback_bytes_s = *typed::<Rate>(v) as f64,
+        check: |c| within_whole(&OTHER_WRITEBACK, c.other_writeback_bytes_s),
     },
     Key {
         setting: &DEVICE_KIND,
@@ -284,6 +317,7 @@ pub static KEYS: &[Key] = &[
                 _ => DeviceKind::Disk,
             }
         },
+        check: |_| Ok(()),
     },
     Key {
         setting: &RULES,
@@ -295,6 +329,7 @@ pub static KEYS: &[Key] = &[
                 _ => RuleSet::Linux6,
             }
         },
+        check: |_| Ok(()),
     },
 ];
 

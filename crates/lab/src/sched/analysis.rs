@@ -85,6 +85,30 @@ pub fn runs(t: &Worker) -> Vec<(u64, u64)> {
     out
 }
 
+/// A worker's run time in each of `n` intervals of `step` ns from `from`: what
+/// [`Worker::ran_between`] gives for each, in one pass over its runs (asking
+/// each interval alone walks every run once per interval).
+pub fn ran_by_interval(t: &Worker, from: u64, step: u64, n: usize) -> Vec<u64> {
+    let mut out = vec![0u64; n];
+    if step == 0 || n == 0 {
+        return out;
+    }
+    let end = from + step * n as u64;
+    for (a, b) in runs(t) {
+        let (a, b) = (a.max(from), b.min(end));
+        if a >= b {
+            continue;
+        }
+        let first = ((a - from) / step) as usize;
+        let last = ((b - 1 - from) / step) as usize;
+        for (k, slot) in out.iter_mut().enumerate().take(last + 1).skip(first) {
+            let lo = from + step * k as u64;
+            *slot += b.min(lo + step) - a.max(lo);
+        }
+    }
+    out
+}
+
 /// The complete runs of a worker in ms (the first and last are cut by the window
 /// and left out).
 pub fn inner_runs_ms(t: &Worker) -> Vec<f64> {
@@ -262,6 +286,32 @@ mod tests {
         // never off the CPU: one run, no complete slice, share 1
         let s = stats(&worker(0, 10, &[]));
         assert_eq!((s.slices, s.share), (0, 1.0));
+    }
+
+    #[test]
+    fn run_time_by_interval_is_ran_between_each() {
+        let t = Worker {
+            start_ns: 3,
+            end_ns: 95,
+            gaps: vec![(10, 12), (20, 41), (41, 45), (70, 71)],
+            ..Default::default()
+        };
+        for (from, step, n) in [
+            (0, 10, 10),
+            (5, 7, 13),
+            (0, 1, 100),
+            (50, 100, 1),
+            (0, 10, 0),
+        ] {
+            let each: Vec<u64> = (0..n)
+                .map(|k| t.ran_between(from + step * k as u64, from + step * (k as u64 + 1)))
+                .collect();
+            assert_eq!(
+                ran_by_interval(&t, from, step, n),
+                each,
+                "{from} {step} {n}"
+            );
+        }
     }
 
     #[test]

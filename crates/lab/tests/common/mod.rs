@@ -21,7 +21,7 @@ pub fn raw_file(id: &str) -> RawFile {
         .map(|ext| fixtures().join(format!("{id}.{ext}")))
         .find(|p| p.exists())
         .unwrap_or_else(|| panic!("no raw fixture for {id}"));
-    RawFile::read(&path).unwrap()
+    RawFile::read(&path, oslab_sys::infile::DEFAULT_MAX_INPUT).unwrap()
 }
 
 /// The fixture of `id` judged by today's analysis; it must complete.

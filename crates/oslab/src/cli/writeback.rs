@@ -178,6 +178,8 @@ pub struct SimAdviseArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub input: crate::cli::MaxInputArg,
 }
 
 #[derive(Debug, Args)]
@@ -194,6 +196,8 @@ pub struct SimRunArgs {
     pub sets: Vec<String>,
     #[command(flatten)]
     pub out: SimOutArgs,
+    #[command(flatten)]
+    pub input: crate::cli::MaxInputArg,
 }
 
 #[derive(Debug, Args)]
@@ -215,4 +219,6 @@ pub struct SimSweepArgs {
     /// Print JSON
     #[arg(long)]
     pub json: bool,
+    #[command(flatten)]
+    pub input: crate::cli::MaxInputArg,
 }

@@ -56,6 +56,26 @@ pub fn parse_human_size(text: &str) -> SysResult<u64> {
     Ok(bytes as u64)
 }
 
+/// Parses a rate a person typed: a size per second (`40MiB/s`, `512KiBps`, `1.5G/s`)
+/// or a bare number of bytes per second (`5000000`). A size without `/s` is not a
+/// rate (`40MiB` is refused), nor is a rate per second per second (`10MiB/s/s`).
+pub fn parse_human_rate(text: &str) -> SysResult<u64> {
+    let t = text.trim();
+    let bare = !t.is_empty() && t.chars().all(|c| c.is_ascii_digit() || c == '.');
+    let size = match t.strip_suffix("/s").or_else(|| t.strip_suffix("ps")) {
+        Some(size) => size,
+        None if bare => t,
+        None => {
+            return Err(SysError::parse(
+                "rate",
+                format!("'{t}' is not a rate such as 40MiB/s (a size needs /s)"),
+            ));
+        }
+    };
+    parse_human_size(size)
+        .map_err(|_| SysError::parse("rate", format!("'{t}' is not a rate such as 40MiB/s")))
+}
+
 /// Formats bytes with binary units: `48 KiB`, `2 MiB`, `1.5 GiB`.
 pub fn human_bytes(bytes: u64) -> String {
     const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
@@ -115,6 +135,34 @@ mod tests {
         assert_eq!(parse_human_size("2GB").unwrap(), 2 << 30);
         assert!(parse_human_size("lots").is_err());
         assert!(parse_human_size("5 parsecs").is_err());
+    }
+
+    #[test]
+    fn rates_need_per_second_once() {
+        assert_eq!(parse_human_rate("40MiB/s").unwrap(), 40 << 20);
+        assert_eq!(parse_human_rate(" 512KiBps ").unwrap(), 512 << 10);
+        assert_eq!(parse_human_rate("1.5G/s").unwrap(), 3 << 29);
+        assert_eq!(parse_human_rate("5000000").unwrap(), 5_000_000);
+        assert_eq!(parse_human_rate("0").unwrap(), 0);
+        for bad in [
+            "1.5GiB",
+            "40M",
+            "10MiB/s/s",
+            "10/s/s",
+            "",
+            "/s",
+            "fast",
+            "-5MiB/s",
+            "5 MiB/ s",
+        ] {
+            assert!(parse_human_rate(bad).is_err(), "{bad}");
+        }
+        assert!(
+            parse_human_rate("1.5GiB")
+                .unwrap_err()
+                .to_string()
+                .contains("a size needs /s")
+        );
     }
 
     #[test]
@@ -232,6 +280,23 @@ mod props {
             let size = text.strip_suffix("/s").expect("a rate ends in /s");
             let back = parse_human_size(size).map_err(|e| TestCaseError::fail(format!("{text}: {e}")))?;
             prop_assert!((back as f64 - r).abs() <= r * 0.005 + 0.5, "{} -> {} -> {}", r, text, back);
+        }
+
+        #[test]
+        fn human_rate_never_panics_and_reads_its_own_output(text in ".{0,40}", r in 0.0f64..1e15) {
+            let _ = parse_human_rate(&text);
+            let printed = human_rate(r);
+            let back = parse_human_rate(&printed).map_err(|e| TestCaseError::fail(format!("{printed}: {e}")))?;
+            prop_assert!((back as f64 - r).abs() <= r * 0.005 + 0.5, "{} -> {} -> {}", r, printed, back);
+        }
+
+        /// A size with a unit but no /s is a size, not a rate.
+        #[test]
+        fn a_size_with_a_unit_is_not_a_rate(n in 0u64..1 << 20, unit in 1usize..5) {
+            let text = format!("{n}{}", ["", "K", "MiB", "G", "TB"][unit]);
+            prop_assert!(parse_human_rate(&text).is_err(), "{}", text);
+            prop_assert!(parse_human_rate(&format!("{text}/s/s")).is_err(), "{}/s/s", text);
+            prop_assert_eq!(parse_human_rate(&format!("{text}/s")).ok(), parse_human_size(&text).ok());
         }
 
         #[test]

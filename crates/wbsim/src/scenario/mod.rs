@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 mod check;
+mod file;
+mod shape;
 
 use crate::config::{
     Class, Config, DeviceCfg, DeviceKind, GovernorCfg, Initial, Kind, MIB, RuleSet, Sysctls,
@@ -11,7 +13,8 @@ use crate::config::{
 };
 use crate::settings::Assignment;
 
-pub use check::validate;
+pub use check::{Invalid, validate};
+pub use file::from_toml;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Scenario {
@@ -259,36 +262,23 @@ pub fn find(name: &str) -> Option<Scenario> {
     builtin().into_iter().find(|s| s.name == name)
 }
 
-/// A user's scenario from TOML text; errors name the problem in one sentence.
-pub fn from_toml(name: &str, text: &str) -> Result<Scenario, String> {
-    #[derive(Deserialize)]
-    struct File {
-        title: Option<String>,
-        description: Option<String>,
-        #[serde(flatten)]
-        config: Config,
-    }
-    let f: File = toml::from_str(text).map_err(|e| format!("{name}: {}", e.message()))?;
-    validate(&f.config).map_err(|e| format!("{name}: {e}"))?;
-    Ok(Scenario {
-        name: name.into(),
-        title: f.title.unwrap_or_else(|| name.into()),
-        description: f.description.unwrap_or_default(),
-        config: f.config,
-    })
-}
-
 /// Applies `--set key=value` to a configuration: the value is parsed once against
 /// the key's declaration ([`crate::settings::KEYS`]), set, and the whole
 /// configuration checked.
 pub fn apply_set(c: &mut Config, key: &str, value: &str) -> Result<(), String> {
     Assignment::parse(key, value)?.apply(c);
-    validate(c)
+    validate(c).map_err(|e| e.to_string())
 }
 
-/// "64MiB", "1G", "4096", "40MiB/s" -> bytes.
+/// "64MiB", "1G", "4096" -> bytes; "40MiB/s" -> bytes per second.
 pub fn parse_bytes(s: &str) -> Option<u64> {
-    oslab_sys::parse::size::parse_human_size(s.trim().trim_end_matches("/s")).ok()
+    use oslab_sys::parse::size::{parse_human_rate, parse_human_size};
+    let t = s.trim();
+    if t.ends_with("/s") {
+        parse_human_rate(t).ok()
+    } else {
+        parse_human_size(t).ok()
+    }
 }
 
 #[cfg(test)]
@@ -331,7 +321,7 @@ class = { rt = { priority = 55 } }
         let s = from_toml("mine.toml", text).unwrap();
         assert_eq!(s.config.writers[0].group_name(), "rt-high");
         let bad = from_toml("bad.toml", "rules = \"linux-9\"\n").unwrap_err();
-        assert!(bad.starts_with("bad.toml:"), "{bad}");
+        assert!(bad.starts_with("bad.toml line 1, rules: "), "{bad}");
         let neg = text.replace("duration_s = 5.0", "duration_s = -1.0");
         assert!(
             from_toml("neg.toml", &neg)

@@ -7,7 +7,9 @@ use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, Series
 use super::{Pair, Plan, Raw, predicted_share};
 use crate::check::{Check, Condition, Outcome, Rule};
 use crate::experiment::{Output, finding, measurement};
-use crate::sched::analysis::{Turns, inner_runs_ms, median, median_opt, stats, turns, weight};
+use crate::sched::analysis::{
+    Turns, inner_runs_ms, median, median_opt, ran_by_interval, stats, turns, weight,
+};
 
 /// How far the measured run-time ratio nice 0 : nice k may be from w(0) / w(k).
 /// One tick more or less of nice 19's run time over 3 s is about 9 % of it; 15 %
@@ -125,6 +127,10 @@ fn kernel_share(
     (r0 + rk > 0).then(|| r0 as f64 / (r0 + rk) as f64)
 }
 
+/// Far more intervals than a run's window holds (seconds, in steps of 100 ms or
+/// more).
+const MAX_INTERVALS: u64 = 1 << 20;
+
 fn seen_in(p: &Pair, plan: &Plan) -> Seen {
     let empty = crate::sched::analysis::Worker::default();
     let (w0, wk) = (
@@ -135,15 +141,22 @@ fn seen_in(p: &Pair, plan: &Plan) -> Seen {
     let from = w0.start_ns.max(wk.start_ns);
     let to = w0.end_ns.min(wk.end_ns);
     let step = (plan.interval_ms * 1e6) as u64;
-    let mut intervals = Vec::new();
-    let mut a = from;
-    while step > 0 && a + step <= to {
-        let (r0, rk) = (w0.ran_between(a, a + step), wk.ran_between(a, a + step));
-        if r0 + rk > 0 {
-            intervals.push(r0 as f64 / (r0 + rk) as f64);
-        }
-        a += step;
-    }
+    // whole intervals in the common window; a raw file whose window holds more
+    // than a run could (its clock readings damaged) is not split at all
+    let n = match to.saturating_sub(from).checked_div(step) {
+        Some(n) if n <= MAX_INTERVALS => n as usize,
+        _ => 0,
+    };
+    let (ran0, rank) = (
+        ran_by_interval(w0, from, step, n),
+        ran_by_interval(wk, from, step, n),
+    );
+    let intervals = ran0
+        .iter()
+        .zip(&rank)
+        .filter(|(r0, rk)| **r0 + **rk > 0)
+        .map(|(r0, rk)| *r0 as f64 / (r0 + rk) as f64)
+        .collect();
     let weight_of = |i: usize| p.sched.get(i).and_then(|s| s.load_weight);
     Seen {
         k: p.k,

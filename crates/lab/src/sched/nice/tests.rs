@@ -141,3 +141,24 @@ fn a_starved_or_silent_pair() {
     // no k at all
     assert_eq!(judged(vec![], None).claims[0].verdict, Verdict::NotJudged);
 }
+
+/// Regression (found by the raw file fuzz run): a worker's last clock reading
+/// changed to near the end of time made the judge split the window into billions
+/// of intervals, each walking every run; a window longer than a run holds is not
+/// split, and an honest one is split as before.
+#[test]
+fn a_window_no_run_could_hold_is_not_split() {
+    let honest = judged(vec![pair(5, 4.0, false, None, 0)], None);
+    let shares = |out: &Output| {
+        out.measurements
+            .iter()
+            .find(|m| m.name == "interval_share.nice0_vs_5")
+            .map(|m| m.samples.len())
+    };
+    assert_eq!(shares(&honest), Some(9), "whole 100 ms intervals of the common window");
+    let mut damaged = pair(5, 4.0, false, None, 0);
+    for w in &mut damaged.workers {
+        w.end_ns = u64::MAX - 1;
+    }
+    assert_eq!(shares(&judged(vec![damaged], None)), None);
+}
