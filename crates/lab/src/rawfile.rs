@@ -62,8 +62,14 @@ impl RawFile {
     /// Reads a raw file (`-`: standard input), compressed or not, at most `max`
     /// bytes before and after decompression; one sentence when it is not one.
     pub fn read(path: &Path, max: u64) -> Result<RawFile, InputError> {
-        let name = infile::display_name(path);
         let bytes = infile::read_bounded(path, max)?;
+        RawFile::from_bytes(bytes, &infile::display_name(path), max)
+    }
+
+    /// A raw file from its bytes, compressed or not (at most `max` bytes once
+    /// decompressed); `name` names it in the sentence when it is not one.
+    pub fn from_bytes(bytes: Vec<u8>, name: &str, max: u64) -> Result<RawFile, InputError> {
+        let name = name.to_string();
         let json = infile::maybe_gunzip(bytes, &name, max)?;
         let f: RawFile = serde_json::from_slice(infile::skip_bom(&json)).map_err(|e| {
             InputError::wrong(

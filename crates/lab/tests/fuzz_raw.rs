@@ -48,11 +48,10 @@ fn gzip(bytes: &[u8]) -> Vec<u8> {
     gz.finish().unwrap()
 }
 
+/// What `RawFile::read` makes of a file of these bytes (it reads the file with
+/// `oslab_sys::infile`, whose own tests cover the reading, then this).
 fn read(bytes: &[u8]) -> Result<RawFile, InputError> {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("x.raw.json");
-    std::fs::write(&p, bytes).unwrap();
-    RawFile::read(&p, MAX)
+    RawFile::from_bytes(bytes.to_vec(), "x.raw.json", MAX)
 }
 
 fn refused(r: Result<RawFile, InputError>) -> Result<(), TestCaseError> {

@@ -46,10 +46,16 @@ pub fn read_file(path: &Path, max: u64) -> Result<Vec<ExperimentResult>, Failure
 /// command is unknown (empty).
 pub fn read_set(path: &Path, max: u64) -> Result<ResultSet, Failure> {
     let text = infile::read_text(path, max)?;
-    if let Ok(set) = serde_json::from_str::<ResultSet>(&text) {
+    parse_set(&text, &infile::display_name(path))
+}
+
+/// A results file's text as a result set; `name` names it in the sentence when it
+/// is not one.
+fn parse_set(text: &str, name: &str) -> Result<ResultSet, Failure> {
+    if let Ok(set) = serde_json::from_str::<ResultSet>(text) {
         return Ok(set);
     }
-    serde_json::from_str::<ExperimentResult>(&text)
+    serde_json::from_str::<ExperimentResult>(text)
         .map(|r| ResultSet {
             schema_version: r.schema_version,
             oslab_version: r.environment.oslab_version.clone(),
@@ -58,8 +64,7 @@ pub fn read_set(path: &Path, max: u64) -> Result<ResultSet, Failure> {
         })
         .map_err(|e| {
             Failure::usage(format!(
-                "{} is not an oslab results file (the JSON that `oslab run --json` writes): {e}",
-                infile::display_name(path)
+                "{name} is not an oslab results file (the JSON that `oslab run --json` writes): {e}"
             ))
         })
 }
@@ -143,11 +148,12 @@ mod props {
         )
     }
 
+    /// What `read_file` makes of a file of these bytes (it reads the file with
+    /// `oslab_sys::infile`, whose own tests cover the reading, then this).
     fn read(bytes: &[u8]) -> Result<Vec<ExperimentResult>, Failure> {
-        let dir = tempfile::tempdir().unwrap();
-        let p = dir.path().join("results.json");
-        std::fs::write(&p, bytes).unwrap();
-        read_file(&p, oslab_sys::infile::DEFAULT_MAX_INPUT)
+        let text = std::str::from_utf8(oslab_sys::infile::skip_bom(bytes))
+            .map_err(|_| Failure::usage("results.json is not UTF-8 text"))?;
+        parse_set(text, "results.json").map(|set| set.results)
     }
 
     fn judge_refused(r: Result<Vec<ExperimentResult>, Failure>) -> Result<(), TestCaseError> {
