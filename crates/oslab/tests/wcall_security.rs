@@ -581,10 +581,21 @@ fn another_user_joins_roots_daemon_but_cannot_lift_its_writers() {
         "{}",
         stderr(&own)
     );
+    // the user's socket folder is private while a governor listens there, and goes
+    // with its last socket
     let folder = PathBuf::from(format!("/tmp/oslab-wcall-{}", user.uid));
-    let mode = std::fs::metadata(&folder).unwrap().permissions().mode() & 0o777;
-    assert_eq!(mode, 0o700, "the user's socket folder is private");
-    let _ = std::fs::remove_dir_all(&folder);
+    let seen = user
+        .command(&bin, &[&lib, "TMPDIR=/tmp"])
+        .args(["wcall", "run", "--private", "--", "stat", "-c", "%a %U"])
+        .arg(&folder)
+        .output()
+        .unwrap();
+    assert!(seen.status.success(), "{}", stderr(&seen));
+    assert_eq!(
+        String::from_utf8_lossy(&seen.stdout).trim(),
+        format!("700 {}", user.name)
+    );
+    assert!(!folder.exists(), "{} is left behind", folder.display());
 }
 
 trait WaitRef {

@@ -69,7 +69,14 @@ impl Listener {
             )
         })
         .ok();
-        let sock = UnixListener::bind(path)?;
+        let sock = match UnixListener::bind(path) {
+            // the last governor of the folder took it away between our check and bind
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                crate::rendezvous::own_dir().map_err(std::io::Error::other)?;
+                UnixListener::bind(path)?
+            }
+            r => r?,
+        };
         // root's governors take every user's programs; a user's only their own
         // (their folder is theirs alone anyway)
         let mode = if oslab_sys::process::is_root() {
@@ -107,6 +114,11 @@ impl Drop for Listener {
             let _ = with_global(|j| j.undo(seq));
         } else {
             let _ = std::fs::remove_file(&self.path);
+        }
+        // the sockets' folder goes with the last socket in it (remove_dir leaves a
+        // folder that still holds another governor's socket)
+        if let Some(folder) = self.path.parent() {
+            let _ = std::fs::remove_dir(folder);
         }
     }
 }
