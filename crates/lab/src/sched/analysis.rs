@@ -23,7 +23,9 @@ pub struct Worker {
     /// Its first and last clock reading, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
     pub end_ns: u64,
-    /// (from, to) of every stretch off the CPU longer than the gap threshold.
+    /// (from, to) of every stretch off the CPU longer than the gap threshold, in
+    /// order (a raw file whose gaps end before they start or overlap is refused).
+    #[serde(deserialize_with = "ordered_gaps")]
     pub gaps: Vec<(u64, u64)>,
     /// More gaps than there was room for: the tail is missing.
     pub overflow: bool,
@@ -35,6 +37,22 @@ pub struct Worker {
     pub sys_ns: u64,
     /// Clock readings made.
     pub readings: u64,
+}
+
+/// Gaps as a recorder makes them: each ends no earlier than it starts and no
+/// earlier than the one before it ends.
+fn ordered_gaps<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(u64, u64)>, D::Error> {
+    let gaps = Vec::<(u64, u64)>::deserialize(d)?;
+    let mut last_end = 0;
+    for (i, &(from, to)) in gaps.iter().enumerate() {
+        if to < from || from < last_end {
+            return Err(serde::de::Error::custom(format!(
+                "gap {i} ({from}, {to}) ends before it starts or before the gap before it ends"
+            )));
+        }
+        last_end = to;
+    }
+    Ok(gaps)
 }
 
 impl From<Trace> for Worker {
@@ -250,6 +268,20 @@ mod tests {
     use super::*;
 
     const MS: u64 = 1_000_000;
+
+    #[test]
+    fn a_record_whose_gaps_run_backwards_or_overlap_is_refused() {
+        let read = |gaps: &str| {
+            serde_json::from_str::<Worker>(&format!(
+                r#"{{"pid":1,"start_ns":0,"end_ns":100,"gaps":{gaps},"overflow":false,
+                "voluntary":0,"involuntary":0,"user_ns":0,"sys_ns":0,"readings":0}}"#
+            ))
+        };
+        assert!(read("[[10,20],[20,30]]").is_ok());
+        // found by the raw file fuzz run: stats() subtracted 20 - 30
+        assert!(read("[[30,20]]").unwrap_err().to_string().contains("gap 0"));
+        assert!(read("[[10,40],[30,50]]").unwrap_err().to_string().contains("gap 1"));
+    }
 
     pub(crate) fn worker(start: u64, end: u64, gaps: &[(u64, u64)]) -> Worker {
         Worker {
