@@ -89,8 +89,12 @@ pub struct Output<D: ?Sized> {
 
 impl<D: ?Sized> Output<D> {
     pub fn new(exporter: impl Exporter<D> + 'static, to: Destination) -> Output<D> {
+        Output::boxed(Box::new(exporter), to)
+    }
+
+    pub fn boxed(exporter: Box<dyn Exporter<D>>, to: Destination) -> Output<D> {
         Output {
-            exporter: Box::new(exporter),
+            exporter,
             to,
             written: (0, 0),
         }

@@ -2,17 +2,44 @@
 //! scenario's first writer under the target, predicted by the simulator, with how
 //! far the simulator was from the real kernel in the last `oslab sim validate`.
 
+use std::path::PathBuf;
+
+use clap::Args;
 use oslab_lab::simrun::advise::{Candidate, advise};
 use oslab_lab::simrun::configure;
 use oslab_model::ExperimentResult;
 use oslab_store::RunFilter;
 use oslab_sys::parse::size::human_bytes;
 
-use crate::CmdResult;
-use crate::cli::SimAdviseArgs;
-use crate::cmd_sim::{load, sets};
+use super::inputs::{load, sets};
+use crate::args::MaxInputArg;
+use crate::cli_values::duration;
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::print;
+
+#[derive(Debug, Args)]
+pub struct SimAdviseArgs {
+    /// The writers and the device: a built-in scenario (`oslab sim list`) or a
+    /// scenario file (.toml); its first writer is the one to protect
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+    /// The first writer's p99 write() latency to stay under, e.g. 50ms or 0.2s
+    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = duration(0.000_001, 3600.0))]
+    pub p99: u64,
+    /// Change a setting of the scenario first, e.g. --set bandwidth=20MiB/s
+    /// (repeatable; see `oslab sim list --settings`)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// The results database to read the last validation from [default: as `oslab run`]
+    #[arg(long, value_name = "FILE")]
+    pub db: Option<PathBuf>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub input: MaxInputArg,
+}
 
 /// The newest completed sim.validate result in the database, if there is one.
 fn last_validation(db: Option<&std::path::Path>) -> Option<ExperimentResult> {

@@ -1,5 +1,8 @@
 //! `oslab stalls`: slow writes explained by the kernel, live.
 
+use crate::cli_values::{duration, seconds, whole};
+use clap::Args;
+
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -17,10 +20,38 @@ use oslab_trace::chrome;
 use oslab_trace::stalls::{Interval, ProcessInfo, dirtied_since, stall_lines, summarize};
 use oslab_trace::{Tracer, Watch, WritebackOptions};
 
-use crate::CmdResult;
-use crate::cli::StallsArgs;
+use crate::failure::CmdResult;
 use crate::failure::{EXIT_PRIVILEGE, Failure};
 use crate::output::{check_file_target, is_stdout, print};
+
+#[derive(Debug, Args)]
+pub struct StallsArgs {
+    /// Watch only this process (repeatable; its children forked later too)
+    #[arg(long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
+    pub pids: Vec<u64>,
+    /// Report calls at least this long, e.g. 10ms, 1.5s (a bare number is ms)
+    #[arg(long, value_name = "DURATION", default_value = "10ms", allow_negative_numbers = true, value_parser = duration(0.000_01, 60.0))]
+    pub threshold: u64,
+    /// Seconds between summaries (0.1 to 3600)
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
+    pub interval: f64,
+    /// Stop after N intervals
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
+    pub count: Option<u64>,
+    /// Write JSON lines (each slow call, then each interval) to FILE, or `-` for
+    /// standard output instead of the tables
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a Chrome/Perfetto trace (real pids and tids, CLOCK_MONOTONIC time) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Rows per table (dirtiers, blocking places)
+    #[arg(long, value_name = "N", default_value_t = 5, allow_negative_numbers = true, value_parser = whole(1, 1000))]
+    pub top: u64,
+    /// Run this command and watch it (and its children) until it ends
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
 /// An open output file, or standard output for `-`.
 enum Sink {

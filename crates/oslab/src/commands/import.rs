@@ -4,16 +4,33 @@
 //! in the database (same start, machine and command) is not stored twice, so an
 //! import can be repeated.
 
+use crate::args::{DbArg, MaxInputArg};
+use clap::Args;
+use std::path::PathBuf;
+
 use std::path::Path;
 
 use oslab_store::{Imported, RunFilter, RunMeta, Store, StoreError, Target};
 use oslab_sys::infile;
 
-use crate::CmdResult;
-use crate::cli::ImportArgs;
 use crate::db;
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::sources::read_set;
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// Result files written by `oslab run --json`, or oslab SQLite databases
+    #[arg(required = true, value_name = "SOURCE")]
+    pub sources: Vec<PathBuf>,
+    /// A note stored with each run imported from a result file
+    #[arg(long, value_name = "TEXT")]
+    pub label: Option<String>,
+    #[command(flatten)]
+    pub db: DbArg,
+    #[command(flatten)]
+    pub input: MaxInputArg,
+}
 
 /// A run to store: what is known of it, its state and end, its results.
 struct Run {

@@ -1,32 +1,19 @@
-//! `oslab run`
+//! Running experiments and delivering their results: the shared back end of `oslab
+//! run`, `judge`, `sim run` and `sim validate`.
 
 use std::path::{Path, PathBuf};
 
-use oslab_lab::{Registry, RunConfig, runner};
-use oslab_model::{ExperimentResult, Mode, Status};
-use oslab_report::csv_out::Csv;
+use oslab_lab::{RunConfig, runner};
+use oslab_model::{ExperimentResult, Status};
 use oslab_report::exporter::{Results, Stage};
-use oslab_report::html::Html;
-use oslab_report::json::Json;
-use oslab_report::svg::Svg;
-use oslab_report::terminal::Terminal;
 use oslab_sys::fsread::Root;
 use oslab_sys::machine::{self, LiveProbes};
 
-use crate::CmdResult;
-use crate::cli::RunArgs;
-use crate::cmd_info::scratch_base;
 use crate::db::{Database, DbTarget};
-use crate::failure::{EXIT_PRIVILEGE, EXIT_RUNTIME, Failure};
-use crate::output::{
-    Destination, Output, check_dir_target, check_file_target, is_stdout, make_dir, write_all,
-};
+use crate::exports::{Exports, OutputArgs};
+use crate::failure::{CmdResult, EXIT_PRIVILEGE, EXIT_RUNTIME, Failure};
+use crate::output::{Output, write_all};
 use crate::progress::{self, Bar};
-
-pub enum JsonTarget {
-    Stdout,
-    File(PathBuf),
-}
 
 /// The command line as it is recorded (results, database): a database URL's
 /// password hidden.
@@ -79,64 +66,42 @@ pub fn check_sets(
     Ok(out)
 }
 
-/// Where results go.
-pub struct Outputs {
-    pub json: Option<PathBuf>,
-    pub csv: Option<PathBuf>,
-    pub plots: Option<PathBuf>,
-    pub html: Option<PathBuf>,
+/// Where a run's results go.
+pub struct Delivery {
+    pub outputs: OutputArgs,
     /// Where each experiment's raw data goes (`--save-raw`).
     pub save_raw: Option<PathBuf>,
     pub db: DbTarget,
     pub label: Option<String>,
 }
 
-pub fn run(a: RunArgs) -> CmdResult {
-    crate::cmd_restore::warn_if_pending();
-    let registry = Registry::default();
-    let experiments = registry
-        .resolve(&a.ids)
-        .map_err(|e| Failure::usage(e.to_string()))?;
-    let scratch = scratch_base(a.scratch.as_deref())?;
-    let sets = check_sets(&a.sets, &experiments)?;
-    let cfg = RunConfig {
-        sets,
-        mode: if a.quick { Mode::Quick } else { Mode::Full },
-        repeat: a.repeat.map(|n| n as usize),
-        seed: a.seed,
-        scratch_dir: scratch,
-    };
-    let db = match (a.no_db, a.db) {
-        (true, _) => DbTarget::Off,
-        (false, Some(p)) => DbTarget::Chosen(crate::db::chosen(Some(&p))?),
-        (false, None) => crate::db::default_target()?.map_or(DbTarget::Off, DbTarget::Default),
-    };
-    let outputs = Outputs {
-        json: a.json,
-        csv: a.csv,
-        plots: a.plots,
-        html: a.html,
-        save_raw: a.save_raw,
-        db,
-        label: a.label,
-    };
-    execute(&experiments, &outputs, &cfg)
+impl Delivery {
+    /// Results written only where `outputs` says: no raw data, no database.
+    pub fn outputs_only(outputs: OutputArgs) -> Delivery {
+        Delivery {
+            outputs,
+            save_raw: None,
+            db: DbTarget::Off,
+            label: None,
+        }
+    }
 }
 
 /// Runs experiments, printing tables and writing every requested output.
 pub fn execute(
     experiments: &[&dyn oslab_lab::Experiment],
-    outputs: &Outputs,
+    delivery: &Delivery,
     cfg: &RunConfig,
 ) -> CmdResult {
-    let json = check_targets(outputs)?;
+    let save_raw = delivery.save_raw.as_deref().map(|d| (d, "--save-raw"));
+    let exports = Exports::from_args(&delivery.outputs, save_raw.as_slice())?;
     let machine = machine::collect(&Root::live(), &LiveProbes::live(&cfg.scratch_dir));
     let db = Database::open(
-        &outputs.db,
+        &delivery.db,
         &machine,
         &command_line(),
-        outputs.label.clone(),
-        outputs.json.as_deref(),
+        delivery.label.clone(),
+        delivery.outputs.json_file(),
     )?;
     let expected: Vec<f64> = experiments
         .iter()
@@ -155,78 +120,7 @@ pub fn execute(
         bar.finish();
         ran
     });
-    deliver(
-        runs,
-        outputs.save_raw.as_deref(),
-        exporters(outputs, json, db),
-    )
-}
-
-/// The exporters a run's flags choose, in the order they write: the database, the
-/// tables (unless the JSON goes to standard output), JSON, HTML, CSV, SVG plots.
-pub fn exporters(
-    outputs: &Outputs,
-    json: Option<JsonTarget>,
-    db: Option<Database>,
-) -> Vec<Output<Results>> {
-    let mut out = Vec::new();
-    if let Some(db) = db {
-        out.push(Output::new(db, Destination::Kept));
-    }
-    if !matches!(json, Some(JsonTarget::Stdout)) {
-        out.push(Output::new(
-            Terminal {
-                width: crate::term::width(),
-            },
-            Destination::Stdout,
-        ));
-    }
-    match json {
-        Some(JsonTarget::Stdout) => out.push(Output::new(Json, Destination::Stdout)),
-        Some(JsonTarget::File(p)) => out.push(Output::new(Json, Destination::file_per_result(&p))),
-        None => {}
-    }
-    if let Some(p) = &outputs.html {
-        out.push(Output::new(Html, Destination::file_per_result(p)));
-    }
-    if let Some(d) = &outputs.csv {
-        out.push(Output::new(Csv, Destination::Folder(d.clone())));
-    }
-    if let Some(d) = &outputs.plots {
-        out.push(Output::new(Svg, Destination::Folder(d.clone())));
-    }
-    out
-}
-
-/// Checks every output target before anything runs or is made; the JSON target.
-pub fn check_targets(outputs: &Outputs) -> Result<Option<JsonTarget>, Failure> {
-    let json = match &outputs.json {
-        Some(p) if is_stdout(p) => Some(JsonTarget::Stdout),
-        Some(p) => {
-            check_file_target(p, "--json")?;
-            Some(JsonTarget::File(p.clone()))
-        }
-        None => None,
-    };
-    if let Some(p) = &outputs.html {
-        check_file_target(p, "--html")?;
-    }
-    let dirs = [
-        (&outputs.csv, "--csv"),
-        (&outputs.plots, "--plots"),
-        (&outputs.save_raw, "--save-raw"),
-    ];
-    for (d, flag) in dirs {
-        if let Some(d) = d {
-            check_dir_target(d, flag)?;
-        }
-    }
-    for (d, flag) in dirs {
-        if let Some(d) = d {
-            make_dir(d, flag)?;
-        }
-    }
-    Ok(json)
+    deliver(runs, delivery.save_raw.as_deref(), exports.into_outputs(db))
 }
 
 /// Hands results to every output as they come (and keeps each one's raw data with

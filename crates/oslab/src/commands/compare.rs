@@ -1,16 +1,44 @@
 //! `oslab compare`
 
+use crate::args::{DbArg, MaxInputArg};
+use crate::cli_values::whole;
+use clap::Args;
+use std::path::PathBuf;
+
 use oslab_model::compare::{Comparison, compare, side};
 use oslab_report::exporter::Stage;
 use oslab_report::html::Html;
 use oslab_report::json::Json;
 use oslab_report::terminal::Terminal;
 
-use crate::CmdResult;
-use crate::cli::CompareArgs;
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::{Destination, Output, check_file_target, is_stdout, write_all};
 use crate::sources::{LazyStore, Loaded, load};
+
+#[derive(Debug, Args)]
+pub struct CompareArgs {
+    /// Two run ids (see `oslab history`; `latest` for the newest) or result files
+    /// (`oslab run --json`)
+    #[arg(value_name = "A B", num_args = 0..=2)]
+    pub sides: Vec<String>,
+    /// Compare the newest results of two machines instead (give it twice)
+    #[arg(long = "machine", value_name = "NAME")]
+    pub machines: Vec<String>,
+    /// Also write the comparison as a self-contained HTML page to FILE
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Also write the comparison as JSON to FILE (`-` for standard output only)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Seed of the permutation tests' shuffles
+    #[arg(long, value_name = "N", default_value_t = 1, allow_negative_numbers = true, value_parser = whole(0, u64::MAX))]
+    pub seed: u64,
+    #[command(flatten)]
+    pub db: DbArg,
+    #[command(flatten)]
+    pub input: MaxInputArg,
+}
 
 fn by_machine(store: &mut LazyStore, name: &str) -> Result<Loaded, Failure> {
     let s = store.get()?;

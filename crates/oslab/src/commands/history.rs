@@ -1,14 +1,35 @@
 //! `oslab history`
 
+use crate::args::DbArg;
+use crate::cli_values::whole;
+use clap::Args;
+
 use oslab_report::num::fmt;
 use oslab_report::table::fit;
 use oslab_store::RunFilter;
 
-use crate::CmdResult;
-use crate::cli::HistoryArgs;
 use crate::db;
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::print;
+
+#[derive(Debug, Args)]
+pub struct HistoryArgs {
+    /// Only runs of this experiment, one line per result with its first figure
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
+    /// Only runs on this machine (its host name as stored)
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
+    /// At most N lines
+    #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = whole(1, 1_000_000_000))]
+    pub limit: u64,
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
 
 fn state(s: &str) -> &str {
     // A run that never reached its end: killed, or still running elsewhere.

@@ -1,31 +1,21 @@
 //! `oslab restore`
 
-use oslab_sys::journal::{
-    RestoreReport, RestoredJournal, pending_orphans, places, restore_orphans, shown,
-};
+use clap::Args;
 
-use crate::CmdResult;
-use crate::cli::RestoreArgs;
+use oslab_sys::journal::{RestoreReport, RestoredJournal, places, restore_orphans, shown};
+
+use crate::failure::CmdResult;
 use crate::output::print;
+
+#[derive(Debug, Args)]
+pub struct RestoreArgs {
+    /// Also undo journals of oslab processes that are still running
+    #[arg(long)]
+    pub all: bool,
+}
 
 /// How much of a command, a description or an error from a journal is printed.
 const SHOWN: usize = 200;
-
-/// One line on stderr while an interrupted run's changes wait to be undone (and,
-/// once, a sentence for each journal folder refused).
-pub fn warn_if_pending() {
-    let (files, entries) = places()
-        .all
-        .iter()
-        .map(|d| pending_orphans(d))
-        .fold((0, 0), |(f, e), (df, de)| (f + df, e + de));
-    if files > 0 {
-        eprintln!(
-            "oslab: an interrupted oslab run left changes ({entries} {}): run `oslab restore`",
-            if entries == 1 { "entry" } else { "entries" }
-        );
-    }
-}
 
 fn describe(j: &RestoredJournal, text: &mut String) {
     text.push_str(&format!(

@@ -1,23 +1,38 @@
 //! `oslab completions` and `oslab man`: shell completions and manual pages made from
 //! the command-line grammar itself, so they never fall behind it.
 
-use clap::CommandFactory;
+use std::path::PathBuf;
 
-use crate::CmdResult;
-use crate::cli::{Cli, CompletionsArgs, ManArgs};
+use clap::Args;
+
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::{check_dir_target, make_dir, print_bytes, write_file};
 
-pub fn completions(a: CompletionsArgs) -> CmdResult {
-    let mut cmd = Cli::command();
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete for
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// Write a page for oslab and each of its commands into DIR (made if missing)
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
+}
+
+/// `oslab completions SHELL`: `cmd` is the whole grammar.
+pub fn completions(a: CompletionsArgs, mut cmd: clap::Command) -> CmdResult {
     let mut out = Vec::new();
     clap_complete::generate(a.shell, &mut cmd, "oslab", &mut out);
     print_bytes(&out);
     Ok(0)
 }
 
-pub fn man(a: ManArgs) -> CmdResult {
-    let cmd = Cli::command();
+/// `oslab man [--dir DIR]`: `cmd` is the whole grammar.
+pub fn man(a: ManArgs, cmd: clap::Command) -> CmdResult {
     let Some(dir) = a.dir else {
         let mut out = Vec::new();
         clap_mangen::Man::new(cmd)

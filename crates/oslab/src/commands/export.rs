@@ -1,16 +1,60 @@
 //! `oslab export`
 
+use crate::args::DbArg;
+use crate::cli_values::whole;
+use clap::Args;
+use std::path::PathBuf;
+
 use oslab_report::csv_out::CsvTable;
 use oslab_report::export::{RunColumns, Stored, StoredRun};
 use oslab_report::exporter::Stage;
 use oslab_report::json::Json;
 use oslab_store::RunFilter;
 
-use crate::CmdResult;
-use crate::cli::{ExportArgs, ExportFormat, ExportTable};
 use crate::db;
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::{Destination, Output, check_file_target};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    Csv,
+    Json,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportTable {
+    Samples,
+    Summary,
+    Findings,
+    Claims,
+    /// The points of every plot (run, experiment, plot, series, x, y, units)
+    Series,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// csv: one table (see --table) over every matching result; json: whole runs
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    /// Which table to write with --format csv
+    #[arg(long, value_enum, default_value_t = ExportTable::Samples)]
+    pub table: ExportTable,
+    /// Only this experiment
+    #[arg(long, value_name = "ID")]
+    pub experiment: Option<String>,
+    /// Only runs on this machine
+    #[arg(long, value_name = "NAME")]
+    pub machine: Option<String>,
+    /// Only this run
+    #[arg(long, value_name = "ID", allow_negative_numbers = true, value_parser = whole(1, i64::MAX as u64))]
+    pub run: Option<u64>,
+    /// Write to FILE instead of standard output
+    #[arg(long, short = 'o', value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+}
 
 /// What was asked for, for the sentence when nothing matches: " 99 of null on m1".
 fn asked(a: &ExportArgs) -> String {

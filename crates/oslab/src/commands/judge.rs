@@ -1,26 +1,36 @@
 //! `oslab judge`: raw data saved by `oslab run --save-raw`, judged by this oslab.
 
+use std::path::PathBuf;
+
+use clap::Args;
 use oslab_lab::{Registry, rawfile::RawFile, runner};
 use oslab_sys::infile;
 
-use crate::CmdResult;
-use crate::cli::JudgeArgs;
-use crate::cmd_run::{Outputs, check_targets, deliver, exporters};
-use crate::db::DbTarget;
+use crate::args::MaxInputArg;
+use crate::exports::{Exports, OutputArgs, worded};
+use crate::failure::CmdResult;
 use crate::failure::Failure;
+use crate::results::deliver;
+
+#[derive(Debug, Args)]
+#[command(mut_args(worded(&[
+    ("csv", "Write CSV files of every result into DIR"),
+    ("html", "Also write one self-contained HTML report to FILE"),
+])))]
+pub struct JudgeArgs {
+    /// Raw files written by `oslab run --save-raw DIR` (.raw.json or .raw.json.gz;
+    /// `-` for standard input)
+    #[arg(required = true, value_name = "RAWFILE")]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub outputs: OutputArgs,
+    #[command(flatten)]
+    pub input: MaxInputArg,
+}
 
 pub fn run(a: JudgeArgs) -> CmdResult {
     let registry = Registry::default();
-    let outputs = Outputs {
-        json: a.json,
-        csv: a.csv,
-        plots: a.plots,
-        html: a.html,
-        save_raw: None,
-        db: DbTarget::Off,
-        label: None,
-    };
-    let json = check_targets(&outputs)?;
+    let exports = Exports::from_args(&a.outputs, &[])?;
     let mut files = Vec::new();
     for path in &a.files {
         let f = RawFile::read(path, a.input.max_input)?;
@@ -47,5 +57,5 @@ pub fn run(a: JudgeArgs) -> CmdResult {
     let runs = files
         .into_iter()
         .map(|result| runner::Ran { result, raw: None });
-    deliver(runs, None, exporters(&outputs, json, None))
+    deliver(runs, None, exports.into_outputs(None))
 }

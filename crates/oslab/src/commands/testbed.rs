@@ -1,25 +1,44 @@
 //! `oslab testbed up | down | status`
 
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
 use oslab_lab::wb::testbed::{self, Testbed, parse_bandwidth};
 use oslab_sys::journal::{Journal, Undo, named_dir};
 use oslab_sys::parse::size::{human_bytes, parse_human_size};
 
-use crate::CmdResult;
-use crate::cli::{TestbedCommand, TestbedUpArgs};
-use crate::cmd_info::scratch_base;
+use crate::failure::CmdResult;
 use crate::failure::{EXIT_PRIVILEGE, Failure};
 use crate::output::print;
+use crate::scratch::scratch_base;
+use crate::testbed_state::{NAME, current, state_path};
 
-const NAME: &str = "testbed";
-
-/// Beside the testbed's journal, wherever that is.
-fn state_path() -> std::path::PathBuf {
-    named_dir(NAME).join("testbed.json")
+#[derive(Debug, Subcommand)]
+pub enum TestbedCommand {
+    /// Build it: loop device over a sparse file, ext4, write bandwidth cap; measures itself
+    Up(TestbedUpArgs),
+    /// Take it down (also done by `oslab restore`)
+    Down,
+    /// Show the testbed that is up, if any
+    Status,
 }
 
-/// The testbed left up by `oslab testbed up`, if any.
-pub fn current() -> Option<Testbed> {
-    serde_json::from_str(&std::fs::read_to_string(state_path()).ok()?).ok()
+#[derive(Debug, Args)]
+pub struct TestbedUpArgs {
+    /// Write bandwidth cap, e.g. 10MiB/s
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    pub bandwidth: String,
+    /// Size of the sparse image
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "2GiB",
+        allow_hyphen_values = true
+    )]
+    pub size: String,
+    /// Where the image and mount point go [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
 }
 
 fn describe(tb: &Testbed) -> String {

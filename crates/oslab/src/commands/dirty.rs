@@ -1,13 +1,75 @@
 //! `oslab dirty explain` and `oslab dirty advise` (the text: `oslab_report::dirty`).
 
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
 use oslab_lab::wb::explain::explain;
 use oslab_report::dirty::{Advised, Explained};
 
-use crate::CmdResult;
-use crate::cli::{AdviseArgs, DirtyCommand, ExplainArgs};
-use crate::cmd_info::scratch_base;
+use crate::cli_values::seconds;
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::print;
+use crate::scratch::scratch_base;
+
+#[derive(Debug, Subcommand)]
+pub enum DirtyCommand {
+    /// The background and hard dirty limits as the running kernel computes them,
+    /// checked against the kernel's own figures, and the material's rules tested
+    Explain(ExplainArgs),
+    /// Recommend vm.dirty_* settings from the device's bandwidth and the workload's
+    /// dirtying rate, with the reasoning and the predicted Dirty curve
+    Advise(AdviseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AdviseArgs {
+    /// The device's sustained write bandwidth, e.g. 50MiB/s (default: measured by
+    /// writing 256 MiB and syncing it in the scratch directory)
+    #[arg(
+        long,
+        value_name = "RATE",
+        conflicts_with = "testbed",
+        allow_hyphen_values = true
+    )]
+    pub device_bandwidth: Option<String>,
+    /// Advise for the testbed that is up ('oslab testbed up')
+    #[arg(long)]
+    pub testbed: bool,
+    /// The workload's dirtying rate, e.g. 4MiB/s (default: measured from
+    /// /proc/vmstat nr_dirtied over --window seconds)
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    pub rate: Option<String>,
+    /// Seconds to watch the running system for its dirtying rate
+    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, allow_negative_numbers = true, value_parser = seconds(0.5, 600.0))]
+    pub window: f64,
+    /// The longest a writer should be held back at the hard limit, seconds
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.05, 60.0))]
+    pub target_latency: f64,
+    /// Apply the settings (root; journaled: 'oslab restore' puts the old ones back)
+    #[arg(long)]
+    pub apply: bool,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Where to measure the device [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct ExplainArgs {
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Do not test the rules live (as root they are tested by changing sysctls
+    /// through the journal for a few seconds)
+    #[arg(long)]
+    pub no_live: bool,
+    /// Where rule d writes its 1 MiB test file [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
 
 pub fn run(c: DirtyCommand) -> CmdResult {
     match c {
@@ -87,7 +149,7 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
         }
         (bw, "given".to_string())
     } else if a.testbed {
-        let tb = crate::cmd_testbed::current().ok_or_else(|| {
+        let tb = crate::testbed_state::current().ok_or_else(|| {
             Failure::usage(
                 "no testbed is up: start one with 'oslab testbed up --bandwidth 10MiB/s'",
             )

@@ -1,13 +1,28 @@
 //! `oslab tweak`: temporary sysctl changes that are always put back.
 
+use crate::cli_values::seconds;
+use clap::Args;
+
 use std::time::Duration;
 
 use oslab_sys::fsread::Root;
 use oslab_sys::{journal, process, sysctl};
 
-use crate::CmdResult;
-use crate::cli::TweakArgs;
+use crate::failure::CmdResult;
 use crate::failure::{EXIT_PRIVILEGE, Failure};
+
+#[derive(Debug, Args)]
+pub struct TweakArgs {
+    /// Settings as NAME=VALUE, e.g. vm.dirty_background_bytes=33554432
+    #[arg(required = true, value_name = "NAME=VALUE")]
+    pub settings: Vec<String>,
+    /// Restore after this many seconds (default: when the command ends, or on Ctrl-C)
+    #[arg(long = "for", value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
+    pub duration: Option<f64>,
+    /// A command to run with the settings in force
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
 
 /// Splits and checks `NAME=VALUE`; the name must be an existing sysctl.
 fn parse_setting(s: &str) -> Result<(String, String), Failure> {

@@ -1,5 +1,8 @@
 //! `oslab watch`: the sampler, live.
 
+use crate::cli_values::{seconds, whole};
+use clap::Args;
+
 mod metrics_server;
 
 use std::collections::BTreeMap;
@@ -12,10 +15,34 @@ use oslab_sys::clock::{local_hms, monotonic_ns, unix_time_s};
 use oslab_sys::fsread::Root;
 use oslab_sys::sar::{DiskCounters, derive, snapshot};
 
-use crate::CmdResult;
-use crate::cli::WatchArgs;
+use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::print;
+
+#[derive(Debug, Args)]
+pub struct WatchArgs {
+    /// Seconds between samples (0.01 to 3600)
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.01, 3600.0))]
+    pub interval: f64,
+    /// Print one interval and exit
+    #[arg(long, conflicts_with = "count")]
+    pub once: bool,
+    /// Stop after N intervals
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
+    pub count: Option<u64>,
+    /// One JSON object per line instead of the table
+    #[arg(long)]
+    pub json: bool,
+    /// Only these devices (repeatable); default: every device that moved data
+    #[arg(long = "device", value_name = "NAME")]
+    pub devices: Vec<String>,
+    /// Serve the latest values at http://ADDR/metrics in OpenMetrics text, e.g. 127.0.0.1:9464
+    #[arg(long, value_name = "ADDR")]
+    pub prometheus: Option<String>,
+    /// With --prometheus: print nothing, only serve
+    #[arg(long)]
+    pub quiet: bool,
+}
 
 const HEADER_EVERY: u64 = 20;
 
@@ -71,7 +98,7 @@ fn listen(addr: &str) -> Result<TcpListener, Failure> {
 }
 
 pub fn run(a: WatchArgs) -> CmdResult {
-    crate::cmd_restore::warn_if_pending();
+    crate::pending::warn_if_pending();
     if !(a.interval.is_finite() && (0.01..=3600.0).contains(&a.interval)) {
         return Err(Failure::usage(format!(
             "--interval {} is out of range: give 0.01 to 3600 seconds",

@@ -1,14 +1,32 @@
 //! `oslab report`
 
+use crate::args::{DbArg, MaxInputArg};
+use clap::Args;
+use std::path::PathBuf;
+
 use oslab_lab::runner;
 use oslab_report::exporter::{Results, Stage};
 use oslab_report::html::Html;
 use oslab_report::terminal::Terminal;
 
-use crate::CmdResult;
-use crate::cli::ReportArgs;
+use crate::failure::CmdResult;
 use crate::output::{Destination, Output, check_file_target, write_all};
 use crate::sources::{LazyStore, load};
+
+#[derive(Debug, Args)]
+pub struct ReportArgs {
+    /// Result files written by `oslab run --json`, or run ids from `oslab history`
+    /// (`latest` for the newest run)
+    #[arg(required = true, value_name = "RESULTS")]
+    pub sources: Vec<String>,
+    /// Write the report as one self-contained HTML page to FILE (else tables on stdout)
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    #[command(flatten)]
+    pub db: DbArg,
+    #[command(flatten)]
+    pub input: MaxInputArg,
+}
 
 pub fn run(a: ReportArgs) -> CmdResult {
     if let Some(p) = &a.html {

@@ -1,10 +1,21 @@
 //! `oslab list`
 
+use clap::Args;
+
 use oslab_lab::Registry;
 
-use crate::CmdResult;
-use crate::cli::ListArgs;
+use crate::failure::CmdResult;
 use crate::output::print;
+
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Print JSON instead of a table
+    #[arg(long)]
+    pub json: bool,
+    /// Also list each experiment's settings (for `oslab run --set`)
+    #[arg(long)]
+    pub settings: bool,
+}
 
 fn secs(s: f64) -> String {
     if s < 60.0 {
