@@ -3,13 +3,12 @@
 use crate::cli_values::{seconds, whole};
 use clap::Args;
 
-mod metrics_server;
-
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
+use oslab_metrics_server::Latest;
 use oslab_report::watch;
 use oslab_sys::clock::{local_hms, monotonic_ns, unix_time_s};
 use oslab_sys::fsread::Root;
@@ -108,14 +107,14 @@ pub fn run(a: WatchArgs) -> CmdResult {
     if a.quiet && a.prometheus.is_none() {
         return Err(Failure::usage("--quiet only makes sense with --prometheus"));
     }
-    let latest = Arc::new(Mutex::new(String::new()));
+    let latest = Arc::new(Latest::new(watch::OPENMETRICS_CONTENT_TYPE));
     if let Some(addr) = &a.prometheus {
         let listener = listen(addr)?;
         let bound = listener
             .local_addr()
             .map_err(|e| Failure::runtime(e.to_string()))?;
         eprintln!("oslab: serving OpenMetrics at http://{bound}/metrics");
-        metrics_server::spawn(listener, latest.clone())
+        oslab_metrics_server::spawn(listener, latest.clone())
             .map_err(|e| Failure::runtime(e.to_string()))?;
     }
     let count = if a.once { Some(1) } else { a.count };
@@ -136,9 +135,7 @@ pub fn run(a: WatchArgs) -> CmdResult {
             std::thread::sleep(Duration::from_nanos(target - now));
         }
         let cur = snapshot(&root);
-        if let Ok(mut l) = latest.lock() {
-            *l = watch::openmetrics(&cur, env!("CARGO_PKG_VERSION"));
-        }
+        latest.set(watch::openmetrics(&cur, env!("CARGO_PKG_VERSION")));
         if let Some(r) = derive(&prev, &cur, origin) {
             if a.json && !a.quiet {
                 print(&watch::json_line(unix_time_s(), &r));

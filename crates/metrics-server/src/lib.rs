@@ -1,5 +1,5 @@
-//! The HTTP side of `oslab watch --prometheus`: `GET /metrics` answers the latest
-//! OpenMetrics text, every other request 404, with hard limits so that no client
+//! The HTTP server of `oslab watch --prometheus`: `GET /metrics` answers the latest
+//! text ([`Latest`]), every other request 404, with hard limits so that no client
 //! can hold the server:
 //!
 //! - at most [`MAX_CONNECTIONS`] connections at once, each on its own thread; one
@@ -25,8 +25,6 @@ use std::net::{Shutdown, TcpListener, TcpStream};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use oslab_report::watch;
-
 /// Connections served at once; one more closes the oldest.
 pub const MAX_CONNECTIONS: usize = 32;
 /// Time from accept to the end of the request head.
@@ -46,16 +44,36 @@ struct Open {
     streams: BTreeMap<u64, TcpStream>,
 }
 
-/// Serves `latest` (the OpenMetrics text; empty before the first interval) on
-/// `listener` from a thread of its own.
-pub fn spawn(listener: TcpListener, latest: Arc<Mutex<String>>) -> std::io::Result<()> {
+/// What `/metrics` answers: the newest text (none before the first is set) and
+/// its content type.
+pub struct Latest {
+    content_type: &'static str,
+    text: Mutex<String>,
+}
+
+impl Latest {
+    pub fn new(content_type: &'static str) -> Latest {
+        Latest {
+            content_type,
+            text: Mutex::new(String::new()),
+        }
+    }
+
+    /// Replaces the text served.
+    pub fn set(&self, text: String) {
+        *self.text.lock().unwrap_or_else(PoisonError::into_inner) = text;
+    }
+}
+
+/// Serves `latest` on `listener` from a thread of its own.
+pub fn spawn(listener: TcpListener, latest: Arc<Latest>) -> std::io::Result<()> {
     std::thread::Builder::new()
         .name("oslab-metrics".into())
         .spawn(move || serve(&listener, &latest))
         .map(drop)
 }
 
-fn serve(listener: &TcpListener, latest: &Arc<Mutex<String>>) {
+fn serve(listener: &TcpListener, latest: &Arc<Latest>) {
     let open = Arc::new(Mutex::new(Open::default()));
     for stream in listener.incoming() {
         let Ok(stream) = stream else {
@@ -101,7 +119,7 @@ fn admit(open: &Mutex<Open>, stream: &TcpStream) -> Option<u64> {
 }
 
 /// Reads one request head within the limits and answers it.
-fn answer(mut stream: TcpStream, latest: &Mutex<String>) {
+fn answer(mut stream: TcpStream, latest: &Latest) {
     let deadline = Instant::now() + READ_TIMEOUT;
     if stream.set_write_timeout(Some(WRITE_TIMEOUT)).is_err() {
         return;
@@ -159,11 +177,11 @@ fn read_some(stream: &mut TcpStream, deadline: Instant, buf: &mut [u8], len: &mu
 fn respond(
     method: Option<&str>,
     path: Option<&str>,
-    latest: &Mutex<String>,
+    latest: &Latest,
 ) -> (&'static str, &'static str, String) {
     let path = path.unwrap_or("");
     if method == Some("GET") && (path == "/metrics" || path.starts_with("/metrics?")) {
-        let body = latest.lock().map(|s| s.clone()).unwrap_or_default();
+        let body = latest.text.lock().map(|s| s.clone()).unwrap_or_default();
         if body.is_empty() {
             (
                 "503 Service Unavailable",
@@ -171,7 +189,7 @@ fn respond(
                 "no interval sampled yet\n".into(),
             )
         } else {
-            ("200 OK", watch::OPENMETRICS_CONTENT_TYPE, body)
+            ("200 OK", latest.content_type, body)
         }
     } else {
         (
