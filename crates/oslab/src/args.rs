@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::cli_values::size;
+use oslab_arg_values::size;
 
 /// The limit on every file a command reads (`oslab_sys::infile`).
 #[derive(Debug, Clone, Copy, Args)]

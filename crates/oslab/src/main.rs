@@ -4,7 +4,6 @@
 
 mod args;
 mod child;
-mod cli_values;
 mod commands;
 mod db;
 mod exports;

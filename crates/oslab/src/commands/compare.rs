@@ -1,8 +1,8 @@
 //! `oslab compare`
 
 use crate::args::{DbArg, MaxInputArg};
-use crate::cli_values::whole;
 use clap::Args;
+use oslab_arg_values::whole;
 use std::path::PathBuf;
 
 use oslab_model::compare::{Comparison, compare, side};

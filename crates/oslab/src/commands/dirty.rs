@@ -6,11 +6,11 @@ use std::path::PathBuf;
 use oslab_lab::wb::explain::explain;
 use oslab_report::dirty::{Advised, Explained};
 
-use crate::cli_values::seconds;
 use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::print;
 use crate::scratch::scratch_base;
+use oslab_arg_values::seconds;
 
 #[derive(Debug, Subcommand)]
 pub enum DirtyCommand {
@@ -99,7 +99,7 @@ fn run_explain(a: ExplainArgs) -> CmdResult {
 }
 
 fn rate_arg(flag: &str, text: &str) -> Result<f64, Failure> {
-    crate::cli_values::rate(flag, text).map_err(Failure::usage)
+    oslab_arg_values::rate(flag, text).map_err(Failure::usage)
 }
 
 /// Writes 256 MiB into `dir` and syncs it: the sustained write-back bandwidth.

@@ -1,8 +1,8 @@
 //! `oslab export`
 
 use crate::args::DbArg;
-use crate::cli_values::whole;
 use clap::Args;
+use oslab_arg_values::whole;
 use std::path::PathBuf;
 
 use oslab_report::csv_out::CsvTable;

@@ -1,8 +1,8 @@
 //! `oslab history`
 
 use crate::args::DbArg;
-use crate::cli_values::whole;
 use clap::Args;
+use oslab_arg_values::whole;
 
 use oslab_report::num::fmt;
 use oslab_report::table::fit;

@@ -6,12 +6,12 @@ use clap::Args;
 use oslab_lab::{Registry, RunConfig};
 use oslab_model::Mode;
 
-use crate::cli_values::whole;
 use crate::db::DbTarget;
 use crate::exports::OutputArgs;
 use crate::failure::{CmdResult, Failure};
 use crate::results::{Delivery, check_sets, execute};
 use crate::scratch::scratch_base;
+use oslab_arg_values::whole;
 
 // `--html` keeps the place it had before the output flags became one group:
 // after `--set`, in the help (display order) and in the completions (the order the

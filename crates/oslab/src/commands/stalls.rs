@@ -1,7 +1,7 @@
 //! `oslab stalls`: slow writes explained by the kernel, live.
 
-use crate::cli_values::{duration, seconds, whole};
 use clap::Args;
+use oslab_arg_values::{duration, seconds, whole};
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};

@@ -1,7 +1,7 @@
 //! `oslab tweak`: temporary sysctl changes that are always put back.
 
-use crate::cli_values::seconds;
 use clap::Args;
+use oslab_arg_values::seconds;
 
 use std::time::Duration;
 

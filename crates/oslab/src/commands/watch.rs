@@ -1,7 +1,7 @@
 //! `oslab watch`: the sampler, live.
 
-use crate::cli_values::{seconds, whole};
 use clap::Args;
+use oslab_arg_values::{seconds, whole};
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};

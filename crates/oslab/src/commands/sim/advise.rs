@@ -13,10 +13,10 @@ use oslab_sys::parse::size::human_bytes;
 
 use super::inputs::{load, sets};
 use crate::args::MaxInputArg;
-use crate::cli_values::duration;
 use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::print;
+use oslab_arg_values::duration;
 
 #[derive(Debug, Args)]
 pub struct SimAdviseArgs {

@@ -5,9 +5,9 @@ use oslab_lab::simrun::{configure, sweep};
 
 use super::inputs::{load, policy, sets, values};
 use crate::args::MaxInputArg;
-use crate::cli_values::whole;
 use crate::failure::{CmdResult, Failure};
 use crate::output::print;
+use oslab_arg_values::whole;
 
 #[derive(Debug, Args)]
 pub struct SimSweepArgs {

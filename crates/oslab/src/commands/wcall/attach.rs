@@ -2,8 +2,8 @@
 
 use clap::Args;
 
-use crate::cli_values::whole;
 use crate::failure::{CmdResult, Failure};
+use oslab_arg_values::whole;
 
 #[derive(Debug, Args)]
 pub struct WcallAttachArgs {

@@ -1,22 +1,10 @@
 //! `oslab wcall bench-writes` (hidden): timed small pwrite() calls for
 //! wb.wcall-overhead.
 
-use std::path::PathBuf;
-
-use clap::Args;
+use oslab_wcall::cli::WcallBenchArgs;
 
 use crate::failure::{CmdResult, Failure};
 use crate::output::print;
-
-#[derive(Debug, Args)]
-pub struct WcallBenchArgs {
-    #[arg(long)]
-    pub file: PathBuf,
-    #[arg(long, default_value_t = 15)]
-    pub batches: usize,
-    #[arg(long, default_value_t = 20_000)]
-    pub per_batch: u64,
-}
 
 pub fn run(a: WcallBenchArgs) -> CmdResult {
     let v = oslab_lab::wb::wcall_overhead::time_pwrites(

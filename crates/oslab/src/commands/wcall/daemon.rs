@@ -2,27 +2,11 @@
 
 use std::time::Duration;
 
-use clap::Args;
+use oslab_wcall::cli::WcallDaemonArgs;
 use oslab_wcall::rendezvous;
 
-use super::governor::{WcallPolicyArgs, described, options, start};
-use crate::cli_values::seconds;
+use super::governor::{described, options, start};
 use crate::failure::{CmdResult, Failure};
-
-#[derive(Debug, Args)]
-pub struct WcallDaemonArgs {
-    /// The governor's name, for `oslab wcall run --name` and `status`
-    #[arg(long, value_name = "NAME", default_value = "default")]
-    pub name: String,
-    #[command(flatten)]
-    pub policy: WcallPolicyArgs,
-    /// Stop after this many seconds (default: on Ctrl-C)
-    #[arg(long = "for", value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
-    pub duration: Option<f64>,
-    /// Print a status line every this many seconds (0: never)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.0, 3600.0))]
-    pub every: f64,
-}
 
 pub fn run(a: WcallDaemonArgs) -> CmdResult {
     let opts = options(&a.policy)?;

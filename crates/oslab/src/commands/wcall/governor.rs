@@ -1,75 +1,16 @@
-//! A governor of `wcall run`'s or `wcall daemon`'s own: the options that set it up
-//! and starting it.
+//! A governor of `wcall run`'s or `wcall daemon`'s own: its options from the
+//! arguments (`oslab_wcall::cli::WcallPolicyArgs`) and starting it.
 
 use std::time::Duration;
 
-use clap::Args;
 use oslab_sys::parse::size::parse_human_size;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
+use oslab_wcall::cli::WcallPolicyArgs;
 use oslab_wcall::service::{self, Governor, Options};
 use oslab_wcall::shm::group_number;
 
-use crate::cli_values::number;
 use crate::failure::Failure;
-
-/// How a governor is set up. Each is optional so that `wcall run` can tell an
-/// option given for a governor it joins (which it refuses) from the defaults.
-#[derive(Debug, Args)]
-pub struct WcallPolicyArgs {
-    /// Allocation policy: wcall (the paper's Algorithm 1) or wcall-fair (shares of
-    /// the free-run ceiling, groups nearing their share pushed to the device)
-    /// [default: wcall-fair]
-    #[arg(long, value_name = "POLICY")]
-    pub policy: Option<String>,
-    /// How long a held writer waits before it looks again under wcall (the paper's
-    /// HZ/10) [default: 100]
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
-    pub block_ms: Option<f64>,
-    /// Milliseconds between the coordinator's passes [default: 10]
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
-    pub interval_ms: Option<f64>,
-    /// wcall-fair: room kept free under the free-run ceiling for rt-high writers,
-    /// e.g. 8MiB [default: an eighth of the free-run ceiling]
-    #[arg(long, value_name = "SIZE")]
-    pub headroom: Option<String>,
-    /// Drop governed files' pages from the page cache once written back, so new
-    /// writes reuse memory the machine already backs: on, off, or auto (on where the
-    /// machine hands free memory back to its hypervisor) [default: auto]
-    #[arg(long, value_name = "on|off|auto")]
-    pub recycle: Option<String>,
-    /// Do not place governed processes in per-group memory cgroups (as root they are,
-    /// where a memory controller is available, to show the kernel's own dirty counts)
-    #[arg(long)]
-    pub no_cgroups: bool,
-    /// cgroup v2: cap a group's memory with memory.high, e.g. normal=2GiB (repeat for
-    /// each group); the kernel also scales the group's dirty limit with its memory
-    /// headroom. Groups also get io.weight 400/200/100 (rt-high/rt-low/normal)
-    #[arg(long, value_name = "GROUP=SIZE")]
-    pub memory_high: Vec<String>,
-}
-
-impl WcallPolicyArgs {
-    /// The options given, by name (`--policy`, ...): what a joined governor
-    /// cannot take.
-    pub fn given(&self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        for (set, name) in [
-            (self.policy.is_some(), "--policy"),
-            (self.block_ms.is_some(), "--block-ms"),
-            (self.interval_ms.is_some(), "--interval-ms"),
-            (self.headroom.is_some(), "--headroom"),
-            (self.recycle.is_some(), "--recycle"),
-            (self.no_cgroups, "--no-cgroups"),
-            (!self.memory_high.is_empty(), "--memory-high"),
-        ] {
-            if set {
-                v.push(name);
-            }
-        }
-        v
-    }
-}
 
 pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
     let name = p.policy.as_deref().unwrap_or("wcall-fair");

@@ -1,35 +1,13 @@
 //! `oslab wcall run`: a program under the governor.
 
-use clap::Args;
+use oslab_wcall::cli::WcallRunArgs;
 use oslab_wcall::launch;
 use oslab_wcall::rendezvous::{self, Found};
 use oslab_wcall::shm::group_number;
 use oslab_wcall::shm::wire::{self, Ask, Request};
 
-use super::governor::{WcallPolicyArgs, described, options, start};
+use super::governor::{described, options, start};
 use crate::failure::{CmdResult, Failure};
-
-#[derive(Debug, Args)]
-pub struct WcallRunArgs {
-    /// The group of CMD's processes: rt-high (high), rt-low (low), normal (non-rt),
-    /// or auto (from each process's scheduling class: real-time priority above 50,
-    /// 1-50, not real-time)
-    #[arg(long, value_name = "GROUP", default_value = "auto")]
-    pub group: String,
-    /// Join the running governor of this name (default: the one governor daemon
-    /// running, if there is exactly one)
-    #[arg(long, value_name = "NAME", conflicts_with = "private")]
-    pub name: Option<String>,
-    /// Start a governor of its own for CMD even if a daemon runs (it sees only
-    /// CMD's writers)
-    #[arg(long)]
-    pub private: bool,
-    #[command(flatten)]
-    pub policy: WcallPolicyArgs,
-    /// The program and its arguments
-    #[arg(last = true, required = true, value_name = "CMD")]
-    pub command: Vec<String>,
-}
 
 /// The governor `wcall run` uses: the one named, the one daemon running, or one
 /// of its own (with a word on what that means).

@@ -1,38 +1,14 @@
 //! `oslab wcall writer` (hidden): one writer process of `sim validate`'s real cells.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use clap::Args;
 use oslab_sys::parse::size::parse_human_size;
+use oslab_wcall::cli::WcallWriterArgs;
 
 use crate::failure::{CmdResult, Failure};
 use crate::output::print;
-
-#[derive(Debug, Args)]
-pub struct WcallWriterArgs {
-    #[arg(long)]
-    pub file: PathBuf,
-    #[arg(long, default_value = "512KiB")]
-    pub chunk: String,
-    /// Milliseconds between writes (0: back to back)
-    #[arg(long, default_value_t = 20.0)]
-    pub period_ms: f64,
-    #[arg(long)]
-    pub count: Option<u64>,
-    /// Stop after this many seconds
-    #[arg(long)]
-    pub duration: Option<f64>,
-    #[arg(long)]
-    pub fifo: Option<i32>,
-    #[arg(long)]
-    pub nice: Option<i32>,
-    /// Common start time (CLOCK_MONOTONIC ns) shared by the writers of one run
-    #[arg(long)]
-    pub start_at: Option<u64>,
-}
 
 pub fn run(a: WcallWriterArgs) -> CmdResult {
     let chunk = parse_human_size(&a.chunk)

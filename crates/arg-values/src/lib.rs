@@ -1,4 +1,4 @@
-//! Value parsers for numeric options: a value outside its range, negative ones
+//! Value parsers for oslab's numeric command-line options (clap `value_parser`s): a value outside its range, negative ones
 //! included, is refused with one sentence that names the range.
 
 /// A whole number from `lo` to `hi`.
@@ -170,7 +170,7 @@ mod tests {
 /// Property tests: any text gives a value or one sentence, never a panic; a value is
 /// accepted exactly when it is inside the range, and reads back as given; a rate
 /// printed by oslab (`human_rate`) reads back within its rounding. A fuzz-like run:
-/// `PROPTEST_CASES=100000 cargo test -p oslab --bin oslab -- cli_values::props`
+/// `PROPTEST_CASES=100000 cargo test -p oslab-arg-values -- props`
 #[cfg(test)]
 mod props {
     use super::*;
