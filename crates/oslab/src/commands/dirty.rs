@@ -129,18 +129,11 @@ fn nr_dirtied() -> Option<u64> {
     oslab_sys::parse::vmstat::read_value(&oslab_sys::fsread::Root::live(), "nr_dirtied")
 }
 
-fn run_advise(a: AdviseArgs) -> CmdResult {
-    use oslab_lab::wb::advise::{AdviceInputs, MIN_DEVICE_BYTES_S, advise};
-    if !(a.target_latency.is_finite() && (0.05..=60.0).contains(&a.target_latency)) {
-        return Err(Failure::usage(format!(
-            "--target-latency {} is out of range: give 0.05 to 60 seconds",
-            a.target_latency
-        )));
-    }
-    if !(a.window.is_finite() && (0.5..=600.0).contains(&a.window)) {
-        return Err(Failure::usage("--window must be 0.5 to 600 seconds"));
-    }
-    let (device_bw, device_src) = if let Some(t) = &a.device_bandwidth {
+/// The device's write bandwidth for `dirty advise`: given, measured on the
+/// testbed, or measured in the scratch folder; and where it came from.
+fn device_bandwidth(a: &AdviseArgs) -> Result<(f64, String), Failure> {
+    use oslab_lab::wb::advise::MIN_DEVICE_BYTES_S;
+    Ok(if let Some(t) = &a.device_bandwidth {
         let bw = rate_arg("--device-bandwidth", t)?;
         if bw < MIN_DEVICE_BYTES_S {
             return Err(Failure::usage(format!(
@@ -169,8 +162,13 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
             measure_device(&dir)?,
             format!("measured in {}", dir.display()),
         )
-    };
-    let (rate, rate_src) = if let Some(t) = &a.rate {
+    })
+}
+
+/// The workload's dirtying rate: given, or watched over `--window`; and where it
+/// came from.
+fn dirtying_rate(a: &AdviseArgs) -> Result<(f64, String), Failure> {
+    Ok(if let Some(t) = &a.rate {
         (rate_arg("--rate", t)?, "given".to_string())
     } else {
         eprintln!("oslab: watching the dirtying rate for {} s", a.window);
@@ -182,7 +180,51 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
             (after.saturating_sub(before) * oslab_sys::machine::page_size()) as f64 / a.window,
             format!("measured over {} s (nr_dirtied)", a.window),
         )
-    };
+    })
+}
+
+/// `--apply`: the advised sysctls set through a journal that `oslab restore` undoes.
+fn apply(sysctl_lines: &[(String, String)]) -> Result<(), Failure> {
+    if !oslab_sys::process::is_root() {
+        return Err(Failure {
+            code: crate::failure::EXIT_PRIVILEGE,
+            message: "--apply needs root; nothing was changed".into(),
+        });
+    }
+    let dir = oslab_sys::journal::named_dir("advise");
+    if oslab_sys::journal::Journal::load(&dir, "advise")
+        .ok()
+        .flatten()
+        .is_some()
+    {
+        return Err(Failure::usage(
+            "advice applied earlier is still in force; 'oslab restore' puts the old settings back first",
+        ));
+    }
+    let mut j = oslab_sys::journal::Journal::named(&dir, "advise");
+    for (k, v) in sysctl_lines {
+        oslab_sys::sysctl::set(&mut j, k, v).map_err(|e| Failure::runtime(format!("{k}: {e}")))?;
+    }
+    // applied on purpose: not an interrupted run's changes
+    j.mark_complete()
+        .map_err(|e| Failure::runtime(e.to_string()))?;
+    print("applied; 'oslab restore' puts the previous settings back\n");
+    Ok(())
+}
+
+fn run_advise(a: AdviseArgs) -> CmdResult {
+    use oslab_lab::wb::advise::{AdviceInputs, advise};
+    if !(a.target_latency.is_finite() && (0.05..=60.0).contains(&a.target_latency)) {
+        return Err(Failure::usage(format!(
+            "--target-latency {} is out of range: give 0.05 to 60 seconds",
+            a.target_latency
+        )));
+    }
+    if !(a.window.is_finite() && (0.5..=600.0).contains(&a.window)) {
+        return Err(Failure::usage("--window must be 0.5 to 600 seconds"));
+    }
+    let (device_bw, device_src) = device_bandwidth(&a)?;
+    let (rate, rate_src) = dirtying_rate(&a)?;
     let advice = advise(AdviceInputs {
         device_bytes_s: device_bw,
         dirty_rate_bytes_s: rate,
@@ -204,31 +246,7 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
         }));
     }
     if a.apply {
-        if !oslab_sys::process::is_root() {
-            return Err(Failure {
-                code: crate::failure::EXIT_PRIVILEGE,
-                message: "--apply needs root; nothing was changed".into(),
-            });
-        }
-        let dir = oslab_sys::journal::named_dir("advise");
-        if oslab_sys::journal::Journal::load(&dir, "advise")
-            .ok()
-            .flatten()
-            .is_some()
-        {
-            return Err(Failure::usage(
-                "advice applied earlier is still in force; 'oslab restore' puts the old settings back first",
-            ));
-        }
-        let mut j = oslab_sys::journal::Journal::named(&dir, "advise");
-        for (k, v) in advice.sysctl_lines() {
-            oslab_sys::sysctl::set(&mut j, &k, &v)
-                .map_err(|e| Failure::runtime(format!("{k}: {e}")))?;
-        }
-        // applied on purpose: not an interrupted run's changes
-        j.mark_complete()
-            .map_err(|e| Failure::runtime(e.to_string()))?;
-        print("applied; 'oslab restore' puts the previous settings back\n");
+        apply(&advice.sysctl_lines())?;
     }
     Ok(0)
 }

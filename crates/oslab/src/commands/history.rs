@@ -6,7 +6,7 @@ use oslab_arg_values::whole;
 
 use oslab_report::num::fmt;
 use oslab_report::table::fit;
-use oslab_store::RunFilter;
+use oslab_store::{ExperimentRow, RunFilter, RunRow};
 
 use crate::db;
 use crate::failure::CmdResult;
@@ -56,6 +56,56 @@ fn on_machine(machine: Option<&str>) -> String {
     machine.map_or_else(String::new, |m| format!(" on machine {m}"))
 }
 
+/// One line of an experiment's history.
+fn experiment_row(r: &ExperimentRow) -> Vec<String> {
+    let (figure, median, ci) = match &r.headline {
+        Some(h) => (
+            format!("{} ({})", h.name, h.unit),
+            h.median.map_or_else(|| "-".into(), fmt),
+            h.ci95
+                .map_or_else(String::new, |[l, h]| format!("{} - {}", fmt(l), fmt(h))),
+        ),
+        None => ("-".into(), "-".into(), String::new()),
+    };
+    vec![
+        r.run_id.to_string(),
+        r.started_at.clone(),
+        r.machine.clone(),
+        r.kernel.clone(),
+        r.mode.clone(),
+        r.status.clone(),
+        figure,
+        median,
+        ci,
+    ]
+}
+
+/// One line of the runs' list.
+fn run_row(r: &RunRow) -> Vec<String> {
+    let count = |w: &str| r.results.iter().filter(|(_, s)| s == w).count();
+    let mut names: Vec<String> = r.results.iter().map(|(e, _)| e.clone()).collect();
+    if names.len() > 4 {
+        let more = names.len() - 3;
+        names.truncate(3);
+        names.push(format!("+{more} more"));
+    }
+    vec![
+        r.id.to_string(),
+        r.meta.started_at.clone(),
+        r.meta.machine.clone(),
+        r.meta.kernel.clone(),
+        state(&r.state).to_string(),
+        format!(
+            "{} done, {} skipped, {} failed",
+            count("completed"),
+            count("skipped"),
+            count("failed")
+        ),
+        names.join(", "),
+        r.meta.label.clone().unwrap_or_default(),
+    ]
+}
+
 pub fn run(a: HistoryArgs) -> CmdResult {
     let mut store = db::open_existing(a.db.db.as_deref())?;
     let filter = RunFilter {
@@ -77,31 +127,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
         if json_or_empty(a.json, serde_json::json!(rows), empty)? {
             return Ok(0);
         }
-        let table: Vec<Vec<String>> = rows
-            .iter()
-            .map(|r| {
-                let (figure, median, ci) = match &r.headline {
-                    Some(h) => (
-                        format!("{} ({})", h.name, h.unit),
-                        h.median.map_or_else(|| "-".into(), fmt),
-                        h.ci95
-                            .map_or_else(String::new, |[l, h]| format!("{} - {}", fmt(l), fmt(h))),
-                    ),
-                    None => ("-".into(), "-".into(), String::new()),
-                };
-                vec![
-                    r.run_id.to_string(),
-                    r.started_at.clone(),
-                    r.machine.clone(),
-                    r.kernel.clone(),
-                    r.mode.clone(),
-                    r.status.clone(),
-                    figure,
-                    median,
-                    ci,
-                ]
-            })
-            .collect();
+        let table: Vec<Vec<String>> = rows.iter().map(experiment_row).collect();
         print(&fit(
             &[
                 "run",
@@ -131,33 +157,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
     })? {
         return Ok(0);
     }
-    let table: Vec<Vec<String>> = runs
-        .iter()
-        .map(|r| {
-            let count = |w: &str| r.results.iter().filter(|(_, s)| s == w).count();
-            let mut names: Vec<String> = r.results.iter().map(|(e, _)| e.clone()).collect();
-            if names.len() > 4 {
-                let more = names.len() - 3;
-                names.truncate(3);
-                names.push(format!("+{more} more"));
-            }
-            vec![
-                r.id.to_string(),
-                r.meta.started_at.clone(),
-                r.meta.machine.clone(),
-                r.meta.kernel.clone(),
-                state(&r.state).to_string(),
-                format!(
-                    "{} done, {} skipped, {} failed",
-                    count("completed"),
-                    count("skipped"),
-                    count("failed")
-                ),
-                names.join(", "),
-                r.meta.label.clone().unwrap_or_default(),
-            ]
-        })
-        .collect();
+    let table: Vec<Vec<String>> = runs.iter().map(run_row).collect();
     print(&fit(
         &[
             "run",
