@@ -11,6 +11,17 @@ use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
 
 use crate::failure::Failure;
 
+/// How `sim run` and `sim validate` word the output flags.
+pub const SIM_OUTPUT_HELP: &[(&str, &str)] = &[
+    (
+        "json",
+        "Write the results as JSON to FILE (`-` for standard output)",
+    ),
+    ("csv", "Write CSV files into DIR"),
+    ("plots", "Write SVG plots into DIR"),
+    ("html", "Write one self-contained HTML report to FILE"),
+];
+
 /// A built-in scenario by name, or a scenario file (`-`: standard input) of at
 /// most `max_input` bytes.
 pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {

@@ -12,17 +12,6 @@ use clap::Subcommand;
 
 use crate::failure::CmdResult;
 
-/// How `sim run` and `sim validate` word the output flags.
-const SIM_OUTPUT_HELP: &[(&str, &str)] = &[
-    (
-        "json",
-        "Write the results as JSON to FILE (`-` for standard output)",
-    ),
-    ("csv", "Write CSV files into DIR"),
-    ("plots", "Write SVG plots into DIR"),
-    ("html", "Write one self-contained HTML report to FILE"),
-];
-
 #[derive(Debug, Subcommand)]
 pub enum SimCommand {
     /// List the built-in scenarios, or with --settings what `--set` can change

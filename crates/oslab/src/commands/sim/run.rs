@@ -4,7 +4,7 @@ use clap::Args;
 use oslab_lab::simrun::{SimExperiment, configure};
 use oslab_wbsim::Policy;
 
-use super::SIM_OUTPUT_HELP;
+use super::inputs::SIM_OUTPUT_HELP;
 use super::inputs::{config, load, policy, sets};
 use crate::args::MaxInputArg;
 use crate::exports::{OutputArgs, worded};

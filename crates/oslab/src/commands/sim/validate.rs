@@ -7,7 +7,7 @@ use oslab_lab::RunConfig;
 use oslab_lab::simrun::{SimSawtooth, SimValidate};
 use oslab_model::Mode;
 
-use super::SIM_OUTPUT_HELP;
+use super::inputs::SIM_OUTPUT_HELP;
 use crate::db::DbTarget;
 use crate::exports::{OutputArgs, worded};
 use crate::failure::CmdResult;
