@@ -51,3 +51,6 @@ impl From<oslab_sys::infile::InputError> for Failure {
         }
     }
 }
+
+/// What a command's `run` returns: its exit code, or the failure to report.
+pub type CmdResult = Result<i32, Failure>;

@@ -89,8 +89,12 @@ pub struct Output<D: ?Sized> {
 
 impl<D: ?Sized> Output<D> {
     pub fn new(exporter: impl Exporter<D> + 'static, to: Destination) -> Output<D> {
+        Output::boxed(Box::new(exporter), to)
+    }
+
+    pub fn boxed(exporter: Box<dyn Exporter<D>>, to: Destination) -> Output<D> {
         Output {
-            exporter: Box::new(exporter),
+            exporter,
             to,
             written: (0, 0),
         }
@@ -201,4 +205,49 @@ pub fn check_file_target(path: &Path, flag: &str) -> Result<(), Failure> {
     outfile::check(path)
         .map(drop)
         .map_err(|e| unfit(flag, path, e))
+}
+
+/// An output written as it comes (JSON lines, a trace): an open file, or
+/// standard output for `-`.
+pub enum Stream {
+    Stdout,
+    /// The file, its name, and the first error writing it, if any.
+    File(std::fs::File, PathBuf, Option<String>),
+}
+
+impl Stream {
+    pub fn open(path: &Path, flag: &str) -> Result<Stream, Failure> {
+        if is_stdout(path) {
+            return Ok(Stream::Stdout);
+        }
+        outfile::open_stream(path)
+            .map(|f| Stream::File(f, path.to_path_buf(), None))
+            .map_err(|e| Failure::usage(format!("cannot write {flag} {}: {e}", path.display())))
+    }
+
+    /// Writes `text`; an error on a file is kept for [`Stream::close`] and ends
+    /// the writing to it (the trace goes on).
+    pub fn put(&mut self, text: &str) {
+        match self {
+            Stream::Stdout => print(text),
+            Stream::File(f, path, failed @ None) => {
+                if let Err(e) = f.write_all(text.as_bytes()) {
+                    *failed = Some(format!(
+                        "cannot write {}: {}",
+                        path.display(),
+                        outfile::plain(&e)
+                    ));
+                }
+            }
+            Stream::File(..) => {}
+        }
+    }
+
+    /// The error writing the file, if there was one.
+    pub fn close(self) -> Result<(), Failure> {
+        match self {
+            Stream::File(_, _, Some(why)) => Err(Failure::runtime(why)),
+            _ => Ok(()),
+        }
+    }
 }

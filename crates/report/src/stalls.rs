@@ -1,12 +1,14 @@
 //! `oslab stalls` output: an 80-column block per interval, JSON lines, and trace
 //! events for ui.perfetto.dev.
 
+use std::collections::HashSet;
 use std::fmt::Write;
 
 use oslab_sys::parse::size::human_bytes;
 use oslab_trace::analysis::Cause;
 use oslab_trace::chrome::{self, TraceEvent};
 use oslab_trace::records::{Bandwidth, FlushPass, OffCpu, Pause};
+use oslab_trace::session::Tick;
 use oslab_trace::stalls::{IntervalSummary, StallLine};
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -285,6 +287,55 @@ pub fn trace_events(
     ev
 }
 
+/// A Chrome/Perfetto trace written as it comes, one chunk per interval: each
+/// process and thread named once, the kernel's write-back on a track of its own.
+#[derive(Default)]
+pub struct TraceStream {
+    writer: chrome::Writer,
+    named: HashSet<(u32, u32)>,
+    /// Events written so far.
+    pub events: usize,
+}
+
+impl TraceStream {
+    /// The text of one interval's events.
+    pub fn interval(&mut self, tick: &Tick) -> String {
+        let mut events = Vec::new();
+        for l in &tick.lines {
+            if self.named.insert((l.tgid, l.pid)) {
+                events.push(chrome::name(l.tgid, l.pid, false, &l.comm));
+                let thread = tick.thread_names.get(&l.pid).unwrap_or(&l.comm);
+                events.push(chrome::name(l.tgid, l.pid, true, thread));
+            }
+        }
+        if self.named.insert((KERNEL_TRACK_PID, 0)) {
+            events.push(chrome::name(
+                KERNEL_TRACK_PID,
+                0,
+                false,
+                "kernel: write back",
+            ));
+        }
+        let c = &tick.captured;
+        events.extend(trace_events(
+            &tick.lines,
+            &c.pauses,
+            &c.offcpu,
+            &c.flushes,
+            &c.bandwidth,
+            tick.hz,
+            tick.page_size,
+        ));
+        self.events += events.len();
+        self.writer.chunk(&events)
+    }
+
+    /// The text that closes the trace.
+    pub fn end(&mut self) -> String {
+        self.writer.end()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -358,5 +409,55 @@ mod tests {
         assert_eq!(v["type"], "interval");
         assert_eq!(v["causes"][0]["cause"], "dirty_throttle");
         assert_eq!(v["dirtiers"][0]["tgid"], 4242);
+    }
+
+    fn line(pid: u32) -> StallLine {
+        StallLine {
+            tgid: 7,
+            pid,
+            comm: "writer".into(),
+            call: "write".into(),
+            fd: 3,
+            bytes: 4096,
+            start_ns: 1_000,
+            dur_ns: 50_000_000,
+            main_cause: Cause::DirtyThrottle,
+            throttle_ns: 50_000_000,
+            wbwait_ns: 0,
+            blocked_ns: 0,
+            runq_ns: 0,
+            on_cpu_ns: 0,
+            pauses: 1,
+            blocked_in: Vec::new(),
+        }
+    }
+
+    fn tick(lines: Vec<StallLine>) -> Tick {
+        Tick {
+            summary: summary(),
+            thread_names: lines
+                .iter()
+                .map(|l| (l.pid, format!("t{}", l.pid)))
+                .collect(),
+            lines,
+            captured: Default::default(),
+            hz: 250,
+            page_size: 4096,
+        }
+    }
+
+    #[test]
+    fn a_trace_names_each_thread_and_the_kernel_track_once() {
+        let mut stream = TraceStream::default();
+        let first = stream.interval(&tick(vec![line(8)]));
+        assert_eq!(first.matches("\"process_name\"").count(), 2, "{first}");
+        assert!(first.contains("\"t8\""), "{first}");
+        let second = stream.interval(&tick(vec![line(8), line(9)]));
+        assert_eq!(second.matches("\"thread_name\"").count(), 1, "{second}");
+        assert_eq!(second.matches("\"process_name\"").count(), 1, "{second}");
+        assert_eq!(stream.events, (3 + 1) + (2 + 2));
+        let whole = format!("{first}{second}{}", stream.end());
+        let events: serde_json::Value = serde_json::from_str(&whole).unwrap();
+        assert_eq!(events.as_array().map(Vec::len), Some(stream.events));
     }
 }

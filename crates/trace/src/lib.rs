@@ -22,6 +22,7 @@ pub mod decode;
 #[cfg(oslab_bpf)]
 mod live;
 pub mod records;
+pub mod session;
 pub mod stalls;
 
 use std::sync::mpsc::{Receiver, Sender};

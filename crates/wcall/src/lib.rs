@@ -5,6 +5,7 @@
 
 pub mod admission;
 pub mod cgroups;
+pub mod cli;
 pub mod coordinator;
 pub mod facts;
 pub mod family;

@@ -97,18 +97,13 @@ fn child(
 ) -> Result<Vec<f64>, LabError> {
     let exe = std::env::current_exe()
         .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
-    let mut cmd = std::process::Command::new(exe);
-    cmd.args([
-        "wcall",
-        "bench-writes",
-        "--batches",
-        &batches.to_string(),
-        "--per-batch",
-        &per_batch.to_string(),
-        "--file",
-    ])
-    .arg(file)
-    .envs(env.iter().map(|(k, v)| (k, v)));
+    let mut cmd = oslab_wcall::cli::Launch::BenchWrites(oslab_wcall::cli::WcallBenchArgs {
+        file: file.to_path_buf(),
+        batches,
+        per_batch,
+    })
+    .command(&exe);
+    cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let out = oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
         .output()
         .map_err(|e| LabError::Failed(format!("cannot start the benchmark child: {e}")))?;

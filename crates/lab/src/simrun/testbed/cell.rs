@@ -33,27 +33,20 @@ pub struct Bench<'a> {
 const WARM_BYTES: usize = 512 << 20;
 
 fn writer_command(b: &Bench, w: &WriterArgs, file: &Path, start_at: u64) -> Command {
-    let mut cmd = Command::new(&b.exe);
-    cmd.args(["wcall", "writer", "--chunk", "512KiB", "--file"])
-        .arg(file)
-        .args(["--start-at", &start_at.to_string()])
-        .args(["--duration", &format!("{:.3}", w.duration_s)]);
-    match w.count {
-        Some(c) => cmd.args([
-            "--period-ms",
-            &PERIOD_MS.to_string(),
-            "--count",
-            &c.to_string(),
-        ]),
-        None => cmd.args(["--period-ms", "0"]),
-    };
-    if let Some(p) = w.fifo {
-        cmd.args(["--fifo", &p.to_string()]);
-    }
-    if let Some(n) = w.nice {
-        cmd.args(["--nice", &n.to_string()]);
-    }
-    cmd
+    let period_ms = if w.count.is_some() { PERIOD_MS } else { 0.0 };
+    use oslab_wcall::cli::{Launch, WcallWriterArgs};
+    Launch::Writer(WcallWriterArgs {
+        file: file.to_path_buf(),
+        chunk: "512KiB".into(),
+        period_ms,
+        count: w.count,
+        // to the millisecond, as the writers of one run share a start
+        duration: Some((w.duration_s * 1000.0).round() / 1000.0),
+        fifo: w.fifo,
+        nice: w.nice,
+        start_at: Some(start_at),
+    })
+    .command(&b.exe)
 }
 
 /// A started writer: its name, process and the file its trace goes to.

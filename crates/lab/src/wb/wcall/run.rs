@@ -4,7 +4,7 @@
 //! trace, and afterwards a check of every byte. Nothing here judges.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use oslab_sys::clock::monotonic_ns;
@@ -51,13 +51,18 @@ impl Drop for Daemon {
 
 fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError> {
     let name = format!("wb-wcall-{}-{cell}", std::process::id());
-    let mut cmd = Command::new(&e.exe);
-    cmd.args([
-        "wcall", "daemon", "--every", "0", "--name", &name, "--policy",
-    ])
-    .arg(policy.name())
-    .stdout(Stdio::null())
-    .stderr(Stdio::null());
+    use oslab_wcall::cli::{Launch, WcallDaemonArgs, WcallPolicyArgs};
+    let mut cmd = Launch::Daemon(WcallDaemonArgs {
+        name: name.clone(),
+        policy: WcallPolicyArgs {
+            policy: Some(policy.name().to_string()),
+            ..WcallPolicyArgs::default()
+        },
+        duration: None,
+        every: 0.0,
+    })
+    .command(&e.exe);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
     let child =
         oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
             .spawn()

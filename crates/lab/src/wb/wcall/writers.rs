@@ -127,9 +127,15 @@ impl WriterPlan {
         let argv = self.argv(e);
         let mut cmd = match governor {
             Some(g) => {
-                let mut c = Command::new(&e.exe);
-                c.args(["wcall", "run", "--name", g, "--"]).args(&argv);
-                c
+                use oslab_wcall::cli::{Launch, WcallRunArgs};
+                Launch::Run(WcallRunArgs {
+                    group: "auto".into(),
+                    name: Some(g.to_string()),
+                    private: false,
+                    policy: Default::default(),
+                    command: argv,
+                })
+                .command(&e.exe)
             }
             None => {
                 let mut c = Command::new(&argv[0]);

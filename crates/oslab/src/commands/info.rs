@@ -1,0 +1,32 @@
+//! `oslab info`
+
+use clap::Args;
+use std::path::PathBuf;
+
+use oslab_sys::fsread::Root;
+use oslab_sys::machine::{self, LiveProbes};
+
+use crate::failure::CmdResult;
+use crate::output::print;
+
+#[derive(Debug, Args)]
+pub struct InfoArgs {
+    /// Print JSON instead of the readable layout
+    #[arg(long)]
+    pub json: bool,
+    /// Scratch directory whose device and free space to report [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
+pub fn run(a: InfoArgs) -> CmdResult {
+    crate::pending::warn_if_pending();
+    let scratch = crate::scratch::scratch_base(a.scratch.as_deref())?;
+    let m = machine::collect(&Root::live(), &LiveProbes::live(&scratch));
+    if a.json {
+        print(&(serde_json::to_string_pretty(&m).expect("machine info serialises") + "\n"));
+    } else {
+        print(&oslab_report::info::render(&m));
+    }
+    Ok(0)
+}

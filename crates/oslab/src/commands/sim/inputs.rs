@@ -1,0 +1,101 @@
+//! What `sim run`, `sweep` and `advise` read from the command line: a scenario by
+//! name or file, `--set KEY=VALUE` pairs, a policy name, `--vary` values.
+
+use std::path::Path;
+
+use oslab_lab::RunConfig;
+use oslab_model::Mode;
+use oslab_sys::infile;
+use oslab_wbsim::Policy;
+use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
+
+use crate::failure::Failure;
+
+/// How `sim run` and `sim validate` word the output flags.
+pub const SIM_OUTPUT_HELP: &[(&str, &str)] = &[
+    (
+        "json",
+        "Write the results as JSON to FILE (`-` for standard output)",
+    ),
+    ("csv", "Write CSV files into DIR"),
+    ("plots", "Write SVG plots into DIR"),
+    ("html", "Write one self-contained HTML report to FILE"),
+];
+
+/// A built-in scenario by name, or a scenario file (`-`: standard input) of at
+/// most `max_input` bytes.
+pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {
+    let path = Path::new(name);
+    if infile::is_stdin(path) || name.ends_with(".toml") || path.symlink_metadata().is_ok() {
+        let text = infile::read_text(path, max_input)?;
+        return scenario::from_toml(&infile::display_name(path), &text).map_err(Failure::usage);
+    }
+    scenario::find(name).ok_or_else(|| {
+        let names: Vec<String> = scenario::builtin().into_iter().map(|s| s.name).collect();
+        Failure::usage(format!(
+            "unknown scenario '{name}' (built in: {}; or give a .toml file)",
+            names.join(", ")
+        ))
+    })
+}
+
+/// The `--set KEY=VALUE` pairs, split.
+pub fn sets(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
+    raw.iter()
+        .map(|s| {
+            s.split_once('=')
+                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
+                .ok_or_else(|| Failure::usage(format!("--set {s}: expected KEY=VALUE")))
+        })
+        .collect()
+}
+
+pub fn policy(s: &str) -> Result<Policy, Failure> {
+    Policy::parse(s).ok_or_else(|| {
+        Failure::usage(format!(
+            "unknown policy '{s}' (use vanilla, wcall or wcall-fair)"
+        ))
+    })
+}
+
+/// The run settings of a simulation: nothing of this machine's.
+pub fn config() -> RunConfig {
+    RunConfig {
+        mode: Mode::Full,
+        repeat: None,
+        seed: 1,
+        scratch_dir: std::env::temp_dir(),
+        sets: Default::default(),
+    }
+}
+
+/// The values of `--vary`: a list, or a range split into `steps` points.
+pub fn values(vary: &str, steps: u64) -> Result<(String, Vec<String>), Failure> {
+    let (key, spec) = vary.split_once('=').ok_or_else(|| {
+        Failure::usage(format!("--vary {vary}: expected KEY=V1,V2 or KEY=FROM..TO"))
+    })?;
+    if let Some((a, b)) = spec.split_once("..") {
+        let (lo, hi) = match (parse_bytes(a), parse_bytes(b)) {
+            (Some(lo), Some(hi)) if hi > lo => (lo as f64, hi as f64),
+            _ => {
+                return Err(Failure::usage(format!(
+                    "--vary {vary}: FROM..TO must be two numbers, FROM below TO"
+                )));
+            }
+        };
+        let v = (0..steps)
+            .map(|i| {
+                format!(
+                    "{}",
+                    (lo + (hi - lo) * i as f64 / (steps - 1) as f64).round() as u64
+                )
+            })
+            .collect();
+        Ok((key.to_string(), v))
+    } else {
+        Ok((
+            key.to_string(),
+            spec.split(',').map(|x| x.trim().to_string()).collect(),
+        ))
+    }
+}

@@ -1,0 +1,47 @@
+//! `oslab sim run`
+
+use clap::Args;
+use oslab_lab::simrun::{SimExperiment, configure};
+use oslab_wbsim::Policy;
+
+use super::inputs::SIM_OUTPUT_HELP;
+use super::inputs::{config, load, policy, sets};
+use crate::args::MaxInputArg;
+use crate::exports::{OutputArgs, worded};
+use crate::failure::{CmdResult, Failure};
+use crate::results::{Delivery, execute};
+
+#[derive(Debug, Args)]
+#[command(mut_args(worded(SIM_OUTPUT_HELP)))]
+pub struct SimRunArgs {
+    /// A built-in scenario (`oslab sim list`) or a scenario file (.toml)
+    #[arg(value_name = "SCENARIO")]
+    pub scenario: String,
+    /// Policies to compare (repeatable): vanilla, wcall, wcall-fair [default: all three]
+    #[arg(long = "policy", value_name = "POLICY")]
+    pub policies: Vec<String>,
+    /// Change a setting, e.g. --set bandwidth=20MiB/s (repeatable; see `oslab sim
+    /// list --settings`)
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+    #[command(flatten)]
+    pub input: MaxInputArg,
+}
+
+pub fn run(a: SimRunArgs) -> CmdResult {
+    let s = load(&a.scenario, a.input.max_input)?;
+    let c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    let policies: Vec<Policy> = if a.policies.is_empty() {
+        vec![Policy::Vanilla, Policy::Wcall, Policy::WcallFair]
+    } else {
+        a.policies
+            .iter()
+            .map(|p| policy(p))
+            .collect::<Result<_, _>>()?
+    };
+    let exp = SimExperiment::new(&s, c, policies);
+    // simulated figures describe no machine: they are not kept in the database
+    execute(&[&exp], &Delivery::outputs_only(a.out), &config())
+}

@@ -1,0 +1,223 @@
+//! `oslab stalls`: slow writes explained by the kernel, live.
+
+use clap::Args;
+use oslab_arg_values::{duration, seconds, whole};
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::Duration;
+
+use oslab_report::stalls::{self as render, TraceStream};
+use oslab_sys::clock::{local_hms, unix_time_s};
+use oslab_sys::signals::{OnParentDeath, child_of_oslab};
+use oslab_trace::session::{StallsOptions, StallsSession, Tick};
+use oslab_trace::{Watch, WritebackOptions};
+
+use crate::failure::CmdResult;
+use crate::failure::{EXIT_PRIVILEGE, Failure};
+use crate::output::{Stream, check_file_target, is_stdout, print};
+
+#[derive(Debug, Args)]
+pub struct StallsArgs {
+    /// Watch only this process (repeatable; its children forked later too)
+    #[arg(long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
+    pub pids: Vec<u64>,
+    /// Report calls at least this long, e.g. 10ms, 1.5s (a bare number is ms)
+    #[arg(long, value_name = "DURATION", default_value = "10ms", allow_negative_numbers = true, value_parser = duration(0.000_01, 60.0))]
+    pub threshold: u64,
+    /// Seconds between summaries (0.1 to 3600)
+    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
+    pub interval: f64,
+    /// Stop after N intervals
+    #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
+    pub count: Option<u64>,
+    /// Write JSON lines (each slow call, then each interval) to FILE, or `-` for
+    /// standard output instead of the tables
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+    /// Write a Chrome/Perfetto trace (real pids and tids, CLOCK_MONOTONIC time) to FILE
+    #[arg(long, value_name = "FILE")]
+    pub trace: Option<PathBuf>,
+    /// Rows per table (dirtiers, blocking places)
+    #[arg(long, value_name = "N", default_value_t = 5, allow_negative_numbers = true, value_parser = whole(1, 1000))]
+    pub top: u64,
+    /// Run this command and watch it (and its children) until it ends
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<String>,
+}
+
+fn check_args(a: &StallsArgs) -> Result<(), Failure> {
+    if !a.pids.is_empty() && !a.command.is_empty() {
+        return Err(Failure::usage(
+            "give either --pid or a command after --, not both",
+        ));
+    }
+    for &pid in &a.pids {
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            return Err(Failure::usage(format!("--pid {pid}: no such process")));
+        }
+    }
+    for (flag, path) in [("--json", &a.json), ("--trace", &a.trace)] {
+        if let Some(p) = path
+            && !is_stdout(p)
+        {
+            check_file_target(p, flag)?;
+        }
+    }
+    if a.trace.as_deref().is_some_and(is_stdout) {
+        return Err(Failure::usage("--trace needs a file name"));
+    }
+    Ok(())
+}
+
+fn spawn(command: &[String]) -> Result<Child, Failure> {
+    let mut cmd = Command::new(&command[0]);
+    cmd.args(&command[1..]);
+    crate::guard::spawn_forwarding(child_of_oslab(&mut cmd, OnParentDeath::Terminate))
+        .map_err(|e| Failure::usage(format!("cannot run '{}': {e}", command[0])))
+}
+
+pub fn run(a: StallsArgs) -> CmdResult {
+    check_args(&a)?;
+    if !oslab_sys::process::is_root() {
+        return Err(Failure {
+            code: EXIT_PRIVILEGE,
+            message: "oslab stalls reads the kernel's own account with eBPF and needs root: run it with sudo".into(),
+        });
+    }
+    if let Err(reason) = oslab_trace::available() {
+        return Err(Failure::runtime(format!(
+            "kernel tracing is not available here: {reason}"
+        )));
+    }
+    let watch = if !a.pids.is_empty() {
+        Watch::Pids(a.pids.iter().map(|&p| p as u32).collect())
+    } else if !a.command.is_empty() {
+        // The command is forked by oslab, so following oslab follows it from its
+        // first instruction; oslab's own writes are left out by the session.
+        Watch::Pids(vec![std::process::id()])
+    } else {
+        Watch::All
+    };
+    let whom = whom(&watch, &a.command);
+    let options = StallsOptions {
+        tracing: WritebackOptions {
+            watch,
+            all_writes: false,
+            write_threshold: Duration::from_nanos(a.threshold),
+            stack_threshold: Duration::from_nanos((a.threshold / 10).max(1_000_000)),
+            per_file: false,
+        },
+        interval_ns: (a.interval * 1e9) as u64,
+        count: a.count,
+        top: a.top as usize,
+        name_threads: a.trace.is_some(),
+    };
+    let mut session = StallsSession::start(options).map_err(|e| Failure::runtime(e.to_string()))?;
+    let mut sinks = Sinks::open(&a)?;
+    eprintln!(
+        "oslab: tracing write, pwrite, writev and fsync calls of {whom} over {} ms, every {} s; Ctrl-C to stop",
+        a.threshold as f64 / 1e6,
+        a.interval
+    );
+    let mut child = if a.command.is_empty() {
+        None
+    } else {
+        Some(spawn(&a.command)?)
+    };
+    let ended = || {
+        let status = child.as_mut()?.try_wait().ok()??;
+        Some(crate::child::exit_code(status))
+    };
+    let code = session.run(ended, |tick| sinks.write(tick, a.threshold));
+    crate::guard::stop_forwarding();
+    let lost = session.stop();
+    sinks.close(&a)?;
+    if lost > 0 {
+        eprintln!(
+            "oslab: {lost} kernel records were lost (the ring buffer was full): the figures are incomplete"
+        );
+    }
+    Ok(code.unwrap_or(0))
+}
+
+/// Who is watched, for the first line.
+fn whom(watch: &Watch, command: &[String]) -> String {
+    match watch {
+        Watch::All => "every process".to_string(),
+        Watch::Pids(_) if !command.is_empty() => format!("'{}'", command.join(" ")),
+        Watch::Pids(p) => format!(
+            "pid {}",
+            p.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// Where each interval goes: the tables, JSON lines, a trace file.
+struct Sinks {
+    tables: bool,
+    json: Option<Stream>,
+    trace: Option<(Stream, TraceStream)>,
+}
+
+impl Sinks {
+    fn open(a: &StallsArgs) -> Result<Sinks, Failure> {
+        let json = a
+            .json
+            .as_deref()
+            .map(|p| Stream::open(p, "--json"))
+            .transpose()?;
+        let trace = a
+            .trace
+            .as_deref()
+            .map(|p| Stream::open(p, "--trace"))
+            .transpose()?;
+        Ok(Sinks {
+            tables: !a.json.as_deref().is_some_and(is_stdout),
+            json,
+            trace: trace.map(|t| (t, TraceStream::default())),
+        })
+    }
+
+    fn write(&mut self, tick: &Tick, threshold: u64) {
+        if self.tables {
+            print(&render::interval_text(
+                &local_hms(),
+                &tick.summary,
+                threshold,
+                tick.page_size,
+            ));
+        }
+        if let Some(j) = self.json.as_mut() {
+            for l in &tick.lines {
+                j.put(&render::stall_json(l));
+            }
+            j.put(&render::interval_json(&tick.summary, unix_time_s()));
+        }
+        if let Some((t, stream)) = self.trace.as_mut() {
+            t.put(&stream.interval(tick));
+        }
+    }
+
+    /// Ends the files, each named on stderr.
+    fn close(self, a: &StallsArgs) -> Result<(), Failure> {
+        if let Some((mut t, mut stream)) = self.trace {
+            t.put(&stream.end());
+            t.close()?;
+            if let Some(p) = &a.trace {
+                eprintln!(
+                    "oslab: trace written: {} ({} events; open it in ui.perfetto.dev)",
+                    p.display(),
+                    stream.events
+                );
+            }
+        }
+        if let Some(j) = self.json {
+            j.close()?;
+        }
+        if let (Some(p), true) = (&a.json, self.tables) {
+            eprintln!("oslab: JSON lines written: {}", p.display());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,148 @@
+//! `oslab testbed up | down | status`
+
+use clap::{Args, Subcommand};
+use std::path::PathBuf;
+
+use oslab_lab::wb::testbed::{self, Testbed, parse_bandwidth};
+use oslab_sys::journal::{Journal, Undo, named_dir};
+use oslab_sys::parse::size::{human_bytes, parse_human_size};
+
+use crate::failure::CmdResult;
+use crate::failure::{EXIT_PRIVILEGE, Failure};
+use crate::output::print;
+use crate::scratch::scratch_base;
+use crate::testbed_state::{NAME, current, state_path};
+
+#[derive(Debug, Subcommand)]
+pub enum TestbedCommand {
+    /// Build it: loop device over a sparse file, ext4, write bandwidth cap; measures itself
+    Up(TestbedUpArgs),
+    /// Take it down (also done by `oslab restore`)
+    Down,
+    /// Show the testbed that is up, if any
+    Status,
+}
+
+#[derive(Debug, Args)]
+pub struct TestbedUpArgs {
+    /// Write bandwidth cap, e.g. 10MiB/s
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
+    pub bandwidth: String,
+    /// Size of the sparse image
+    #[arg(
+        long,
+        value_name = "SIZE",
+        default_value = "2GiB",
+        allow_hyphen_values = true
+    )]
+    pub size: String,
+    /// Where the image and mount point go [default: $TMPDIR]
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
+}
+
+fn describe(tb: &Testbed) -> String {
+    format!(
+        "testbed up: {} ({}) over {} ({} sparse), ext4 mounted on {}\n  write cap {}/s, measured {:.1} MiB/s sustained write back\n",
+        tb.device.display(),
+        tb.dev,
+        tb.image.display(),
+        human_bytes(tb.size_bytes),
+        tb.mount.display(),
+        human_bytes(tb.bandwidth_bytes_s),
+        tb.measured_bytes_s / (1 << 20) as f64
+    )
+}
+
+fn up(a: TestbedUpArgs) -> CmdResult {
+    let bw =
+        parse_bandwidth(&a.bandwidth).map_err(|e| Failure::usage(format!("--bandwidth {e}")))?;
+    let size = parse_human_size(&a.size)
+        .ok()
+        .filter(|s| *s >= 64 << 20)
+        .ok_or_else(|| Failure::usage(format!("--size {}: give at least 64MiB", a.size)))?;
+    let base = scratch_base(a.scratch.as_deref())?;
+    if let Some(why) = testbed::unavailable() {
+        return Err(Failure {
+            code: EXIT_PRIVILEGE,
+            message: format!("{why}; nothing was changed"),
+        });
+    }
+    let dir = named_dir(NAME);
+    if Journal::load(&dir, NAME)
+        .map_err(|e| Failure::runtime(e.to_string()))?
+        .is_some()
+    {
+        return Err(Failure::usage(
+            "a testbed is already up ('oslab testbed status'); take it down first with 'oslab testbed down'",
+        ));
+    }
+    let mut j = Journal::named(&dir, NAME);
+    j.record(
+        "testbed description".to_string(),
+        Undo::RemovePath { path: state_path() },
+    )
+    .map_err(|e| Failure::runtime(e.to_string()))?;
+    eprintln!("oslab: building the testbed and measuring it (a few seconds)");
+    let r = testbed::up(&base, size, bw, &mut |d, u| j.record(d, u));
+    match r {
+        Ok(tb) => {
+            let text = serde_json::to_string_pretty(&tb).expect("serialises");
+            let state = state_path();
+            oslab_sys::outfile::write_whole(&state, text.as_bytes())
+                .map_err(|e| Failure::runtime(format!("cannot write {}: {e}", state.display())))?;
+            // built: left up on purpose from here on, not a half-built one
+            j.mark_complete()
+                .map_err(|e| Failure::runtime(e.to_string()))?;
+            print(&describe(&tb));
+            print("take it down with 'oslab testbed down' (or 'oslab restore')\n");
+            Ok(0)
+        }
+        Err(e) => {
+            for o in j.undo_all() {
+                if let Err(err) = o.result {
+                    eprintln!("oslab: could not undo '{}': {err}", o.description);
+                }
+            }
+            Err(Failure::runtime(format!(
+                "testbed not built: {e}; every step was undone"
+            )))
+        }
+    }
+}
+
+fn down() -> CmdResult {
+    match Journal::load(&named_dir(NAME), NAME).map_err(|e| Failure::runtime(e.to_string()))? {
+        None => {
+            print("no testbed is up\n");
+            Ok(0)
+        }
+        Some(mut j) => {
+            let mut failed = 0;
+            for o in j.undo_all() {
+                match o.result {
+                    Ok(()) => print(&format!("undone: {}\n", o.description)),
+                    Err(e) => {
+                        failed += 1;
+                        print(&format!("FAILED: {}: {e}\n", o.description));
+                    }
+                }
+            }
+            Ok(if failed > 0 { 1 } else { 0 })
+        }
+    }
+}
+
+pub fn run(c: TestbedCommand) -> CmdResult {
+    match c {
+        TestbedCommand::Up(a) => up(a),
+        TestbedCommand::Down => down(),
+        TestbedCommand::Status => {
+            match current() {
+                Some(tb) => print(&describe(&tb)),
+                None => print("no testbed is up\n"),
+            }
+            Ok(0)
+        }
+    }
+}

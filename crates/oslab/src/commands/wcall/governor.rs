@@ -1,0 +1,91 @@
+//! A governor of `wcall run`'s or `wcall daemon`'s own: its options from the
+//! arguments (`oslab_wcall::cli::WcallPolicyArgs`) and starting it.
+
+use std::time::Duration;
+
+use oslab_sys::parse::size::parse_human_size;
+use oslab_wbsim::policy::Policy;
+use oslab_wcall::cgroups::CgroupLimits;
+use oslab_wcall::cli::WcallPolicyArgs;
+use oslab_wcall::service::{self, Governor, Options};
+use oslab_wcall::shm::group_number;
+
+use crate::failure::Failure;
+
+pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
+    let name = p.policy.as_deref().unwrap_or("wcall-fair");
+    let policy = match Policy::parse(name) {
+        Some(Policy::Vanilla) | None => {
+            return Err(Failure::usage(format!(
+                "unknown policy '{name}': use wcall or wcall-fair"
+            )));
+        }
+        Some(x) => x,
+    };
+    let headroom = match &p.headroom {
+        None => None,
+        Some(h) => Some(parse_human_size(h).map_err(|e| {
+            Failure::usage(format!("--headroom {h}: {e} (give a size such as 8MiB)"))
+        })?),
+    };
+    let recycle = match p.recycle.as_deref().unwrap_or("auto") {
+        "on" => true,
+        "off" => false,
+        "auto" => service::page_reporting(),
+        other => {
+            return Err(Failure::usage(format!(
+                "--recycle {other}: use on, off or auto"
+            )));
+        }
+    };
+    let is_root = oslab_sys::process::is_root();
+    Ok(Options {
+        policy,
+        block_ns: (p.block_ms.unwrap_or(100.0) * 1e6) as u64,
+        interval: Duration::from_secs_f64(p.interval_ms.unwrap_or(10.0) / 1000.0),
+        fifo_priority: is_root.then_some(oslab_wcall::service::COORDINATOR_FIFO),
+        cgroups: !p.no_cgroups,
+        cgroup_limits: cgroup_limits(&p.memory_high)?,
+        tuning: oslab_wcall::coordinator::Tuning { headroom, recycle },
+        kernel_monitor: true,
+    })
+}
+
+/// What a governor does beside its policy, in one line for the user.
+pub fn described(g: &Governor, o: &Options) -> String {
+    let recycle = if o.tuning.recycle {
+        "written-back pages of governed files are dropped every 100 ms (--recycle off to keep them)"
+    } else {
+        "written-back pages stay in the page cache"
+    };
+    format!("{}; {}; {recycle}", g.monitor(), g.cgroups().describe())
+}
+
+/// The policy's io weights and the `--memory-high GROUP=SIZE` values.
+pub fn cgroup_limits(memory_high: &[String]) -> Result<CgroupLimits, Failure> {
+    let mut l = CgroupLimits::policy_io_weights();
+    for m in memory_high {
+        let bad = || {
+            Failure::usage(format!(
+                "--memory-high {m}: expected GROUP=SIZE with GROUP rt-high, rt-low or normal and SIZE like 2GiB"
+            ))
+        };
+        let (g, size) = m.split_once('=').ok_or_else(bad)?;
+        let g = group_number(g.trim())
+            .filter(|g| (*g as usize) < l.memory_high.len())
+            .ok_or_else(bad)?;
+        let bytes = parse_human_size(size.trim())
+            .ok()
+            .filter(|b| *b >= 1 << 20)
+            .ok_or_else(bad)?;
+        l.memory_high[g as usize] = Some(bytes);
+    }
+    Ok(l)
+}
+
+pub fn start(name: &str, o: Options) -> Result<Governor, Failure> {
+    let g = Governor::start(name, o)
+        .map_err(|e| Failure::runtime(format!("cannot start the governor: {e}")))?;
+    crate::guard::on_interrupt(g.releaser());
+    Ok(g)
+}

@@ -1,0 +1,58 @@
+//! `oslab wcall status`: the governors running on this machine.
+
+use clap::Args;
+use oslab_report::wcall::Running;
+use oslab_wcall::rendezvous;
+use oslab_wcall::view::snapshot_of;
+
+use crate::failure::CmdResult;
+use crate::output::print;
+
+#[derive(Debug, Args)]
+pub struct WcallStatusArgs {
+    /// Only the governor of this name
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// Print JSON
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(a: WcallStatusArgs) -> CmdResult {
+    let found: Vec<_> = rendezvous::discover()
+        .into_iter()
+        .filter(|f| a.name.as_ref().is_none_or(|n| &f.name == n))
+        .collect();
+    let mut snaps = Vec::new();
+    for f in &found {
+        match f.board() {
+            // the coordinator's pid as the kernel named the socket's peer
+            Ok(b) => snaps.push((
+                f,
+                snapshot_of(b.board(), oslab_sys::clock::monotonic_ns(), f.pid),
+            )),
+            Err(e) => eprintln!(
+                "oslab wcall: cannot read governor '{}' (pid {}): {e}",
+                f.name, f.pid
+            ),
+        }
+    }
+    if a.json {
+        let v: Vec<_> = snaps
+            .iter()
+            .map(|(f, s)| serde_json::json!({"name": f.name, "pid": f.pid, "status": s}))
+            .collect();
+        print(&(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"));
+        return Ok(0);
+    }
+    let governors: Vec<Running> = snaps
+        .iter()
+        .map(|(f, s)| Running {
+            name: &f.name,
+            pid: f.pid,
+            snapshot: s,
+        })
+        .collect();
+    print(&oslab_report::wcall::status(&governors));
+    Ok(0)
+}
