@@ -6,7 +6,7 @@ use oslab_lab::simrun::advise::{Candidate, advise};
 use oslab_lab::simrun::configure;
 use oslab_model::ExperimentResult;
 use oslab_store::RunFilter;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use crate::CmdResult;
 use crate::cli::SimAdviseArgs;

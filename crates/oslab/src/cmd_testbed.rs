@@ -2,7 +2,7 @@
 
 use oslab_lab::wb::testbed::{self, Testbed, parse_bandwidth};
 use oslab_sys::journal::{Journal, Undo, named_dir};
-use oslab_sys::parse::size::{human_bytes, parse_human_size};
+use oslab_units::{human_bytes, parse_human_size};
 
 use crate::CmdResult;
 use crate::cli::{TestbedCommand, TestbedUpArgs};

@@ -5,7 +5,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use oslab_report::wcall::Running;
-use oslab_sys::parse::size::parse_human_size;
+use oslab_units::parse_human_size;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::launch;

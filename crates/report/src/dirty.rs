@@ -6,7 +6,7 @@
 
 use oslab_model::Claim;
 use oslab_sys::dirty::{DirtyInputs, DirtyLimits};
-use oslab_sys::parse::size::{human_bytes, human_rate};
+use oslab_units::{human_bytes, human_rate};
 
 use crate::table::simple;
 

@@ -10,7 +10,7 @@ use std::fmt::Write;
 use oslab_model::compare::Comparison;
 use oslab_model::{ExperimentResult, Mode, Status, Verdict};
 use oslab_sys::machine::MachineInfo;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use crate::markup::{anchor, esc};

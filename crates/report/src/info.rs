@@ -2,8 +2,8 @@
 
 use oslab_sys::machine::{MachineInfo, Probed};
 use oslab_sys::parse::cpulist::format_cpulist;
-use oslab_sys::parse::size::human_bytes;
 use oslab_sys::topology::GeometryCheck;
+use oslab_units::human_bytes;
 
 use crate::table::simple;
 

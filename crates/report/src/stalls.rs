@@ -3,11 +3,11 @@
 
 use std::fmt::Write;
 
-use oslab_sys::parse::size::human_bytes;
 use oslab_trace::analysis::Cause;
 use oslab_trace::chrome::{self, TraceEvent};
 use oslab_trace::records::{Bandwidth, FlushPass, OffCpu, Pause};
 use oslab_trace::stalls::{IntervalSummary, StallLine};
+use oslab_units::human_bytes;
 
 const MIB: f64 = 1024.0 * 1024.0;
 

@@ -1,7 +1,7 @@
 //! The WCALL governor for people: `oslab wcall status`, the line `wcall daemon
 //! --every S` prints, and what a governor did when it ends.
 
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 use oslab_wcall::view::{ProcView, Snapshot};
 
 use crate::table::simple;

@@ -7,9 +7,11 @@
 
 use std::collections::BTreeMap;
 
+use oslab_units::human_bytes;
+
 use crate::fsread::Root;
 use crate::parse::cpulist::{format_cpulist, parse_cpulist};
-use crate::parse::size::{human_bytes, parse_sysfs_size};
+use crate::parse::size::parse_sysfs_size;
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 

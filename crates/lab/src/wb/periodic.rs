@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use oslab_model::Environment;
 use oslab_stats::sawtooth::Sawtooth;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use super::sawexp::flusher;

@@ -272,7 +272,7 @@ pub fn apply_set(c: &mut Config, key: &str, value: &str) -> Result<(), String> {
 
 /// "64MiB", "1G", "4096" -> bytes; "40MiB/s" -> bytes per second.
 pub fn parse_bytes(s: &str) -> Option<u64> {
-    use oslab_sys::parse::size::{parse_human_rate, parse_human_size};
+    use oslab_units::{parse_human_rate, parse_human_size};
     let t = s.trim();
     if t.ends_with("/s") {
         parse_human_rate(t).ok()

@@ -41,8 +41,8 @@ mod tests;
 
 use oslab_model::Environment;
 use oslab_sys::machine::MachineInfo;
-use oslab_sys::parse::size::human_bytes;
 use oslab_sys::pingpong::{self, Mechanism, Tasks};
+use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::ctxsw::{CellRaw, Placement, placements, run_cell};

@@ -155,7 +155,11 @@ fn a_window_no_run_could_hold_is_not_split() {
             .find(|m| m.name == "interval_share.nice0_vs_5")
             .map(|m| m.samples.len())
     };
-    assert_eq!(shares(&honest), Some(9), "whole 100 ms intervals of the common window");
+    assert_eq!(
+        shares(&honest),
+        Some(9),
+        "whole 100 ms intervals of the common window"
+    );
     let mut damaged = pair(5, 4.0, false, None, 0);
     for w in &mut damaged.workers {
         w.end_ns = u64::MAX - 1;
