@@ -18,16 +18,13 @@ pub mod fsread;
 pub mod infile;
 pub mod journal;
 pub mod machine;
-pub mod memprobe;
 pub mod outfile;
 pub mod owned;
 pub mod parse;
 pub mod pidinfo;
-pub mod pingpong;
 pub mod process;
 pub mod sar;
 pub mod signals;
-pub mod spinners;
 pub mod sysctl;
 pub mod tempname;
 #[cfg(any(test, feature = "testing"))]

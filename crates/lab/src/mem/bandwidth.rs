@@ -24,7 +24,7 @@
 //! References: material section 1 (CPU caches: the cache sweep), madvise(2).
 
 use oslab_model::{Axis, Environment, Marker, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::memprobe::{Buffer, ReadSweep, write_sweep};
+use oslab_probe::memprobe::{Buffer, ReadSweep, write_sweep};
 use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 

@@ -4,8 +4,8 @@
 //! with the real pids and CLOCK_MONOTONIC timestamps.
 
 use oslab_model::{Claim, Finding};
+use oslab_probe::spinners::Spec;
 use oslab_sys::machine::MachineInfo;
-use oslab_sys::spinners::Spec;
 use oslab_trace::TraceOutcome;
 use oslab_trace::analysis::Captured;
 use oslab_trace::chrome::{self, TraceEvent};

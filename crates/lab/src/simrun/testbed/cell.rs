@@ -206,7 +206,7 @@ pub fn run_cell(
         }
         None => Vec::new(),
     };
-    drop(oslab_sys::memprobe::Buffer::new(WARM_BYTES, false));
+    drop(oslab_probe::memprobe::Buffer::new(WARM_BYTES, false));
     let kernel = KernelTrace::writeback(b.machine);
     let (nr0, dev0) = (nr_written(), device_written(&b.tb.disk_name()));
     let t0 = oslab_sys::clock::monotonic_ns();

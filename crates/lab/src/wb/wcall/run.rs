@@ -282,10 +282,10 @@ fn run_matrix(e: &Env, ctx: &mut Context) -> Result<Vec<Cell>, LabError> {
 /// the memory back) beside a plain one.
 fn first_touch(bytes: usize) -> Option<FirstTouch> {
     let t0 = monotonic_ns();
-    let mut buf = oslab_sys::memprobe::Buffer::new(bytes, false).ok()?;
+    let mut buf = oslab_probe::memprobe::Buffer::new(bytes, false).ok()?;
     let first = monotonic_ns() - t0;
     let t1 = monotonic_ns();
-    oslab_sys::memprobe::write_sweep(buf.as_mut_slice(), 1);
+    oslab_probe::memprobe::write_sweep(buf.as_mut_slice(), 1);
     let again = monotonic_ns() - t1;
     let pages = (bytes / 4096) as f64;
     Some(FirstTouch {

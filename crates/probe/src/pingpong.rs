@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::error::{SysError, SysResult};
+use oslab_sys::{SysError, SysResult};
 
 /// How the two sides wake each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +123,7 @@ fn cpu_bit() -> u64 {
 
 fn pin(cpu: Option<u32>) {
     if let Some(c) = cpu {
-        crate::process::pin_raw(c);
+        crate::forked::pin_raw(c);
     }
 }
 
@@ -139,10 +139,10 @@ fn touch(sh: &Shared) {
 /// The peer's side: wait for its turn, touch the working set, hand back.
 fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
     sh.peer_tid
-        .store(crate::process::raw_gettid() as u64, Ordering::Relaxed);
+        .store(oslab_sys::process::raw_gettid() as u64, Ordering::Relaxed);
     let (v0, i0) = rusage_thread();
     sh.peer_t0
-        .store(crate::clock::monotonic_ns(), Ordering::Relaxed);
+        .store(oslab_sys::clock::monotonic_ns(), Ordering::Relaxed);
     let mut cpus = 0u64;
     let mut byte = [0u8; 1];
     let mut n = 0u64;
@@ -184,7 +184,7 @@ fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
         }
     }
     sh.peer_t1
-        .store(crate::clock::monotonic_ns(), Ordering::Relaxed);
+        .store(oslab_sys::clock::monotonic_ns(), Ordering::Relaxed);
     let (v1, i1) = rusage_thread();
     sh.peer_vol.store(v1 - v0, Ordering::Relaxed);
     sh.peer_invol.store(i1 - i0, Ordering::Relaxed);
@@ -192,7 +192,7 @@ fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
 }
 
 fn mmap_shared(len: usize) -> SysResult<*mut u8> {
-    crate::process::map_shared_anon(len)
+    crate::forked::map_shared_anon(len)
 }
 
 /// Runs `batches` batches of `round_trips` round trips between this thread and a
@@ -233,7 +233,7 @@ pub fn run(
             return Err(e);
         }
     }
-    let previous = crate::process::affinity().ok();
+    let previous = oslab_sys::process::affinity().ok();
 
     // start the peer
     let mut child_pid = 0;
@@ -252,7 +252,7 @@ pub fn run(
                 return Err(e);
             }
             if pid == 0 {
-                crate::signals::forked_worker(parent);
+                oslab_sys::signals::forked_worker(parent);
                 if mech == Mechanism::Pipe {
                     // SAFETY: the child's copies of the ends only the parent uses.
                     unsafe {
@@ -324,25 +324,25 @@ pub fn run(
         ..Default::default()
     };
     let (v0, i0) = rusage_thread();
-    let window_start = crate::clock::monotonic_ns();
+    let window_start = oslab_sys::clock::monotonic_ns();
     let mut cpus = 0u64;
     for b in 0..batches {
         if !peer_alive {
             break;
         }
-        let t0 = crate::clock::monotonic_ns();
+        let t0 = oslab_sys::clock::monotonic_ns();
         for _ in 0..round_trips {
             if !one_round_trip() {
                 peer_alive = false;
                 break;
             }
         }
-        out.batch_ns[b] = crate::clock::monotonic_ns() - t0;
+        out.batch_ns[b] = oslab_sys::clock::monotonic_ns() - t0;
         cpus |= cpu_bit();
     }
-    let window_end = crate::clock::monotonic_ns();
+    let window_end = oslab_sys::clock::monotonic_ns();
     let (v1, i1) = rusage_thread();
-    out.own_tid = crate::process::raw_gettid() as u32;
+    out.own_tid = oslab_sys::process::raw_gettid() as u32;
     out.own_window_ns = (window_start, window_end);
     out.own_voluntary = v1 - v0;
     out.own_involuntary = i1 - i0;
@@ -380,7 +380,7 @@ pub fn run(
         sh.peer_t1.load(Ordering::Relaxed),
     );
     if let Some(p) = previous {
-        let _ = crate::process::set_affinity(&p);
+        let _ = oslab_sys::process::set_affinity(&p);
     }
     match tasks {
         Tasks::Processes => release(sh_ptr, ws, ws_bytes, &own_fds),
@@ -477,12 +477,12 @@ pub fn time_writes(ws_bytes: usize, per_sample: u64, samples: usize) -> SysResul
     let per_sample = per_sample.max(1);
     let out = (0..samples)
         .map(|_| {
-            let t0 = crate::clock::monotonic_ns();
+            let t0 = oslab_sys::clock::monotonic_ns();
             for _ in 0..per_sample {
                 write();
                 std::hint::black_box(p);
             }
-            (crate::clock::monotonic_ns() - t0) as f64 / per_sample as f64
+            (oslab_sys::clock::monotonic_ns() - t0) as f64 / per_sample as f64
         })
         .collect();
     // SAFETY: unmapping what was mapped above.
