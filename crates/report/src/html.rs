@@ -8,8 +8,8 @@
 use std::fmt::Write;
 
 use oslab_model::compare::Comparison;
+use oslab_model::machine::MachineInfo;
 use oslab_model::{ExperimentResult, Mode, Status, Verdict};
-use oslab_sys::machine::MachineInfo;
 use oslab_units::human_bytes;
 
 use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};

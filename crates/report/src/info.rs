@@ -1,8 +1,8 @@
 //! The readable layout of `oslab info`.
 
-use oslab_sys::machine::{MachineInfo, Probed};
+use oslab_model::machine::GeometryCheck;
+use oslab_model::machine::{MachineInfo, Probed};
 use oslab_sys::parse::cpulist::format_cpulist;
-use oslab_sys::topology::GeometryCheck;
 use oslab_units::human_bytes;
 
 use crate::table::simple;

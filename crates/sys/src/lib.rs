@@ -32,5 +32,3 @@ pub mod testing;
 pub mod topology;
 
 pub use error::{SysError, SysResult};
-/// The memory cgroup parsers and readers, at their old path.
-pub use parse::memcg;

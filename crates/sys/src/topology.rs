@@ -16,7 +16,7 @@ use crate::parse::size::parse_sysfs_size;
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 
 // The types are the result schema's (`oslab_model::machine`); this module fills them.
-pub use oslab_model::machine::{
+use oslab_model::machine::{
     CacheIndex, CacheLevel, CacheTopology, DistinctCache, GeometryCheck, LogicalCpu,
 };
 

@@ -140,8 +140,8 @@ impl Governor {
                     let used = CgroupUse::Placed {
                         base: c.base().to_path_buf(),
                         version: match c.version() {
-                            oslab_sys::memcg::Version::V1 => "v1".into(),
-                            oslab_sys::memcg::Version::V2 => "v2".into(),
+                            oslab_sys::parse::memcg::Version::V1 => "v1".into(),
+                            oslab_sys::parse::memcg::Version::V2 => "v2".into(),
                         },
                         applied: c.applied().to_vec(),
                         not_applied: c.not_applied().to_vec(),

@@ -20,9 +20,9 @@
 //! cpu*/topology/thread_siblings_list (Documentation/admin-guide/cputopology.rst),
 //! sched_setaffinity(2); material section 6 (../shared/spec/material.md).
 
+use oslab_model::machine::MachineInfo;
 use oslab_model::{Claim, Environment};
 use oslab_probe::spinners::Spec;
-use oslab_sys::machine::MachineInfo;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::Worker;

@@ -40,8 +40,8 @@ mod judge;
 mod tests;
 
 use oslab_model::Environment;
+use oslab_model::machine::MachineInfo;
 use oslab_probe::pingpong::{self, Mechanism, Tasks};
-use oslab_sys::machine::MachineInfo;
 use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 

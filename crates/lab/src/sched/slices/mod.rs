@@ -196,7 +196,7 @@ impl Lab for SchedSlices {
 /// /proc/PID/sched 300 ms in, then its schedstat and the CPU's timer interrupts
 /// around a window of half the run (at least 50 ms, at most 1 s).
 fn round(
-    machine: &oslab_sys::machine::MachineInfo,
+    machine: &oslab_model::machine::MachineInfo,
     root: &Root,
     cpu: u32,
     n: usize,

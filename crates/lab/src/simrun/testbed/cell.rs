@@ -22,7 +22,7 @@ use crate::wb::wcall::{Cell, Content, PERIOD_MS, Scenario, Start, WriterRaw};
 /// What every cell of a setting shares.
 pub struct Bench<'a> {
     pub tb: &'a Testbed,
-    pub machine: &'a oslab_sys::machine::MachineInfo,
+    pub machine: &'a oslab_model::machine::MachineInfo,
     pub exe: PathBuf,
     pub lib: PathBuf,
     pub scratch: PathBuf,

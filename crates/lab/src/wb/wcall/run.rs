@@ -24,7 +24,7 @@ use crate::wb::trace::{self, WriterTrace};
 /// What every cell of one run shares.
 pub struct Env<'a> {
     pub tb: &'a Testbed,
-    pub machine: &'a oslab_sys::machine::MachineInfo,
+    pub machine: &'a oslab_model::machine::MachineInfo,
     /// oslab itself, which runs the daemon and `wcall run`.
     pub exe: PathBuf,
     /// The paced writer, built for this run.
