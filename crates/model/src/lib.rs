@@ -8,10 +8,12 @@
 
 mod claim;
 pub mod compare;
+pub mod governor;
 pub mod machine;
 mod plot;
 mod result;
 pub mod system;
+pub mod trace;
 
 pub use claim::{Claim, Verdict};
 pub use machine::MachineInfo;

@@ -13,9 +13,9 @@ use oslab_sys::outfile;
 use oslab_sys::pidinfo;
 use oslab_sys::signals::{OnParentDeath, child_of_oslab};
 use oslab_trace::analysis::{Captured, hz_from_pauses};
-use oslab_trace::chrome;
 use oslab_trace::stalls::{Interval, ProcessInfo, dirtied_since, stall_lines, summarize};
 use oslab_trace::{Tracer, Watch, WritebackOptions};
+use oslab_trace::{chrome, timeline};
 
 use crate::CmdResult;
 use crate::cli::StallsArgs;
@@ -250,15 +250,15 @@ pub fn run(a: StallsArgs) -> CmdResult {
                     events.push(chrome::name(l.tgid, l.pid, true, &thread));
                 }
             }
-            if named_in_trace.insert((render::KERNEL_TRACK_PID, 0)) {
+            if named_in_trace.insert((timeline::KERNEL_TRACK_PID, 0)) {
                 events.push(chrome::name(
-                    render::KERNEL_TRACK_PID,
+                    timeline::KERNEL_TRACK_PID,
                     0,
                     false,
                     "kernel: write back",
                 ));
             }
-            events.extend(render::trace_events(
+            events.extend(timeline::trace_events(
                 &lines,
                 &cap.pauses,
                 &cap.offcpu,

@@ -1,12 +1,9 @@
-//! `oslab stalls` output: an 80-column block per interval, JSON lines, and trace
-//! events for ui.perfetto.dev.
+//! `oslab stalls` output: an 80-column block per interval and JSON lines (the
+//! trace events for ui.perfetto.dev are `oslab_trace::timeline`'s).
 
 use std::fmt::Write;
 
-use oslab_trace::analysis::Cause;
-use oslab_trace::chrome::{self, TraceEvent};
-use oslab_trace::records::{Bandwidth, FlushPass, OffCpu, Pause};
-use oslab_trace::stalls::{IntervalSummary, StallLine};
+use oslab_model::trace::{IntervalSummary, StallLine};
 use oslab_units::human_bytes;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -179,117 +176,10 @@ pub fn interval_json(s: &IntervalSummary, unix_time: f64) -> String {
     format!("{v}\n")
 }
 
-/// The kernel's own tracks: flusher passes and bandwidth estimates live under
-/// this made-up process, the rest under the real pids and tids.
-pub const KERNEL_TRACK_PID: u32 = 0;
-
-/// Trace events for an interval's records: each slow call as a slice with its
-/// causes in the arguments, dirty-throttle pauses and blocked stretches as
-/// slices on the same thread, flusher passes, and counters for Dirty against the
-/// limits and for the device's bandwidth estimate.
-pub fn trace_events(
-    stalls: &[StallLine],
-    pauses: &[Pause],
-    offcpu: &[OffCpu],
-    flushes: &[FlushPass],
-    bandwidth: &[Bandwidth],
-    hz: u32,
-    page_size: u64,
-) -> Vec<TraceEvent> {
-    let mut ev = Vec::new();
-    for s in stalls {
-        ev.push(
-            chrome::slice(&s.call, "stall", s.tgid, s.pid, s.start_ns, s.dur_ns)
-                .arg("fd", s.fd)
-                .arg("bytes", s.bytes)
-                .arg("main_cause", Cause::label(s.main_cause))
-                .arg("throttle_ms", s.throttle_ns as f64 / 1e6)
-                .arg("writeback_wait_ms", s.wbwait_ns as f64 / 1e6)
-                .arg("blocked_ms", s.blocked_ns as f64 / 1e6)
-                .arg("run_queue_ms", s.runq_ns as f64 / 1e6)
-                .arg("on_cpu_ms", s.on_cpu_ns as f64 / 1e6),
-        );
-    }
-    let to_mib = |p: u64| (p * page_size) as f64 / MIB;
-    for p in pauses {
-        if p.pause_jiffies > 0 {
-            let dur = oslab_trace::analysis::jiffies_ns(p.pause_jiffies, hz).max(0) as u64;
-            ev.push(
-                chrome::slice(
-                    "dirty throttle pause",
-                    "throttle",
-                    p.tgid,
-                    p.pid,
-                    p.ts_ns,
-                    dur,
-                )
-                .arg("dirty_mib", to_mib(p.dirty))
-                .arg("setpoint_mib", to_mib(p.setpoint()))
-                .arg("limit_mib", to_mib(p.thresh))
-                .arg("task_ratelimit_mib_s", to_mib(p.task_ratelimit))
-                .arg("pause_jiffies", p.pause_jiffies),
-            );
-        }
-        ev.push(chrome::counter(
-            "dirty + writeback (MiB)",
-            KERNEL_TRACK_PID,
-            p.ts_ns,
-            &[
-                ("dirty", to_mib(p.dirty)),
-                ("setpoint", to_mib(p.setpoint())),
-                ("limit", to_mib(p.thresh)),
-            ],
-        ));
-    }
-    for o in offcpu {
-        let place = oslab_trace::analysis::blocker(&o.stack);
-        ev.push(
-            chrome::slice(
-                &format!("blocked: {place}"),
-                "blocked",
-                o.tgid,
-                o.pid,
-                o.start_ns,
-                o.dur_ns,
-            )
-            .arg("stack", o.stack.join(" <- ")),
-        );
-    }
-    for f in flushes {
-        ev.push(
-            chrome::slice(
-                &format!("flush {}", f.reason.name()),
-                "flusher",
-                KERNEL_TRACK_PID,
-                f.bdi_id as u32 + 1,
-                f.start_ns,
-                f.end_ns.saturating_sub(f.start_ns),
-            )
-            .arg("device", f.bdi.as_str())
-            .arg("mib", to_mib(f.pages)),
-        );
-    }
-    for b in bandwidth {
-        ev.push(chrome::counter(
-            &format!("bandwidth {} (MiB/s)", b.bdi),
-            KERNEL_TRACK_PID,
-            b.ts_ns,
-            &[
-                ("write", to_mib(b.write_bw)),
-                ("avg_write", to_mib(b.avg_write_bw)),
-                ("dirty_rate", to_mib(b.dirty_rate)),
-                ("dirty_ratelimit", to_mib(b.dirty_ratelimit)),
-            ],
-        ));
-    }
-    ev
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_trace::analysis::CauseRow;
-    use oslab_trace::stalls::{DirtierRow, Throttling};
+    use oslab_model::trace::{Cause, CauseRow, DirtierRow, Throttling};
 
     fn summary() -> IntervalSummary {
         IntervalSummary {

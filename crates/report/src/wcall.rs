@@ -1,8 +1,8 @@
 //! The WCALL governor for people: `oslab wcall status`, the line `wcall daemon
 //! --every S` prints, and what a governor did when it ends.
 
+use oslab_model::governor::{ProcView, Snapshot};
 use oslab_units::human_bytes;
-use oslab_wcall::view::{ProcView, Snapshot};
 
 use crate::table::simple;
 
@@ -225,7 +225,7 @@ pub fn summary(s: &Snapshot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_wcall::view::GroupView;
+    use oslab_model::governor::GroupView;
 
     fn snapshot() -> Snapshot {
         Snapshot {

@@ -2,9 +2,10 @@
 //! kind this code does not know, or one shorter than its kind's size, is dropped
 //! (counted by the caller), never trusted.
 
+use oslab_model::trace::{Bandwidth, FlushReason};
+
 use crate::records::{
-    Bandwidth, DirtiedFile, Event, FlushPass, FlushReason, Limits, OffCpuRaw, Pause, Switch,
-    Wakeup, WriteCall,
+    DirtiedFile, Event, FlushPass, Limits, OffCpuRaw, Pause, Switch, Wakeup, WriteCall,
 };
 
 pub const EV_WRITE: u32 = 1;

@@ -23,6 +23,7 @@ pub mod decode;
 mod live;
 pub mod records;
 pub mod stalls;
+pub mod timeline;
 
 use std::sync::mpsc::{Receiver, Sender};
 use std::thread::JoinHandle;

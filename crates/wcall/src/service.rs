@@ -14,7 +14,8 @@ use crate::coordinator::{Coordinator, policy_code};
 use crate::listener::Listener;
 use crate::registry::{Launcher, Lineage, Registry};
 use crate::shm::BoardMap;
-use crate::view::{Snapshot, snapshot_of};
+use crate::view::snapshot_of;
+use oslab_model::governor::Snapshot;
 
 pub use crate::rendezvous::{Found, discover};
 

@@ -34,7 +34,7 @@ use crate::check::{Check, Outcome};
 use crate::experiment::{Context, LabError, Meta, Needs, Output};
 use crate::settings::{AnySetting, Declared, Seconds, Setting};
 use crate::shape::{Lab, Measured, Planner};
-use oslab_trace::records::FlushReason;
+use oslab_model::trace::FlushReason;
 
 pub struct Periodic;
 crate::shaped_experiment!(Periodic);

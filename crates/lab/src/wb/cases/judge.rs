@@ -2,8 +2,8 @@
 //! episodes, and the claim that case 2 trades a lower peak for more episodes.
 
 use crate::wb::sawexp::flusher;
+use oslab_model::trace::FlushReason;
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
-use oslab_trace::records::FlushReason;
 use oslab_units::human_bytes;
 
 use super::{CASES, Case, Plan, Raw, SCALED_MEMORY};

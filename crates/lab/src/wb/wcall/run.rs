@@ -91,7 +91,7 @@ fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError>
 }
 
 /// The governor's table, read now (None without a governor or once it is gone).
-fn governor_view(d: Option<&Daemon>) -> Option<oslab_wcall::view::Snapshot> {
+fn governor_view(d: Option<&Daemon>) -> Option<oslab_model::governor::Snapshot> {
     let d = d?;
     Some(oslab_wcall::view::snapshot_of(
         d.board.as_ref()?.board(),
