@@ -20,35 +20,7 @@ pub fn snapshot(t: &Board, now_ns: u64) -> Snapshot {
 /// named it: the peer of the socket, or this process).
 pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
     let h = &t.header;
-    let mut groups: Vec<GroupView> = (0..GROUPS)
-        .map(|g| {
-            let s = &t.groups[g];
-            let limit = s.limit_bytes.load(Ordering::Relaxed);
-            GroupView {
-                group: GROUP_NAMES[g].into(),
-                tasks: s.tasks.load(Ordering::Relaxed),
-                dirty_bytes: s.dirty_bytes.load(Ordering::Relaxed),
-                writeback_bytes: s.writeback_bytes.load(Ordering::Relaxed),
-                share: s.share_ppm.load(Ordering::Relaxed) as f64 / 1e6,
-                limit_bytes: (limit != u64::MAX).then_some(limit),
-                held: s.hold.load(Ordering::Relaxed) != 0,
-                pushes: s.pushes.load(Ordering::Relaxed),
-                ..GroupView::default()
-            }
-        })
-        .collect();
-    let add = |sum: &mut u64, x: &std::sync::atomic::AtomicU64| {
-        *sum = sum.saturating_add(x.load(Ordering::Relaxed));
-    };
-    for (v, g) in groups.iter_mut().zip(&t.groups) {
-        let r = &g.retired;
-        v.held_ms += r.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
-        add(&mut v.delayed_writes, &r.delayed_writes);
-        add(&mut v.writes, &r.writes);
-        add(&mut v.bytes, &r.bytes);
-        add(&mut v.passed_through, &r.passed_through);
-        add(&mut v.mmap_writable, &r.mmap_writable);
-    }
+    let mut groups = group_views(t);
     let kernel = h.monitor.load(Ordering::Relaxed) == crate::shm::board::MONITOR_KERNEL;
     let mut processes = Vec::new();
     for p in &t.members {
@@ -68,16 +40,7 @@ pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
         add(&mut v.mmap_writable, &p.mmap_writable);
     }
     let passes = h.passes.load(Ordering::Relaxed);
-    if let Some(pid) = crate::trust::valid_pid(coordinator_pid)
-        && let Some(usage) = crate::cgroups::usage_of(&oslab_sys::fsread::Root::live(), pid)
-    {
-        for (v, u) in groups.iter_mut().zip(usage) {
-            v.memcg_dirty_bytes = Some(u.dirty);
-            v.memcg_writeback_bytes = Some(u.writeback);
-            v.memory_high_bytes = u.memory_high;
-            v.io_weight = u.io_weight;
-        }
-    }
+    add_memcg_usage(&mut groups, coordinator_pid);
     Snapshot {
         policy: crate::coordinator::policy_of(h.policy.load(Ordering::Relaxed))
             .name()
@@ -107,6 +70,57 @@ pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
         kernel_lost: h.kernel_lost.load(Ordering::Relaxed),
         groups,
         processes,
+    }
+}
+
+/// Adds `x` to `sum`, saturating.
+fn add(sum: &mut u64, x: &std::sync::atomic::AtomicU64) {
+    *sum = sum.saturating_add(x.load(Ordering::Relaxed));
+}
+
+/// Each group's figures from the board, with what its departed processes left.
+fn group_views(t: &Board) -> Vec<GroupView> {
+    let mut groups: Vec<GroupView> = (0..GROUPS)
+        .map(|g| {
+            let s = &t.groups[g];
+            let limit = s.limit_bytes.load(Ordering::Relaxed);
+            GroupView {
+                group: GROUP_NAMES[g].into(),
+                tasks: s.tasks.load(Ordering::Relaxed),
+                dirty_bytes: s.dirty_bytes.load(Ordering::Relaxed),
+                writeback_bytes: s.writeback_bytes.load(Ordering::Relaxed),
+                share: s.share_ppm.load(Ordering::Relaxed) as f64 / 1e6,
+                limit_bytes: (limit != u64::MAX).then_some(limit),
+                held: s.hold.load(Ordering::Relaxed) != 0,
+                pushes: s.pushes.load(Ordering::Relaxed),
+                ..GroupView::default()
+            }
+        })
+        .collect();
+    for (v, g) in groups.iter_mut().zip(&t.groups) {
+        let r = &g.retired;
+        v.held_ms += r.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        add(&mut v.delayed_writes, &r.delayed_writes);
+        add(&mut v.writes, &r.writes);
+        add(&mut v.bytes, &r.bytes);
+        add(&mut v.passed_through, &r.passed_through);
+        add(&mut v.mmap_writable, &r.mmap_writable);
+    }
+    groups
+}
+
+/// The kernel's count for each group's memory cgroup, where the coordinator placed
+/// its processes in one.
+fn add_memcg_usage(groups: &mut [GroupView], coordinator_pid: u32) {
+    if let Some(pid) = crate::trust::valid_pid(coordinator_pid)
+        && let Some(usage) = crate::cgroups::usage_of(&oslab_sys::fsread::Root::live(), pid)
+    {
+        for (v, u) in groups.iter_mut().zip(usage) {
+            v.memcg_dirty_bytes = Some(u.dirty);
+            v.memcg_writeback_bytes = Some(u.writeback);
+            v.memory_high_bytes = u.memory_high;
+            v.io_weight = u.io_weight;
+        }
     }
 }
 
