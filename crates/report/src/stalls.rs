@@ -51,38 +51,58 @@ pub fn interval_text(
         crate::num::fmt(threshold_ns as f64 / 1e6),
     );
     if s.stalls > 0 {
+        causes_text(&mut o, s);
+    }
+    throttling_text(&mut o, s, page_size);
+    dirtiers_text(&mut o, s);
+    kernel_text(&mut o, s, page_size);
+    if s.lost > 0 {
         let _ = writeln!(
             o,
-            "  {:<19} {:>6} {:>10} {:>6} {:>9} {:>9}",
-            "where the time went", "writes", "total ms", "share", "p99 ms", "max ms"
+            "  {} records lost so far (the ring buffer was full): figures are incomplete",
+            s.lost
         );
-        for r in &s.causes {
-            let (p99, max) = if r.writes > 0 {
-                (ms(r.p99_ns), ms(r.max_ns))
-            } else {
-                ("-".into(), "-".into())
-            };
-            let _ = writeln!(
-                o,
-                "  {:<19} {:>6} {:>10} {:>5.1}% {:>9} {:>9}",
-                r.cause.label(),
-                r.writes,
-                ms(r.total_ns),
-                r.share * 100.0,
-                p99,
-                max
-            );
-        }
-        for b in &s.blocked_in {
-            let _ = writeln!(
-                o,
-                "    blocked in {} ({} x, {} ms)",
-                cut(&b.place, 44),
-                b.count,
-                ms(b.total_ns)
-            );
-        }
     }
+    o
+}
+
+/// Where the interval's stalled writes spent their time, and where blocked ones
+/// waited.
+fn causes_text(o: &mut String, s: &IntervalSummary) {
+    let _ = writeln!(
+        o,
+        "  {:<19} {:>6} {:>10} {:>6} {:>9} {:>9}",
+        "where the time went", "writes", "total ms", "share", "p99 ms", "max ms"
+    );
+    for r in &s.causes {
+        let (p99, max) = if r.writes > 0 {
+            (ms(r.p99_ns), ms(r.max_ns))
+        } else {
+            ("-".into(), "-".into())
+        };
+        let _ = writeln!(
+            o,
+            "  {:<19} {:>6} {:>10} {:>5.1}% {:>9} {:>9}",
+            r.cause.label(),
+            r.writes,
+            ms(r.total_ns),
+            r.share * 100.0,
+            p99,
+            max
+        );
+    }
+    for b in &s.blocked_in {
+        let _ = writeln!(
+            o,
+            "    blocked in {} ({} x, {} ms)",
+            cut(&b.place, 44),
+            b.count,
+            ms(b.total_ns)
+        );
+    }
+}
+
+fn throttling_text(o: &mut String, s: &IntervalSummary, page_size: u64) {
     if let Some(t) = &s.throttling {
         let to_mib = |p: u64| mib(p * page_size);
         let _ = writeln!(
@@ -95,6 +115,10 @@ pub fn interval_text(
             to_mib(t.thresh_pages)
         );
     }
+}
+
+/// Who dirtied pages in the interval, per process and per cgroup.
+fn dirtiers_text(o: &mut String, s: &IntervalSummary) {
     if !s.dirtiers.is_empty() {
         let _ = writeln!(
             o,
@@ -121,6 +145,10 @@ pub fn interval_text(
             let _ = writeln!(o, "  per cgroup: {}", parts.join(", "));
         }
     }
+}
+
+/// The flusher's passes and the devices' bandwidth estimates.
+fn kernel_text(o: &mut String, s: &IntervalSummary, page_size: u64) {
     for f in &s.flusher {
         if f.pages == 0 {
             continue;
@@ -147,14 +175,6 @@ pub fn interval_text(
             rate(b.dirty_ratelimit)
         );
     }
-    if s.lost > 0 {
-        let _ = writeln!(
-            o,
-            "  {} records lost so far (the ring buffer was full): figures are incomplete",
-            s.lost
-        );
-    }
-    o
 }
 
 /// A stall as a JSON line.
