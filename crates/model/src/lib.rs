@@ -1,4 +1,5 @@
-//! The one result model of oslab.
+//! The data oslab's outputs read: the one result model, and the plain data
+//! other crates fill for them.
 //!
 //! Every experiment returns an [`ExperimentResult`]; the same value is serialised to
 //! JSON (see `docs/results-json.md`), CSV and the database, and rendered to tables,
