@@ -1,6 +1,8 @@
 //! Value parsers for oslab's numeric command-line options (clap `value_parser`s): a value outside its range, negative ones
 //! included, is refused with one sentence that names the range.
 
+use oslab_units::{TimeUnit, UnitError, parse_duration};
+
 /// A whole number from `lo` to `hi`.
 pub fn whole(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
     move |text: &str| {
@@ -43,21 +45,14 @@ pub fn seconds(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone
 pub fn duration(lo: f64, hi: f64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
     move |text: &str| {
         let range = format!("give a duration from {} to {} s, e.g. 10ms or 1.5s", lo, hi);
-        let t = text.trim();
-        let split = t.find(|c: char| c.is_ascii_alphabetic()).unwrap_or(t.len());
-        let (num, unit) = t.split_at(split);
-        let scale = match unit.trim() {
-            "" | "ms" => 1e-3,
-            "s" => 1.0,
-            "us" => 1e-6,
-            "ns" => 1e-9,
-            other => return Err(format!("unknown unit '{other}': {range}")),
-        };
-        match num.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() && v * scale >= lo && v * scale <= hi => {
-                Ok((v * scale * 1e9).round() as u64)
+        match parse_duration(text, TimeUnit::Millis) {
+            Ok(d) if (lo..=hi).contains(&d.in_unit(TimeUnit::Seconds)) => {
+                Ok(d.in_unit(TimeUnit::Nanos).round() as u64)
             }
             Ok(_) => Err(format!("out of range: {range}")),
+            Err(UnitError::UnknownTimeUnit { unit, .. }) => {
+                Err(format!("unknown unit '{unit}': {range}"))
+            }
             Err(_) => Err(format!("not a duration: {range}")),
         }
     }
@@ -65,7 +60,7 @@ pub fn duration(lo: f64, hi: f64) -> impl Fn(&str) -> Result<u64, String> + Clon
 
 /// A size such as `512MiB`, `4G` or `65536` (bytes), from `lo` to `hi` bytes.
 pub fn size(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
-    use oslab_sys::parse::size::{human_bytes, parse_human_size};
+    use oslab_units::{human_bytes, parse_human_size};
     move |text: &str| {
         let range = format!(
             "give a size from {} to {}, e.g. 512MiB",
@@ -85,7 +80,7 @@ pub fn size(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + 
 /// else, negative rates named as such.
 pub fn rate(flag: &str, text: &str) -> Result<f64, String> {
     let t = text.trim();
-    oslab_sys::parse::size::parse_human_rate(t)
+    oslab_units::parse_human_rate(t)
         .map(|b| b as f64)
         .map_err(|_| {
             if t.starts_with('-') {
@@ -174,8 +169,8 @@ mod tests {
 #[cfg(test)]
 mod props {
     use super::*;
-    use oslab_sys::parse::size::human_rate;
     use oslab_sys::testing::proptest_config as config;
+    use oslab_units::human_rate;
     use proptest::prelude::*;
 
     proptest! {

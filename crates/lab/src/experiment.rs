@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use oslab_model::{Claim, Finding, Measurement, Mode, Params, Plot};
 
 use crate::settings::Declared;
-use oslab_sys::machine::MachineInfo;
+use oslab_model::machine::MachineInfo;
 
 /// What an experiment needs from the machine before it can run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -99,7 +99,7 @@ pub struct Output {
     pub plots: Vec<Plot>,
     pub notes: Vec<String>,
     /// sar records sampled during the run.
-    pub system: Vec<oslab_sys::sar::SarRecord>,
+    pub system: Vec<oslab_model::system::SarRecord>,
 }
 
 /// A run either produced output or was skipped, with the reason.

@@ -3,7 +3,7 @@
 //! that the experiment keeps in its raw data; where it is not available, the
 //! outcome says why and the experiment measures as before.
 
-use oslab_sys::machine::MachineInfo;
+use oslab_model::machine::MachineInfo;
 use oslab_trace::analysis::hz_from_pauses;
 use oslab_trace::{SchedOptions, TraceOutcome, Tracer, Watch, WritebackOptions};
 

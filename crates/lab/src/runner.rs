@@ -1,9 +1,9 @@
 //! Runs one experiment and assembles its result.
 
+use oslab_model::machine::MachineInfo;
 use oslab_model::{Environment, ExperimentResult, LoadRecord, Mode, SCHEMA_VERSION, Status};
 use oslab_sys::clock::{TIMER_NAME, now_ns, rfc3339_utc, unix_time_s};
 use oslab_sys::fsread::Root;
-use oslab_sys::machine::MachineInfo;
 
 use crate::experiment::{Context, Experiment, LabError, Outcome, Output, Progress, RunConfig};
 use crate::load::LoadMonitor;

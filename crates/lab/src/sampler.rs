@@ -6,9 +6,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use oslab_model::system::SarRecord;
 use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 use oslab_sys::fsread::Root;
-use oslab_sys::sar::{SarRecord, Snapshot, derive, snapshot};
+use oslab_sys::sar::{Snapshot, derive, snapshot};
 
 /// The shortest interval the sampler accepts.
 pub const MIN_INTERVAL: Duration = Duration::from_millis(10);
@@ -125,7 +126,7 @@ pub fn plots(records: &[SarRecord], device: Option<&str>) -> Vec<Plot> {
         x_labels: vec![],
     }];
     if let Some(dev) = device {
-        let pick = |f: fn(&oslab_sys::sar::DeviceRates) -> f64| -> Vec<[f64; 2]> {
+        let pick = |f: fn(&oslab_model::system::DeviceRates) -> f64| -> Vec<[f64; 2]> {
             records
                 .iter()
                 .filter_map(|r| r.devices.get(dev).map(|d| [r.t_s, f(d)]))

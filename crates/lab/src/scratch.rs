@@ -8,8 +8,8 @@ use std::path::{Path, PathBuf};
 
 use oslab_sys::journal::{self, Undo};
 use oslab_sys::machine::free_bytes;
-use oslab_sys::parse::size::human_bytes;
 use oslab_sys::tempname;
+use oslab_units::human_bytes;
 
 use crate::experiment::LabError;
 

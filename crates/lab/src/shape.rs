@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 
 use crate::experiment::{Context, LabError, Meta, Output, RunConfig};
 use crate::settings::{Choices, Declared, Kind, Setting};
-use oslab_sys::machine::MachineInfo;
+use oslab_model::machine::MachineInfo;
 
 /// What `measure` produced.
 pub enum Measured<R> {

@@ -10,7 +10,7 @@ use oslab_model::Mode;
 use oslab_sys::fsread::Root;
 use oslab_sys::machine::{self, LiveProbes};
 
-fn machine() -> machine::MachineInfo {
+fn machine() -> oslab_model::machine::MachineInfo {
     let root =
         Root::at(Path::new(env!("CARGO_MANIFEST_DIR")).join("../sys/tests/fixtures/kvm-xeon-2cpu"));
     machine::collect(

@@ -265,76 +265,10 @@ pub fn compare(
         let Some(xb) = cb.iter().find(|x| x.experiment == xa.experiment) else {
             continue;
         };
-        let e = xa.experiment.as_str();
-        if xa.mode != xb.mode {
-            caveats.push(format!(
-                "{e}: one side ran --quick and the other the full mode; sample counts and sweeps differ"
-            ));
-        }
-        let differing: Vec<&String> = xa
-            .params
-            .iter()
-            .filter(|(k, v)| xb.params.get(*k).is_some_and(|w| w != *v))
-            .map(|(k, _)| k)
-            .collect();
-        if !differing.is_empty() && xa.mode == xb.mode {
-            caveats.push(format!(
-                "{e}: parameters differ ({})",
-                differing
-                    .iter()
-                    .map(|s| s.as_str())
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ));
-        }
-        for (i, ma) in xa.measurements.iter().enumerate() {
-            let Some(mb) = xb.measurement(&ma.name) else {
-                continue;
-            };
-            if ma.unit != mb.unit {
-                caveats.push(format!(
-                    "{e} {}: units differ ({} vs {}), not compared",
-                    ma.name, ma.unit, mb.unit
-                ));
-                continue;
-            }
-            if let Some(f) = compare_measurement(e, ma, mb, seed.wrapping_add(i as u64)) {
-                figures.push(f);
-            }
-        }
-        for fa in &xa.findings {
-            let Some(fb) = xb.finding(&fa.name) else {
-                continue;
-            };
-            if fa.unit != fb.unit {
-                continue;
-            }
-            figures.push(FigureComparison {
-                experiment: e.to_string(),
-                kind: "finding".into(),
-                name: fa.name.clone(),
-                unit: fa.unit.clone(),
-                a: fa.value,
-                b: fb.value,
-                ratio: ratio(fa.value, fb.value),
-                a_ci95: None,
-                b_ci95: None,
-                p_value: None,
-                method: "single derived value".into(),
-                noise: Noise::Unknown,
-            });
-        }
-        for c in &xa.claims {
-            if let Some(d) = xb.claim(&c.id) {
-                claims.push(ClaimComparison {
-                    experiment: e.to_string(),
-                    id: c.id.clone(),
-                    text: c.text.clone(),
-                    a: c.verdict,
-                    b: d.verdict,
-                });
-            }
-        }
+        caveats.extend(run_caveats(xa, xb));
+        figures.extend(measurement_figures(xa, xb, seed, &mut caveats));
+        figures.extend(finding_figures(xa, xb));
+        claims.extend(claim_pairs(xa, xb));
     }
     if !a.hostname.is_empty()
         && (a.hostname.as_str(), a.cpu_model.as_str(), a.kernel.as_str())
@@ -362,4 +296,108 @@ pub fn compare(
         caveats,
         same_results,
     }
+}
+
+/// What makes two runs of one experiment less comparable: a different mode, or
+/// parameters that differ.
+fn run_caveats(xa: &ExperimentResult, xb: &ExperimentResult) -> Vec<String> {
+    let e = xa.experiment.as_str();
+    let mut caveats = Vec::new();
+    if xa.mode != xb.mode {
+        caveats.push(format!(
+            "{e}: one side ran --quick and the other the full mode; sample counts and sweeps differ"
+        ));
+    }
+    let differing: Vec<&String> = xa
+        .params
+        .iter()
+        .filter(|(k, v)| xb.params.get(*k).is_some_and(|w| w != *v))
+        .map(|(k, _)| k)
+        .collect();
+    if !differing.is_empty() && xa.mode == xb.mode {
+        caveats.push(format!(
+            "{e}: parameters differ ({})",
+            differing
+                .iter()
+                .map(|s| s.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    caveats
+}
+
+/// The measurements both runs made, compared; those in different units are left
+/// out with a caveat.
+fn measurement_figures(
+    xa: &ExperimentResult,
+    xb: &ExperimentResult,
+    seed: u64,
+    caveats: &mut Vec<String>,
+) -> Vec<FigureComparison> {
+    let e = xa.experiment.as_str();
+    let mut figures = Vec::new();
+    for (i, ma) in xa.measurements.iter().enumerate() {
+        let Some(mb) = xb.measurement(&ma.name) else {
+            continue;
+        };
+        if ma.unit != mb.unit {
+            caveats.push(format!(
+                "{e} {}: units differ ({} vs {}), not compared",
+                ma.name, ma.unit, mb.unit
+            ));
+            continue;
+        }
+        if let Some(f) = compare_measurement(e, ma, mb, seed.wrapping_add(i as u64)) {
+            figures.push(f);
+        }
+    }
+    figures
+}
+
+/// The findings both runs derived, in the same unit.
+fn finding_figures(xa: &ExperimentResult, xb: &ExperimentResult) -> Vec<FigureComparison> {
+    let e = xa.experiment.as_str();
+    let mut figures = Vec::new();
+    for fa in &xa.findings {
+        let Some(fb) = xb.finding(&fa.name) else {
+            continue;
+        };
+        if fa.unit != fb.unit {
+            continue;
+        }
+        figures.push(FigureComparison {
+            experiment: e.to_string(),
+            kind: "finding".into(),
+            name: fa.name.clone(),
+            unit: fa.unit.clone(),
+            a: fa.value,
+            b: fb.value,
+            ratio: ratio(fa.value, fb.value),
+            a_ci95: None,
+            b_ci95: None,
+            p_value: None,
+            method: "single derived value".into(),
+            noise: Noise::Unknown,
+        });
+    }
+    figures
+}
+
+/// The claims both runs judged, verdict beside verdict.
+fn claim_pairs(xa: &ExperimentResult, xb: &ExperimentResult) -> Vec<ClaimComparison> {
+    let e = xa.experiment.as_str();
+    let mut claims = Vec::new();
+    for c in &xa.claims {
+        if let Some(d) = xb.claim(&c.id) {
+            claims.push(ClaimComparison {
+                experiment: e.to_string(),
+                id: c.id.clone(),
+                text: c.text.clone(),
+                a: c.verdict,
+                b: d.verdict,
+            });
+        }
+    }
+    claims
 }

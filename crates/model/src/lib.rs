@@ -1,4 +1,5 @@
-//! The one result model of oslab.
+//! The data oslab's outputs read: the one result model, and the plain data
+//! other crates fill for them.
 //!
 //! Every experiment returns an [`ExperimentResult`]; the same value is serialised to
 //! JSON (see `docs/results-json.md`), CSV and the database, and rendered to tables,
@@ -8,10 +9,12 @@
 
 mod claim;
 pub mod compare;
+pub mod governor;
 pub mod machine;
 mod plot;
 mod result;
 pub mod system;
+pub mod trace;
 
 pub use claim::{Claim, Verdict};
 pub use machine::MachineInfo;

@@ -5,9 +5,9 @@ use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 
 use oslab_model::ExperimentResult;
+use oslab_model::machine::MachineInfo;
 use oslab_report::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use oslab_store::{Store, StoreError, Target};
-use oslab_sys::machine::MachineInfo;
 use oslab_sys::outfile;
 
 use crate::failure::Failure;

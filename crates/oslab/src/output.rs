@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use oslab_report::exporter::{Exporter, Shape, Stage};
 use oslab_sys::outfile;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use crate::failure::{EXIT_RUNTIME, Failure};
 

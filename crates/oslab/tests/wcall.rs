@@ -338,7 +338,8 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
         eprintln!("skipped: placing processes in cgroups needs root");
         return;
     }
-    let Some((version, own)) = oslab_sys::memcg::own_cgroup(&oslab_sys::fsread::Root::live())
+    let Some((version, own)) =
+        oslab_sys::parse::memcg::own_cgroup(&oslab_sys::fsread::Root::live())
     else {
         eprintln!("skipped: no memory cgroup controller here");
         return;
@@ -424,8 +425,8 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let expected = match version {
-        oslab_sys::memcg::Version::V1 => "not set: memory.high is a cgroup v2 control",
-        oslab_sys::memcg::Version::V2 => "normal memory.high 1073741824",
+        oslab_sys::parse::memcg::Version::V1 => "not set: memory.high is a cgroup v2 control",
+        oslab_sys::parse::memcg::Version::V2 => "normal memory.high 1073741824",
     };
     assert!(stderr(&out).contains(expected), "{}", stderr(&out));
 

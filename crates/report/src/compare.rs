@@ -75,37 +75,7 @@ pub fn text(c: &Comparison, width: Width) -> String {
     if c.figures.is_empty() {
         out.push_str("No figure was measured on both sides.\n");
     } else {
-        let rows: Vec<Vec<String>> = c
-            .figures
-            .iter()
-            .map(|f| {
-                vec![
-                    f.experiment.clone(),
-                    f.name.clone(),
-                    f.unit.clone(),
-                    fmt(f.a),
-                    fmt(f.b),
-                    ratio(f),
-                    difference(f),
-                    f.p_value.map_or_else(String::new, |p| format!("{p:.4}")),
-                ]
-            })
-            .collect();
-        out.push_str(&fit(
-            &[
-                "experiment",
-                "figure",
-                "unit",
-                "A",
-                "B",
-                "B/A",
-                "difference",
-                "p",
-            ],
-            &rows,
-            &[3, 4, 5, 7],
-            width,
-        ));
+        out.push_str(&figures_table(c, width));
         out.push_str("\n\n");
         let summary = format!(
             "{} of {} figures differ beyond noise: p < {} in a permutation test on the raw samples (else non-overlapping 95% CIs) and medians at least {:.0} % apart.",
@@ -151,6 +121,41 @@ pub fn text(c: &Comparison, width: Width) -> String {
     out
 }
 
+/// The figures both sides measured, one row each.
+fn figures_table(c: &Comparison, width: Width) -> String {
+    let rows: Vec<Vec<String>> = c
+        .figures
+        .iter()
+        .map(|f| {
+            vec![
+                f.experiment.clone(),
+                f.name.clone(),
+                f.unit.clone(),
+                fmt(f.a),
+                fmt(f.b),
+                ratio(f),
+                difference(f),
+                f.p_value.map_or_else(String::new, |p| format!("{p:.4}")),
+            ]
+        })
+        .collect();
+    fit(
+        &[
+            "experiment",
+            "figure",
+            "unit",
+            "A",
+            "B",
+            "B/A",
+            "difference",
+            "p",
+        ],
+        &rows,
+        &[3, 4, 5, 7],
+        width,
+    )
+}
+
 fn noise_badge(n: Noise) -> String {
     let class = match n {
         Noise::Beyond => "beyond",
@@ -158,6 +163,72 @@ fn noise_badge(n: Noise) -> String {
         Noise::Unknown => "unknown",
     };
     format!("<span class=\"badge {class}\">{}</span>", n.label())
+}
+
+/// One experiment's figures and claims, side by side.
+fn experiment_section(c: &Comparison, e: &str) -> String {
+    let mut body = String::new();
+    let rows: Vec<Vec<String>> = c
+        .figures
+        .iter()
+        .filter(|f| f.experiment == e)
+        .map(|f| {
+            vec![
+                format!(
+                    "{}<div class=\"source\">{}</div>",
+                    esc(&f.name),
+                    esc(&f.method)
+                ),
+                esc(&f.unit),
+                format!("{}<div class=\"source\">{}</div>", fmt(f.a), ci(f.a_ci95)),
+                format!("{}<div class=\"source\">{}</div>", fmt(f.b), ci(f.b_ci95)),
+                ratio(f),
+                format!(
+                    "{}{}",
+                    noise_badge(f.noise),
+                    f.p_value.map_or_else(String::new, |p| format!(
+                        "<div class=\"source\">p = {p:.4}</div>"
+                    ))
+                ),
+            ]
+        })
+        .collect();
+    let _ = writeln!(
+        body,
+        "<section class=\"experiment\" id=\"{}\">\n<h2>{}</h2>",
+        anchor(e),
+        esc(e)
+    );
+    body.push_str(&html::table(
+        "comparison",
+        &[
+            "figure",
+            "unit",
+            "A (95% CI)",
+            "B (95% CI)",
+            "B / A",
+            "difference",
+        ],
+        &rows,
+        &[2, 3, 4],
+    ));
+    let claims: Vec<Vec<String>> = c
+        .claims
+        .iter()
+        .filter(|x| x.experiment == e)
+        .map(|x| {
+            vec![
+                esc(&x.text),
+                html::verdict_badge(x.a),
+                html::verdict_badge(x.b),
+            ]
+        })
+        .collect();
+    if !claims.is_empty() {
+        body.push_str(&html::table("claims", &["claim", "A", "B"], &claims, &[]));
+    }
+    body.push_str("</section>\n");
+    body
 }
 
 /// The comparison as a self-contained HTML page.
@@ -196,66 +267,7 @@ pub fn html(c: &Comparison) -> String {
     let mut experiments: Vec<&str> = c.figures.iter().map(|f| f.experiment.as_str()).collect();
     experiments.dedup();
     for e in experiments {
-        let rows: Vec<Vec<String>> = c
-            .figures
-            .iter()
-            .filter(|f| f.experiment == e)
-            .map(|f| {
-                vec![
-                    format!(
-                        "{}<div class=\"source\">{}</div>",
-                        esc(&f.name),
-                        esc(&f.method)
-                    ),
-                    esc(&f.unit),
-                    format!("{}<div class=\"source\">{}</div>", fmt(f.a), ci(f.a_ci95)),
-                    format!("{}<div class=\"source\">{}</div>", fmt(f.b), ci(f.b_ci95)),
-                    ratio(f),
-                    format!(
-                        "{}{}",
-                        noise_badge(f.noise),
-                        f.p_value.map_or_else(String::new, |p| format!(
-                            "<div class=\"source\">p = {p:.4}</div>"
-                        ))
-                    ),
-                ]
-            })
-            .collect();
-        let _ = writeln!(
-            body,
-            "<section class=\"experiment\" id=\"{}\">\n<h2>{}</h2>",
-            anchor(e),
-            esc(e)
-        );
-        body.push_str(&html::table(
-            "comparison",
-            &[
-                "figure",
-                "unit",
-                "A (95% CI)",
-                "B (95% CI)",
-                "B / A",
-                "difference",
-            ],
-            &rows,
-            &[2, 3, 4],
-        ));
-        let claims: Vec<Vec<String>> = c
-            .claims
-            .iter()
-            .filter(|x| x.experiment == e)
-            .map(|x| {
-                vec![
-                    esc(&x.text),
-                    html::verdict_badge(x.a),
-                    html::verdict_badge(x.b),
-                ]
-            })
-            .collect();
-        if !claims.is_empty() {
-            body.push_str(&html::table("claims", &["claim", "A", "B"], &claims, &[]));
-        }
-        body.push_str("</section>\n");
+        body.push_str(&experiment_section(c, e));
     }
     for (tag, list) in [("A", &c.only_a), ("B", &c.only_b)] {
         if !list.is_empty() {

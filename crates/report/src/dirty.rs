@@ -6,7 +6,7 @@
 
 use oslab_model::Claim;
 use oslab_sys::dirty::{DirtyInputs, DirtyLimits};
-use oslab_sys::parse::size::{human_bytes, human_rate};
+use oslab_units::{human_bytes, human_rate};
 
 use crate::table::simple;
 
@@ -33,7 +33,6 @@ fn pct(part: u64, whole: u64) -> String {
 pub fn explain(e: &Explained) -> String {
     let page = e.inputs.page_bytes;
     let bytes = |pages: u64| human_bytes(pages * page);
-    let total_pages = e.total_memory_bytes / page;
     let d = e.limits.dirtyable_pages;
     let mut out = String::new();
     out.push_str(&format!(
@@ -49,6 +48,32 @@ pub fn explain(e: &Explained) -> String {
         "Settings: dirty_ratio {} %, dirty_bytes {}, dirty_background_ratio {} %, dirty_background_bytes {}\n\n",
         e.inputs.dirty_ratio, e.inputs.dirty_bytes, e.inputs.dirty_background_ratio, e.inputs.dirty_background_bytes
     ));
+    out.push_str(&limits_text(e));
+    out.push_str(
+        "real-time tasks: both limits + 1/4 + 1/32 of the hard limit (every RT priority alike)\n",
+    );
+    out.push_str(&flusher_text(e));
+    out.push_str("\nRules from the material (section 4)\n");
+    for c in e.rules {
+        out.push_str(&format!(
+            "  [{}] {}\n      expected: {}\n      observed: {}\n      why: {}\n",
+            c.verdict.label().to_uppercase(),
+            c.text,
+            c.expectation,
+            c.observed,
+            c.why
+        ));
+    }
+    out
+}
+
+/// The limits as a table, where they come from, and the kernel's own figures.
+fn limits_text(e: &Explained) -> String {
+    let page = e.inputs.page_bytes;
+    let bytes = |pages: u64| human_bytes(pages * page);
+    let total_pages = e.total_memory_bytes / page;
+    let d = e.limits.dirtyable_pages;
+    let mut out = String::new();
     let row = |name: &str, pages: u64| {
         vec![
             name.to_string(),
@@ -94,10 +119,12 @@ pub fn explain(e: &Explained) -> String {
         )),
         _ => out.push_str("kernel's own figures: not in /proc/vmstat on this kernel\n"),
     }
-    out.push_str(
-        "real-time tasks: both limits + 1/4 + 1/32 of the hard limit (every RT priority alike)\n",
-    );
-    out.push_str(&format!(
+    out
+}
+
+/// When the periodic flusher wakes and how long a page may wait for it.
+fn flusher_text(e: &Explained) -> String {
+    format!(
         "\nPeriodic flusher: {}; pages older than {:.1} s are written{}\n",
         if e.writeback_centisecs == 0 {
             "off (dirty_writeback_centisecs = 0)".to_string()
@@ -116,19 +143,7 @@ pub fn explain(e: &Explained) -> String {
                 (e.expire_centisecs + e.writeback_centisecs) as f64 / 100.0
             )
         }
-    ));
-    out.push_str("\nRules from the material (section 4)\n");
-    for c in e.rules {
-        out.push_str(&format!(
-            "  [{}] {}\n      expected: {}\n      observed: {}\n      why: {}\n",
-            c.verdict.label().to_uppercase(),
-            c.text,
-            c.expectation,
-            c.observed,
-            c.why
-        ));
-    }
-    out
+    )
 }
 
 /// What `oslab dirty advise` recommends and why.

@@ -8,9 +8,9 @@
 use std::fmt::Write;
 
 use oslab_model::compare::Comparison;
+use oslab_model::machine::MachineInfo;
 use oslab_model::{ExperimentResult, Mode, Status, Verdict};
-use oslab_sys::machine::MachineInfo;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use crate::markup::{anchor, esc};
@@ -234,6 +234,59 @@ fn contents(results: &[ExperimentResult]) -> String {
 
 /// One experiment's section.
 pub fn result_section(r: &ExperimentResult) -> String {
+    let mut out = section_head(r);
+    match &r.status {
+        Status::Completed => {}
+        Status::Skipped { reason } => {
+            let _ = writeln!(
+                out,
+                "<p class=\"skipped\">Skipped: {}</p>\n</section>",
+                esc(reason)
+            );
+            return out;
+        }
+        Status::Failed { error } => {
+            let _ = writeln!(
+                out,
+                "<p class=\"failed\">Failed: {}</p>\n</section>",
+                esc(error)
+            );
+            return out;
+        }
+    }
+    claims_table(&mut out, r);
+    measurements_table(&mut out, r);
+    findings_table(&mut out, r);
+    // The plot draws its own title, so no caption repeats it.
+    for p in &r.plots {
+        let _ = writeln!(
+            out,
+            "<figure class=\"plot\" id=\"{}-{}\">\n{}\n</figure>",
+            anchor(&r.experiment),
+            anchor(&p.id),
+            crate::svg::render(p),
+        );
+    }
+    if !r.notes.is_empty() {
+        out.push_str("<h3>Method notes</h3>\n<ul class=\"notes\">\n");
+        for n in &r.notes {
+            let _ = writeln!(out, "<li>{}</li>", esc(n));
+        }
+        out.push_str("</ul>\n");
+    }
+    if !r.params.is_empty() {
+        out.push_str("<details><summary>Parameters as run</summary>\n<pre>");
+        for (k, v) in &r.params {
+            let _ = writeln!(out, "{} = {}", esc(k), esc(&v.to_string()));
+        }
+        out.push_str("</pre></details>\n");
+    }
+    out.push_str("</section>\n");
+    out
+}
+
+/// The section's heading, its run's circumstances and any load warning.
+fn section_head(r: &ExperimentResult) -> String {
     let mut out = format!(
         "<section class=\"experiment\" id=\"{}\">\n<h2>{} <small>{}</small></h2>\n",
         anchor(&r.experiment),
@@ -268,127 +321,95 @@ pub fn result_section(r: &ExperimentResult) -> String {
             esc(w)
         );
     }
-    match &r.status {
-        Status::Completed => {}
-        Status::Skipped { reason } => {
-            let _ = writeln!(
-                out,
-                "<p class=\"skipped\">Skipped: {}</p>\n</section>",
-                esc(reason)
-            );
-            return out;
-        }
-        Status::Failed { error } => {
-            let _ = writeln!(
-                out,
-                "<p class=\"failed\">Failed: {}</p>\n</section>",
-                esc(error)
-            );
-            return out;
-        }
-    }
-    if !r.claims.is_empty() {
-        let rows: Vec<Vec<String>> = r
-            .claims
-            .iter()
-            .map(|c| {
-                vec![
-                    format!(
-                        "{}<div class=\"source\">{}</div>",
-                        esc(&c.text),
-                        esc(&c.source)
-                    ),
-                    esc(&c.expectation),
-                    esc(&c.observed),
-                    format!(
-                        "{}<div class=\"why\">{}</div>",
-                        verdict_badge(c.verdict),
-                        esc(&c.why)
-                    ),
-                ]
-            })
-            .collect();
-        out.push_str("<h3>Claims</h3>\n");
-        out.push_str(&table(
-            "claims",
-            &["claim", "the material", "measured here", "verdict"],
-            &rows,
-            &[],
-        ));
-    }
-    if !r.measurements.is_empty() {
-        let rows: Vec<Vec<String>> = r
-            .measurements
-            .iter()
-            .map(|m| {
-                let name = format!(
-                    "<span title=\"{}\">{}</span>",
-                    esc(&m.description),
-                    esc(&m.name)
-                );
-                match &m.summary {
-                    Some(s) => [name, esc(&m.unit)]
-                        .into_iter()
-                        .chain(crate::table::summary_cells(s))
-                        .collect(),
-                    None => {
-                        let mut row = vec![name, esc(&m.unit), "-".into()];
-                        row.resize(9, String::new());
-                        row
-                    }
-                }
-            })
-            .collect();
-        out.push_str("<h3>Measurements</h3>\n");
-        let headers: Vec<&str> = ["measurement", "unit"]
-            .into_iter()
-            .chain(crate::table::SUMMARY_HEADERS)
-            .collect();
-        out.push_str(&table("measurements", &headers, &rows, &[2, 3, 5, 6, 7, 8]));
-    }
-    if !r.findings.is_empty() {
-        let rows: Vec<Vec<String>> = r
-            .findings
-            .iter()
-            .map(|f| {
-                let [value, unit] = crate::table::finding_cells(f);
-                vec![esc(&f.name), value, esc(&unit), esc(&f.detail)]
-            })
-            .collect();
-        out.push_str("<h3>Findings</h3>\n");
-        out.push_str(&table(
-            "findings",
-            &["finding", "value", "unit", "detail"],
-            &rows,
-            &[1],
-        ));
-    }
-    // The plot draws its own title, so no caption repeats it.
-    for p in &r.plots {
-        let _ = writeln!(
-            out,
-            "<figure class=\"plot\" id=\"{}-{}\">\n{}\n</figure>",
-            anchor(&r.experiment),
-            anchor(&p.id),
-            crate::svg::render(p),
-        );
-    }
-    if !r.notes.is_empty() {
-        out.push_str("<h3>Method notes</h3>\n<ul class=\"notes\">\n");
-        for n in &r.notes {
-            let _ = writeln!(out, "<li>{}</li>", esc(n));
-        }
-        out.push_str("</ul>\n");
-    }
-    if !r.params.is_empty() {
-        out.push_str("<details><summary>Parameters as run</summary>\n<pre>");
-        for (k, v) in &r.params {
-            let _ = writeln!(out, "{} = {}", esc(k), esc(&v.to_string()));
-        }
-        out.push_str("</pre></details>\n");
-    }
-    out.push_str("</section>\n");
     out
+}
+
+fn claims_table(out: &mut String, r: &ExperimentResult) {
+    if r.claims.is_empty() {
+        return;
+    }
+    let rows: Vec<Vec<String>> = r
+        .claims
+        .iter()
+        .map(|c| {
+            vec![
+                format!(
+                    "{}<div class=\"source\">{}</div>",
+                    esc(&c.text),
+                    esc(&c.source)
+                ),
+                esc(&c.expectation),
+                esc(&c.observed),
+                format!(
+                    "{}<div class=\"why\">{}</div>",
+                    verdict_badge(c.verdict),
+                    esc(&c.why)
+                ),
+            ]
+        })
+        .collect();
+    out.push_str("<h3>Claims</h3>\n");
+    out.push_str(&table(
+        "claims",
+        &["claim", "the material", "measured here", "verdict"],
+        &rows,
+        &[],
+    ));
+}
+
+fn measurements_table(out: &mut String, r: &ExperimentResult) {
+    if r.measurements.is_empty() {
+        return;
+    }
+    let rows: Vec<Vec<String>> = r
+        .measurements
+        .iter()
+        .map(|m| {
+            let name = format!(
+                "<span title=\"{}\">{}</span>",
+                esc(&m.description),
+                esc(&m.name)
+            );
+            match &m.summary {
+                Some(s) => [name, esc(&m.unit)]
+                    .into_iter()
+                    .chain(crate::table::summary_cells(s))
+                    .collect(),
+                None => {
+                    let mut row = vec![name, esc(&m.unit), "-".into()];
+                    row.resize(9, String::new());
+                    row
+                }
+            }
+        })
+        .collect();
+    out.push_str("<h3>Measurements</h3>\n");
+    let headers: Vec<&str> = ["measurement", "unit"]
+        .into_iter()
+        .chain(crate::table::SUMMARY_HEADERS)
+        .collect();
+    out.push_str(&table("measurements", &headers, &rows, &[2, 3, 5, 6, 7, 8]));
+}
+
+fn findings_table(out: &mut String, r: &ExperimentResult) {
+    if r.findings.is_empty() {
+        return;
+    }
+    let rows: Vec<Vec<String>> = r
+        .findings
+        .iter()
+        .map(|f| {
+            let [value, unit] = crate::table::finding_cells(f);
+            vec![esc(&f.name), value, esc(&unit), esc(&f.detail)]
+        })
+        .collect();
+    out.push_str("<h3>Findings</h3>\n");
+    out.push_str(&table(
+        "findings",
+        &["finding", "value", "unit", "detail"],
+        &rows,
+        &[1],
+    ));
 }
 
 /// The full report of a set of results.

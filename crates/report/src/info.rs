@@ -1,9 +1,9 @@
 //! The readable layout of `oslab info`.
 
-use oslab_sys::machine::{MachineInfo, Probed};
+use oslab_model::machine::GeometryCheck;
+use oslab_model::machine::{MachineInfo, Probed};
 use oslab_sys::parse::cpulist::format_cpulist;
-use oslab_sys::parse::size::human_bytes;
-use oslab_sys::topology::GeometryCheck;
+use oslab_units::human_bytes;
 
 use crate::table::simple;
 
@@ -24,12 +24,36 @@ fn bytes(v: Option<u64>) -> String {
 
 /// `oslab info` as text.
 pub fn render(m: &MachineInfo) -> String {
+    let mut out = format!("host: {}\n", m.hostname);
+    cpu_section(&mut out, m);
+    caches_section(&mut out, m);
+    memory_section(&mut out, m);
+    kernel_section(&mut out, m);
+    virtualisation_section(&mut out, m);
+    dirty_section(&mut out, m);
+    block_section(&mut out, m);
+    out.push_str(&format!(
+        "\nprivileges: {}\n",
+        if m.root {
+            "root (system-changing experiments can run)"
+        } else {
+            "not root (experiments that change the system will be skipped)"
+        }
+    ));
+    out
+}
+
+/// One `key  value` line of a section.
+fn kv(out: &mut String, k: &str, v: String) {
+    out.push_str(&format!("  {k:<22} {v}\n"));
+}
+
+fn cpu_section(out: &mut String, m: &MachineInfo) {
     let c = &m.cpu;
-    let mut out = String::new();
-    out.push_str(&format!("host: {}\n\nCPU\n", m.hostname));
-    let mut kv = |k: &str, v: String| out.push_str(&format!("  {k:<22} {v}\n"));
-    kv("model", format!("{} ({})", c.model, c.vendor));
+    out.push_str("\nCPU\n");
+    kv(out, "model", format!("{} ({})", c.model, c.vendor));
     kv(
+        out,
         "logical CPUs",
         format!(
             "{} ({} cores, {} socket(s), {} thread(s) per core)",
@@ -37,6 +61,7 @@ pub fn render(m: &MachineInfo) -> String {
         ),
     );
     kv(
+        out,
         "SMT siblings",
         c.cpus
             .iter()
@@ -44,8 +69,9 @@ pub fn render(m: &MachineInfo) -> String {
             .collect::<Vec<_>>()
             .join(", "),
     );
-    kv("SMT control", probed(&c.smt_control, |s| s.clone()));
+    kv(out, "SMT control", probed(&c.smt_control, |s| s.clone()));
     kv(
+        out,
         "TSC",
         format!(
             "constant_tsc {}, nonstop_tsc {}{}",
@@ -54,7 +80,9 @@ pub fn render(m: &MachineInfo) -> String {
             c.mhz.map_or(String::new(), |m| format!(", {m:.0} MHz"))
         ),
     );
+}
 
+fn caches_section(out: &mut String, m: &MachineInfo) {
     out.push_str("\nCaches (sysfs)\n");
     let rows: Vec<Vec<String>> = m
         .caches
@@ -109,14 +137,16 @@ pub fn render(m: &MachineInfo) -> String {
     for d in &m.caches.distinct {
         out.push_str(&format!("  {}\n", d.description));
     }
+}
 
+fn memory_section(out: &mut String, m: &MachineInfo) {
     let mem = &m.memory;
     out.push_str("\nMemory\n");
-    let mut kv = |k: &str, v: String| out.push_str(&format!("  {k:<22} {v}\n"));
-    kv("total", human_bytes(mem.total_bytes));
-    kv("available", bytes(mem.available_bytes));
-    kv("cached", human_bytes(mem.cached_bytes));
+    kv(out, "total", human_bytes(mem.total_bytes));
+    kv(out, "available", bytes(mem.available_bytes));
+    kv(out, "cached", human_bytes(mem.cached_bytes));
     kv(
+        out,
         "dirty / writeback",
         format!(
             "{} / {}",
@@ -125,6 +155,7 @@ pub fn render(m: &MachineInfo) -> String {
         ),
     );
     kv(
+        out,
         "huge page sizes",
         mem.huge_page_sizes_bytes
             .iter()
@@ -133,6 +164,7 @@ pub fn render(m: &MachineInfo) -> String {
             .join(", "),
     );
     kv(
+        out,
         "transparent huge pages",
         format!(
             "{} (defrag {})",
@@ -140,20 +172,27 @@ pub fn render(m: &MachineInfo) -> String {
             opt(&mem.thp_defrag)
         ),
     );
+}
 
+fn kernel_section(out: &mut String, m: &MachineInfo) {
     let k = &m.kernel;
     out.push_str("\nKernel\n");
-    let mut kv = |k: &str, v: String| out.push_str(&format!("  {k:<22} {v}\n"));
-    kv("release", k.release.clone());
+    kv(out, "release", k.release.clone());
     kv(
+        out,
         "scheduler",
         format!(
             "{} (implied by the release: EEVDF from 6.6, CFS before)",
             k.scheduler.label()
         ),
     );
-    kv("HZ", probed(&k.hz, |h| format!("{} ({})", h.hz, h.source)));
     kv(
+        out,
+        "HZ",
+        probed(&k.hz, |h| format!("{} ({})", h.hz, h.source)),
+    );
+    kv(
+        out,
         "clocksource",
         format!(
             "{} (available: {})",
@@ -162,6 +201,7 @@ pub fn render(m: &MachineInfo) -> String {
         ),
     );
     kv(
+        out,
         "sched knobs",
         k.sched_knobs
             .iter()
@@ -170,6 +210,7 @@ pub fn render(m: &MachineInfo) -> String {
             .join(" "),
     );
     kv(
+        out,
         "debugfs sched",
         probed(&k.debug_sched, |m| {
             m.iter()
@@ -178,20 +219,23 @@ pub fn render(m: &MachineInfo) -> String {
                 .join(" ")
         }),
     );
+}
 
+fn virtualisation_section(out: &mut String, m: &MachineInfo) {
     let h = &m.hypervisor;
     out.push_str("\nVirtualisation\n");
-    let mut kv = |k: &str, v: String| out.push_str(&format!("  {k:<22} {v}\n"));
     kv(
+        out,
         "hypervisor",
         match &h.name {
             Some(n) => format!("{n} (context switches can cost 2.5-3x bare metal, material 5)"),
             None => "none detected (bare metal)".into(),
         },
     );
-    kv("cpu flag", yes(h.cpu_flag).into());
+    kv(out, "cpu flag", yes(h.cpu_flag).into());
     if let Some(r) = h.balloon_free_page_reporting {
         kv(
+            out,
             "balloon page reporting",
             if r {
                 "on (freed memory goes back to the host; first touches of new pages cost more)"
@@ -201,17 +245,20 @@ pub fn render(m: &MachineInfo) -> String {
             },
         );
     }
-    kv("CPUID signature", opt(&h.cpuid_vendor));
-    kv("/sys/hypervisor", opt(&h.sys_hypervisor_type));
+    kv(out, "CPUID signature", opt(&h.cpuid_vendor));
+    kv(out, "/sys/hypervisor", opt(&h.sys_hypervisor_type));
     kv(
+        out,
         "DMI",
         format!("{} / {}", opt(&h.dmi_sys_vendor), opt(&h.dmi_product_name)),
     );
+}
 
+fn dirty_section(out: &mut String, m: &MachineInfo) {
     let d = &m.dirty;
     out.push_str("\nDirty-page write back (vm.dirty_*)\n");
-    let mut kv = |k: &str, v: String| out.push_str(&format!("  {k:<22} {v}\n"));
     kv(
+        out,
         "background",
         format!(
             "ratio {} %, bytes {}",
@@ -220,6 +267,7 @@ pub fn render(m: &MachineInfo) -> String {
         ),
     );
     kv(
+        out,
         "hard limit",
         format!(
             "ratio {} %, bytes {}",
@@ -228,6 +276,7 @@ pub fn render(m: &MachineInfo) -> String {
         ),
     );
     kv(
+        out,
         "flusher",
         format!(
             "wakes every {} cs, writes pages older than {} cs",
@@ -236,6 +285,7 @@ pub fn render(m: &MachineInfo) -> String {
         ),
     );
     kv(
+        out,
         "kernel thresholds now",
         match (
             d.nr_dirty_background_threshold_pages,
@@ -251,7 +301,9 @@ pub fn render(m: &MachineInfo) -> String {
             _ => "-".into(),
         },
     );
+}
 
+fn block_section(out: &mut String, m: &MachineInfo) {
     out.push_str("\nBlock devices\n");
     // Unattached loop devices (size 0) are noise: name them on one line.
     let (idle_loops, devices): (Vec<_>, Vec<_>) = m
@@ -305,15 +357,6 @@ pub fn render(m: &MachineInfo) -> String {
         sc.fs_type.as_deref().unwrap_or("?"),
         bytes(sc.free_bytes)
     ));
-    out.push_str(&format!(
-        "\nprivileges: {}\n",
-        if m.root {
-            "root (system-changing experiments can run)"
-        } else {
-            "not root (experiments that change the system will be skipped)"
-        }
-    ));
-    out
 }
 
 fn yes(b: bool) -> &'static str {

@@ -1,7 +1,13 @@
-//! Rendering results: every function takes values and returns text or bytes; the
-//! binary decides where they go. Every output format (terminal, JSON, CSV, SVG,
-//! HTML) implements [`exporter::Exporter`], one file per format; the binary chooses
-//! the exporters a command writes.
+//! oslab's outputs, bytes out and no I/O: every function takes values and returns
+//! text or bytes; the binary decides where they go.
+//!
+//! Every output format implements [`exporter::Exporter`] in a file of its own
+//! ([`terminal`], [`json`], [`csv_out`], [`svg`], [`html`]); the binary chooses the
+//! exporters a command writes. What several formats of one kind of document share
+//! is rendered beside that document rather than in each format's file: a
+//! comparison's text and page in [`compare`], the stored runs' CSV table in
+//! [`export`]. The other modules render one command's text (`info`, `dirty`,
+//! `stalls`, `wcall`, `watch`).
 #![forbid(unsafe_code)]
 
 pub mod compare;

@@ -1,15 +1,10 @@
-//! `oslab stalls` output: an 80-column block per interval, JSON lines, and trace
-//! events for ui.perfetto.dev.
+//! `oslab stalls` output: an 80-column block per interval and JSON lines (the
+//! trace events for ui.perfetto.dev are `oslab_trace::timeline`'s).
 
-use std::collections::HashSet;
 use std::fmt::Write;
 
-use oslab_sys::parse::size::human_bytes;
-use oslab_trace::analysis::Cause;
-use oslab_trace::chrome::{self, TraceEvent};
-use oslab_trace::records::{Bandwidth, FlushPass, OffCpu, Pause};
-use oslab_trace::session::Tick;
-use oslab_trace::stalls::{IntervalSummary, StallLine};
+use oslab_model::trace::{IntervalSummary, StallLine};
+use oslab_units::human_bytes;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -56,38 +51,58 @@ pub fn interval_text(
         crate::num::fmt(threshold_ns as f64 / 1e6),
     );
     if s.stalls > 0 {
+        causes_text(&mut o, s);
+    }
+    throttling_text(&mut o, s, page_size);
+    dirtiers_text(&mut o, s);
+    kernel_text(&mut o, s, page_size);
+    if s.lost > 0 {
         let _ = writeln!(
             o,
-            "  {:<19} {:>6} {:>10} {:>6} {:>9} {:>9}",
-            "where the time went", "writes", "total ms", "share", "p99 ms", "max ms"
+            "  {} records lost so far (the ring buffer was full): figures are incomplete",
+            s.lost
         );
-        for r in &s.causes {
-            let (p99, max) = if r.writes > 0 {
-                (ms(r.p99_ns), ms(r.max_ns))
-            } else {
-                ("-".into(), "-".into())
-            };
-            let _ = writeln!(
-                o,
-                "  {:<19} {:>6} {:>10} {:>5.1}% {:>9} {:>9}",
-                r.cause.label(),
-                r.writes,
-                ms(r.total_ns),
-                r.share * 100.0,
-                p99,
-                max
-            );
-        }
-        for b in &s.blocked_in {
-            let _ = writeln!(
-                o,
-                "    blocked in {} ({} x, {} ms)",
-                cut(&b.place, 44),
-                b.count,
-                ms(b.total_ns)
-            );
-        }
     }
+    o
+}
+
+/// Where the interval's stalled writes spent their time, and where blocked ones
+/// waited.
+fn causes_text(o: &mut String, s: &IntervalSummary) {
+    let _ = writeln!(
+        o,
+        "  {:<19} {:>6} {:>10} {:>6} {:>9} {:>9}",
+        "where the time went", "writes", "total ms", "share", "p99 ms", "max ms"
+    );
+    for r in &s.causes {
+        let (p99, max) = if r.writes > 0 {
+            (ms(r.p99_ns), ms(r.max_ns))
+        } else {
+            ("-".into(), "-".into())
+        };
+        let _ = writeln!(
+            o,
+            "  {:<19} {:>6} {:>10} {:>5.1}% {:>9} {:>9}",
+            r.cause.label(),
+            r.writes,
+            ms(r.total_ns),
+            r.share * 100.0,
+            p99,
+            max
+        );
+    }
+    for b in &s.blocked_in {
+        let _ = writeln!(
+            o,
+            "    blocked in {} ({} x, {} ms)",
+            cut(&b.place, 44),
+            b.count,
+            ms(b.total_ns)
+        );
+    }
+}
+
+fn throttling_text(o: &mut String, s: &IntervalSummary, page_size: u64) {
     if let Some(t) = &s.throttling {
         let to_mib = |p: u64| mib(p * page_size);
         let _ = writeln!(
@@ -100,6 +115,10 @@ pub fn interval_text(
             to_mib(t.thresh_pages)
         );
     }
+}
+
+/// Who dirtied pages in the interval, per process and per cgroup.
+fn dirtiers_text(o: &mut String, s: &IntervalSummary) {
     if !s.dirtiers.is_empty() {
         let _ = writeln!(
             o,
@@ -126,6 +145,10 @@ pub fn interval_text(
             let _ = writeln!(o, "  per cgroup: {}", parts.join(", "));
         }
     }
+}
+
+/// The flusher's passes and the devices' bandwidth estimates.
+fn kernel_text(o: &mut String, s: &IntervalSummary, page_size: u64) {
     for f in &s.flusher {
         if f.pages == 0 {
             continue;
@@ -152,14 +175,6 @@ pub fn interval_text(
             rate(b.dirty_ratelimit)
         );
     }
-    if s.lost > 0 {
-        let _ = writeln!(
-            o,
-            "  {} records lost so far (the ring buffer was full): figures are incomplete",
-            s.lost
-        );
-    }
-    o
 }
 
 /// A stall as a JSON line.
@@ -181,166 +196,10 @@ pub fn interval_json(s: &IntervalSummary, unix_time: f64) -> String {
     format!("{v}\n")
 }
 
-/// The kernel's own tracks: flusher passes and bandwidth estimates live under
-/// this made-up process, the rest under the real pids and tids.
-pub const KERNEL_TRACK_PID: u32 = 0;
-
-/// Trace events for an interval's records: each slow call as a slice with its
-/// causes in the arguments, dirty-throttle pauses and blocked stretches as
-/// slices on the same thread, flusher passes, and counters for Dirty against the
-/// limits and for the device's bandwidth estimate.
-pub fn trace_events(
-    stalls: &[StallLine],
-    pauses: &[Pause],
-    offcpu: &[OffCpu],
-    flushes: &[FlushPass],
-    bandwidth: &[Bandwidth],
-    hz: u32,
-    page_size: u64,
-) -> Vec<TraceEvent> {
-    let mut ev = Vec::new();
-    for s in stalls {
-        ev.push(
-            chrome::slice(&s.call, "stall", s.tgid, s.pid, s.start_ns, s.dur_ns)
-                .arg("fd", s.fd)
-                .arg("bytes", s.bytes)
-                .arg("main_cause", Cause::label(s.main_cause))
-                .arg("throttle_ms", s.throttle_ns as f64 / 1e6)
-                .arg("writeback_wait_ms", s.wbwait_ns as f64 / 1e6)
-                .arg("blocked_ms", s.blocked_ns as f64 / 1e6)
-                .arg("run_queue_ms", s.runq_ns as f64 / 1e6)
-                .arg("on_cpu_ms", s.on_cpu_ns as f64 / 1e6),
-        );
-    }
-    let to_mib = |p: u64| (p * page_size) as f64 / MIB;
-    for p in pauses {
-        if p.pause_jiffies > 0 {
-            let dur = oslab_trace::analysis::jiffies_ns(p.pause_jiffies, hz).max(0) as u64;
-            ev.push(
-                chrome::slice(
-                    "dirty throttle pause",
-                    "throttle",
-                    p.tgid,
-                    p.pid,
-                    p.ts_ns,
-                    dur,
-                )
-                .arg("dirty_mib", to_mib(p.dirty))
-                .arg("setpoint_mib", to_mib(p.setpoint()))
-                .arg("limit_mib", to_mib(p.thresh))
-                .arg("task_ratelimit_mib_s", to_mib(p.task_ratelimit))
-                .arg("pause_jiffies", p.pause_jiffies),
-            );
-        }
-        ev.push(chrome::counter(
-            "dirty + writeback (MiB)",
-            KERNEL_TRACK_PID,
-            p.ts_ns,
-            &[
-                ("dirty", to_mib(p.dirty)),
-                ("setpoint", to_mib(p.setpoint())),
-                ("limit", to_mib(p.thresh)),
-            ],
-        ));
-    }
-    for o in offcpu {
-        let place = oslab_trace::analysis::blocker(&o.stack);
-        ev.push(
-            chrome::slice(
-                &format!("blocked: {place}"),
-                "blocked",
-                o.tgid,
-                o.pid,
-                o.start_ns,
-                o.dur_ns,
-            )
-            .arg("stack", o.stack.join(" <- ")),
-        );
-    }
-    for f in flushes {
-        ev.push(
-            chrome::slice(
-                &format!("flush {}", f.reason.name()),
-                "flusher",
-                KERNEL_TRACK_PID,
-                f.bdi_id as u32 + 1,
-                f.start_ns,
-                f.end_ns.saturating_sub(f.start_ns),
-            )
-            .arg("device", f.bdi.as_str())
-            .arg("mib", to_mib(f.pages)),
-        );
-    }
-    for b in bandwidth {
-        ev.push(chrome::counter(
-            &format!("bandwidth {} (MiB/s)", b.bdi),
-            KERNEL_TRACK_PID,
-            b.ts_ns,
-            &[
-                ("write", to_mib(b.write_bw)),
-                ("avg_write", to_mib(b.avg_write_bw)),
-                ("dirty_rate", to_mib(b.dirty_rate)),
-                ("dirty_ratelimit", to_mib(b.dirty_ratelimit)),
-            ],
-        ));
-    }
-    ev
-}
-
-/// A Chrome/Perfetto trace written as it comes, one chunk per interval: each
-/// process and thread named once, the kernel's write-back on a track of its own.
-#[derive(Default)]
-pub struct TraceStream {
-    writer: chrome::Writer,
-    named: HashSet<(u32, u32)>,
-    /// Events written so far.
-    pub events: usize,
-}
-
-impl TraceStream {
-    /// The text of one interval's events.
-    pub fn interval(&mut self, tick: &Tick) -> String {
-        let mut events = Vec::new();
-        for l in &tick.lines {
-            if self.named.insert((l.tgid, l.pid)) {
-                events.push(chrome::name(l.tgid, l.pid, false, &l.comm));
-                let thread = tick.thread_names.get(&l.pid).unwrap_or(&l.comm);
-                events.push(chrome::name(l.tgid, l.pid, true, thread));
-            }
-        }
-        if self.named.insert((KERNEL_TRACK_PID, 0)) {
-            events.push(chrome::name(
-                KERNEL_TRACK_PID,
-                0,
-                false,
-                "kernel: write back",
-            ));
-        }
-        let c = &tick.captured;
-        events.extend(trace_events(
-            &tick.lines,
-            &c.pauses,
-            &c.offcpu,
-            &c.flushes,
-            &c.bandwidth,
-            tick.hz,
-            tick.page_size,
-        ));
-        self.events += events.len();
-        self.writer.chunk(&events)
-    }
-
-    /// The text that closes the trace.
-    pub fn end(&mut self) -> String {
-        self.writer.end()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_trace::analysis::CauseRow;
-    use oslab_trace::stalls::{DirtierRow, Throttling};
+    use oslab_model::trace::{Cause, CauseRow, DirtierRow, Throttling};
 
     fn summary() -> IntervalSummary {
         IntervalSummary {
@@ -409,55 +268,5 @@ mod tests {
         assert_eq!(v["type"], "interval");
         assert_eq!(v["causes"][0]["cause"], "dirty_throttle");
         assert_eq!(v["dirtiers"][0]["tgid"], 4242);
-    }
-
-    fn line(pid: u32) -> StallLine {
-        StallLine {
-            tgid: 7,
-            pid,
-            comm: "writer".into(),
-            call: "write".into(),
-            fd: 3,
-            bytes: 4096,
-            start_ns: 1_000,
-            dur_ns: 50_000_000,
-            main_cause: Cause::DirtyThrottle,
-            throttle_ns: 50_000_000,
-            wbwait_ns: 0,
-            blocked_ns: 0,
-            runq_ns: 0,
-            on_cpu_ns: 0,
-            pauses: 1,
-            blocked_in: Vec::new(),
-        }
-    }
-
-    fn tick(lines: Vec<StallLine>) -> Tick {
-        Tick {
-            summary: summary(),
-            thread_names: lines
-                .iter()
-                .map(|l| (l.pid, format!("t{}", l.pid)))
-                .collect(),
-            lines,
-            captured: Default::default(),
-            hz: 250,
-            page_size: 4096,
-        }
-    }
-
-    #[test]
-    fn a_trace_names_each_thread_and_the_kernel_track_once() {
-        let mut stream = TraceStream::default();
-        let first = stream.interval(&tick(vec![line(8)]));
-        assert_eq!(first.matches("\"process_name\"").count(), 2, "{first}");
-        assert!(first.contains("\"t8\""), "{first}");
-        let second = stream.interval(&tick(vec![line(8), line(9)]));
-        assert_eq!(second.matches("\"thread_name\"").count(), 1, "{second}");
-        assert_eq!(second.matches("\"process_name\"").count(), 1, "{second}");
-        assert_eq!(stream.events, (3 + 1) + (2 + 2));
-        let whole = format!("{first}{second}{}", stream.end());
-        let events: serde_json::Value = serde_json::from_str(&whole).unwrap();
-        assert_eq!(events.as_array().map(Vec::len), Some(stream.events));
     }
 }

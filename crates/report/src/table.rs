@@ -179,6 +179,29 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
             return out;
         }
     }
+    out.push_str(&figures_text(r, width));
+    const HANG: &str = "                  ";
+    for c in &r.claims {
+        let head = format!("{} ({})", c.text, c.source);
+        line(
+            &mut out,
+            &format!("   [{}] ", verdict_mark(c.verdict)),
+            "        ",
+            &head,
+        );
+        line(&mut out, "        expected: ", HANG, &c.expectation);
+        line(&mut out, "        observed: ", HANG, &c.observed);
+        line(&mut out, "        why: ", "             ", &c.why);
+    }
+    for n in &r.notes {
+        line(&mut out, "   note: ", "         ", n);
+    }
+    out
+}
+
+/// A result's measurements and findings as tables, each followed by a blank line.
+fn figures_text(r: &ExperimentResult, width: Width) -> String {
+    let mut out = String::new();
     if !r.measurements.is_empty() {
         let rows: Vec<Vec<String>> = r
             .measurements
@@ -216,22 +239,6 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
             width,
         ));
         out.push('\n');
-    }
-    const HANG: &str = "                  ";
-    for c in &r.claims {
-        let head = format!("{} ({})", c.text, c.source);
-        line(
-            &mut out,
-            &format!("   [{}] ", verdict_mark(c.verdict)),
-            "        ",
-            &head,
-        );
-        line(&mut out, "        expected: ", HANG, &c.expectation);
-        line(&mut out, "        observed: ", HANG, &c.observed);
-        line(&mut out, "        why: ", "             ", &c.why);
-    }
-    for n in &r.notes {
-        line(&mut out, "   note: ", "         ", n);
     }
     out
 }

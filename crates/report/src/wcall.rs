@@ -1,8 +1,8 @@
 //! The WCALL governor for people: `oslab wcall status`, the line `wcall daemon
 //! --every S` prints, and what a governor did when it ends.
 
-use oslab_sys::parse::size::human_bytes;
-use oslab_wcall::view::{ProcView, Snapshot};
+use oslab_model::governor::{ProcView, Snapshot};
+use oslab_units::human_bytes;
 
 use crate::table::simple;
 
@@ -44,49 +44,7 @@ pub fn status(governors: &[Running]) -> String {
             human_bytes(s.freerun_bytes),
             human_bytes(s.thresh_bytes)
         );
-        let rows: Vec<Vec<String>> = s
-            .groups
-            .iter()
-            .map(|g| {
-                vec![
-                    g.group.clone(),
-                    format!("{}/{}", g.tasks, g.processes),
-                    human_bytes(g.dirty_bytes),
-                    human_bytes(g.writeback_bytes),
-                    format!("{:.3}", g.share),
-                    g.limit_bytes
-                        .map(human_bytes)
-                        .unwrap_or_else(|| "none".into()),
-                    if g.held { "yes".into() } else { "no".into() },
-                    format!("{:.0}", g.held_ms),
-                    g.delayed_writes.to_string(),
-                    g.writes.to_string(),
-                    match (g.memcg_dirty_bytes, g.memcg_writeback_bytes) {
-                        (Some(d), Some(w)) => format!("{} / {}", human_bytes(d), human_bytes(w)),
-                        _ => "-".into(),
-                    },
-                    cgroup_controls(g.io_weight, g.memory_high_bytes),
-                ]
-            })
-            .collect();
-        out += &simple(
-            &[
-                "group",
-                "tasks/procs",
-                "dirty",
-                "writeback",
-                "share",
-                "limit",
-                "held now",
-                "held ms",
-                "delayed",
-                "writes",
-                "memcg dirty / writeback",
-                "io.weight / memory.high",
-            ],
-            &rows,
-            &[1, 2, 3, 4, 5, 7, 8, 9],
-        );
+        out += &groups_table(s);
         out.push('\n');
         out += &format!(
             "  {}; headroom {}, ungoverned dirty {}; coordinator CPU {:.2} %{}\n",
@@ -109,6 +67,53 @@ pub fn status(governors: &[Running]) -> String {
         out.push('\n');
     }
     out
+}
+
+/// A governor's groups as a table.
+fn groups_table(s: &Snapshot) -> String {
+    let rows: Vec<Vec<String>> = s
+        .groups
+        .iter()
+        .map(|g| {
+            vec![
+                g.group.clone(),
+                format!("{}/{}", g.tasks, g.processes),
+                human_bytes(g.dirty_bytes),
+                human_bytes(g.writeback_bytes),
+                format!("{:.3}", g.share),
+                g.limit_bytes
+                    .map(human_bytes)
+                    .unwrap_or_else(|| "none".into()),
+                if g.held { "yes".into() } else { "no".into() },
+                format!("{:.0}", g.held_ms),
+                g.delayed_writes.to_string(),
+                g.writes.to_string(),
+                match (g.memcg_dirty_bytes, g.memcg_writeback_bytes) {
+                    (Some(d), Some(w)) => format!("{} / {}", human_bytes(d), human_bytes(w)),
+                    _ => "-".into(),
+                },
+                cgroup_controls(g.io_weight, g.memory_high_bytes),
+            ]
+        })
+        .collect();
+    simple(
+        &[
+            "group",
+            "tasks/procs",
+            "dirty",
+            "writeback",
+            "share",
+            "limit",
+            "held now",
+            "held ms",
+            "delayed",
+            "writes",
+            "memcg dirty / writeback",
+            "io.weight / memory.high",
+        ],
+        &rows,
+        &[1, 2, 3, 4, 5, 7, 8, 9],
+    )
 }
 
 /// One line per governed process: what it is, and what the governor can do about
@@ -225,7 +230,7 @@ pub fn summary(s: &Snapshot) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_wcall::view::GroupView;
+    use oslab_model::governor::GroupView;
 
     fn snapshot() -> Snapshot {
         Snapshot {

@@ -1,15 +1,18 @@
-//! Settings a user can change with `--set NAME=VALUE`: an experiment's
-//! (`oslab run ID --set ...`) and the simulator's (`oslab sim run|sweep --set ...`).
+//! Typed settings declared once, for what a user changes with `--set NAME=VALUE`:
+//! an experiment's (`oslab run ID --set ...`) and the simulator's (`oslab sim
+//! run|sweep --set ...`).
 //!
 //! Each setting is declared once, as a typed static (`Setting<Bytes>`,
 //! `Setting<Seconds>`, ...) with its help, its quick and full defaults and the range
 //! it accepts. The CLI parses every `--set` once against the declarations of the
 //! experiments it names ([`AnySetting::parse_value`]): a value of the wrong kind or
-//! outside the range is a usage error naming the range, never a silent clamp. The
-//! experiment reads the parsed value with `ctx.get(&SETTING)`, which also records
-//! it in the result's parameters, so what is recorded is what ran. The simulator's
-//! keys (`oslab_wbsim::settings`) are declared the same way; `oslab list --settings`
-//! and `oslab sim list --settings` print both from the declarations.
+//! outside the range is a usage error naming the range, never a silent clamp. An
+//! experiment reads the parsed value in its plan with the lab's `Planner::get`
+//! (`p.get(&SETTING)`), which also records it in the result's parameters, so what is
+//! recorded is what ran. The simulator's keys (`oslab_wbsim::settings`) are declared
+//! the same way; `oslab list --settings` and `oslab sim list --settings` print both
+//! from the declarations. Sizes, rates and durations are read and shown in
+//! `oslab_units`' grammar.
 //!
 //! Its own crate (not a module of the lab) because the simulator, which the lab
 //! depends on, declares its keys with it.
@@ -20,7 +23,7 @@ use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use oslab_sys::parse::size::{human_bytes, parse_human_rate, parse_human_size};
+use oslab_units::{TimeUnit, human_bytes, parse_duration, parse_human_rate, parse_human_size};
 
 /// A kind of setting: how its text is parsed and shown.
 pub trait Kind: 'static {
@@ -36,7 +39,7 @@ pub trait Kind: 'static {
 pub struct Bytes;
 /// A whole number.
 pub struct Count;
-/// Seconds, fractional allowed: `2.5` or `2.5s`.
+/// Seconds, fractional allowed: `2.5`, `2.5s` or `500ms`.
 pub struct Seconds;
 /// `true`/`false`, `yes`/`no`, `on`/`off`, `1`/`0`.
 pub struct Flag;
@@ -52,7 +55,7 @@ pub struct Choices;
 pub struct OneOf;
 /// Bytes per second: `40MiB/s`, `41943040` (a size needs /s).
 pub struct Rate;
-/// Milliseconds, fractional allowed: `2.5` or `2.5ms`.
+/// Milliseconds, fractional allowed: `2.5`, `2.5ms` or `1s`.
 pub struct Millis;
 /// A plain number, fractional or negative allowed: `0.5`, `-20`.
 pub struct Number;
@@ -89,10 +92,9 @@ impl Kind for Seconds {
         "seconds".into()
     }
     fn parse(text: &str, _: &'static [&'static str]) -> Result<f64, String> {
-        match text.trim_end_matches('s').trim_end().parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(v),
-            _ => Err("not a number of seconds".into()),
-        }
+        parse_duration(text, TimeUnit::Seconds)
+            .map(|d| d.in_unit(TimeUnit::Seconds))
+            .map_err(|_| "not a number of seconds".into())
     }
     fn show(v: &f64) -> String {
         format!("{v} s")
@@ -217,10 +219,9 @@ impl Kind for Millis {
         "ms".into()
     }
     fn parse(text: &str, _: &'static [&'static str]) -> Result<f64, String> {
-        match text.trim_end_matches("ms").trim_end().parse::<f64>() {
-            Ok(v) if v.is_finite() => Ok(v),
-            _ => Err("not a number of milliseconds".into()),
-        }
+        parse_duration(text, TimeUnit::Millis)
+            .map(|d| d.in_unit(TimeUnit::Millis))
+            .map_err(|_| "not a number of milliseconds".into())
     }
     fn show(v: &f64) -> String {
         format!("{v} ms")
@@ -415,6 +416,9 @@ mod tests {
         assert!(Rate::parse("fast", &[]).is_err());
         assert_eq!(Rate::show(&(40 << 20)), "40 MiB/s");
         assert_eq!(Millis::parse("2.5ms", &[]), Ok(2.5));
+        assert_eq!(Millis::parse("1s", &[]), Ok(1000.0));
+        assert_eq!(Seconds::parse("500ms", &[]), Ok(0.5));
+        assert!(Seconds::parse("5 parsecs", &[]).is_err());
         assert!(Millis::parse("nan", &[]).is_err());
         assert_eq!(Number::parse("-20", &[]), Ok(-20.0));
         assert!(Number::parse("nan", &[]).is_err());

@@ -18,7 +18,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use crate::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 /// The default limit on an input file, decompressed or not (`--max-input`).
 pub const DEFAULT_MAX_INPUT: u64 = 1 << 30;

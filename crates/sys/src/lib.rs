@@ -1,9 +1,17 @@
-//! oslab's window onto Linux.
+//! Linux as oslab reads and changes it: parsers of /proc and /sys, thin safe
+//! wrappers over system calls and files, and the journal of every change.
 //!
-//! Two kinds of code live here and nowhere else:
 //! - pure parsers of /proc and /sys text ([`parse`]), tested on captured samples;
-//! - thin safe wrappers over system calls ([`process`], [`clock`], [`cpuid`]) and the
-//!   [`journal`] through which every change to the system is made and undone.
+//! - thin safe wrappers over system calls ([`process`], [`clock`], [`cpuid`],
+//!   [`signals`], [`fileio`]) and over the files oslab reads and writes for the
+//!   user ([`infile`], [`outfile`], [`owned`], [`tempname`]);
+//! - the [`journal`] through which every change to the system is made and undone
+//!   ([`sysctl`], [`blockdev`]);
+//! - what the kernel derives from those files, computed its way ([`dirty`]'s
+//!   limits, [`sar`]'s rates).
+//!
+//! The measurement engines that fork and time workloads are `oslab-probe`'s, the
+//! result types these readers fill are `oslab-model`'s.
 //!
 //! Readers of the live system ([`topology`], [`machine`]) take a root directory so the
 //! same code reads this machine (`/`) or a captured tree under `tests/fixtures/`.
@@ -18,16 +26,13 @@ pub mod fsread;
 pub mod infile;
 pub mod journal;
 pub mod machine;
-pub mod memprobe;
 pub mod outfile;
 pub mod owned;
 pub mod parse;
 pub mod pidinfo;
-pub mod pingpong;
 pub mod process;
 pub mod sar;
 pub mod signals;
-pub mod spinners;
 pub mod sysctl;
 pub mod tempname;
 #[cfg(any(test, feature = "testing"))]
@@ -35,5 +40,3 @@ pub mod testing;
 pub mod topology;
 
 pub use error::{SysError, SysResult};
-/// The memory cgroup parsers and readers, at their old path.
-pub use parse::memcg;

@@ -13,7 +13,7 @@ use crate::parse::{bracketed_choice, kconfig, meminfo, vmstat};
 use crate::topology;
 
 // The types are the result schema's (`oslab_model::machine`); this module fills them.
-pub use oslab_model::machine::{
+use oslab_model::machine::{
     BlockDevice, CpuSummary, DirtySettings, HypervisorInfo, Hz, KernelInfo, MachineInfo,
     MemoryInfo, Probed, SchedulerKind, ScratchInfo, TscFlags,
 };
@@ -641,7 +641,7 @@ mod props {
         let m = collect(&Root::at(dir.path()), &probes());
         assert!(m.caches.distinct.iter().any(|c| matches!(
             c.geometry,
-            crate::topology::GeometryCheck::Inconsistent {
+            oslab_model::machine::GeometryCheck::Inconsistent {
                 computed_bytes: u64::MAX
             }
         )));

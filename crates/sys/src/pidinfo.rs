@@ -2,7 +2,7 @@
 //! [`Root`], for naming the processes the kernel's records mention.
 
 use crate::fsread::Root;
-use crate::memcg::{Version, own_path};
+use crate::parse::memcg::{Version, own_path};
 
 /// The process's command name (/proc/PID/comm), if it still exists.
 pub fn comm(root: &Root, pid: u32) -> Option<String> {

@@ -201,7 +201,7 @@ pub fn counter_delta(prev: u64, cur: u64) -> u64 {
 
 // The record's types are the result schema's (`oslab_model::system`); `derive` fills
 // them.
-pub use oslab_model::system::{CpuPct, DeviceRates, Memory, Paging, SarRecord};
+use oslab_model::system::{CpuPct, DeviceRates, Memory, Paging, SarRecord};
 
 fn rate(prev: &BTreeMap<String, u64>, cur: &BTreeMap<String, u64>, key: &str, dt: f64) -> f64 {
     match (prev.get(key), cur.get(key)) {

@@ -7,14 +7,16 @@
 
 use std::collections::BTreeMap;
 
+use oslab_units::human_bytes;
+
 use crate::fsread::Root;
 use crate::parse::cpulist::{format_cpulist, parse_cpulist};
-use crate::parse::size::{human_bytes, parse_sysfs_size};
+use crate::parse::size::parse_sysfs_size;
 
 const CPU_DIR: &str = "/sys/devices/system/cpu";
 
 // The types are the result schema's (`oslab_model::machine`); this module fills them.
-pub use oslab_model::machine::{
+use oslab_model::machine::{
     CacheIndex, CacheLevel, CacheTopology, DistinctCache, GeometryCheck, LogicalCpu,
 };
 

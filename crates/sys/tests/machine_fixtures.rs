@@ -2,9 +2,10 @@
 
 use std::path::{Path, PathBuf};
 
+use oslab_model::machine::GeometryCheck;
+use oslab_model::machine::{Probed, SchedulerKind};
 use oslab_sys::fsread::Root;
-use oslab_sys::machine::{self, LiveProbes, Probed, SchedulerKind};
-use oslab_sys::topology::GeometryCheck;
+use oslab_sys::machine::{self, LiveProbes};
 
 fn fixture(name: &str) -> Root {
     Root::at(

@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use oslab_model::trace::{Bandwidth, BlockerRow, Cause, CauseRow, FlushReason, FlushRow};
+
 use crate::records::{
-    Bandwidth, Dirtier, FlushPass, FlushReason, Limits, OffCpu, Pause, Switch, SwitchCounts,
-    Wakeup, WriteCall,
+    Dirtier, FlushPass, Limits, OffCpu, Pause, Switch, SwitchCounts, Wakeup, WriteCall,
 };
 
 /// What a traced run kept: every record, the kernel-side counters, and how many
@@ -127,66 +128,6 @@ impl Default for TraceOutcome {
     }
 }
 
-/// Where a write's time went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cause {
-    /// Asleep in balance_dirty_pages.
-    DirtyThrottle,
-    /// Asleep until a page's write back finished.
-    WritebackWait,
-    /// Asleep for another reason (see the kernel stacks).
-    Blocked,
-    /// Runnable, waiting for a CPU.
-    RunQueue,
-    /// On the CPU: copying, allocating and faulting pages, the call itself.
-    OnCpu,
-}
-
-impl Cause {
-    pub const ALL: [Cause; 5] = [
-        Cause::DirtyThrottle,
-        Cause::WritebackWait,
-        Cause::Blocked,
-        Cause::RunQueue,
-        Cause::OnCpu,
-    ];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Cause::DirtyThrottle => "dirty throttle",
-            Cause::WritebackWait => "write-back wait",
-            Cause::Blocked => "blocked elsewhere",
-            Cause::RunQueue => "run queue",
-            Cause::OnCpu => "on CPU",
-        }
-    }
-
-    pub fn of(self, w: &WriteCall) -> u64 {
-        match self {
-            Cause::DirtyThrottle => w.throttle_ns,
-            Cause::WritebackWait => w.wbwait_ns,
-            Cause::Blocked => w.blocked_ns,
-            Cause::RunQueue => w.runq_ns,
-            Cause::OnCpu => w.on_cpu_ns(),
-        }
-    }
-}
-
-/// One row of a stall table: the writes that spent time in this cause.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CauseRow {
-    pub cause: Cause,
-    /// Writes with any time in this cause.
-    pub writes: usize,
-    pub total_ns: u64,
-    /// Share of all the writes' time.
-    pub share: f64,
-    /// The 99th percentile and the maximum of one write's time in this cause.
-    pub p99_ns: u64,
-    pub max_ns: u64,
-}
-
 fn percentile(mut v: Vec<u64>, q: f64) -> u64 {
     if v.is_empty() {
         return 0;
@@ -204,7 +145,7 @@ pub fn stall_table(writes: &[&WriteCall]) -> Vec<CauseRow> {
         .map(|&cause| {
             let per: Vec<u64> = writes
                 .iter()
-                .map(|w| cause.of(w))
+                .map(|w| w.time_in(cause))
                 .filter(|&x| x > 0)
                 .collect();
             let total: u64 = per.iter().sum();
@@ -229,7 +170,7 @@ pub fn main_cause(w: &WriteCall) -> Cause {
     Cause::ALL
         .iter()
         .copied()
-        .max_by_key(|c| (c.of(w), std::cmp::Reverse(*c as u8)))
+        .max_by_key(|c| (w.time_in(*c), std::cmp::Reverse(*c as u8)))
         .unwrap_or(Cause::OnCpu)
 }
 
@@ -251,7 +192,7 @@ pub fn shares_over(writes: &[&WriteCall], over_ns: u64) -> Option<BTreeMap<Cause
             .map(|&c| {
                 (
                     c,
-                    slow.iter().map(|w| c.of(w)).sum::<u64>() as f64 / all as f64,
+                    slow.iter().map(|w| w.time_in(c)).sum::<u64>() as f64 / all as f64,
                 )
             })
             .collect(),
@@ -292,14 +233,6 @@ pub fn blocker(stack: &[String]) -> String {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct BlockerRow {
-    pub place: String,
-    pub count: usize,
-    pub total_ns: u64,
-    pub max_ns: u64,
-}
-
 /// Blocked stretches grouped by where they waited, most time first.
 pub fn blockers(offcpu: &[&OffCpu]) -> Vec<BlockerRow> {
     let mut by: BTreeMap<String, BlockerRow> = BTreeMap::new();
@@ -318,15 +251,6 @@ pub fn blockers(offcpu: &[&OffCpu]) -> Vec<BlockerRow> {
     let mut rows: Vec<BlockerRow> = by.into_values().collect();
     rows.sort_by(|a, b| b.total_ns.cmp(&a.total_ns).then(a.place.cmp(&b.place)));
     rows
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct FlushRow {
-    pub bdi: String,
-    pub reason: FlushReason,
-    pub passes: usize,
-    pub pages: u64,
-    pub busy_ns: u64,
 }
 
 /// The flusher's passes per device and reason.

@@ -2,9 +2,10 @@
 //! kind this code does not know, or one shorter than its kind's size, is dropped
 //! (counted by the caller), never trusted.
 
+use oslab_model::trace::{Bandwidth, FlushReason};
+
 use crate::records::{
-    Bandwidth, DirtiedFile, Event, FlushPass, FlushReason, Limits, OffCpuRaw, Pause, Switch,
-    Wakeup, WriteCall,
+    DirtiedFile, Event, FlushPass, Limits, OffCpuRaw, Pause, Switch, Wakeup, WriteCall,
 };
 
 pub const EV_WRITE: u32 = 1;
@@ -79,155 +80,17 @@ pub fn decode(data: &[u8]) -> Option<Event> {
     let cpu = f.u32();
     let ts = f.u64();
     Some(match kind {
-        EV_WRITE => {
-            let pid = f.u32();
-            let tgid = f.u32();
-            let sysno = f.u32();
-            Event::Write(WriteCall {
-                pid,
-                tgid,
-                call: syscall_name(sysno).to_string(),
-                fd: f.i32(),
-                count: f.u64(),
-                ret: f.i64(),
-                start_ns: f.u64(),
-                dur_ns: f.u64(),
-                throttle_ns: f.u64(),
-                wbwait_ns: f.u64(),
-                blocked_ns: f.u64(),
-                runq_ns: f.u64(),
-                pauses: f.u32(),
-                prio: f.i32(),
-            })
-        }
-        EV_PAUSE => {
-            let pid = f.u32();
-            let tgid = f.u32();
-            let prio = f.i32();
-            let policy = f.u32();
-            let bdi_id = f.u64();
-            let avail = f.u64();
-            let dirty = f.u64();
-            let thresh = f.u64();
-            let bg_thresh = f.u64();
-            let limit = f.u64();
-            let wb_dirty = f.u64();
-            let wb_thresh = f.u64();
-            let wb_bg_thresh = f.u64();
-            let pos_ratio = f.u64();
-            let dirty_ratelimit = f.u64();
-            let task_ratelimit = f.u64();
-            let dirtied = f.u64();
-            let period_jiffies = f.u64();
-            let pause_jiffies = f.i64();
-            let _start_time = f.u64();
-            let paused_when = f.u64();
-            let jiffies = f.u64();
-            let nr_dirtied_pause = f.u32();
-            let has_pos_ratio = f.u32() != 0;
-            Event::Pause(Pause {
-                ts_ns: ts,
-                pid,
-                tgid,
-                prio,
-                policy,
-                bdi_id,
-                avail,
-                dirty,
-                thresh,
-                bg_thresh,
-                limit,
-                wb_dirty,
-                wb_thresh,
-                wb_bg_thresh,
-                pos_ratio: has_pos_ratio.then_some(pos_ratio),
-                dirty_ratelimit,
-                task_ratelimit,
-                dirtied,
-                period_jiffies,
-                pause_jiffies,
-                think_jiffies: if paused_when == 0 {
-                    0
-                } else {
-                    jiffies.wrapping_sub(paused_when) as i64
-                },
-                nr_dirtied_pause,
-                jiffies,
-            })
-        }
-        EV_BANDWIDTH => Event::Bandwidth(Bandwidth {
-            ts_ns: ts,
-            bdi_id: f.u64(),
-            bdi: f.name(),
-            write_bw: f.u64(),
-            avg_write_bw: f.u64(),
-            dirty_rate: f.u64(),
-            dirty_ratelimit: f.u64(),
-            task_ratelimit: f.u64(),
-            balanced_dirty_ratelimit: f.u64(),
-        }),
-        EV_FLUSH => {
-            let bdi_id = f.u64();
-            let bdi = f.name();
-            let start_ns = f.u64();
-            let pages = f.u64();
-            let avg_write_bw = f.u64();
-            let write_bw = f.u64();
-            let reason = FlushReason::from_kernel(f.u32());
-            Event::Flush(FlushPass {
-                start_ns,
-                end_ns: ts,
-                bdi_id,
-                bdi,
-                reason,
-                pages,
-                avg_write_bw,
-                write_bw,
-            })
-        }
-        EV_OFFCPU => {
-            let pid = f.u32();
-            let tgid = f.u32();
-            let sysno = f.u32();
-            let nframes = (f.u32() as usize).min(MAX_FRAMES);
-            let start_ns = f.u64();
-            let dur_ns = f.u64();
-            let frames = (0..nframes).map(|_| f.u64()).filter(|&a| a != 0).collect();
-            Event::OffCpu(OffCpuRaw {
-                pid,
-                tgid,
-                sysno,
-                start_ns,
-                dur_ns,
-                frames,
-            })
-        }
+        EV_WRITE => write_call(&mut f),
+        EV_PAUSE => pause(&mut f, ts),
+        EV_BANDWIDTH => bandwidth(&mut f, ts),
+        EV_FLUSH => flush(&mut f, ts),
+        EV_OFFCPU => offcpu(&mut f),
         EV_LIMITS => Event::Limits(Limits {
             ts_ns: ts,
             bg_thresh: f.u64(),
             thresh: f.u64(),
         }),
-        EV_SWITCH => {
-            let prev_pid = f.u32();
-            let prev_tgid = f.u32();
-            let next_pid = f.u32();
-            let next_tgid = f.u32();
-            let prev_prio = f.i32();
-            let next_prio = f.i32();
-            let prev_state = f.u32();
-            let preempt = f.u32() != 0;
-            Event::Switch(Switch {
-                ts_ns: ts,
-                cpu,
-                prev_pid,
-                prev_tgid,
-                next_pid,
-                next_tgid,
-                prev_prio,
-                next_prio,
-                prev_runnable: preempt || prev_state == 0,
-            })
-        }
+        EV_SWITCH => switch(&mut f, ts, cpu),
         EV_WAKEUP => Event::Wakeup(Wakeup {
             ts_ns: ts,
             cpu,
@@ -235,23 +98,177 @@ pub fn decode(data: &[u8]) -> Option<Event> {
             tgid: f.u32(),
             prio: f.i32(),
         }),
-        EV_FILE => {
-            let pid = f.u32();
-            let tgid = f.u32();
-            let kdev = f.u64();
-            DirtiedFile {
-                ts_ns: ts,
-                pid,
-                tgid,
-                dev: user_dev(kdev),
-                ino: f.u64(),
-                policy: f.u32(),
-                prio: f.i32(),
-            }
-            .into()
-        }
+        EV_FILE => dirtied_file(&mut f, ts),
         _ => return None,
     })
+}
+
+fn write_call(f: &mut Fields) -> Event {
+    let pid = f.u32();
+    let tgid = f.u32();
+    let sysno = f.u32();
+    Event::Write(WriteCall {
+        pid,
+        tgid,
+        call: syscall_name(sysno).to_string(),
+        fd: f.i32(),
+        count: f.u64(),
+        ret: f.i64(),
+        start_ns: f.u64(),
+        dur_ns: f.u64(),
+        throttle_ns: f.u64(),
+        wbwait_ns: f.u64(),
+        blocked_ns: f.u64(),
+        runq_ns: f.u64(),
+        pauses: f.u32(),
+        prio: f.i32(),
+    })
+}
+
+fn pause(f: &mut Fields, ts: u64) -> Event {
+    let pid = f.u32();
+    let tgid = f.u32();
+    let prio = f.i32();
+    let policy = f.u32();
+    let bdi_id = f.u64();
+    let avail = f.u64();
+    let dirty = f.u64();
+    let thresh = f.u64();
+    let bg_thresh = f.u64();
+    let limit = f.u64();
+    let wb_dirty = f.u64();
+    let wb_thresh = f.u64();
+    let wb_bg_thresh = f.u64();
+    let pos_ratio = f.u64();
+    let dirty_ratelimit = f.u64();
+    let task_ratelimit = f.u64();
+    let dirtied = f.u64();
+    let period_jiffies = f.u64();
+    let pause_jiffies = f.i64();
+    let _start_time = f.u64();
+    let paused_when = f.u64();
+    let jiffies = f.u64();
+    let nr_dirtied_pause = f.u32();
+    let has_pos_ratio = f.u32() != 0;
+    Event::Pause(Pause {
+        ts_ns: ts,
+        pid,
+        tgid,
+        prio,
+        policy,
+        bdi_id,
+        avail,
+        dirty,
+        thresh,
+        bg_thresh,
+        limit,
+        wb_dirty,
+        wb_thresh,
+        wb_bg_thresh,
+        pos_ratio: has_pos_ratio.then_some(pos_ratio),
+        dirty_ratelimit,
+        task_ratelimit,
+        dirtied,
+        period_jiffies,
+        pause_jiffies,
+        think_jiffies: if paused_when == 0 {
+            0
+        } else {
+            jiffies.wrapping_sub(paused_when) as i64
+        },
+        nr_dirtied_pause,
+        jiffies,
+    })
+}
+
+fn bandwidth(f: &mut Fields, ts: u64) -> Event {
+    Event::Bandwidth(Bandwidth {
+        ts_ns: ts,
+        bdi_id: f.u64(),
+        bdi: f.name(),
+        write_bw: f.u64(),
+        avg_write_bw: f.u64(),
+        dirty_rate: f.u64(),
+        dirty_ratelimit: f.u64(),
+        task_ratelimit: f.u64(),
+        balanced_dirty_ratelimit: f.u64(),
+    })
+}
+
+fn flush(f: &mut Fields, ts: u64) -> Event {
+    let bdi_id = f.u64();
+    let bdi = f.name();
+    let start_ns = f.u64();
+    let pages = f.u64();
+    let avg_write_bw = f.u64();
+    let write_bw = f.u64();
+    let reason = FlushReason::from_kernel(f.u32());
+    Event::Flush(FlushPass {
+        start_ns,
+        end_ns: ts,
+        bdi_id,
+        bdi,
+        reason,
+        pages,
+        avg_write_bw,
+        write_bw,
+    })
+}
+
+fn offcpu(f: &mut Fields) -> Event {
+    let pid = f.u32();
+    let tgid = f.u32();
+    let sysno = f.u32();
+    let nframes = (f.u32() as usize).min(MAX_FRAMES);
+    let start_ns = f.u64();
+    let dur_ns = f.u64();
+    let frames = (0..nframes).map(|_| f.u64()).filter(|&a| a != 0).collect();
+    Event::OffCpu(OffCpuRaw {
+        pid,
+        tgid,
+        sysno,
+        start_ns,
+        dur_ns,
+        frames,
+    })
+}
+
+fn switch(f: &mut Fields, ts: u64, cpu: u32) -> Event {
+    let prev_pid = f.u32();
+    let prev_tgid = f.u32();
+    let next_pid = f.u32();
+    let next_tgid = f.u32();
+    let prev_prio = f.i32();
+    let next_prio = f.i32();
+    let prev_state = f.u32();
+    let preempt = f.u32() != 0;
+    Event::Switch(Switch {
+        ts_ns: ts,
+        cpu,
+        prev_pid,
+        prev_tgid,
+        next_pid,
+        next_tgid,
+        prev_prio,
+        next_prio,
+        prev_runnable: preempt || prev_state == 0,
+    })
+}
+
+fn dirtied_file(f: &mut Fields, ts: u64) -> Event {
+    let pid = f.u32();
+    let tgid = f.u32();
+    let kdev = f.u64();
+    DirtiedFile {
+        ts_ns: ts,
+        pid,
+        tgid,
+        dev: user_dev(kdev),
+        ino: f.u64(),
+        policy: f.u32(),
+        prio: f.i32(),
+    }
+    .into()
 }
 
 /// A device number as the kernel keeps it inside (MKDEV: major << 20 | minor) in

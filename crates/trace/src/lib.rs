@@ -24,6 +24,7 @@ mod live;
 pub mod records;
 pub mod session;
 pub mod stalls;
+pub mod timeline;
 
 use std::sync::mpsc::{Receiver, Sender};
 use std::thread::JoinHandle;

@@ -2,6 +2,7 @@
 //! experiments keep (`Raw`) and `oslab stalls` reports. Units are the kernel's:
 //! pages, pages per second, jiffies; times are CLOCK_MONOTONIC nanoseconds.
 
+use oslab_model::trace::{Bandwidth, Cause, FlushReason};
 use serde::{Deserialize, Serialize};
 
 /// A watched write-like system call and where its time went off the CPU.
@@ -38,6 +39,17 @@ impl WriteCall {
 
     pub fn end_ns(&self) -> u64 {
         self.start_ns + self.dur_ns
+    }
+
+    /// Its time in `cause`, ns.
+    pub fn time_in(&self, cause: Cause) -> u64 {
+        match cause {
+            Cause::DirtyThrottle => self.throttle_ns,
+            Cause::WritebackWait => self.wbwait_ns,
+            Cause::Blocked => self.blocked_ns,
+            Cause::RunQueue => self.runq_ns,
+            Cause::OnCpu => self.on_cpu_ns(),
+        }
     }
 }
 
@@ -89,66 +101,6 @@ impl Pause {
             self.thresh
         };
         (freerun + limit) / 2
-    }
-}
-
-/// The device's estimates (bdi_dirty_ratelimit), pages per second.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Bandwidth {
-    pub ts_ns: u64,
-    pub bdi_id: u64,
-    /// The device as the kernel names its bdi ("7:0").
-    pub bdi: String,
-    pub write_bw: u64,
-    pub avg_write_bw: u64,
-    pub dirty_rate: u64,
-    pub dirty_ratelimit: u64,
-    pub task_ratelimit: u64,
-    pub balanced_dirty_ratelimit: u64,
-}
-
-/// Why the flusher wrote (enum wb_reason).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum FlushReason {
-    Background,
-    Vmscan,
-    Sync,
-    Periodic,
-    LaptopTimer,
-    FsFreeSpace,
-    ForkerThread,
-    ForeignFlush,
-    Other,
-}
-
-impl FlushReason {
-    pub fn from_kernel(v: u32) -> FlushReason {
-        match v {
-            0 => FlushReason::Background,
-            1 => FlushReason::Vmscan,
-            2 => FlushReason::Sync,
-            3 => FlushReason::Periodic,
-            4 => FlushReason::LaptopTimer,
-            5 => FlushReason::FsFreeSpace,
-            6 => FlushReason::ForkerThread,
-            7 => FlushReason::ForeignFlush,
-            _ => FlushReason::Other,
-        }
-    }
-
-    pub fn name(self) -> &'static str {
-        match self {
-            FlushReason::Background => "background",
-            FlushReason::Vmscan => "vmscan",
-            FlushReason::Sync => "sync",
-            FlushReason::Periodic => "periodic",
-            FlushReason::LaptopTimer => "laptop_timer",
-            FlushReason::FsFreeSpace => "fs_free_space",
-            FlushReason::ForkerThread => "forker_thread",
-            FlushReason::ForeignFlush => "foreign_flush",
-            FlushReason::Other => "other",
-        }
     }
 }
 

@@ -10,10 +10,9 @@ use oslab_sys::fsread::Root;
 use oslab_sys::pidinfo;
 
 use crate::analysis::{Captured, hz_from_pauses};
-use crate::stalls::{
-    Interval, IntervalSummary, ProcessInfo, StallLine, dirtied_since, stall_lines, summarize,
-};
+use crate::stalls::{Interval, ProcessInfo, dirtied_since, stall_lines, summarize};
 use crate::{TraceError, Tracer, WritebackOptions};
+use oslab_model::trace::{IntervalSummary, StallLine};
 
 /// What a session traces and how often it reports.
 pub struct StallsOptions {

@@ -6,92 +6,20 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use serde::Serialize;
+use oslab_model::trace::{
+    Bandwidth, CgroupRow, DirtierRow, IntervalSummary, StallLine, Throttling,
+};
 
 use crate::analysis::{
-    BlockerRow, Cause, CauseRow, FlushRow, blocker, blockers, flusher_table, jiffies_ns,
-    latest_bandwidth, main_cause, stall_table,
+    blocker, blockers, flusher_table, jiffies_ns, latest_bandwidth, main_cause, stall_table,
 };
-use crate::records::{Bandwidth, Dirtier, FlushPass, OffCpu, Pause, WriteCall, class_label};
+use crate::records::{Dirtier, FlushPass, OffCpu, Pause, WriteCall, class_label};
 
 /// What the caller knows of a process.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ProcessInfo {
     pub comm: String,
     pub cgroup: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DirtierRow {
-    pub tgid: u32,
-    pub comm: String,
-    /// Scheduling class and priority when it first dirtied ("FIFO 55").
-    pub class: String,
-    pub cgroup: String,
-    /// Bytes dirtied in this interval and since tracing began.
-    pub bytes: u64,
-    pub total_bytes: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct CgroupRow {
-    pub cgroup: String,
-    pub bytes: u64,
-    pub processes: usize,
-}
-
-/// The newest balance_dirty_pages figures and how often it paused tasks.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Throttling {
-    pub pauses: usize,
-    pub max_pause_ns: i64,
-    pub dirty_pages: u64,
-    pub thresh_pages: u64,
-    pub bg_thresh_pages: u64,
-    pub setpoint_pages: u64,
-    pub dirty_ratelimit: u64,
-    pub min_task_ratelimit: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct IntervalSummary {
-    pub end_ns: u64,
-    pub seconds: f64,
-    /// Watched calls at least the threshold long.
-    pub stalls: usize,
-    pub stall_ns: u64,
-    pub p99_ns: u64,
-    pub max_ns: u64,
-    pub causes: Vec<CauseRow>,
-    pub blocked_in: Vec<BlockerRow>,
-    pub dirtiers: Vec<DirtierRow>,
-    pub cgroups: Vec<CgroupRow>,
-    pub flusher: Vec<FlushRow>,
-    pub bandwidth: Vec<Bandwidth>,
-    pub throttling: Option<Throttling>,
-    /// Records lost since tracing began (must stay 0).
-    pub lost: u64,
-}
-
-/// One slow call, as a JSON line.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct StallLine {
-    pub tgid: u32,
-    pub pid: u32,
-    pub comm: String,
-    pub call: String,
-    pub fd: i32,
-    pub bytes: u64,
-    pub start_ns: u64,
-    pub dur_ns: u64,
-    pub main_cause: Cause,
-    pub throttle_ns: u64,
-    pub wbwait_ns: u64,
-    pub blocked_ns: u64,
-    pub runq_ns: u64,
-    pub on_cpu_ns: u64,
-    pub pauses: u32,
-    pub blocked_in: Vec<String>,
 }
 
 /// The records of one interval.
@@ -248,7 +176,7 @@ fn throttling(pauses: &[Pause], hz: u32) -> Option<Throttling> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::records::FlushReason;
+    use oslab_model::trace::{Cause, FlushReason};
 
     fn write(pid: u32, start: u64, dur: u64, throttle: u64) -> WriteCall {
         WriteCall {

@@ -3,7 +3,7 @@
 //! involuntary switches the kernel's sched_switch records show for each side
 //! inside its measured window equal that side's getrusage() counts. Root only.
 
-use oslab_sys::pingpong::{self, Mechanism, Tasks};
+use oslab_probe::pingpong::{self, Mechanism, Tasks};
 use oslab_trace::analysis::switches_between;
 use oslab_trace::{SchedOptions, Tracer};
 

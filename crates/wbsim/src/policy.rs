@@ -117,102 +117,112 @@ pub fn group_limits_in(
     hard: u64,
     reserved: u64,
 ) -> Vec<GroupLimit> {
-    let unlimited = GroupLimit {
+    match policy {
+        Policy::Vanilla => vec![unlimited(bg, hard); groups.len()],
+        Policy::Wcall => wcall_limits(groups, bg, hard),
+        Policy::WcallFair => wcall_fair_limits(groups, bg, hard, reserved),
+    }
+}
+
+/// No limit of the policy: the global ones stand.
+fn unlimited(bg: u64, hard: u64) -> GroupLimit {
+    GroupLimit {
         share: 1.0,
         bg,
         hard,
         unlimited: true,
-    };
-    match policy {
-        Policy::Vanilla => vec![unlimited; groups.len()],
-        Policy::Wcall => {
-            let totals: Vec<f64> = groups
-                .iter()
-                .map(|g| (g.tasks * g.weight) as f64 * g.dirty as f64)
-                .collect();
-            let base: f64 = totals.iter().sum();
-            if base == 0.0 {
-                return vec![unlimited; groups.len()];
-            }
-            totals
-                .iter()
-                .map(|t| {
-                    let share = t / base;
-                    GroupLimit {
-                        share,
-                        bg: (bg as f64 * share) as u64,
-                        hard: (hard as f64 * share) as u64,
-                        unlimited: false,
-                    }
-                })
-                .collect()
-        }
-        Policy::WcallFair => {
-            let active: Vec<bool> = groups.iter().map(|g| g.tasks > 0).collect();
-            let n_active = active.iter().filter(|a| **a).count();
-            if n_active == 0 {
-                return vec![unlimited; groups.len()];
-            }
-            let floor = 1.0 / (4.0 * n_active as f64);
-            let raw: Vec<f64> = groups.iter().map(|g| (g.tasks * g.weight) as f64).collect();
-            let sum: f64 = raw.iter().sum();
-            // floor every active group, then scale so the shares add up to 1
-            let floored: Vec<f64> = raw
-                .iter()
-                .zip(&active)
-                .map(|(r, a)| if *a { (r / sum).max(floor) } else { 0.0 })
-                .collect();
-            let norm: f64 = floored.iter().sum();
-            let held_share: f64 = floored
-                .iter()
-                .zip(groups)
-                .filter(|(_, g)| g.tasks > 0 && !never_held(g))
-                .map(|(s, _)| s / norm)
-                .sum();
-            floored
-                .iter()
-                .zip(groups)
-                .map(|(s, g)| {
-                    let share = s / norm;
-                    if g.tasks > 0 && never_held(g) {
-                        // RT-HIGH is never held back by the policy; what it
-                        // occupies is taken from the others' room
-                        GroupLimit {
-                            share,
-                            bg,
-                            hard,
-                            unlimited: true,
-                        }
-                    } else if g.tasks == 0 {
-                        // idle: whatever it still has dirty is allowed to drain
-                        GroupLimit {
-                            share: 0.0,
-                            bg: 0,
-                            hard: u64::MAX,
-                            unlimited: false,
-                        }
-                    } else {
-                        let above: u64 = groups
-                            .iter()
-                            .filter(|h| h.weight > g.weight)
-                            .map(|h| h.dirty + h.writeback)
-                            .sum();
-                        let part = share / held_share;
-                        let room = |basis: u64| {
-                            (basis.saturating_sub(above).saturating_sub(reserved) as f64 * part)
-                                as u64
-                        };
-                        GroupLimit {
-                            share,
-                            bg: room(bg),
-                            hard: room(hard),
-                            unlimited: false,
-                        }
-                    }
-                })
-                .collect()
-        }
     }
+}
+
+/// wcall: shares in proportion to tasks x weight x dirty bytes.
+fn wcall_limits(groups: &[GroupState], bg: u64, hard: u64) -> Vec<GroupLimit> {
+    let totals: Vec<f64> = groups
+        .iter()
+        .map(|g| (g.tasks * g.weight) as f64 * g.dirty as f64)
+        .collect();
+    let base: f64 = totals.iter().sum();
+    if base == 0.0 {
+        return vec![unlimited(bg, hard); groups.len()];
+    }
+    totals
+        .iter()
+        .map(|t| {
+            let share = t / base;
+            GroupLimit {
+                share,
+                bg: (bg as f64 * share) as u64,
+                hard: (hard as f64 * share) as u64,
+                unlimited: false,
+            }
+        })
+        .collect()
+}
+
+/// wcall-fair: shares in proportion to tasks x weight, each active group floored,
+/// RT-HIGH never held, the groups above a held one taken out of its room.
+fn wcall_fair_limits(groups: &[GroupState], bg: u64, hard: u64, reserved: u64) -> Vec<GroupLimit> {
+    let active: Vec<bool> = groups.iter().map(|g| g.tasks > 0).collect();
+    let n_active = active.iter().filter(|a| **a).count();
+    if n_active == 0 {
+        return vec![unlimited(bg, hard); groups.len()];
+    }
+    let floor = 1.0 / (4.0 * n_active as f64);
+    let raw: Vec<f64> = groups.iter().map(|g| (g.tasks * g.weight) as f64).collect();
+    let sum: f64 = raw.iter().sum();
+    // floor every active group, then scale so the shares add up to 1
+    let floored: Vec<f64> = raw
+        .iter()
+        .zip(&active)
+        .map(|(r, a)| if *a { (r / sum).max(floor) } else { 0.0 })
+        .collect();
+    let norm: f64 = floored.iter().sum();
+    let held_share: f64 = floored
+        .iter()
+        .zip(groups)
+        .filter(|(_, g)| g.tasks > 0 && !never_held(g))
+        .map(|(s, _)| s / norm)
+        .sum();
+    floored
+        .iter()
+        .zip(groups)
+        .map(|(s, g)| {
+            let share = s / norm;
+            if g.tasks > 0 && never_held(g) {
+                // RT-HIGH is never held back by the policy; what it
+                // occupies is taken from the others' room
+                GroupLimit {
+                    share,
+                    bg,
+                    hard,
+                    unlimited: true,
+                }
+            } else if g.tasks == 0 {
+                // idle: whatever it still has dirty is allowed to drain
+                GroupLimit {
+                    share: 0.0,
+                    bg: 0,
+                    hard: u64::MAX,
+                    unlimited: false,
+                }
+            } else {
+                let above: u64 = groups
+                    .iter()
+                    .filter(|h| h.weight > g.weight)
+                    .map(|h| h.dirty + h.writeback)
+                    .sum();
+                let part = share / held_share;
+                let room = |basis: u64| {
+                    (basis.saturating_sub(above).saturating_sub(reserved) as f64 * part) as u64
+                };
+                GroupLimit {
+                    share,
+                    bg: room(bg),
+                    hard: room(hard),
+                    unlimited: false,
+                }
+            }
+        })
+        .collect()
 }
 
 /// The group the policy protects: the highest weight (RT-HIGH).

@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 
 use oslab_sys::fsread::Root;
 use oslab_sys::journal::{Undo, with_global};
-use oslab_sys::memcg::{self, Version};
+use oslab_sys::parse::memcg::{self, Version};
 
 use crate::shm::{GROUP_NAMES, GROUPS};
 

@@ -14,7 +14,8 @@ use crate::coordinator::{Coordinator, policy_code};
 use crate::listener::Listener;
 use crate::registry::{Launcher, Lineage, Registry};
 use crate::shm::BoardMap;
-use crate::view::{Snapshot, snapshot_of};
+use crate::view::snapshot_of;
+use oslab_model::governor::Snapshot;
 
 pub use crate::rendezvous::{Found, discover};
 
@@ -140,8 +141,8 @@ impl Governor {
                     let used = CgroupUse::Placed {
                         base: c.base().to_path_buf(),
                         version: match c.version() {
-                            oslab_sys::memcg::Version::V1 => "v1".into(),
-                            oslab_sys::memcg::Version::V2 => "v2".into(),
+                            oslab_sys::parse::memcg::Version::V1 => "v1".into(),
+                            oslab_sys::parse::memcg::Version::V2 => "v2".into(),
                         },
                         applied: c.applied().to_vec(),
                         not_applied: c.not_applied().to_vec(),

@@ -1,4 +1,5 @@
-//! A snapshot of the board for `oslab wcall status` and for results.
+//! A snapshot of the board for `oslab wcall status` and for results (the types
+//! are the result model's, `oslab_model::governor`).
 //!
 //! The board is written by the coordinator alone, with each process's counters
 //! already bounded by the kernel's (`crate::roster`); sums still saturate and
@@ -6,99 +7,9 @@
 
 use std::sync::atomic::Ordering;
 
-use serde::Serialize;
+use oslab_model::governor::{GroupView, ProcView, Snapshot};
 
 use crate::shm::{Board, GROUP_NAMES, GROUPS, MemberSlot, group_index};
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct GroupView {
-    pub group: String,
-    pub tasks: u32,
-    pub processes: u32,
-    pub dirty_bytes: u64,
-    pub writeback_bytes: u64,
-    /// Share of the divided limit, 0..1.
-    pub share: f64,
-    /// None: no limit applies.
-    pub limit_bytes: Option<u64>,
-    pub held: bool,
-    pub held_ms: f64,
-    pub delayed_writes: u64,
-    pub writes: u64,
-    pub bytes: u64,
-    pub pushes: u64,
-    pub passed_through: u64,
-    pub mmap_writable: u64,
-    /// The kernel's own count for the group's memory cgroup (memory.stat), when the
-    /// governor placed its processes in one; includes files cachestat() is not asked
-    /// about (anything else the processes write).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memcg_dirty_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memcg_writeback_bytes: Option<u64>,
-    /// cgroup v2: the group cgroup's memory.high (when not max) and io weight.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub memory_high_bytes: Option<u64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub io_weight: Option<u32>,
-}
-
-/// A governed process as the coordinator sees it.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct ProcView {
-    pub pid: u32,
-    /// Its user, as the kernel said when it joined.
-    pub uid: u32,
-    pub group: String,
-    /// Its program (/proc/PID/exe), where the reader may see it.
-    pub exe: Option<String>,
-    /// The interposer runs in it, so its write() calls can be held; a statically
-    /// linked program registered by its launcher cannot be.
-    pub holdable: bool,
-    pub writes: u64,
-    pub bytes: u64,
-    pub delayed_writes: u64,
-    pub held_ms: f64,
-    /// Bytes the kernel counted it dirtying (kernel monitor only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub kernel_dirtied_bytes: Option<u64>,
-    /// Files the kernel saw it dirty that no governed write() reached: stores
-    /// through shared mappings, stdio, a static program's writes.
-    pub unheld_files: u32,
-    /// Times the coordinator pushed its files itself, as it could not hold it.
-    pub pushes: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct Snapshot {
-    pub policy: String,
-    pub coordinator_pid: u32,
-    pub coordinator_alive: bool,
-    pub passes: u64,
-    /// Mean and longest time of one coordinator pass, µs.
-    pub pass_mean_us: f64,
-    pub pass_max_us: f64,
-    pub global_dirty_bytes: u64,
-    pub global_writeback_bytes: u64,
-    pub bg_thresh_bytes: u64,
-    pub thresh_bytes: u64,
-    pub freerun_bytes: u64,
-    /// Table entries the coordinator refused to act on (see docs/wcall.md, "The
-    /// trust boundary").
-    pub refused_entries: u64,
-    /// "kernel" (writeback_dirty_folio records and cachestat) or "cachestat".
-    pub monitor: String,
-    /// Dirty + writeback memory no governed process accounts for, and the headroom
-    /// kept free for RT-HIGH, at the last pass.
-    pub ungoverned_bytes: u64,
-    pub headroom_bytes: u64,
-    /// The coordinator thread's CPU time over its wall time, percent.
-    pub cpu_percent: f64,
-    /// Records of the kernel's the monitor lost (must be 0).
-    pub kernel_lost: u64,
-    pub groups: Vec<GroupView>,
-    pub processes: Vec<ProcView>,
-}
 
 /// The picture of a board, taking the coordinator's pid from the board itself.
 pub fn snapshot(t: &Board, now_ns: u64) -> Snapshot {
@@ -109,35 +20,7 @@ pub fn snapshot(t: &Board, now_ns: u64) -> Snapshot {
 /// named it: the peer of the socket, or this process).
 pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
     let h = &t.header;
-    let mut groups: Vec<GroupView> = (0..GROUPS)
-        .map(|g| {
-            let s = &t.groups[g];
-            let limit = s.limit_bytes.load(Ordering::Relaxed);
-            GroupView {
-                group: GROUP_NAMES[g].into(),
-                tasks: s.tasks.load(Ordering::Relaxed),
-                dirty_bytes: s.dirty_bytes.load(Ordering::Relaxed),
-                writeback_bytes: s.writeback_bytes.load(Ordering::Relaxed),
-                share: s.share_ppm.load(Ordering::Relaxed) as f64 / 1e6,
-                limit_bytes: (limit != u64::MAX).then_some(limit),
-                held: s.hold.load(Ordering::Relaxed) != 0,
-                pushes: s.pushes.load(Ordering::Relaxed),
-                ..GroupView::default()
-            }
-        })
-        .collect();
-    let add = |sum: &mut u64, x: &std::sync::atomic::AtomicU64| {
-        *sum = sum.saturating_add(x.load(Ordering::Relaxed));
-    };
-    for (v, g) in groups.iter_mut().zip(&t.groups) {
-        let r = &g.retired;
-        v.held_ms += r.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
-        add(&mut v.delayed_writes, &r.delayed_writes);
-        add(&mut v.writes, &r.writes);
-        add(&mut v.bytes, &r.bytes);
-        add(&mut v.passed_through, &r.passed_through);
-        add(&mut v.mmap_writable, &r.mmap_writable);
-    }
+    let mut groups = group_views(t);
     let kernel = h.monitor.load(Ordering::Relaxed) == crate::shm::board::MONITOR_KERNEL;
     let mut processes = Vec::new();
     for p in &t.members {
@@ -157,16 +40,7 @@ pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
         add(&mut v.mmap_writable, &p.mmap_writable);
     }
     let passes = h.passes.load(Ordering::Relaxed);
-    if let Some(pid) = crate::trust::valid_pid(coordinator_pid)
-        && let Some(usage) = crate::cgroups::usage_of(&oslab_sys::fsread::Root::live(), pid)
-    {
-        for (v, u) in groups.iter_mut().zip(usage) {
-            v.memcg_dirty_bytes = Some(u.dirty);
-            v.memcg_writeback_bytes = Some(u.writeback);
-            v.memory_high_bytes = u.memory_high;
-            v.io_weight = u.io_weight;
-        }
-    }
+    add_memcg_usage(&mut groups, coordinator_pid);
     Snapshot {
         policy: crate::coordinator::policy_of(h.policy.load(Ordering::Relaxed))
             .name()
@@ -196,6 +70,57 @@ pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
         kernel_lost: h.kernel_lost.load(Ordering::Relaxed),
         groups,
         processes,
+    }
+}
+
+/// Adds `x` to `sum`, saturating.
+fn add(sum: &mut u64, x: &std::sync::atomic::AtomicU64) {
+    *sum = sum.saturating_add(x.load(Ordering::Relaxed));
+}
+
+/// Each group's figures from the board, with what its departed processes left.
+fn group_views(t: &Board) -> Vec<GroupView> {
+    let mut groups: Vec<GroupView> = (0..GROUPS)
+        .map(|g| {
+            let s = &t.groups[g];
+            let limit = s.limit_bytes.load(Ordering::Relaxed);
+            GroupView {
+                group: GROUP_NAMES[g].into(),
+                tasks: s.tasks.load(Ordering::Relaxed),
+                dirty_bytes: s.dirty_bytes.load(Ordering::Relaxed),
+                writeback_bytes: s.writeback_bytes.load(Ordering::Relaxed),
+                share: s.share_ppm.load(Ordering::Relaxed) as f64 / 1e6,
+                limit_bytes: (limit != u64::MAX).then_some(limit),
+                held: s.hold.load(Ordering::Relaxed) != 0,
+                pushes: s.pushes.load(Ordering::Relaxed),
+                ..GroupView::default()
+            }
+        })
+        .collect();
+    for (v, g) in groups.iter_mut().zip(&t.groups) {
+        let r = &g.retired;
+        v.held_ms += r.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
+        add(&mut v.delayed_writes, &r.delayed_writes);
+        add(&mut v.writes, &r.writes);
+        add(&mut v.bytes, &r.bytes);
+        add(&mut v.passed_through, &r.passed_through);
+        add(&mut v.mmap_writable, &r.mmap_writable);
+    }
+    groups
+}
+
+/// The kernel's count for each group's memory cgroup, where the coordinator placed
+/// its processes in one.
+fn add_memcg_usage(groups: &mut [GroupView], coordinator_pid: u32) {
+    if let Some(pid) = crate::trust::valid_pid(coordinator_pid)
+        && let Some(usage) = crate::cgroups::usage_of(&oslab_sys::fsread::Root::live(), pid)
+    {
+        for (v, u) in groups.iter_mut().zip(usage) {
+            v.memcg_dirty_bytes = Some(u.dirty);
+            v.memcg_writeback_bytes = Some(u.writeback);
+            v.memory_high_bytes = u.memory_high;
+            v.io_weight = u.io_weight;
+        }
     }
 }
 

@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use oslab_sys::memcg::Version;
+use oslab_sys::parse::memcg::Version;
 use oslab_wcall::cgroups::{CgroupLimits, GroupCgroups, default_weight, v2_parent};
 
 fn read(p: &Path) -> String {

@@ -17,7 +17,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 
 use oslab_sys::clock::monotonic_ns;
-use oslab_sys::memcg::Version;
+use oslab_sys::parse::memcg::Version;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::admission::{Granted, Peer, admit};
 use oslab_wcall::cgroups::{CgroupLimits, GroupCgroups};

@@ -24,8 +24,8 @@
 //! References: material section 1 (CPU caches: the cache sweep), madvise(2).
 
 use oslab_model::{Axis, Environment, Marker, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::memprobe::{Buffer, ReadSweep, write_sweep};
-use oslab_sys::parse::size::human_bytes;
+use oslab_probe::memprobe::{Buffer, ReadSweep, write_sweep};
+use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use super::sweep::{log_sizes, points, shuffled, sysfs_of};

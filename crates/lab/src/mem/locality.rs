@@ -19,7 +19,7 @@
 //! References: material section 1 (locality), the book's row/column sum example.
 
 use oslab_model::{Axis, Claim, Environment, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use super::sweep::sysfs_of;

@@ -1,7 +1,7 @@
 //! What the memory experiments share: the sizes to sweep, the order to visit them
 //! in, the caches sysfs describes, and the pointer-chase measurement of one size.
 
-use oslab_sys::memprobe::{Buffer, sattolo};
+use oslab_probe::memprobe::{Buffer, sattolo};
 use serde::{Deserialize, Serialize};
 
 use crate::experiment::LabError;

@@ -2,8 +2,8 @@
 //! shares, and the kernel's nice-to-weight table. Pure: every function here reads
 //! recorded [`Worker`]s only.
 
-use oslab_sys::spinners::Trace;
-use serde::{Deserialize, Serialize};
+/// What one spinning worker recorded, as raw data: the probe's own record.
+pub use oslab_probe::spinners::Worker;
 
 /// The kernel's sched_prio_to_weight table, nice -20 to 19 (kernel/sched/core.c).
 pub const NICE_WEIGHTS: [u64; 40] = [
@@ -16,93 +16,6 @@ pub fn weight(nice: i32) -> u64 {
     NICE_WEIGHTS[(nice.clamp(-20, 19) + 20) as usize]
 }
 
-/// What one spinning worker recorded (oslab_sys::spinners), as raw data.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct Worker {
-    pub pid: u32,
-    /// Its first and last clock reading, CLOCK_MONOTONIC ns.
-    pub start_ns: u64,
-    pub end_ns: u64,
-    /// (from, to) of every stretch off the CPU longer than the gap threshold, in
-    /// order (a raw file whose gaps end before they start or overlap is refused).
-    #[serde(deserialize_with = "ordered_gaps")]
-    pub gaps: Vec<(u64, u64)>,
-    /// More gaps than there was room for: the tail is missing.
-    pub overflow: bool,
-    /// Its context switches (getrusage).
-    pub voluntary: u64,
-    pub involuntary: u64,
-    /// CPU time in user and kernel mode (getrusage), ns.
-    pub user_ns: u64,
-    pub sys_ns: u64,
-    /// Clock readings made.
-    pub readings: u64,
-}
-
-/// Gaps as a recorder makes them: each ends no earlier than it starts and no
-/// earlier than the one before it ends.
-fn ordered_gaps<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(u64, u64)>, D::Error> {
-    let gaps = Vec::<(u64, u64)>::deserialize(d)?;
-    let mut last_end = 0;
-    for (i, &(from, to)) in gaps.iter().enumerate() {
-        if to < from || from < last_end {
-            return Err(serde::de::Error::custom(format!(
-                "gap {i} ({from}, {to}) ends before it starts or before the gap before it ends"
-            )));
-        }
-        last_end = to;
-    }
-    Ok(gaps)
-}
-
-impl From<Trace> for Worker {
-    fn from(t: Trace) -> Worker {
-        Worker {
-            pid: t.pid,
-            start_ns: t.start_ns,
-            end_ns: t.end_ns,
-            gaps: t.gaps,
-            overflow: t.overflow,
-            voluntary: t.voluntary,
-            involuntary: t.involuntary,
-            user_ns: t.user_ns,
-            sys_ns: t.sys_ns,
-            readings: t.readings,
-        }
-    }
-}
-
-impl Worker {
-    /// Wall time from its first to its last reading, ns.
-    pub fn wall_ns(&self) -> u64 {
-        self.end_ns.saturating_sub(self.start_ns)
-    }
-
-    /// Its run time inside [from, to), ns.
-    pub fn ran_between(&self, from: u64, to: u64) -> u64 {
-        runs(self)
-            .iter()
-            .map(|&(a, b)| b.min(to).saturating_sub(a.max(from)))
-            .sum()
-    }
-}
-
-/// The run intervals of a worker: between its start, its gaps and its end.
-pub fn runs(t: &Worker) -> Vec<(u64, u64)> {
-    let mut out = Vec::new();
-    let mut from = t.start_ns;
-    for &(a, b) in &t.gaps {
-        if a > from {
-            out.push((from, a));
-        }
-        from = b;
-    }
-    if t.end_ns > from {
-        out.push((from, t.end_ns));
-    }
-    out
-}
-
 /// A worker's run time in each of `n` intervals of `step` ns from `from`: what
 /// [`Worker::ran_between`] gives for each, in one pass over its runs (asking
 /// each interval alone walks every run once per interval).
@@ -112,7 +25,7 @@ pub fn ran_by_interval(t: &Worker, from: u64, step: u64, n: usize) -> Vec<u64> {
         return out;
     }
     let end = from + step * n as u64;
-    for (a, b) in runs(t) {
+    for (a, b) in t.runs() {
         let (a, b) = (a.max(from), b.min(end));
         if a >= b {
             continue;
@@ -130,7 +43,7 @@ pub fn ran_by_interval(t: &Worker, from: u64, step: u64, n: usize) -> Vec<u64> {
 /// The complete runs of a worker in ms (the first and last are cut by the window
 /// and left out).
 pub fn inner_runs_ms(t: &Worker) -> Vec<f64> {
-    let r = runs(t);
+    let r = t.runs();
     if r.len() > 2 {
         r[1..r.len() - 1]
             .iter()
@@ -157,7 +70,7 @@ pub struct WorkerStats {
 
 pub fn stats(t: &Worker) -> WorkerStats {
     let wall = t.wall_ns().max(1) as f64;
-    let ran: u64 = runs(t).iter().map(|(a, b)| b - a).sum();
+    let ran: u64 = t.runs().iter().map(|(a, b)| b - a).sum();
     let inner = inner_runs_ms(t);
     let waits: Vec<f64> = t.gaps.iter().map(|(a, b)| (b - a) as f64 / 1e6).collect();
     let q = |v: &[f64], p| oslab_stats::quantile(v, p).unwrap_or(f64::NAN);
@@ -192,7 +105,7 @@ pub fn turns(workers: &[Worker], i: usize) -> Turns {
         .iter()
         .enumerate()
         .filter(|(j, _)| *j != i)
-        .flat_map(|(_, w)| runs(w))
+        .flat_map(|(_, w)| w.runs())
         .collect();
     others.sort_unstable();
     // the latest end among the runs that start before each index
@@ -269,20 +182,6 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    #[test]
-    fn a_record_whose_gaps_run_backwards_or_overlap_is_refused() {
-        let read = |gaps: &str| {
-            serde_json::from_str::<Worker>(&format!(
-                r#"{{"pid":1,"start_ns":0,"end_ns":100,"gaps":{gaps},"overflow":false,
-                "voluntary":0,"involuntary":0,"user_ns":0,"sys_ns":0,"readings":0}}"#
-            ))
-        };
-        assert!(read("[[10,20],[20,30]]").is_ok());
-        // found by the raw file fuzz run: stats() subtracted 20 - 30
-        assert!(read("[[30,20]]").unwrap_err().to_string().contains("gap 0"));
-        assert!(read("[[10,40],[30,50]]").unwrap_err().to_string().contains("gap 1"));
-    }
-
     pub(crate) fn worker(start: u64, end: u64, gaps: &[(u64, u64)]) -> Worker {
         Worker {
             start_ns: start,
@@ -301,7 +200,7 @@ mod tests {
             &[(4 * MS, 8 * MS), (12 * MS, 16 * MS), (20 * MS, 24 * MS)],
         );
         assert_eq!(
-            runs(&t),
+            t.runs(),
             vec![
                 (0, 4 * MS),
                 (8 * MS, 12 * MS),
@@ -382,21 +281,5 @@ mod tests {
         assert_eq!(hz_from_timer_rate(281.4), 250);
         assert_eq!(hz_from_timer_rate(1100.0), 1000);
         assert_eq!(hz_from_timer_rate(20.0), 100);
-    }
-
-    #[test]
-    fn a_trace_becomes_a_worker() {
-        let t = Trace {
-            pid: 7,
-            start_ns: 1,
-            end_ns: 9,
-            gaps: vec![(2, 3)],
-            readings: 5,
-            ..Default::default()
-        };
-        let w = Worker::from(t);
-        assert_eq!((w.pid, w.wall_ns(), w.gaps.len(), w.readings), (7, 8, 1, 5));
-        let back: Worker = serde_json::from_str(&serde_json::to_string(&w).unwrap()).unwrap();
-        assert_eq!(back, w);
     }
 }

@@ -3,9 +3,9 @@
 //! noticed themselves from gaps in their clock readings, and a Chrome trace of it
 //! with the real pids and CLOCK_MONOTONIC timestamps.
 
+use oslab_model::machine::MachineInfo;
 use oslab_model::{Claim, Finding};
-use oslab_sys::machine::MachineInfo;
-use oslab_sys::spinners::Spec;
+use oslab_probe::spinners::Spec;
 use oslab_trace::TraceOutcome;
 use oslab_trace::analysis::Captured;
 use oslab_trace::chrome::{self, TraceEvent};

@@ -2,12 +2,12 @@
 //! /proc/PID/sched, /proc/PID/schedstat, /proc/interrupts and /proc/stat, all
 //! through a [`Root`] and parsed by `oslab_sys::parse`; and the spinning workers.
 
+use oslab_probe::spinners::{self, Spec};
 use oslab_sys::fsread::Root;
 use oslab_sys::parse::interrupts::local_timer_count;
 use oslab_sys::parse::pidsched::{PidSched, parse_pid_sched};
 use oslab_sys::parse::procstat::{CpuTimes, cpu_times};
 use oslab_sys::parse::schedstat::{SchedStat, parse_schedstat};
-use oslab_sys::spinners::{self, Spec};
 
 use super::analysis::Worker;
 use crate::experiment::LabError;
@@ -47,7 +47,7 @@ pub fn first_cpu() -> u32 {
 }
 
 /// Runs one spinning worker per spec for `duration_ns` (see
-/// `oslab_sys::spinners::run`); `during` runs meanwhile with their pids.
+/// `oslab_probe::spinners::run`); `during` runs meanwhile with their pids.
 pub fn spin(
     specs: &[Spec],
     duration_ns: u64,
@@ -55,7 +55,6 @@ pub fn spin(
     during: impl FnOnce(&[u32]),
 ) -> Result<Vec<Worker>, LabError> {
     spinners::run(specs, duration_ns, GAP_NS, max_gaps, during)
-        .map(|t| t.into_iter().map(Worker::from).collect())
         .map_err(|e| LabError::Failed(e.to_string()))
 }
 

@@ -4,7 +4,7 @@
 //! core, and to two separate cores, against one thread's (two workers taking turns
 //! on one CPU). The material (section 6, seed 000): SMT adds about 20-30 %, not 2x.
 //!
-//! Method: the workers of oslab_sys::spinners spin reading CLOCK_MONOTONIC; the
+//! Method: the workers of oslab_probe::spinners spin reading CLOCK_MONOTONIC; the
 //! work is the clock readings, a fixed tiny unit, per second of wall time, summed
 //! over both. The pairs come from the topology (thread_siblings_list in sysfs, as
 //! `oslab info` shows it), which the raw data records as seen; without an SMT
@@ -20,9 +20,9 @@
 //! cpu*/topology/thread_siblings_list (Documentation/admin-guide/cputopology.rst),
 //! sched_setaffinity(2); material section 6 (../shared/spec/material.md).
 
+use oslab_model::machine::MachineInfo;
 use oslab_model::{Claim, Environment};
-use oslab_sys::machine::MachineInfo;
-use oslab_sys::spinners::Spec;
+use oslab_probe::spinners::Spec;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::Worker;

@@ -2,9 +2,10 @@
 
 use std::path::Path;
 
+use oslab_model::machine::{Hz, Probed, SchedulerKind};
 use oslab_model::{Environment, LoadRecord};
 use oslab_sys::fsread::Root;
-use oslab_sys::machine::{self, Hz, LiveProbes, Probed, SchedulerKind};
+use oslab_sys::machine::{self, LiveProbes};
 
 use super::analysis::Worker;
 

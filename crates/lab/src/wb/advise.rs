@@ -13,7 +13,7 @@
 //!
 //! The predicted Dirty curve comes from the same rules the wb experiments check.
 
-use oslab_sys::parse::size::{human_bytes, human_rate};
+use oslab_units::{human_bytes, human_rate};
 use serde::Serialize;
 
 use super::background;

@@ -6,8 +6,8 @@ use std::time::Duration;
 use oslab_model::Claim;
 use oslab_sys::dirty::{DirtyInputs, DirtyLimits, compute};
 use oslab_sys::fsread::Root;
-use oslab_sys::parse::size::human_bytes;
 use oslab_sys::{process, sysctl};
+use oslab_units::human_bytes;
 use serde::Serialize;
 
 use crate::check::{Check, Condition, Rule};

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use oslab_model::Environment;
 use oslab_stats::sawtooth::Sawtooth;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use super::sawexp::flusher;
@@ -34,7 +34,7 @@ use crate::check::{Check, Outcome};
 use crate::experiment::{Context, LabError, Meta, Needs, Output};
 use crate::settings::{AnySetting, Declared, Seconds, Setting};
 use crate::shape::{Lab, Measured, Planner};
-use oslab_trace::records::FlushReason;
+use oslab_model::trace::FlushReason;
 
 pub struct Periodic;
 crate::shaped_experiment!(Periodic);

@@ -3,9 +3,10 @@
 //! dirty-throttle pauses, waits for page write back, other blocking and run-queue
 //! time (docs/tracing.md), and a claim that the pauses explain the slow writes.
 
+use oslab_model::trace::Cause;
 use oslab_model::{Claim, Finding};
 use oslab_trace::TraceOutcome;
-use oslab_trace::analysis::{Cause, blockers, shares_over};
+use oslab_trace::analysis::{blockers, shares_over};
 use oslab_trace::records::{OffCpu, WriteCall};
 
 use crate::check::{Check, Condition, Rule, figure};

@@ -68,7 +68,7 @@ pub fn unavailable() -> Option<String> {
 
 /// Parses "10MiB/s", "40MBps", "5000000" into bytes per second.
 pub fn parse_bandwidth(text: &str) -> Result<u64, String> {
-    oslab_sys::parse::size::parse_human_rate(text)
+    oslab_units::parse_human_rate(text)
         .ok()
         .filter(|b| *b >= 1 << 20)
         .ok_or_else(|| format!("'{text}' is not a bandwidth of at least 1MiB/s (e.g. 10MiB/s)"))

@@ -7,10 +7,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::time::Duration;
 
-use oslab_report::stalls::{self as render, TraceStream};
+use oslab_report::stalls as render;
 use oslab_sys::clock::{local_hms, unix_time_s};
 use oslab_sys::signals::{OnParentDeath, child_of_oslab};
 use oslab_trace::session::{StallsOptions, StallsSession, Tick};
+use oslab_trace::timeline::TraceStream;
 use oslab_trace::{Watch, WritebackOptions};
 
 use crate::failure::CmdResult;

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use oslab_lab::wb::testbed::{self, Testbed, parse_bandwidth};
 use oslab_sys::journal::{Journal, Undo, named_dir};
-use oslab_sys::parse::size::{human_bytes, parse_human_size};
+use oslab_units::{human_bytes, parse_human_size};
 
 use crate::failure::CmdResult;
 use crate::failure::{EXIT_PRIVILEGE, Failure};

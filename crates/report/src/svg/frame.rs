@@ -60,50 +60,19 @@ impl Frame {
 
     pub fn of(plot: &Plot) -> Frame {
         let bars = plot.series.iter().any(|s| s.style == SeriesStyle::Bars);
-        let xs: Vec<f64> = plot
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p[0]))
-            .chain(plot.markers.iter().map(|m| m.x))
-            .collect();
-        let ys: Vec<f64> = plot
-            .series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p[1]))
-            .collect();
-        let xscale = if bars { Scale::Linear } else { plot.x.scale };
-        let (mut xlo, mut xhi) = axis::range(&xs, xscale, false);
-        if bars {
-            // categories sit at 0..n-1 with half a slot of room on each side
-            let n = plot.x_labels.len().max(1) as f64;
-            xlo = -0.5;
-            xhi = xhi.max(n - 0.5).max(xlo + 1.0);
-        }
-        let (ylo, yhi) = axis::range(&ys, plot.y.scale, true);
-        let ydisplay = Display::of(
-            &plot.y.unit,
-            ylo.abs().max(yhi.abs()),
-            plot.y.scale == Scale::Linear && all_whole(&ys),
-        );
-        let xdisplay = Display::of(
-            &plot.x.unit,
-            xlo.abs().max(xhi.abs()),
-            xscale == Scale::Linear && all_whole(&xs),
-        );
-        let mut ym = Mapper {
-            scale: plot.y.scale,
-            lo: ylo,
-            hi: yhi,
-            px_lo: 0.0,
-            px_hi: 0.0,
-        };
-        let yticks = axis::ticks(&ym, &ydisplay);
-        let ylabels = axis::labels(&yticks, &plot.y.unit, &ydisplay);
+        let (xs, ys) = coordinates(plot);
+        let (xscale, xlo, xhi) = x_range(plot, &xs, bars);
+        let (mut ym, ydisplay, yticks, ylabels) = y_axis(plot, &ys);
         let widest = ylabels
             .iter()
             .map(|l| text::width(l, FONT))
             .fold(0.0, f64::max);
         let left = PAD + FONT * 1.3 + 8.0 + widest + 6.0;
+        let xdisplay = Display::of(
+            &plot.x.unit,
+            xlo.abs().max(xhi.abs()),
+            xscale == Scale::Linear && all_whole(&xs),
+        );
 
         let mut xm = Mapper {
             scale: xscale,
@@ -141,30 +110,15 @@ impl Frame {
             .into_iter()
             .zip(marker_rows)
             .map(|(span, row)| {
+                let baseline = title_band + (row + 1) as f64 * row_h - 4.0;
                 span.map(|(x, anchor)| MarkerPlace {
                     x,
-                    baseline: title_band + (row + 1) as f64 * row_h - 4.0,
+                    baseline,
                     anchor,
                 })
             })
             .collect();
-
-        let categories = if bars {
-            plot.x_labels.clone()
-        } else {
-            Vec::new()
-        };
-        let slot = (xm.px(1.0) - xm.px(0.0)).abs();
-        let widest_category = categories
-            .iter()
-            .map(|c| text::width(c, SMALL))
-            .fold(0.0, f64::max);
-        let upright_categories = bars && widest_category > slot - GAP;
-        let tick_band = if upright_categories {
-            widest_category + 10.0
-        } else {
-            FONT + 6.0
-        };
+        let (categories, upright_categories, tick_band) = category_band(plot, &xm, bars);
         let x_title_baseline = bottom + tick_band + FONT + 6.0;
         let (legend, legend_bottom) = legend_layout(plot, left, x_title_baseline + 8.0);
         Frame {
@@ -189,6 +143,72 @@ impl Frame {
             legend,
         }
     }
+}
+
+/// Every x (the markers' included) and every y of the plot's series.
+fn coordinates(plot: &Plot) -> (Vec<f64>, Vec<f64>) {
+    let points = || plot.series.iter().flat_map(|s| s.points.iter());
+    let xs = points()
+        .map(|p| p[0])
+        .chain(plot.markers.iter().map(|m| m.x))
+        .collect();
+    (xs, points().map(|p| p[1]).collect())
+}
+
+/// The x scale and range: bars put their categories at 0..n-1 with half a slot of
+/// room on each side.
+fn x_range(plot: &Plot, xs: &[f64], bars: bool) -> (Scale, f64, f64) {
+    let xscale = if bars { Scale::Linear } else { plot.x.scale };
+    let (mut xlo, mut xhi) = axis::range(xs, xscale, false);
+    if bars {
+        let n = plot.x_labels.len().max(1) as f64;
+        xlo = -0.5;
+        xhi = xhi.max(n - 0.5).max(xlo + 1.0);
+    }
+    (xscale, xlo, xhi)
+}
+
+/// The y axis before it is placed: its mapper (pixels set later), how its values
+/// are shown, its ticks and their labels.
+fn y_axis(plot: &Plot, ys: &[f64]) -> (Mapper, Display, Vec<f64>, Vec<String>) {
+    let (ylo, yhi) = axis::range(ys, plot.y.scale, true);
+    let ydisplay = Display::of(
+        &plot.y.unit,
+        ylo.abs().max(yhi.abs()),
+        plot.y.scale == Scale::Linear && all_whole(ys),
+    );
+    let ym = Mapper {
+        scale: plot.y.scale,
+        lo: ylo,
+        hi: yhi,
+        px_lo: 0.0,
+        px_hi: 0.0,
+    };
+    let yticks = axis::ticks(&ym, &ydisplay);
+    let ylabels = axis::labels(&yticks, &plot.y.unit, &ydisplay);
+    (ym, ydisplay, yticks, ylabels)
+}
+
+/// A bar plot's categories, whether they must stand upright to fit their slots,
+/// and the height of the band under the plot area they (or the ticks) take.
+fn category_band(plot: &Plot, xm: &Mapper, bars: bool) -> (Vec<String>, bool, f64) {
+    let categories = if bars {
+        plot.x_labels.clone()
+    } else {
+        Vec::new()
+    };
+    let slot = (xm.px(1.0) - xm.px(0.0)).abs();
+    let widest_category = categories
+        .iter()
+        .map(|c| text::width(c, SMALL))
+        .fold(0.0, f64::max);
+    let upright = bars && widest_category > slot - GAP;
+    let band = if upright {
+        widest_category + 10.0
+    } else {
+        FONT + 6.0
+    };
+    (categories, upright, band)
 }
 
 /// Drops every other tick until no two neighbouring labels touch.

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use oslab_sys::sar::SarRecord;
+use oslab_model::system::SarRecord;
 
 use crate::table::Width;
 

@@ -107,6 +107,7 @@ pub fn openmetrics(s: &Snapshot, version: &str) -> String {
         &[(Some(("version", version)), 1.0)],
     );
     kernel_counters(&mut f, s);
+    vm_counters(&mut f, s);
     levels(&mut f, s);
     devices(&mut f, s);
     f.out.push_str("# EOF\n");
@@ -154,6 +155,10 @@ fn kernel_counters(f: &mut Families, s: &Snapshot) {
         "Interrupts serviced since boot.",
         s.interrupts as f64,
     );
+}
+
+/// The paging, reclaim, swap and write-back counters of /proc/vmstat.
+fn vm_counters(f: &mut Families, s: &Snapshot) {
     f.counter(
         "pages_in",
         "bytes",
@@ -296,6 +301,52 @@ fn levels(f: &mut Families, s: &Snapshot) {
     }
 }
 
+/// A per-device family: its name, unit, help and the figure of one device.
+type DeviceFamily = (
+    &'static str,
+    &'static str,
+    &'static str,
+    fn(&DiskCounters) -> f64,
+);
+
+/// The device counters, in the order they are served.
+const DEVICE_COUNTERS: [DeviceFamily; 10] = [
+    ("device_reads", "", "Reads completed.", |d| d.reads as f64),
+    ("device_writes", "", "Writes completed.", |d| {
+        d.writes as f64
+    }),
+    ("device_discards", "", "Discards completed.", |d| {
+        d.discards as f64
+    }),
+    ("device_read", "bytes", "Bytes read.", |d| {
+        bytes_of(d.sectors_read)
+    }),
+    ("device_written", "bytes", "Bytes written.", |d| {
+        bytes_of(d.sectors_written)
+    }),
+    ("device_discarded", "bytes", "Bytes discarded.", |d| {
+        bytes_of(d.sectors_discarded)
+    }),
+    (
+        "device_io_time",
+        "seconds",
+        "Time the device was busy (rate() = %util / 100).",
+        |d| seconds_of(d.busy_ms),
+    ),
+    (
+        "device_io_time_weighted",
+        "seconds",
+        "Time requests spent queued and in service (rate() = aqu-sz).",
+        |d| seconds_of(d.weighted_ms),
+    ),
+    ("device_read_time", "seconds", "Time spent reading.", |d| {
+        seconds_of(d.read_ms)
+    }),
+    ("device_write_time", "seconds", "Time spent writing.", |d| {
+        seconds_of(d.write_ms)
+    }),
+];
+
 fn devices(f: &mut Families, s: &Snapshot) {
     let devs = active(s);
     let per = |g: fn(&DiskCounters) -> f64| -> Vec<(Labels, f64)> {
@@ -303,77 +354,9 @@ fn devices(f: &mut Families, s: &Snapshot) {
             .map(|(n, d)| (Some(("device", n.as_str())), g(d)))
             .collect()
     };
-    let c = Kind::Counter;
-    f.family(
-        c,
-        "device_reads",
-        "",
-        "Reads completed.",
-        &per(|d| d.reads as f64),
-    );
-    f.family(
-        c,
-        "device_writes",
-        "",
-        "Writes completed.",
-        &per(|d| d.writes as f64),
-    );
-    f.family(
-        c,
-        "device_discards",
-        "",
-        "Discards completed.",
-        &per(|d| d.discards as f64),
-    );
-    f.family(
-        c,
-        "device_read",
-        "bytes",
-        "Bytes read.",
-        &per(|d| bytes_of(d.sectors_read)),
-    );
-    f.family(
-        c,
-        "device_written",
-        "bytes",
-        "Bytes written.",
-        &per(|d| bytes_of(d.sectors_written)),
-    );
-    f.family(
-        c,
-        "device_discarded",
-        "bytes",
-        "Bytes discarded.",
-        &per(|d| bytes_of(d.sectors_discarded)),
-    );
-    f.family(
-        c,
-        "device_io_time",
-        "seconds",
-        "Time the device was busy (rate() = %util / 100).",
-        &per(|d| seconds_of(d.busy_ms)),
-    );
-    f.family(
-        c,
-        "device_io_time_weighted",
-        "seconds",
-        "Time requests spent queued and in service (rate() = aqu-sz).",
-        &per(|d| seconds_of(d.weighted_ms)),
-    );
-    f.family(
-        c,
-        "device_read_time",
-        "seconds",
-        "Time spent reading.",
-        &per(|d| seconds_of(d.read_ms)),
-    );
-    f.family(
-        c,
-        "device_write_time",
-        "seconds",
-        "Time spent writing.",
-        &per(|d| seconds_of(d.write_ms)),
-    );
+    for (name, unit, help, figure) in DEVICE_COUNTERS {
+        f.family(Kind::Counter, name, unit, help, &per(figure));
+    }
     f.family(
         Kind::Gauge,
         "device_in_flight",

@@ -7,7 +7,7 @@ pub mod metrics;
 pub use live::{bands, header, line};
 pub use metrics::{OPENMETRICS_CONTENT_TYPE, openmetrics};
 
-use oslab_sys::sar::SarRecord;
+use oslab_model::system::SarRecord;
 
 /// Devices worth a line: those that moved any data, or the ones asked for.
 pub fn shown_devices<'a>(r: &'a SarRecord, only: &[String]) -> Vec<&'a str> {
@@ -36,7 +36,7 @@ pub fn json_line(unix_time_s: f64, r: &SarRecord) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_sys::sar::DeviceRates;
+    use oslab_model::system::DeviceRates;
 
     #[test]
     fn only_active_devices_are_shown() {

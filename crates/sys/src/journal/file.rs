@@ -12,9 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::{Deserialize, Serialize};
 
+use oslab_units::human_bytes;
+
 use super::Entry;
 use crate::fsread::Root;
-use crate::parse::size::human_bytes;
 use crate::{owned, process};
 
 /// The most a journal file may hold. oslab writes a few hundred bytes for each

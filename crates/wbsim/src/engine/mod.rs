@@ -275,13 +275,13 @@ fn initial_wb(cfg: &Config, normal: Thresholds) -> Wb {
     }
 }
 
-/// Runs one simulation.
-pub fn simulate(cfg: &Config) -> Outcome {
+/// A simulation at time 0: nothing dirty, every writer's result empty.
+fn start(cfg: &Config) -> Sim<'_> {
     let (groups, group_of_writer) = group_map(cfg);
     let (normal, rt) = thresholds(cfg.rules, &cfg.sysctls, cfg.dirtyable_bytes);
     let end = (cfg.duration_s * SEC as f64) as u64;
     let hz = cfg.hz.max(1);
-    let mut sim = Sim {
+    Sim {
         cfg,
         hz,
         tick_ns: SEC / hz,
@@ -324,7 +324,13 @@ pub fn simulate(cfg: &Config) -> Outcome {
             ..Default::default()
         },
         end,
-    };
+    }
+}
+
+/// Runs one simulation.
+pub fn simulate(cfg: &Config) -> Outcome {
+    let mut sim = start(cfg);
+    let end = sim.end;
     for (i, w) in cfg.writers.iter().enumerate() {
         sim.push((w.start_ms * MS as f64) as u64, Ev::Issue(i));
     }

@@ -150,12 +150,23 @@ fn rt(p: u32) -> Class {
 
 /// Every built-in scenario.
 pub fn builtin() -> Vec<Scenario> {
-    let s = |name: &str, title: &str, description: &str, config: Config| Scenario {
+    let mut all = material_scenarios();
+    all.extend(paper_scenarios());
+    all.extend(testbed_scenarios());
+    all
+}
+
+fn scenario(name: &str, title: &str, description: &str, config: Config) -> Scenario {
+    Scenario {
         name: name.into(),
         title: title.into(),
         description: description.into(),
         config,
-    };
+    }
+}
+
+/// The material's experiments A, B and C.
+fn material_scenarios() -> Vec<Scenario> {
     let a = Sysctls {
         dirty_background_ratio: 1,
         dirty_writeback_centisecs: 0,
@@ -183,37 +194,43 @@ pub fn builtin() -> Vec<Scenario> {
         ..Sysctls::default()
     };
     vec![
-        s(
+        scenario(
             "material-a",
             "Background sync (material 4, experiment A)",
             "periodic write back off, background 1 %, 1 MiB/s writer, 8 GiB box",
             material_box(a, vec![rate("writer", MIB as f64)], 240.0),
         ),
-        s(
+        scenario(
             "material-b",
             "Periodic sync (material 4, experiment B)",
             "background 20 %, hard 40 %, writeback 5 s, expire 10 s, 1 MiB/s writer",
             material_box(b, vec![rate("writer", MIB as f64)], 60.0),
         ),
-        s(
+        scenario(
             "material-c1",
             "Case 1 (material 4, experiment C)",
             "background 10 %, hard 20 %, expire 30 s, a 100 MiB/s writer for 30 s",
             material_box(c1, vec![rate("writer", 100.0 * MIB as f64)], 60.0),
         ),
-        s(
+        scenario(
             "material-c2",
             "Case 2 (material 4, experiment C)",
             "background 1 %, hard 20 %, expire 10 s, a 100 MiB/s writer for 30 s",
             material_box(c2, vec![rate("writer", 100.0 * MIB as f64)], 60.0),
         ),
-        s(
+    ]
+}
+
+/// The WCALL paper's figures, on its 2009 machine.
+fn paper_scenarios() -> Vec<Scenario> {
+    vec![
+        scenario(
             "paper-fig1",
             "One RT writer alone (WCALL Fig. 1)",
             "RT-55 writes 512 KiB every 20 ms, 700 writes; 2.6.26 on a 2009 disk",
             paper_box(vec![periodic("rt55", rt(55), 700)]),
         ),
-        s(
+        scenario(
             "paper-fig2",
             "RT-55 vs two RT-45 (WCALL Fig. 2/4/5)",
             "three RT writers of 512 KiB every 20 ms, 700 writes each; 2.6.26 on a 2009 disk",
@@ -223,19 +240,25 @@ pub fn builtin() -> Vec<Scenario> {
                 periodic("rt45b", rt(45), 700),
             ]),
         ),
-        s(
+        scenario(
             "paper-fig7",
             "One NON-RT writer (WCALL Fig. 7)",
             "a nice-4 writer of 512 KiB every 20 ms, 1000 writes; 2.6.26",
             paper_box(vec![periodic("nice4", Class::Normal { nice: 4 }, 1000)]),
         ),
-        s(
+    ]
+}
+
+/// The paper's workloads on this machine's testbed.
+fn testbed_scenarios() -> Vec<Scenario> {
+    vec![
+        scenario(
             "testbed-alone",
             "RT-55 alone on this machine's testbed",
             "linux-6, 40 MiB/s, dirty_bytes 64 MiB, background 32 MiB",
             testbed_box(vec![periodic("rt55", rt(55), 700)]),
         ),
-        s(
+        scenario(
             "testbed-fig2",
             "RT-55 vs two RT-45 on this machine's testbed",
             "linux-6 rules; writeback-kernel.md saw p99 216 ms for the RT-55 writer",
@@ -245,7 +268,7 @@ pub fn builtin() -> Vec<Scenario> {
                 periodic("rt45b", rt(45), 700),
             ]),
         ),
-        s(
+        scenario(
             "testbed-bulk",
             "RT-55 vs two non-RT bulk writers on the testbed",
             "linux-6 rules; writeback-kernel.md saw p99 219 ms",
@@ -272,7 +295,7 @@ pub fn apply_set(c: &mut Config, key: &str, value: &str) -> Result<(), String> {
 
 /// "64MiB", "1G", "4096" -> bytes; "40MiB/s" -> bytes per second.
 pub fn parse_bytes(s: &str) -> Option<u64> {
-    use oslab_sys::parse::size::{parse_human_rate, parse_human_size};
+    use oslab_units::{parse_human_rate, parse_human_size};
     let t = s.trim();
     if t.ends_with("/s") {
         parse_human_rate(t).ok()

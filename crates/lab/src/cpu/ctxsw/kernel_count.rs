@@ -2,8 +2,8 @@
 //! (sched_switch, crates/trace) beside getrusage(): run after the timed cells,
 //! never during them, so the tracing's cost does not touch the timings.
 
-use oslab_sys::machine::MachineInfo;
-use oslab_sys::pingpong::{self, Mechanism, Tasks};
+use oslab_model::machine::MachineInfo;
+use oslab_probe::pingpong::{self, Mechanism, Tasks};
 use oslab_trace::analysis::switches_between;
 use serde::{Deserialize, Serialize};
 

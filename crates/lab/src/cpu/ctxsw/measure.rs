@@ -3,10 +3,10 @@
 
 use std::sync::atomic::AtomicU32;
 
+use oslab_model::machine::MachineInfo;
+use oslab_probe::pingpong::{self, Mechanism, Tasks};
 use oslab_sys::fsread::Root;
-use oslab_sys::machine::MachineInfo;
 use oslab_sys::parse::procstat::{CpuTimes, cpu_times};
-use oslab_sys::pingpong::{self, Mechanism, Tasks};
 
 use super::{CellRaw, LaunchRaw, PerfRaw, Placement, Plan, Raw};
 use crate::experiment::{Context, LabError};

@@ -2,7 +2,7 @@
 //! the claim, the plot.
 
 use oslab_model::{Axis, Claim, Environment, Marker, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::{DEFAULT_CAP, Plan, PointRaw, Raw, last_level_bytes};
 use crate::check::{Check, Condition, Rule};

@@ -40,9 +40,9 @@ mod judge;
 mod tests;
 
 use oslab_model::Environment;
-use oslab_sys::machine::MachineInfo;
-use oslab_sys::parse::size::human_bytes;
-use oslab_sys::pingpong::{self, Mechanism, Tasks};
+use oslab_model::machine::MachineInfo;
+use oslab_probe::pingpong::{self, Mechanism, Tasks};
+use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::ctxsw::{CellRaw, Placement, placements, run_cell};

@@ -1,7 +1,7 @@
 //! Judging `io.read` from its raw data: summaries, findings, the two claims, plots.
 
 use oslab_model::{Axis, Claim, Environment, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::{Plan, Raw, Round};
 use crate::check::{Check, Condition, Rule};

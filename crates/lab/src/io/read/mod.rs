@@ -41,9 +41,9 @@ use std::time::Duration;
 use oslab_model::Environment;
 use oslab_sys::fileio::{self, Mapping, cached_pages};
 use oslab_sys::journal;
-use oslab_sys::parse::size::human_bytes;
 use oslab_sys::process::is_root;
 use oslab_sys::sar::Snapshot;
+use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use super::probe::{DiskFacts, OpStats, create_file, disk_facts, read_all, timed};

@@ -3,7 +3,7 @@
 use oslab_model::{
     Axis, Claim, Environment, Finding, Measurement, Plot, Scale, Series, SeriesStyle,
 };
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::{Cell, Mode, Plan, Raw, bs_label};
 use crate::check::{Check, Condition, Rule};

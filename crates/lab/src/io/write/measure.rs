@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use oslab_sys::clock::monotonic_ns;
 use oslab_sys::fileio::{self, AlignedBuf, Mapping, open_write};
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::{Cell, META, MODES, Mode, OverwriteProbe, Plan, Raw, TouchProbe, WriteRun, bs_label};
 use crate::experiment::{Context, LabError};

@@ -2,7 +2,7 @@
 //! edges near their sysfs sizes.
 
 use oslab_model::Claim;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::findings::shared_why;
 use super::judge::{Judging, edge_words};

@@ -2,7 +2,7 @@
 //! to sysfs, and the effective last-level cache.
 
 use oslab_model::Finding;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::claim::RATIO_LOW;
 use super::curve::{self, LEFT_RATIO};

@@ -2,7 +2,7 @@
 //! the plot; the findings are in `findings`, the claim in `claim`.
 
 use oslab_model::{Axis, Environment, Marker, Measurement, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::claim::claim;
 use super::curve::{self, Edge, Plateau, Reading};

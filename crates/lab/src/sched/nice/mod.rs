@@ -5,7 +5,7 @@
 //! or 300 ms interval as samples; and how the CPU changes hands: each one's turn,
 //! from taking the CPU to handing it to the other.
 //!
-//! Method: two workers forked from oslab (oslab_sys::spinners), pinned to one
+//! Method: two workers forked from oslab (oslab_probe::spinners), pinned to one
 //! CPU, the second at nice k, spin for the same wall time and record every gap
 //! over 50 us when they were off the CPU; their runs lie between. 300 ms in, the
 //! parent reads both /proc/PID/sched (se.load.weight, se.slice), and /proc/stat
@@ -32,10 +32,10 @@ mod judge;
 mod tests;
 
 use oslab_model::Environment;
+use oslab_probe::spinners::Spec;
 use oslab_sys::fsread::Root;
 use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::procstat::CpuTimes;
-use oslab_sys::spinners::Spec;
 use serde::{Deserialize, Serialize};
 
 use super::analysis::{Worker, weight};

@@ -8,7 +8,7 @@
 //! is the book's multiload (N = 1..2x CPUs, every process's own real, user and
 //! sys); `sched.scaling` adds N = 8 and the throughput curve.
 //!
-//! Method: every process is a worker forked from oslab (oslab_sys::spinners) that
+//! Method: every process is a worker forked from oslab (oslab_probe::spinners) that
 //! spins until it has run a fixed amount of its own run time (not a loop count:
 //! the host's speed varies), all released at one instant; real is measured from
 //! the first start to each one's last clock reading, user and sys by getrusage.

@@ -2,8 +2,8 @@
 //! the claim that a slice is max(se.slice, one tick).
 
 use crate::sched::kernel_view;
+use oslab_model::machine::SchedulerKind;
 use oslab_model::{Claim, Environment, Finding};
-use oslab_sys::machine::SchedulerKind;
 
 use super::{Plan, Raw, Round, plots};
 use crate::check::{Check, Condition, Outcome, Rule};

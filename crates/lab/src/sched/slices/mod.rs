@@ -6,7 +6,7 @@
 //! EEVDF a slice is max(se.slice, one tick), since the slice is only enforced at a
 //! tick; the wait is (N - 1) slices; each share 1/N.
 //!
-//! Method: every worker is a process forked from oslab (oslab_sys::spinners) that
+//! Method: every worker is a process forked from oslab (oslab_probe::spinners) that
 //! spins reading CLOCK_MONOTONIC and records every stretch longer than 50 us when
 //! it was not running; its runs on the CPU lie between. Work is measured as the
 //! workers' own run time, never as loop counts (the host's speed varies). While
@@ -196,7 +196,7 @@ impl Lab for SchedSlices {
 /// /proc/PID/sched 300 ms in, then its schedstat and the CPU's timer interrupts
 /// around a window of half the run (at least 50 ms, at most 1 s).
 fn round(
-    machine: &oslab_sys::machine::MachineInfo,
+    machine: &oslab_model::machine::MachineInfo,
     root: &Root,
     cpu: u32,
     n: usize,

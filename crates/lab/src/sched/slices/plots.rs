@@ -4,7 +4,7 @@ use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 
 use oslab_trace::chrome::{self, TraceEvent};
 
-use crate::sched::analysis::{Worker, runs};
+use crate::sched::analysis::Worker;
 
 /// The workers' runs as they noticed them, as Chrome trace events (for when the
 /// kernel's own switches are not available): one "running" slice per run on the
@@ -18,7 +18,7 @@ pub fn chrome_trace(workers: &[Worker], names: &[String]) -> Vec<TraceEvent> {
             .unwrap_or_else(|| format!("worker {i}"));
         events.push(chrome::name(t.pid, t.pid, false, &name));
         events.push(chrome::name(t.pid, t.pid, true, &name));
-        for (a, b) in runs(t) {
+        for (a, b) in t.runs() {
             events.push(chrome::slice("running", "sched", t.pid, t.pid, a, b - a));
         }
     }
@@ -34,7 +34,7 @@ pub fn timeline(workers: &[Worker], window_ms: f64, step_ms: f64) -> Vec<Vec<[f6
         .enumerate()
         .map(|(i, t)| {
             let mut pts = Vec::new();
-            for (a, b) in runs(t) {
+            for (a, b) in t.runs() {
                 let (a, b) = (
                     (a - t0) as f64 / 1e6,
                     ((b - t0) as f64 / 1e6).min(window_ms),
@@ -58,7 +58,7 @@ pub fn progress(workers: &[Worker]) -> Vec<Vec<[f64; 2]>> {
         .map(|t| {
             let mut done = 0.0;
             let mut pts = vec![[(t.start_ns - t0) as f64 / 1e6, 0.0]];
-            for (a, b) in runs(t) {
+            for (a, b) in t.runs() {
                 pts.push([(a - t0) as f64 / 1e6, done]);
                 done += (b - a) as f64 / 1e6;
                 pts.push([(b - t0) as f64 / 1e6, done]);

@@ -22,7 +22,7 @@ use crate::wb::wcall::{Cell, Content, PERIOD_MS, Scenario, Start, WriterRaw};
 /// What every cell of a setting shares.
 pub struct Bench<'a> {
     pub tb: &'a Testbed,
-    pub machine: &'a oslab_sys::machine::MachineInfo,
+    pub machine: &'a oslab_model::machine::MachineInfo,
     pub exe: PathBuf,
     pub lib: PathBuf,
     pub scratch: PathBuf,
@@ -199,7 +199,7 @@ pub fn run_cell(
         }
         None => Vec::new(),
     };
-    drop(oslab_sys::memprobe::Buffer::new(WARM_BYTES, false));
+    drop(oslab_probe::memprobe::Buffer::new(WARM_BYTES, false));
     let kernel = KernelTrace::writeback(b.machine);
     let (nr0, dev0) = (nr_written(), device_written(&b.tb.disk_name()));
     let t0 = oslab_sys::clock::monotonic_ns();

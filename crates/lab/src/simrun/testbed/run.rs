@@ -37,7 +37,7 @@ fn probe_costs(dir: &Path) -> Result<PageCosts, LabError> {
     let mut costs = PageCosts::default();
     let io = |e: std::io::Error| LabError::Failed(format!("page-cost probe: {e}"));
     trace::settle();
-    drop(oslab_sys::memprobe::Buffer::new(512 << 20, false));
+    drop(oslab_probe::memprobe::Buffer::new(512 << 20, false));
     let mut f = std::fs::File::create(&path).map_err(io)?;
     let pace = std::time::Duration::from_nanos((PERIOD_MS * 1e6) as u64);
     for round in 0..PROBE_ROUNDS {

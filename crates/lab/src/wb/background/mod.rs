@@ -20,10 +20,10 @@
 
 use std::time::Duration;
 
+use oslab_model::trace::FlushReason;
 use oslab_model::{Claim, Environment};
 use oslab_stats::sawtooth::Sawtooth;
-use oslab_sys::parse::size::human_bytes;
-use oslab_trace::records::FlushReason;
+use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
 use super::sawexp::flusher;

@@ -2,9 +2,9 @@
 //! episodes, and the claim that case 2 trades a lower peak for more episodes.
 
 use crate::wb::sawexp::flusher;
+use oslab_model::trace::FlushReason;
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::parse::size::human_bytes;
-use oslab_trace::records::FlushReason;
+use oslab_units::human_bytes;
 
 use super::{CASES, Case, Plan, Raw, SCALED_MEMORY};
 use crate::check::{Check, Condition, Rule};

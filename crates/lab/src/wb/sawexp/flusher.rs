@@ -6,8 +6,9 @@
 //! instead of assuming which term of the min wins.
 
 use oslab_model::Finding;
+use oslab_model::trace::FlushReason;
 use oslab_trace::analysis::episodes;
-use oslab_trace::records::{FlushPass, FlushReason};
+use oslab_trace::records::FlushPass;
 
 use super::SawRaw;
 use crate::experiment::finding;

@@ -2,7 +2,7 @@
 //! slow writes, the claim and the plots. Pure: from the plan and the raw data.
 
 use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::{P99_MS, Plan, Raw, STALL_MS, THROTTLED};
 use crate::check::{Condition, Rule, figure};

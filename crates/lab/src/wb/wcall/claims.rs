@@ -5,7 +5,7 @@
 //! the run's facts: the governor's holds, Dirty + Writeback against the limits.
 
 use oslab_model::{Claim, Environment};
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 use oslab_wbsim::policy::Policy;
 
 use super::judge::Matrix;

@@ -5,7 +5,7 @@
 //! raw data and the environment.
 
 use oslab_model::Environment;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 use oslab_wbsim::policy::Policy;
 
 use super::predict::Predicted;

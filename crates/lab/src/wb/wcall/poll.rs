@@ -2,7 +2,7 @@
 //! writer's file (its size and the pages of it not yet on the device), and the
 //! governor's groups; and from the files, what of each reached the device.
 
-use oslab_wcall::view::Snapshot;
+use oslab_model::governor::Snapshot;
 
 use super::{GovernorRaw, GroupCount, GroupPoll};
 use crate::wb::trace::Poll;

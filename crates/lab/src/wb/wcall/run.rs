@@ -24,7 +24,7 @@ use crate::wb::trace::{self, WriterTrace};
 /// What every cell of one run shares.
 pub struct Env<'a> {
     pub tb: &'a Testbed,
-    pub machine: &'a oslab_sys::machine::MachineInfo,
+    pub machine: &'a oslab_model::machine::MachineInfo,
     /// oslab itself, which runs the daemon and `wcall run`.
     pub exe: PathBuf,
     /// The paced writer, built for this run.
@@ -96,7 +96,7 @@ fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError>
 }
 
 /// The governor's table, read now (None without a governor or once it is gone).
-fn governor_view(d: Option<&Daemon>) -> Option<oslab_wcall::view::Snapshot> {
+fn governor_view(d: Option<&Daemon>) -> Option<oslab_model::governor::Snapshot> {
     let d = d?;
     Some(oslab_wcall::view::snapshot_of(
         d.board.as_ref()?.board(),
@@ -287,10 +287,10 @@ fn run_matrix(e: &Env, ctx: &mut Context) -> Result<Vec<Cell>, LabError> {
 /// the memory back) beside a plain one.
 fn first_touch(bytes: usize) -> Option<FirstTouch> {
     let t0 = monotonic_ns();
-    let mut buf = oslab_sys::memprobe::Buffer::new(bytes, false).ok()?;
+    let mut buf = oslab_probe::memprobe::Buffer::new(bytes, false).ok()?;
     let first = monotonic_ns() - t0;
     let t1 = monotonic_ns();
-    oslab_sys::memprobe::write_sweep(buf.as_mut_slice(), 1);
+    oslab_probe::memprobe::write_sweep(buf.as_mut_slice(), 1);
     let again = monotonic_ns() - t1;
     let pages = (bytes / 4096) as f64;
     Some(FirstTouch {

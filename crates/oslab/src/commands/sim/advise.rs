@@ -9,7 +9,7 @@ use oslab_lab::simrun::advise::{Candidate, advise};
 use oslab_lab::simrun::configure;
 use oslab_model::ExperimentResult;
 use oslab_store::RunFilter;
-use oslab_sys::parse::size::human_bytes;
+use oslab_units::human_bytes;
 
 use super::inputs::{load, sets};
 use crate::args::MaxInputArg;

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use oslab_sys::parse::size::parse_human_size;
+use oslab_units::parse_human_size;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::cli::WcallPolicyArgs;

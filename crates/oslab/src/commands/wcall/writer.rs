@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use oslab_sys::parse::size::parse_human_size;
+use oslab_units::parse_human_size;
 use oslab_wcall::cli::WcallWriterArgs;
 
 use crate::failure::{CmdResult, Failure};

@@ -14,7 +14,7 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-use crate::error::{SysError, SysResult};
+use oslab_sys::{SysError, SysResult};
 
 /// How the two sides wake each other.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -123,7 +123,7 @@ fn cpu_bit() -> u64 {
 
 fn pin(cpu: Option<u32>) {
     if let Some(c) = cpu {
-        crate::process::pin_raw(c);
+        crate::forked::pin_raw(c);
     }
 }
 
@@ -139,10 +139,10 @@ fn touch(sh: &Shared) {
 /// The peer's side: wait for its turn, touch the working set, hand back.
 fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
     sh.peer_tid
-        .store(crate::process::raw_gettid() as u64, Ordering::Relaxed);
+        .store(oslab_sys::process::raw_gettid() as u64, Ordering::Relaxed);
     let (v0, i0) = rusage_thread();
     sh.peer_t0
-        .store(crate::clock::monotonic_ns(), Ordering::Relaxed);
+        .store(oslab_sys::clock::monotonic_ns(), Ordering::Relaxed);
     let mut cpus = 0u64;
     let mut byte = [0u8; 1];
     let mut n = 0u64;
@@ -184,7 +184,7 @@ fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
         }
     }
     sh.peer_t1
-        .store(crate::clock::monotonic_ns(), Ordering::Relaxed);
+        .store(oslab_sys::clock::monotonic_ns(), Ordering::Relaxed);
     let (v1, i1) = rusage_thread();
     sh.peer_vol.store(v1 - v0, Ordering::Relaxed);
     sh.peer_invol.store(i1 - i0, Ordering::Relaxed);
@@ -192,7 +192,7 @@ fn peer_loop(sh: &Shared, mech: Mechanism, fds: (i32, i32)) {
 }
 
 fn mmap_shared(len: usize) -> SysResult<*mut u8> {
-    crate::process::map_shared_anon(len)
+    crate::forked::map_shared_anon(len)
 }
 
 /// Runs `batches` batches of `round_trips` round trips between this thread and a
@@ -233,144 +233,27 @@ pub fn run(
             return Err(e);
         }
     }
-    let previous = crate::process::affinity().ok();
-
-    // start the peer
-    let mut child_pid = 0;
-    let mut thread = None;
-    let mut watchdog = None;
-    // the measuring side's ends; the peer's are closed here once it has them
-    let own_fds = [p1[1], p2[0]];
-    match tasks {
-        Tasks::Processes => {
-            let parent = std::process::id() as i32;
-            // SAFETY: the child only makes raw system calls and exits with _exit.
-            let pid = unsafe { libc::fork() };
-            if pid < 0 {
-                let e = SysError::last_os("fork");
-                release(sh_ptr, ws, ws_bytes, &[p1[0], p1[1], p2[0], p2[1]]);
-                return Err(e);
-            }
-            if pid == 0 {
-                crate::signals::forked_worker(parent);
-                if mech == Mechanism::Pipe {
-                    // SAFETY: the child's copies of the ends only the parent uses.
-                    unsafe {
-                        libc::close(p1[1]);
-                        libc::close(p2[0]);
-                    }
-                }
-                pin(peer_cpu);
-                peer_loop(sh, mech, (p1[0], p2[1]));
-                // SAFETY: leave without running destructors or atexit handlers.
-                unsafe { libc::_exit(0) };
-            }
-            child_pid = pid;
-            close_fds(&[p1[0], p2[1]]);
-            let addr = sh_ptr as usize;
-            watchdog = Some(std::thread::spawn(move || {
-                // SAFETY: the page outlives the thread (joined before unmapping).
-                let sh: &Shared = unsafe { &*(addr as *const Shared) };
-                watch_peer(sh, pid);
-            }));
-        }
-        Tasks::Threads => {
-            let addr = sh_ptr as usize;
-            let fds = (p1[0], p2[1]);
-            thread = Some(std::thread::spawn(move || {
-                pin(peer_cpu);
-                // SAFETY: the page outlives the thread (joined before unmapping).
-                let sh: &Shared = unsafe { &*(addr as *const Shared) };
-                peer_loop(sh, mech, fds);
-            }));
-        }
-    }
-    pin(own_cpu);
-
-    let mut byte = [0u8; 1];
-    // false once the peer is gone
-    let mut one_round_trip = || -> bool {
-        touch(sh);
-        match mech {
-            Mechanism::Futex => {
-                sh.turn.store(1, Ordering::Release);
-                futex_wake(&sh.turn);
-                loop {
-                    match sh.turn.load(Ordering::Acquire) {
-                        1 => futex_wait(&sh.turn, 1),
-                        PEER_GONE => return false,
-                        _ => return true,
-                    }
-                }
-            }
-            // SAFETY: valid fds and buffer.
-            Mechanism::Pipe => unsafe {
-                libc::write(p1[1], byte.as_ptr().cast(), 1) == 1
-                    && libc::read(p2[0], byte.as_mut_ptr().cast(), 1) == 1
-            },
+    let previous = oslab_sys::process::affinity().ok();
+    let ends = Ends {
+        own: [p1[1], p2[0]],
+        peer: [p1[0], p2[1]],
+    };
+    let peer = match start_peer(tasks, mech, sh_ptr, peer_cpu, ends) {
+        Ok(peer) => peer,
+        Err(e) => {
+            release(sh_ptr, ws, ws_bytes, &[p1[0], p1[1], p2[0], p2[1]]);
+            return Err(e);
         }
     };
-    let mut peer_alive = true;
-    for _ in 0..warmup {
-        peer_alive &= one_round_trip();
-        if !peer_alive {
-            break;
-        }
-    }
+    pin(own_cpu);
     let mut out = PingPong {
         batch_ns: vec![0; batches],
         batches,
         round_trips_per_batch: round_trips,
         ..Default::default()
     };
-    let (v0, i0) = rusage_thread();
-    let window_start = crate::clock::monotonic_ns();
-    let mut cpus = 0u64;
-    for b in 0..batches {
-        if !peer_alive {
-            break;
-        }
-        let t0 = crate::clock::monotonic_ns();
-        for _ in 0..round_trips {
-            if !one_round_trip() {
-                peer_alive = false;
-                break;
-            }
-        }
-        out.batch_ns[b] = crate::clock::monotonic_ns() - t0;
-        cpus |= cpu_bit();
-    }
-    let window_end = crate::clock::monotonic_ns();
-    let (v1, i1) = rusage_thread();
-    out.own_tid = crate::process::raw_gettid() as u32;
-    out.own_window_ns = (window_start, window_end);
-    out.own_voluntary = v1 - v0;
-    out.own_involuntary = i1 - i0;
-    out.own_cpus = cpus;
-
-    // stop the peer
-    sh.finished.store(1, Ordering::Release);
-    sh.stop.store(1, Ordering::Release);
-    match mech {
-        Mechanism::Futex => {
-            sh.turn.store(1, Ordering::Release);
-            futex_wake(&sh.turn);
-        }
-        Mechanism::Pipe => {
-            // SAFETY: one more byte; the peer reads it, sees stop and leaves.
-            unsafe { libc::write(p1[1], byte.as_ptr().cast(), 1) };
-        }
-    }
-    if let Some(w) = watchdog {
-        let _ = w.join();
-    }
-    if tasks == Tasks::Processes {
-        let mut status = 0;
-        // SAFETY: waiting for our own child.
-        unsafe { libc::waitpid(child_pid, &mut status, 0) };
-    } else if let Some(t) = thread {
-        let _ = t.join();
-    }
+    let peer_alive = measure(&mut out, sh, mech, ends.own, warmup);
+    stop_peer(sh, mech, ends.own, peer);
     out.peer_voluntary = sh.peer_vol.load(Ordering::Relaxed);
     out.peer_involuntary = sh.peer_invol.load(Ordering::Relaxed);
     out.peer_cpus = sh.peer_cpus.load(Ordering::Relaxed);
@@ -380,10 +263,10 @@ pub fn run(
         sh.peer_t1.load(Ordering::Relaxed),
     );
     if let Some(p) = previous {
-        let _ = crate::process::set_affinity(&p);
+        let _ = oslab_sys::process::set_affinity(&p);
     }
     match tasks {
-        Tasks::Processes => release(sh_ptr, ws, ws_bytes, &own_fds),
+        Tasks::Processes => release(sh_ptr, ws, ws_bytes, &ends.own),
         Tasks::Threads => release(sh_ptr, ws, ws_bytes, &[p1[0], p1[1], p2[0], p2[1]]),
     }
     if !peer_alive {
@@ -392,6 +275,161 @@ pub fn run(
         ));
     }
     Ok(out)
+}
+
+/// The pipe ends of each side, `[write, read]` (all -1 for a futex).
+#[derive(Clone, Copy)]
+struct Ends {
+    own: [i32; 2],
+    peer: [i32; 2],
+}
+
+/// The running peer: a forked process with its watchdog, or a thread.
+enum Peer {
+    Process {
+        pid: i32,
+        watchdog: std::thread::JoinHandle<()>,
+    },
+    Thread(std::thread::JoinHandle<()>),
+}
+
+/// Starts the peer on `peer_cpu`; a forked peer gets a watchdog, and the parent
+/// closes the peer's pipe ends once it has them.
+fn start_peer(
+    tasks: Tasks,
+    mech: Mechanism,
+    sh_ptr: *mut u8,
+    peer_cpu: Option<u32>,
+    ends: Ends,
+) -> SysResult<Peer> {
+    let addr = sh_ptr as usize;
+    let fds = (ends.peer[0], ends.peer[1]);
+    if tasks == Tasks::Threads {
+        return Ok(Peer::Thread(std::thread::spawn(move || {
+            pin(peer_cpu);
+            // SAFETY: the page outlives the thread (joined before unmapping).
+            let sh: &Shared = unsafe { &*(addr as *const Shared) };
+            peer_loop(sh, mech, fds);
+        })));
+    }
+    let parent = std::process::id() as i32;
+    // SAFETY: the child only makes raw system calls and exits with _exit.
+    let pid = unsafe { libc::fork() };
+    if pid < 0 {
+        return Err(SysError::last_os("fork"));
+    }
+    if pid == 0 {
+        oslab_sys::signals::forked_worker(parent);
+        if mech == Mechanism::Pipe {
+            // SAFETY: the child's copies of the ends only the parent uses.
+            unsafe {
+                libc::close(ends.own[0]);
+                libc::close(ends.own[1]);
+            }
+        }
+        pin(peer_cpu);
+        // SAFETY: the page stays mapped in the child until it exits.
+        peer_loop(unsafe { &*(addr as *const Shared) }, mech, fds);
+        // SAFETY: leave without running destructors or atexit handlers.
+        unsafe { libc::_exit(0) };
+    }
+    close_fds(&ends.peer);
+    let watchdog = std::thread::spawn(move || {
+        // SAFETY: the page outlives the thread (joined before unmapping).
+        let sh: &Shared = unsafe { &*(addr as *const Shared) };
+        watch_peer(sh, pid);
+    });
+    Ok(Peer::Process { pid, watchdog })
+}
+
+/// One round trip from the measuring side; false once the peer is gone.
+#[inline(always)]
+fn round_trip(sh: &Shared, mech: Mechanism, own: [i32; 2], byte: &mut [u8; 1]) -> bool {
+    touch(sh);
+    match mech {
+        Mechanism::Futex => {
+            sh.turn.store(1, Ordering::Release);
+            futex_wake(&sh.turn);
+            loop {
+                match sh.turn.load(Ordering::Acquire) {
+                    1 => futex_wait(&sh.turn, 1),
+                    PEER_GONE => return false,
+                    _ => return true,
+                }
+            }
+        }
+        // SAFETY: valid fds and buffer.
+        Mechanism::Pipe => unsafe {
+            libc::write(own[0], byte.as_ptr().cast(), 1) == 1
+                && libc::read(own[1], byte.as_mut_ptr().cast(), 1) == 1
+        },
+    }
+}
+
+/// The warm-up and the timed batches, with this side's figures into `out`; false
+/// when the peer died on the way.
+fn measure(out: &mut PingPong, sh: &Shared, mech: Mechanism, own: [i32; 2], warmup: u64) -> bool {
+    let mut byte = [0u8; 1];
+    let mut peer_alive = true;
+    for _ in 0..warmup {
+        peer_alive &= round_trip(sh, mech, own, &mut byte);
+        if !peer_alive {
+            break;
+        }
+    }
+    let (v0, i0) = rusage_thread();
+    let window_start = oslab_sys::clock::monotonic_ns();
+    let mut cpus = 0u64;
+    for b in 0..out.batches {
+        if !peer_alive {
+            break;
+        }
+        let t0 = oslab_sys::clock::monotonic_ns();
+        for _ in 0..out.round_trips_per_batch {
+            if !round_trip(sh, mech, own, &mut byte) {
+                peer_alive = false;
+                break;
+            }
+        }
+        out.batch_ns[b] = oslab_sys::clock::monotonic_ns() - t0;
+        cpus |= cpu_bit();
+    }
+    let window_end = oslab_sys::clock::monotonic_ns();
+    let (v1, i1) = rusage_thread();
+    out.own_tid = oslab_sys::process::raw_gettid() as u32;
+    out.own_window_ns = (window_start, window_end);
+    out.own_voluntary = v1 - v0;
+    out.own_involuntary = i1 - i0;
+    out.own_cpus = cpus;
+    peer_alive
+}
+
+/// Tells the peer to stop, wakes it, and waits for it (and its watchdog).
+fn stop_peer(sh: &Shared, mech: Mechanism, own: [i32; 2], peer: Peer) {
+    sh.finished.store(1, Ordering::Release);
+    sh.stop.store(1, Ordering::Release);
+    match mech {
+        Mechanism::Futex => {
+            sh.turn.store(1, Ordering::Release);
+            futex_wake(&sh.turn);
+        }
+        Mechanism::Pipe => {
+            let byte = [0u8; 1];
+            // SAFETY: one more byte; the peer reads it, sees stop and leaves.
+            unsafe { libc::write(own[0], byte.as_ptr().cast(), 1) };
+        }
+    }
+    match peer {
+        Peer::Process { pid, watchdog } => {
+            let _ = watchdog.join();
+            let mut status = 0;
+            // SAFETY: waiting for our own child.
+            unsafe { libc::waitpid(pid, &mut status, 0) };
+        }
+        Peer::Thread(t) => {
+            let _ = t.join();
+        }
+    }
 }
 
 /// The parent's watchdog: once the forked peer has exited, tell the measuring side
@@ -477,12 +515,12 @@ pub fn time_writes(ws_bytes: usize, per_sample: u64, samples: usize) -> SysResul
     let per_sample = per_sample.max(1);
     let out = (0..samples)
         .map(|_| {
-            let t0 = crate::clock::monotonic_ns();
+            let t0 = oslab_sys::clock::monotonic_ns();
             for _ in 0..per_sample {
                 write();
                 std::hint::black_box(p);
             }
-            (crate::clock::monotonic_ns() - t0) as f64 / per_sample as f64
+            (oslab_sys::clock::monotonic_ns() - t0) as f64 / per_sample as f64
         })
         .collect();
     // SAFETY: unmapping what was mapped above.

@@ -2,8 +2,8 @@
 //! chase through one random cycle (so no prefetcher can guess the next line), and
 //! sequential read and write sweeps.
 
-use crate::error::{SysError, SysResult};
-use crate::fsread::Root;
+use oslab_sys::fsread::Root;
+use oslab_sys::{SysError, SysResult};
 
 const HUGE: usize = 2 << 20;
 
@@ -79,7 +79,7 @@ impl Buffer {
     /// Bytes of this buffer the kernel backs with huge pages now
     /// (AnonHugePages of its mapping in /proc/self/smaps under `root`).
     pub fn anon_huge_bytes(&self, root: &Root) -> Option<u64> {
-        crate::parse::smaps::read_own_anon_huge(
+        oslab_sys::parse::smaps::read_own_anon_huge(
             root,
             self.base as u64,
             self.base as u64 + self.map_len as u64,
@@ -172,12 +172,12 @@ pub fn sattolo(n: usize, seed: u64) -> Vec<u32> {
 #[inline(never)]
 fn chase(start: *const usize, steps: u64) -> f64 {
     let mut p = start;
-    let t0 = crate::clock::monotonic_ns();
+    let t0 = oslab_sys::clock::monotonic_ns();
     for _ in 0..steps {
         // SAFETY: every word of the chase holds the address of the next one.
         p = unsafe { *p } as *const usize;
     }
-    let t1 = crate::clock::monotonic_ns();
+    let t1 = oslab_sys::clock::monotonic_ns();
     std::hint::black_box(p);
     (t1 - t0) as f64 / steps.max(1) as f64
 }

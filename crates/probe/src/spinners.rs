@@ -9,7 +9,9 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::error::{SysError, SysResult};
+use serde::{Deserialize, Serialize};
+
+use oslab_sys::{SysError, SysResult};
 
 /// What one worker does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,16 +23,21 @@ pub struct Spec {
     pub work_ns: u64,
 }
 
-/// What one worker recorded.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Trace {
+/// What one spinning worker recorded: the raw data the scheduling experiments keep
+/// and judge.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Worker {
     pub pid: u32,
+    /// Its first and last clock reading, CLOCK_MONOTONIC ns.
     pub start_ns: u64,
     pub end_ns: u64,
-    /// (from, to) of every stretch off the CPU, CLOCK_MONOTONIC ns.
+    /// (from, to) of every stretch off the CPU longer than the gap threshold, in
+    /// order (a raw file whose gaps end before they start or overlap is refused).
+    #[serde(deserialize_with = "ordered_gaps")]
     pub gaps: Vec<(u64, u64)>,
     /// More gaps than there was room for: the tail is missing.
     pub overflow: bool,
+    /// Its context switches (getrusage).
     pub voluntary: u64,
     pub involuntary: u64,
     /// CPU time in user and kernel mode (getrusage), ns.
@@ -41,9 +48,56 @@ pub struct Trace {
     pub readings: u64,
 }
 
+/// Gaps as the recorder makes them: each ends no earlier than it starts and no
+/// earlier than the one before it ends.
+fn ordered_gaps<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<(u64, u64)>, D::Error> {
+    let gaps = Vec::<(u64, u64)>::deserialize(d)?;
+    let mut last_end = 0;
+    for (i, &(from, to)) in gaps.iter().enumerate() {
+        if to < from || from < last_end {
+            return Err(serde::de::Error::custom(format!(
+                "gap {i} ({from}, {to}) ends before it starts or before the gap before it ends"
+            )));
+        }
+        last_end = to;
+    }
+    Ok(gaps)
+}
+
+impl Worker {
+    /// Wall time from its first to its last reading, ns.
+    pub fn wall_ns(&self) -> u64 {
+        self.end_ns.saturating_sub(self.start_ns)
+    }
+
+    /// Its stretches on the CPU: between its start, its gaps and its end.
+    pub fn runs(&self) -> Vec<(u64, u64)> {
+        let mut out = Vec::new();
+        let mut from = self.start_ns;
+        for &(a, b) in &self.gaps {
+            if a > from {
+                out.push((from, a));
+            }
+            from = b;
+        }
+        if self.end_ns > from {
+            out.push((from, self.end_ns));
+        }
+        out
+    }
+
+    /// Its run time inside [from, to), ns.
+    pub fn ran_between(&self, from: u64, to: u64) -> u64 {
+        self.runs()
+            .iter()
+            .map(|&(a, b)| b.min(to).saturating_sub(a.max(from)))
+            .sum()
+    }
+}
+
 const HEADER: usize = 9;
 
-use crate::clock::monotonic_ns as monotonic;
+use oslab_sys::clock::monotonic_ns as monotonic;
 
 /// The worker's body: spin from `go` to `go + duration`, recording gaps.
 fn work(slot: &[AtomicU64], go: u64, duration: u64, gap_ns: u64, work_ns: u64) {
@@ -111,10 +165,10 @@ pub fn run(
     gap_ns: u64,
     max_gaps: usize,
     during: impl FnOnce(&[u32]),
-) -> SysResult<Vec<Trace>> {
+) -> SysResult<Vec<Worker>> {
     let words = HEADER + 2 * max_gaps.max(1);
     let bytes = specs.len().max(1) * words * 8;
-    let p = crate::process::map_shared_anon(bytes)?;
+    let p = crate::forked::map_shared_anon(bytes)?;
     // SAFETY: the mapping holds bytes / 8 zeroed u64s, valid as atomics, until munmap.
     let all: &[AtomicU64] = unsafe { std::slice::from_raw_parts(p as *const AtomicU64, bytes / 8) };
     let go = monotonic() + 100_000_000;
@@ -132,9 +186,9 @@ pub fn run(
             return Err(SysError::last_os("fork"));
         }
         if pid == 0 {
-            crate::signals::forked_worker(parent);
+            oslab_sys::signals::forked_worker(parent);
             if let Some(c) = s.cpu {
-                crate::process::pin_raw(c);
+                crate::forked::pin_raw(c);
             }
             // SAFETY: no pointers.
             unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, s.nice) };
@@ -156,7 +210,7 @@ pub fn run(
         .map(|(i, pid)| {
             let slot = &all[i * words..(i + 1) * words];
             let n = (slot[0].load(Ordering::Acquire) as usize).min(max_gaps);
-            Trace {
+            Worker {
                 pid: *pid,
                 start_ns: slot[1].load(Ordering::Relaxed),
                 end_ns: slot[2].load(Ordering::Relaxed),
@@ -187,8 +241,44 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_record_whose_gaps_run_backwards_or_overlap_is_refused() {
+        let read = |gaps: &str| {
+            serde_json::from_str::<Worker>(&format!(
+                r#"{{"pid":1,"start_ns":0,"end_ns":100,"gaps":{gaps},"overflow":false,
+                "voluntary":0,"involuntary":0,"user_ns":0,"sys_ns":0,"readings":0}}"#
+            ))
+        };
+        assert!(read("[[10,20],[20,30]]").is_ok());
+        // found by the raw file fuzz run: stats() subtracted 20 - 30
+        assert!(read("[[30,20]]").unwrap_err().to_string().contains("gap 0"));
+        assert!(
+            read("[[10,40],[30,50]]")
+                .unwrap_err()
+                .to_string()
+                .contains("gap 1")
+        );
+    }
+
+    #[test]
+    fn a_worker_runs_between_its_gaps_and_keeps_its_json_shape() {
+        let w = Worker {
+            pid: 7,
+            start_ns: 1,
+            end_ns: 9,
+            gaps: vec![(2, 3), (5, 6)],
+            readings: 5,
+            ..Default::default()
+        };
+        assert_eq!(w.runs(), vec![(1, 2), (3, 5), (6, 9)]);
+        assert_eq!((w.wall_ns(), w.ran_between(2, 8)), (8, 4));
+        let json = serde_json::to_string(&w).unwrap();
+        assert!(json.starts_with(r#"{"pid":7,"start_ns":1,"end_ns":9,"gaps":[[2,3],[5,6]],"overflow":false,"voluntary":0,"#), "{json}");
+        assert_eq!(serde_json::from_str::<Worker>(&json).unwrap(), w);
+    }
+
+    #[test]
     fn two_workers_on_one_cpu_take_turns() {
-        let cpu = crate::process::affinity().unwrap()[0];
+        let cpu = oslab_sys::process::affinity().unwrap()[0];
         let specs = [Spec {
             cpu: Some(cpu),
             nice: 0,
@@ -215,7 +305,7 @@ mod tests {
 
     #[test]
     fn a_fixed_amount_of_work_ends_early_when_alone() {
-        let cpu = crate::process::affinity().unwrap()[0];
+        let cpu = oslab_sys::process::affinity().unwrap()[0];
         let t = run(
             &[Spec {
                 cpu: Some(cpu),

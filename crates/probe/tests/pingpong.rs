@@ -1,7 +1,7 @@
 //! Ping-pong on one CPU: the peer can only run when the measuring side is switched
 //! out, so each side switches at least once per round trip, whatever the timing.
 
-use oslab_sys::pingpong::{self, Mechanism, Tasks};
+use oslab_probe::pingpong::{self, Mechanism, Tasks};
 
 /// The tests fork peers; one at a time, so the dead-peer test kills its own.
 static FORKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
