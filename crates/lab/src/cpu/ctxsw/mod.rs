@@ -211,19 +211,24 @@ impl CellRaw {
         let (mut own, mut peer) = ([0u64; 2], [0u64; 2]);
         let (mut total, mut peer_total) = (0u64, 0u64);
         for l in &self.launches {
-            let n = l.round_trips * l.batch_ns.len() as u64;
+            // saturating: a damaged raw file's counts must not overflow (fuzz run)
+            let n = l.round_trips.saturating_mul(l.batch_ns.len() as u64);
             let o = per_round_trip(l.own_voluntary, l.own_involuntary, n);
             // the peer's counts include the warm-up round trips
-            let p = per_round_trip(l.peer_voluntary, l.peer_involuntary, n + l.warmup);
+            let p = per_round_trip(
+                l.peer_voluntary,
+                l.peer_involuntary,
+                n.saturating_add(l.warmup),
+            );
             if self.placement == "same-cpu" && !clean(o, p) {
                 s.flagged += 1;
             }
-            own[0] += l.own_voluntary;
-            own[1] += l.own_involuntary;
-            peer[0] += l.peer_voluntary;
-            peer[1] += l.peer_involuntary;
-            total += n;
-            peer_total += n + l.warmup;
+            own[0] = own[0].saturating_add(l.own_voluntary);
+            own[1] = own[1].saturating_add(l.own_involuntary);
+            peer[0] = peer[0].saturating_add(l.peer_voluntary);
+            peer[1] = peer[1].saturating_add(l.peer_involuntary);
+            total = total.saturating_add(n);
+            peer_total = peer_total.saturating_add(n.saturating_add(l.warmup));
             s.own_cpus |= l.own_cpus;
             s.peer_cpus |= l.peer_cpus;
         }
