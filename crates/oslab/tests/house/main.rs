@@ -1,0 +1,284 @@
+//! The workspace checks its own shape: no file of product code over 500 code lines, no
+//! import circle between files of different folders, and every repository path the
+//! docs name exists in a clone. (Functions over 80 lines are clippy's `too_many_lines`,
+//! set in clippy.toml.)
+
+mod mod_tree;
+mod paths;
+
+use mod_tree::{Crate, code_lines};
+use paths::Index;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+const MAX_CODE_LINES: usize = 500;
+
+fn repository() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Every crate of the workspace, read from its lib.rs or main.rs.
+fn crates() -> Vec<(String, Crate)> {
+    let mut found = Vec::new();
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(repository().join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    dirs.sort();
+    for dir in dirs {
+        for root in ["src/lib.rs", "src/main.rs"] {
+            if dir.join(root).exists() {
+                let name = format!("{}/{root}", dir.file_name().unwrap().to_string_lossy());
+                found.push((name, Crate::read(&dir.join(root))));
+            }
+        }
+    }
+    assert!(found.len() >= 10, "the workspace's crates were not found");
+    found
+}
+
+fn shown(path: &Path) -> String {
+    path.strip_prefix(repository())
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+#[test]
+fn no_file_of_product_code_is_over_500_code_lines() {
+    let mut over = Vec::new();
+    let mut files = 0;
+    for (_, krate) in crates() {
+        for m in &krate.modules {
+            files += 1;
+            let n = code_lines(&m.plain);
+            if n > MAX_CODE_LINES {
+                over.push(format!("{} ({n} code lines)", shown(&m.file)));
+            }
+        }
+    }
+    assert!(files > 100, "only {files} files read");
+    assert!(
+        over.is_empty(),
+        "files over {MAX_CODE_LINES} code lines (blank lines, comments and #[cfg(test)] \
+         items not counted): split them by what they do:\n{}",
+        over.join("\n")
+    );
+}
+
+/// Strongly connected components of the import graph (Tarjan), of more than one file.
+fn circles(edges: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
+    struct State<'a> {
+        edges: &'a [BTreeSet<usize>],
+        index: Vec<Option<usize>>,
+        low: Vec<usize>,
+        on_stack: Vec<bool>,
+        stack: Vec<usize>,
+        next: usize,
+        found: Vec<Vec<usize>>,
+    }
+    fn visit(s: &mut State, v: usize) {
+        s.index[v] = Some(s.next);
+        s.low[v] = s.next;
+        s.next += 1;
+        s.stack.push(v);
+        s.on_stack[v] = true;
+        for &w in s.edges[v].iter() {
+            match s.index[w] {
+                None => {
+                    visit(s, w);
+                    s.low[v] = s.low[v].min(s.low[w]);
+                }
+                Some(i) if s.on_stack[w] => s.low[v] = s.low[v].min(i),
+                Some(_) => {}
+            }
+        }
+        if Some(s.low[v]) == s.index[v] {
+            let mut component = Vec::new();
+            while let Some(w) = s.stack.pop() {
+                s.on_stack[w] = false;
+                component.push(w);
+                if w == v {
+                    break;
+                }
+            }
+            if component.len() > 1 {
+                s.found.push(component);
+            }
+        }
+    }
+    let n = edges.len();
+    let mut s = State {
+        edges,
+        index: vec![None; n],
+        low: vec![0; n],
+        on_stack: vec![false; n],
+        stack: Vec::new(),
+        next: 0,
+        found: Vec::new(),
+    };
+    for v in 0..n {
+        if s.index[v].is_none() {
+            visit(&mut s, v);
+        }
+    }
+    s.found
+}
+
+#[test]
+fn no_import_circle_runs_between_files_of_different_folders() {
+    let mut bad = Vec::new();
+    for (name, krate) in crates() {
+        let index = Index::new(&krate);
+        let edges: Vec<BTreeSet<usize>> =
+            (0..krate.modules.len()).map(|m| index.imports(m)).collect();
+        for circle in circles(&edges) {
+            let folders: BTreeSet<PathBuf> = circle.iter().map(|&m| krate.folder(m)).collect();
+            if folders.len() < 2 {
+                continue; // files of one folder that share their work
+            }
+            let members: BTreeSet<usize> = circle.iter().copied().collect();
+            let mut ties = Vec::new();
+            for &from in &circle {
+                for to in edges[from].intersection(&members) {
+                    ties.push(format!(
+                        "    {} -> {}",
+                        shown(&krate.modules[from].file),
+                        shown(&krate.modules[*to].file)
+                    ));
+                }
+            }
+            ties.sort();
+            bad.push(format!(
+                "{name}: a circle of {} files\n{}",
+                circle.len(),
+                ties.join("\n")
+            ));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "import circles between folders (move what both sides use to a module neither \
+         imports back):\n{}",
+        bad.join("\n")
+    );
+}
+
+#[test]
+fn the_circle_finder_sees_a_circle_through_a_re_export() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    std::fs::create_dir_all(src.join("b")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\n").unwrap();
+    std::fs::write(src.join("a/mod.rs"), "mod one;\npub use one::One;\n").unwrap();
+    std::fs::write(
+        src.join("a/one.rs"),
+        "// crate::b::Two in a comment is no import\npub struct One(crate::b::Two);\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("b/mod.rs"),
+        "use crate::a::One;\n#[cfg(test)]\nmod tests { use crate::a::One; }\npub struct Two;\npub fn f(_: One) {}\n",
+    )
+    .unwrap();
+    let krate = Crate::read(&src.join("lib.rs"));
+    let index = Index::new(&krate);
+    let file = |m: usize| {
+        krate.modules[m]
+            .file
+            .strip_prefix(src)
+            .unwrap()
+            .to_path_buf()
+    };
+    let edges: Vec<BTreeSet<usize>> = (0..krate.modules.len()).map(|m| index.imports(m)).collect();
+    let found = circles(&edges);
+    assert_eq!(found.len(), 1, "{:?}", found);
+    let mut names: Vec<PathBuf> = found[0].iter().map(|&m| file(m)).collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [PathBuf::from("a/one.rs"), PathBuf::from("b/mod.rs")]
+    );
+}
+
+#[test]
+fn code_lines_leave_out_comments_blank_lines_and_test_items() {
+    let source = "//! doc\n\nfn a() {\n    // note\n    let s = \"x\ny\";\n}\n/* block\n */\n#[cfg(test)]\nmod tests {\n    fn t() {}\n}\n";
+    let (plain, test_mods) = mod_tree::plain_source(source);
+    assert_eq!(code_lines(&plain), 4, "{plain}");
+    assert_eq!(test_mods, ["tests"]);
+}
+
+/// Backquoted paths of the repository in a Markdown text (`crates/...`, `docs/...`,
+/// `scripts/...`, `dashboards/...`), without those that hold a placeholder.
+fn named_paths(text: &str) -> Vec<String> {
+    const ROOTS: [&str; 5] = ["crates/", "docs/", "scripts/", "dashboards/", ".ci/"];
+    text.split('`')
+        .skip(1)
+        .step_by(2)
+        .map(|s| {
+            s.split_whitespace()
+                .next()
+                .unwrap_or("")
+                .trim_end_matches([',', ':'])
+        })
+        .filter(|s| ROOTS.iter().any(|r| s.starts_with(r)))
+        .filter(|s| !s.contains(['<', '*', '{', '$']) && !s.contains("NAME") && !s.contains("..."))
+        .map(|s| s.split(':').next().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn every_path_the_docs_name_is_in_the_repository() {
+    let root = repository();
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .collect();
+    docs.push(root.join("README.md"));
+    let mut missing = Vec::new();
+    let mut named = 0;
+    for doc in &docs {
+        let text = std::fs::read_to_string(doc).unwrap();
+        for path in named_paths(&text) {
+            named += 1;
+            if !root.join(&path).exists() {
+                missing.push(format!("{}: {path}", shown(doc)));
+            }
+        }
+        if text.contains("../shared") || text.contains("shared/spec") {
+            missing.push(format!(
+                "{}: names ../shared, which a clone of the repository does not have",
+                shown(doc)
+            ));
+        }
+    }
+    assert!(named > 20, "only {named} paths found in the docs");
+    let architecture = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let recipes: Vec<&str> = architecture.split("\n## Recipe").skip(1).collect();
+    assert!(
+        recipes.len() >= 3,
+        "docs/architecture.md has {} recipes, not 3",
+        recipes.len()
+    );
+    for recipe in recipes {
+        let section = recipe.split("\n## ").next().unwrap();
+        assert!(
+            named_paths(section)
+                .iter()
+                .any(|p| p.starts_with("crates/")),
+            "the recipe{} names no file",
+            section.lines().next().unwrap_or("")
+        );
+    }
+    assert!(
+        missing.is_empty(),
+        "the docs name what is not here:\n{}",
+        missing.join("\n")
+    );
+}
