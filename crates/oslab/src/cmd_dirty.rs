@@ -1,6 +1,6 @@
 //! `oslab dirty explain` and `oslab dirty advise` (the text: `oslab_report::dirty`).
 
-use oslab_lab::wb::explain::explain;
+use oslab_lab::services::dirty_explain::explain;
 use oslab_report::dirty::{Advised, Explained};
 
 use crate::CmdResult;
@@ -45,8 +45,9 @@ fn measure_device(dir: &std::path::Path) -> Result<f64, Failure> {
     use std::io::Write;
     let bytes: u64 = 256 << 20;
     // journaled, so a kill leaves nothing behind that `oslab restore` misses
-    let scratch = oslab_lab::scratch::Scratch::create(dir, "dirty-advise", bytes + (16 << 20))
-        .map_err(|e| Failure::runtime(e.to_string()))?;
+    let scratch =
+        oslab_lab::harness::scratch::Scratch::create(dir, "dirty-advise", bytes + (16 << 20))
+            .map_err(|e| Failure::runtime(e.to_string()))?;
     let path = scratch.file("device-probe.dat");
     let chunk = vec![0x5au8; 1 << 20];
     let t0 = oslab_sys::clock::monotonic_ns();
@@ -68,7 +69,7 @@ fn nr_dirtied() -> Option<u64> {
 }
 
 fn run_advise(a: AdviseArgs) -> CmdResult {
-    use oslab_lab::wb::advise::{AdviceInputs, MIN_DEVICE_BYTES_S, advise};
+    use oslab_lab::services::dirty_advice::{AdviceInputs, MIN_DEVICE_BYTES_S, advise};
     if !(a.target_latency.is_finite() && (0.05..=60.0).contains(&a.target_latency)) {
         return Err(Failure::usage(format!(
             "--target-latency {} is out of range: give 0.05 to 60 seconds",
@@ -93,7 +94,7 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
             )
         })?;
         (
-            oslab_lab::wb::testbed::measure_bandwidth(&tb)
+            oslab_lab::services::testbed::measure_bandwidth(&tb)
                 .map_err(|e| Failure::runtime(e.to_string()))?,
             format!("measured on the testbed {}", tb.device.display()),
         )

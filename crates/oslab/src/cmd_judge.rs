@@ -1,6 +1,7 @@
 //! `oslab judge`: raw data saved by `oslab run --save-raw`, judged by this oslab.
 
-use oslab_lab::{Registry, rawfile::RawFile, runner};
+use oslab_lab::Registry;
+use oslab_lab::harness::{rawfile::RawFile, runner};
 use oslab_sys::infile;
 
 use crate::CmdResult;
@@ -31,13 +32,6 @@ pub fn run(a: JudgeArgs) -> CmdResult {
                 f.experiment
             ))
         })?;
-        if exp.shaped().is_none() {
-            return Err(Failure::usage(format!(
-                "{}: {} cannot be judged from raw data yet",
-                infile::display_name(path),
-                f.experiment
-            )));
-        }
         // judged here, before anything is written: raw data the experiment cannot
         // read is the file's fault (a usage error), like a file that is not JSON
         let result = runner::judge_outside_file(exp, &f)

@@ -1,6 +1,6 @@
 //! `oslab report`
 
-use oslab_lab::runner;
+use oslab_lab::harness::runner;
 use oslab_report::exporter::{Results, Stage};
 use oslab_report::html::Html;
 use oslab_report::terminal::Terminal;

@@ -2,7 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
-use oslab_lab::{Registry, RunConfig, runner};
+use oslab_lab::harness::runner;
+use oslab_lab::{Registry, RunConfig};
 use oslab_model::{ExperimentResult, Mode, Status};
 use oslab_report::csv_out::Csv;
 use oslab_report::exporter::{Results, Stage};
@@ -38,9 +39,9 @@ fn command_line() -> String {
 /// that has the setting; a value of the wrong kind or out of range is a usage error.
 pub fn check_sets(
     raw: &[String],
-    experiments: &[&dyn oslab_lab::Experiment],
-) -> Result<oslab_lab::experiment::Sets, Failure> {
-    let mut out = oslab_lab::experiment::Sets::new();
+    experiments: &[&dyn oslab_lab::AnyExperiment],
+) -> Result<oslab_lab::Sets, Failure> {
+    let mut out = oslab_lab::Sets::new();
     for s in raw {
         let (name, value) = s
             .split_once('=')
@@ -125,7 +126,7 @@ pub fn run(a: RunArgs) -> CmdResult {
 
 /// Runs experiments, printing tables and writing every requested output.
 pub fn execute(
-    experiments: &[&dyn oslab_lab::Experiment],
+    experiments: &[&dyn oslab_lab::AnyExperiment],
     outputs: &Outputs,
     cfg: &RunConfig,
 ) -> CmdResult {

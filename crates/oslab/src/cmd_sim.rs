@@ -3,11 +3,12 @@
 use std::path::Path;
 
 use oslab_lab::RunConfig;
-use oslab_lab::simrun::{SimExperiment, SimSawtooth, SimValidate, configure, sweep};
+use oslab_lab::services::sim_sweep::sweep;
+use oslab_lab::sim::{sawtooth::SimSawtooth, scenario::SimScenario, validate::SimValidate};
 use oslab_model::Mode;
 use oslab_sys::infile;
 use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
-use oslab_wbsim::{Policy, simulate};
+use oslab_wbsim::{Config, Policy, simulate};
 use oslab_wbsim::{bounds, settings};
 
 use crate::CmdResult;
@@ -34,14 +35,12 @@ pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {
     })
 }
 
-pub fn sets(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
-    raw.iter()
-        .map(|s| {
-            s.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .ok_or_else(|| Failure::usage(format!("--set {s}: expected KEY=VALUE")))
-        })
-        .collect()
+/// The scenario's configuration with `--set NAME=VALUE` applied, each value
+/// parsed against the simulator's declared settings (`oslab_wbsim::settings`).
+pub fn configured(s: &Scenario, raw: &[String]) -> Result<Config, Failure> {
+    settings::parse_sets(raw)
+        .and_then(|sets| settings::configure(&s.config, &sets))
+        .map_err(|e| Failure::usage(format!("--set {e}")))
 }
 
 fn policy(s: &str) -> Result<Policy, Failure> {
@@ -79,7 +78,7 @@ fn outputs(o: SimOutArgs) -> Outputs {
 /// database (they describe this machine).
 fn validate(a: SimValidateArgs) -> CmdResult {
     crate::cmd_restore::warn_if_pending();
-    let exp: &dyn oslab_lab::Experiment = if a.sawtooth {
+    let exp: &dyn oslab_lab::AnyExperiment = if a.sawtooth {
         &SimSawtooth
     } else {
         &SimValidate
@@ -104,7 +103,7 @@ fn validate(a: SimValidateArgs) -> CmdResult {
 
 fn run_one(a: SimRunArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    let c = configured(&s, &a.sets)?;
     let policies: Vec<Policy> = if a.policies.is_empty() {
         vec![Policy::Vanilla, Policy::Wcall, Policy::WcallFair]
     } else {
@@ -113,7 +112,7 @@ fn run_one(a: SimRunArgs) -> CmdResult {
             .map(|p| policy(p))
             .collect::<Result<_, _>>()?
     };
-    let exp = SimExperiment::new(&s, c, policies);
+    let exp = SimScenario::new(&s, c, policies);
     execute(&[&exp], &outputs(a.out), &config())
 }
 
@@ -150,7 +149,7 @@ fn values(vary: &str, steps: u64) -> Result<(String, Vec<String>), Failure> {
 
 fn run_sweep(a: SimSweepArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let mut c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    let mut c = configured(&s, &a.sets)?;
     c.policy = policy(&a.policy)?;
     let (key, vals) = values(&a.vary, a.steps)?;
     let t0 = std::time::Instant::now();

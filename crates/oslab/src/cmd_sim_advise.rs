@@ -2,16 +2,14 @@
 //! scenario's first writer under the target, predicted by the simulator, with how
 //! far the simulator was from the real kernel in the last `oslab sim validate`.
 
-use oslab_lab::simrun::advise::{Candidate, advise};
-use oslab_lab::simrun::configure;
+use oslab_lab::services::sim_advice::{Candidate, advise};
 use oslab_model::ExperimentResult;
 use oslab_store::RunFilter;
 use oslab_sys::parse::size::human_bytes;
 
 use crate::CmdResult;
 use crate::cli::SimAdviseArgs;
-use crate::cmd_sim::{load, sets};
-use crate::failure::Failure;
+use crate::cmd_sim::{configured, load};
 use crate::output::print;
 
 /// The newest completed sim.validate result in the database, if there is one.
@@ -72,7 +70,7 @@ fn row(c: &Candidate) -> Vec<String> {
 
 pub fn run(a: SimAdviseArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    let c = configured(&s, &a.sets)?;
     let target_ms = a.p99 as f64 / 1e6;
     let ranked = advise(&c, target_ms);
     if a.json {

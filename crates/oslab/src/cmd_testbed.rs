@@ -1,6 +1,6 @@
 //! `oslab testbed up | down | status`
 
-use oslab_lab::wb::testbed::{self, Testbed, parse_bandwidth};
+use oslab_lab::services::testbed::{self, Testbed, parse_bandwidth};
 use oslab_sys::journal::{Journal, Undo, named_dir};
 use oslab_sys::parse::size::{human_bytes, parse_human_size};
 

@@ -260,7 +260,10 @@ mod tests {
     fn a_curve_of_too_many_points_has_no_levels() {
         let n = MAX_POINTS + 1;
         let x: Vec<f64> = (0..n).map(|i| 1024.0 * (1.0 + i as f64 / 64.0)).collect();
-        let y: Vec<f64> = x.iter().map(|v| if *v < 8192.0 { 1.0 } else { 10.0 }).collect();
+        let y: Vec<f64> = x
+            .iter()
+            .map(|v| if *v < 8192.0 { 1.0 } else { 10.0 })
+            .collect();
         assert!(detect(&x, &y, Options::default()).is_empty());
         let small = detect(&x[..256], &y[..256], Options::default());
         assert!(!small.is_empty());

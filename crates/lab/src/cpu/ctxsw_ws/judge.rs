@@ -5,9 +5,9 @@ use oslab_model::{Axis, Claim, Environment, Marker, Plot, Scale, Series, SeriesS
 use oslab_sys::parse::size::human_bytes;
 
 use super::{DEFAULT_CAP, Plan, PointRaw, Raw, last_level_bytes};
-use crate::check::{Check, Condition, Rule};
 use crate::cpu::ctxsw::modes::Spread;
-use crate::experiment::{Output, finding, measurement};
+use crate::harness::check::{Check, Condition, Rule};
+use crate::harness::{Output, finding, measurement};
 
 /// A switch costs this factor over its cost with no working set: it has risen.
 const RISE: f64 = 1.5;

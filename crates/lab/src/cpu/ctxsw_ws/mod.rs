@@ -46,14 +46,13 @@ use oslab_sys::pingpong::{self, Mechanism, Tasks};
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::ctxsw::{CellRaw, Placement, placements, run_cell};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
-use crate::shape::{Lab, Measured, Planner};
 
 pub use judge::rise_point;
 
 pub struct CtxswWs;
-crate::shaped_experiment!(CtxswWs);
 
 static META: Meta = Meta {
     id: "cpu.ctxsw-ws",
@@ -137,7 +136,7 @@ fn write_only_ns(w: u64, cpu: Option<u32>, samples: usize) -> Result<Vec<f64>, L
     Ok(pingpong::time_writes(w as usize, per_sample, samples)?)
 }
 
-impl Lab for CtxswWs {
+impl Experiment for CtxswWs {
     type Plan = Plan;
     type Raw = Raw;
 

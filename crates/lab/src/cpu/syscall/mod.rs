@@ -35,13 +35,12 @@ use oslab_sys::fsread::Root;
 use oslab_sys::process::{PinGuard, current_cpu, raw_getppid, raw_gettid, thread_usage};
 use serde::{Deserialize, Serialize};
 
-use crate::check::{Check, Condition, Rule};
-use crate::experiment::{Context, LabError, Meta, Needs, Output, finding, measurement};
-use crate::harness::{MIN_BATCH_NS, calibrate, empty_body, subtract, time_batch};
-use crate::shape::{Lab, Measured, Planner};
+use crate::cpu::common::timing::{MIN_BATCH_NS, calibrate, empty_body, subtract, time_batch};
+use crate::harness::check::{Check, Condition, Rule};
+use crate::harness::{Context, LabError, Meta, Needs, Output, finding, measurement};
+use crate::harness::{Experiment, Measured, Planner};
 
 pub struct Syscall;
-crate::shaped_experiment!(Syscall);
 
 static META: Meta = Meta {
     id: "cpu.syscall",
@@ -148,7 +147,7 @@ const COST: Check = Check {
     source: "material 5 (seed 002, 2006-2013 Xeons; 'about 100' read as up to 150 ns)",
 };
 
-impl Lab for Syscall {
+impl Experiment for Syscall {
     type Plan = Plan;
     type Raw = Raw;
 

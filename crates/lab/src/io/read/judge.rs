@@ -4,10 +4,10 @@ use oslab_model::{Axis, Claim, Environment, Plot, Scale, Series, SeriesStyle};
 use oslab_sys::parse::size::human_bytes;
 
 use super::{Plan, Raw, Round};
-use crate::check::{Check, Condition, Rule};
-use crate::experiment::{Output, finding, measurement};
-use crate::io::probe::{OpStats, implausible_for_a_disk, mb_s};
-use crate::sampler;
+use crate::harness::check::{Check, Condition, Rule};
+use crate::harness::sampler;
+use crate::harness::{Output, finding, measurement};
+use crate::io::common::probe::{OpStats, implausible_for_a_disk, mb_s};
 
 const WARM_FASTER: Check = Check {
     id: "warm-read-faster",

@@ -46,15 +46,14 @@ use oslab_sys::process::is_root;
 use oslab_sys::sar::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use super::probe::{DiskFacts, OpStats, create_file, disk_facts, read_all, timed};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::sampler::Sampler;
-use crate::scratch::Scratch;
+use crate::harness::sampler::Sampler;
+use crate::harness::scratch::Scratch;
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::io::common::probe::{DiskFacts, OpStats, create_file, disk_facts, read_all, timed};
 use crate::settings::{AnySetting, Bytes, Declared, Flag, Setting};
-use crate::shape::{Lab, Measured, Planner};
 
 pub struct IoRead;
-crate::shaped_experiment!(IoRead);
 
 static META: Meta = Meta {
     id: "io.read",
@@ -153,7 +152,7 @@ fn mmap_read(file: &File, len: usize) -> std::io::Result<()> {
     Ok(())
 }
 
-impl Lab for IoRead {
+impl Experiment for IoRead {
     type Plan = Plan;
     type Raw = Raw;
 

@@ -6,10 +6,10 @@ use oslab_model::{
 use oslab_sys::parse::size::human_bytes;
 
 use super::{Cell, Mode, Plan, Raw, bs_label};
-use crate::check::{Check, Condition, Rule};
-use crate::experiment::{Output, finding, measurement};
-use crate::io::probe::mb_s;
-use crate::sampler;
+use crate::harness::check::{Check, Condition, Rule};
+use crate::harness::sampler;
+use crate::harness::{Output, finding, measurement};
+use crate::io::common::probe::mb_s;
 
 const BUFFERED_FASTER: Check = Check {
     id: "buffered-faster-than-direct",

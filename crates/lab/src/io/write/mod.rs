@@ -45,13 +45,12 @@ use oslab_sys::fileio::{O_DIRECT, O_DSYNC};
 use oslab_sys::sar::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use super::probe::DiskFacts;
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::io::common::probe::DiskFacts;
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
-use crate::shape::{Lab, Measured, Planner};
 
 pub struct IoWrite;
-crate::shaped_experiment!(IoWrite);
 
 static META: Meta = Meta {
     id: "io.write",
@@ -204,7 +203,7 @@ pub fn bs_label(bs: u64) -> String {
     }
 }
 
-impl Lab for IoWrite {
+impl Experiment for IoWrite {
     type Plan = Plan;
     type Raw = Raw;
 

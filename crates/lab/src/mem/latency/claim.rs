@@ -6,7 +6,7 @@ use oslab_sys::parse::size::human_bytes;
 
 use super::findings::shared_why;
 use super::judge::{Judging, edge_words};
-use crate::check::{Check, Condition, Rule};
+use crate::harness::check::{Check, Condition, Rule};
 
 /// Levels up to this size are the small (private) ones the claim holds to sysfs.
 pub const SMALL_LEVEL_MAX: u64 = 4 << 20;

@@ -7,7 +7,7 @@ use oslab_sys::parse::size::human_bytes;
 use super::claim::RATIO_LOW;
 use super::curve::{self, LEFT_RATIO};
 use super::judge::{Judging, bytes, edge_words};
-use crate::experiment::finding;
+use crate::harness::finding;
 
 /// Samples at one size spreading wider than this near an edge are bimodal.
 const BIMODAL_SPREAD: f64 = 1.5;

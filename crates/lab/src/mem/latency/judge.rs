@@ -8,8 +8,8 @@ use super::claim::claim;
 use super::curve::{self, Edge, Plateau, Reading};
 use super::findings::{level_findings, sysfs_findings};
 use super::{Plan, Raw};
-use crate::experiment::{Output, finding, measurement};
-use crate::mem::sweep::{SysfsLevel, points, sysfs_of};
+use crate::harness::{Output, finding, measurement};
+use crate::mem::common::sweep::{SysfsLevel, points, sysfs_of};
 
 /// Everything the judging reads, derived once.
 pub struct Judging<'a> {
@@ -66,7 +66,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
 }
 
 /// Sizes and median latencies, in size order.
-pub fn curve_of(sizes: &[crate::mem::sweep::Chased]) -> (Vec<f64>, Vec<f64>) {
+pub fn curve_of(sizes: &[crate::mem::common::sweep::Chased]) -> (Vec<f64>, Vec<f64>) {
     let x = sizes.iter().map(|c| c.bytes as f64).collect();
     let y = sizes
         .iter()

@@ -54,15 +54,16 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use super::sweep::{Chased, chase_size, dense_around, log_sizes, merged, shuffled, sysfs_of};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::mem::common::sweep::{
+    Chased, chase_size, dense_around, log_sizes, merged, shuffled, sysfs_of,
+};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
-use crate::shape::{Lab, Measured, Planner};
 
 pub use curve::{Edge, Plateau, Reading, assign, edge_spread};
 
 pub struct MemLatency;
-crate::shaped_experiment!(MemLatency);
 
 static META: Meta = Meta {
     id: "mem.latency",
@@ -134,7 +135,7 @@ pub struct Raw {
     pub huge: Vec<Chased>,
 }
 
-impl Lab for MemLatency {
+impl Experiment for MemLatency {
     type Plan = Plan;
     type Raw = Raw;
 

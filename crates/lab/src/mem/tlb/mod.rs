@@ -32,12 +32,11 @@ mod judge;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use super::sweep::{Chased, chase_size, log_sizes, shuffled};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::shape::{Lab, Measured, Planner};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::mem::common::sweep::{Chased, chase_size, log_sizes, shuffled};
 
 pub struct MemTlb;
-crate::shaped_experiment!(MemTlb);
 
 static META: Meta = Meta {
     id: "mem.tlb",
@@ -102,7 +101,7 @@ pub struct Raw {
     pub cpuid: Vec<CpuidTlb>,
 }
 
-impl Lab for MemTlb {
+impl Experiment for MemTlb {
     type Plan = Plan;
     type Raw = Raw;
 

@@ -38,14 +38,13 @@ use oslab_sys::parse::procstat::CpuTimes;
 use oslab_sys::spinners::Spec;
 use serde::{Deserialize, Serialize};
 
-use super::analysis::{Worker, weight};
-use super::kernel_view;
-use super::probe::{self, GAP_NS};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::shape::{Lab, Measured, Planner};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::sched::common::analysis::{Worker, weight};
+use crate::sched::common::kernel_view;
+use crate::sched::common::probe::{self, GAP_NS};
 
 pub struct SchedNice;
-crate::shaped_experiment!(SchedNice);
 
 static META: Meta = Meta {
     id: "sched.nice",
@@ -106,7 +105,7 @@ pub struct Raw {
     pub pairs: Vec<Pair>,
 }
 
-impl Lab for SchedNice {
+impl Experiment for SchedNice {
     type Plan = Plan;
     type Raw = Raw;
 

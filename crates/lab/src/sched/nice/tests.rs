@@ -6,7 +6,7 @@ use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::procstat::CpuTimes;
 
 use super::*;
-use crate::sched::testenv::{env, round_robin};
+use crate::sched::common::testenv::{env, round_robin};
 
 fn plan(ks: &[i32]) -> Plan {
     Plan {
@@ -155,7 +155,11 @@ fn a_window_no_run_could_hold_is_not_split() {
             .find(|m| m.name == "interval_share.nice0_vs_5")
             .map(|m| m.samples.len())
     };
-    assert_eq!(shares(&honest), Some(9), "whole 100 ms intervals of the common window");
+    assert_eq!(
+        shares(&honest),
+        Some(9),
+        "whole 100 ms intervals of the common window"
+    );
     let mut damaged = pair(5, 4.0, false, None, 0);
     for w in &mut damaged.workers {
         w.end_ns = u64::MAX - 1;

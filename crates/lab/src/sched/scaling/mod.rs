@@ -32,10 +32,10 @@ use oslab_sys::fsread::Root;
 use oslab_sys::parse::procstat::CpuTimes;
 use serde::{Deserialize, Serialize};
 
-use super::analysis::Worker;
-use super::probe::{self, GAP_NS};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::shape::{Lab, Measured, Planner};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::sched::common::analysis::Worker;
+use crate::sched::common::probe::{self, GAP_NS};
 
 pub use judge::{Point, point};
 
@@ -44,7 +44,6 @@ pub use judge::{Point, point};
 pub struct SchedScaling {
     pub multiload: bool,
 }
-crate::shaped_experiment!(SchedScaling);
 
 static META_MULTILOAD: Meta = Meta {
     id: "sched.multiload",
@@ -109,7 +108,7 @@ pub struct Raw {
     pub all_cpus: Vec<Round>,
 }
 
-impl Lab for SchedScaling {
+impl Experiment for SchedScaling {
     type Plan = Plan;
     type Raw = Raw;
 

@@ -1,14 +1,14 @@
 //! Judging the slices: per N the runs, waits and shares; the tick rate measured;
 //! the claim that a slice is max(se.slice, one tick).
 
-use crate::sched::kernel_view;
+use crate::sched::common::kernel_view;
 use oslab_model::{Claim, Environment, Finding};
 use oslab_sys::machine::SchedulerKind;
 
 use super::{Plan, Raw, Round, plots};
-use crate::check::{Check, Condition, Outcome, Rule};
-use crate::experiment::{Output, finding, measurement};
-use crate::sched::analysis::{hz_from_timer_rate, inner_runs_ms, median, stats, turns};
+use crate::harness::check::{Check, Condition, Outcome, Rule};
+use crate::harness::{Output, finding, measurement};
+use crate::sched::common::analysis::{hz_from_timer_rate, inner_runs_ms, median, stats, turns};
 
 /// How far the median slice may be from max(se.slice, tick): the tick quantises it
 /// and a gap in which no worker ran splits a run, so only the scale is judged.
@@ -82,7 +82,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     }
     let groups: Vec<(
         &oslab_trace::TraceOutcome,
-        &[crate::sched::analysis::Worker],
+        &[crate::sched::common::analysis::Worker],
     )> = raw
         .rounds
         .iter()
@@ -199,7 +199,10 @@ fn round_finding(r: &Round, s: &Seen) -> Finding {
 }
 
 /// The recording's cost: run time per clock reading, of the largest N.
-fn recording_finding(last: &[crate::sched::analysis::Worker], gap_ns: u64) -> Option<Finding> {
+fn recording_finding(
+    last: &[crate::sched::common::analysis::Worker],
+    gap_ns: u64,
+) -> Option<Finding> {
     let per_reading: Vec<f64> = last
         .iter()
         .filter(|t| t.readings > 0)

@@ -45,16 +45,15 @@ use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::schedstat::SchedStat;
 use serde::{Deserialize, Serialize};
 
-use super::analysis::Worker;
-use super::kernel_view;
-use super::probe::{self, GAP_NS};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::sched::common::analysis::Worker;
+use crate::sched::common::kernel_view;
+use crate::sched::common::probe::{self, GAP_NS};
 use crate::settings::{AnySetting, Declared, FilePath, Seconds, Setting};
-use crate::shape::{Lab, Measured, Planner};
 use oslab_trace::TraceOutcome;
 
 pub struct SchedSlices;
-crate::shaped_experiment!(SchedSlices);
 
 static META: Meta = Meta {
     id: "sched.slices",
@@ -137,7 +136,7 @@ pub struct Raw {
     pub rounds: Vec<Round>,
 }
 
-impl Lab for SchedSlices {
+impl Experiment for SchedSlices {
     type Plan = Plan;
     type Raw = Raw;
 

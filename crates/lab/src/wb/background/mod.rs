@@ -5,7 +5,7 @@
 //! chunks until it is under it again: the peaks, troughs and period of that
 //! sawtooth against the kernel's rules.
 //!
-//! Method, rules and pitfalls: see [`super::sawexp`] (shared with wb.periodic). The
+//! Method, rules and pitfalls: see [`crate::wb::common::sawtooth`] (shared with wb.periodic). The
 //! hard limit is twice the background one. The prediction takes the chunk's
 //! hard-limit term (hard limit / 8); when the kernel's bandwidth estimate for the
 //! device is lower (below hard limit / 4), the chunk and the period shrink, and the
@@ -26,18 +26,18 @@ use oslab_sys::parse::size::human_bytes;
 use oslab_trace::records::FlushReason;
 use serde::{Deserialize, Serialize};
 
-use super::sawexp::flusher;
-use super::sawexp::{
-    self, Prediction, Rules, SawRaw, TOLERANCE, best_window, device_rates, matches_prediction,
-    other_dirty_mib, others_text, output, run_sawtooth, sawtooth_of,
-};
-use crate::check::{Check, Condition, Outcome, Rule};
-use crate::experiment::{Context, LabError, Meta, Needs, Output, finding};
+use crate::harness::check::{Check, Condition, Outcome, Rule};
+use crate::harness::{Context, LabError, Meta, Needs, Output, finding};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::services::dirty_rules::{self, Prediction};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
-use crate::shape::{Lab, Measured, Planner};
+use crate::wb::common::sawtooth::flusher;
+use crate::wb::common::sawtooth::{
+    self, Rules, SawRaw, TOLERANCE, best_window, device_rates, matches_prediction, other_dirty_mib,
+    others_text, output, run_sawtooth, sawtooth_of,
+};
 
 pub struct Background;
-crate::shaped_experiment!(Background);
 
 static META: Meta = Meta {
     id: "wb.background",
@@ -62,7 +62,7 @@ static BACKGROUND: Setting<Bytes> = Setting {
     bounds: Some((8 << 20, 4 << 30)),
     names: &[],
 };
-static SETTINGS: [&dyn AnySetting; 3] = [&sawexp::RATE, &BACKGROUND, &sawexp::DURATION];
+static SETTINGS: [&dyn AnySetting; 3] = [&sawtooth::RATE, &BACKGROUND, &sawtooth::DURATION];
 
 const SAWTOOTH: Check = Check {
     id: "background-sawtooth",
@@ -77,27 +77,6 @@ const FALLS_TO_ZERO: Check = Check {
 };
 
 const MIB: f64 = (1u64 << 20) as f64;
-
-/// The chunk the background flusher writes before checking again, assuming the
-/// device is fast enough that hard limit / 8 is the smaller term.
-pub fn chunk_bytes(hard: u64) -> u64 {
-    flusher::chunk_for(u64::MAX, hard)
-}
-
-pub fn predict(rate: u64, bg: u64, hard: u64) -> Prediction {
-    predict_with_chunk(rate, bg, chunk_bytes(hard))
-}
-
-/// The sawtooth for flushes of `chunk` bytes.
-pub fn predict_with_chunk(rate: u64, bg: u64, chunk: u64) -> Prediction {
-    let mib = |b: u64| b as f64 / MIB;
-    Prediction {
-        first_peak_s: bg as f64 / rate as f64,
-        peak_mib: mib(bg),
-        trough_mib: mib(bg.saturating_sub(chunk)),
-        period_s: chunk as f64 / rate as f64,
-    }
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -123,7 +102,7 @@ impl Plan {
     }
 }
 
-impl Lab for Background {
+impl Experiment for Background {
     type Plan = Plan;
     type Raw = SawRaw;
 
@@ -137,9 +116,9 @@ impl Lab for Background {
 
     fn plan(&self, p: &mut Planner) -> Plan {
         Plan {
-            rate: p.get(&sawexp::RATE),
+            rate: p.get(&sawtooth::RATE),
             background: p.get(&BACKGROUND),
-            duration: p.get(&sawexp::DURATION),
+            duration: p.get(&sawtooth::DURATION),
         }
     }
 
@@ -178,7 +157,7 @@ fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
             )
         }
         None => {
-            let chunk = chunk_bytes(hard);
+            let chunk = dirty_rules::background_chunk(hard);
             (
                 chunk,
                 format!(
@@ -189,7 +168,7 @@ fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
             )
         }
     };
-    let p = predict_with_chunk(plan.rate, plan.background, chunk);
+    let p = dirty_rules::background_with_chunk(plan.rate, plan.background, chunk);
     let saw = sawtooth_of(raw, plan.rate);
     let rules = Rules {
         peak: "dirty_background_bytes".into(),

@@ -8,9 +8,9 @@
 //! Case 2: background 1 %, hard 20 %, writeback 5 s, expire 10 s. The author's
 //! 8 GiB box is scaled to 512 MiB of "memory" (so 10 % is 51.2 MiB), the limits are
 //! set in bytes through the journal, and a steady writer runs on the testbed (a
-//! loop device with ext4 and a blkio write cap, [`super::testbed`]), whose
+//! loop device with ext4 and a blkio write cap, [`crate::services::testbed`]), whose
 //! write-back throughput is measured when it is built. For each case the 10 Hz
-//! poller of [`super::sawexp`] reads Dirty, Writeback, the test file's own pages and
+//! poller of [`crate::wb::common::sawtooth`] reads Dirty, Writeback, the test file's own pages and
 //! the loop device's written sectors; the dirty sysctls and the kernel's limits are
 //! read back at the end of the writing. Judging derives the device's write rate
 //! between polls, the number of write-back episodes (the device going from idle,
@@ -39,19 +39,18 @@ use std::time::Duration;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use super::sawexp::SawRaw;
-use super::sawexp::measure::{DeviceProbe, flusher_view, run_with_knobs};
-use super::testbed::{Testbed, down_for_run, unavailable, up_for_run};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::io::probe::disk_facts;
-use crate::kernel_trace::KernelTrace;
+use crate::harness::kernel_trace::KernelTrace;
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::io::common::probe::disk_facts;
+use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
 use crate::settings::{AnySetting, Bytes, Declared, Seconds, Setting};
-use crate::shape::{Lab, Measured, Planner};
+use crate::wb::common::sawtooth::SawRaw;
+use crate::wb::common::sawtooth::measure::{DeviceProbe, flusher_view, run_with_knobs};
 
 pub use judge::episodes;
 
 pub struct Cases;
-crate::shaped_experiment!(Cases);
 
 static META: Meta = Meta {
     id: "wb.cases",
@@ -185,7 +184,7 @@ pub struct Raw {
     pub cases: Vec<SawRaw>,
 }
 
-impl Lab for Cases {
+impl Experiment for Cases {
     type Plan = Plan;
     type Raw = Raw;
 

@@ -5,11 +5,11 @@ use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 use oslab_sys::parse::size::human_bytes;
 
 use super::{P99_MS, Plan, Raw, STALL_MS, THROTTLED};
-use crate::check::{Condition, Rule, figure};
-use crate::experiment::{Output, finding, measurement};
-use crate::simrun::latency_stats;
-use crate::wb::stall_causes;
-use crate::wb::trace::{Poll, mib};
+use crate::harness::check::{Condition, Rule, figure};
+use crate::harness::{Output, finding, measurement};
+use crate::services::timed_writer::{Poll, mib};
+use crate::services::write_latency::latency_stats;
+use crate::wb::common::stall_causes;
 use crate::wb::wcall::verdicts::judge_all;
 
 fn plots(raw: &Raw) -> Vec<Plot> {

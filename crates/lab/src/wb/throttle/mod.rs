@@ -32,19 +32,18 @@ mod judge;
 #[cfg(test)]
 mod tests;
 
-use super::knobs::Knobs;
-use super::testbed::{down_for_run, parse_bandwidth, unavailable, up_for_run};
-use super::trace::{self, Poll, WriterSpec, WriterTrace};
-use crate::check::Check;
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::kernel_trace::KernelTrace;
+use crate::harness::check::Check;
+use crate::harness::kernel_trace::KernelTrace;
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::services::knobs::Knobs;
+use crate::services::testbed::{down_for_run, parse_bandwidth, unavailable, up_for_run};
+use crate::services::timed_writer::{self, Poll, WriterSpec, WriterTrace};
 use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
-use crate::shape::{Lab, Measured, Planner};
 use judge::judge;
 use oslab_trace::TraceOutcome;
 
 pub struct Throttle;
-crate::shaped_experiment!(Throttle);
 
 static META: Meta = Meta {
     id: "wb.throttle",
@@ -135,7 +134,7 @@ pub struct Raw {
     pub kernel: TraceOutcome,
 }
 
-impl Lab for Throttle {
+impl Experiment for Throttle {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -198,7 +197,7 @@ fn write_on(
     plan: &Plan,
     ctx: &mut Context,
 ) -> Result<(Vec<WriterTrace>, Vec<Poll>), LabError> {
-    trace::settle();
+    timed_writer::settle();
     let knobs = Knobs::set(&[
         ("vm.dirty_background_bytes", BACKGROUND.to_string()),
         ("vm.dirty_bytes", HARD.to_string()),
@@ -215,7 +214,7 @@ fn write_on(
         })
         .collect();
     let progress = ctx.progress;
-    let (traces, polls) = trace::run(
+    let (traces, polls) = timed_writer::run(
         specs,
         Duration::from_secs_f64(plan.duration),
         Duration::from_millis(100),

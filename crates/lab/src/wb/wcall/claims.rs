@@ -10,10 +10,11 @@ use oslab_wbsim::policy::Policy;
 
 use super::judge::Matrix;
 use super::verdicts::{judge_all, judge_any, left_out, load_text};
-use super::{Cell, Plan, Raw, Scenario};
-use crate::check::{Check, Condition, Rule, figure};
-use crate::simrun::{LatencyStats, latency_stats};
-use crate::wb::trace::mib;
+use super::{Plan, Raw};
+use crate::harness::check::{Check, Condition, Rule, figure};
+use crate::services::cells::record::{Cell, Scenario};
+use crate::services::timed_writer::mib;
+use crate::services::write_latency::{LatencyStats, latency_stats};
 
 pub const VANILLA_STALLS: Check = Check {
     id: "vanilla-stalls-the-high-writer",
@@ -164,7 +165,7 @@ fn vanilla_stalls(m: &Matrix, plan: &Plan, raw: &Raw) -> Claim {
                     "the kernel did throttle the writer (p99 {}, over {THROTTLED_P99_MS:.0} ms), but the pauses stayed short of the paper's marks; a run of {} writes ({:.0} s) per cell can end before they grow",
                     figure(worst, "ms"),
                     plan.writes,
-                    plan.writes as f64 * super::PERIOD_MS / 1000.0
+                    plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0
                 )
             } else if peak < freerun(raw) {
                 format!(

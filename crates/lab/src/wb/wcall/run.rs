@@ -12,14 +12,15 @@ use oslab_wbsim::policy::Policy;
 use oslab_wcall::rendezvous;
 
 use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
-use super::{Cell, FirstTouch, META, Plan, Raw, Scenario, Start, WriterRaw};
-use crate::experiment::{Context, LabError};
-use crate::kernel_trace::KernelTrace;
-use crate::shape::Measured;
-use crate::wb::knobs::Knobs;
-use crate::wb::testbed::{Testbed, down_for_run, unavailable, up_for_run};
+use super::{FirstTouch, META, Plan, Raw};
+use crate::harness::Measured;
+use crate::harness::kernel_trace::KernelTrace;
+use crate::harness::{Context, LabError};
+use crate::services::cells::record::{Cell, Scenario, Start, WriterRaw};
+use crate::services::knobs::Knobs;
+use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
+use crate::services::timed_writer::{self, WriterTrace};
 use crate::wb::throttle::{BACKGROUND, HARD};
-use crate::wb::trace::{self, WriterTrace};
 
 /// What every cell of one run shares.
 pub struct Env<'a> {
@@ -111,9 +112,9 @@ fn poll_until_first_exits(
     let page = oslab_sys::machine::page_size();
     let files: Vec<PathBuf> = launched.iter().map(|l| l.file.clone()).collect();
     let mut polled = super::poll::Polled::default();
-    let expected_span = e.plan.writes as f64 * super::PERIOD_MS / 1000.0;
+    let expected_span = e.plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0;
     loop {
-        let poll = trace::poll_once(cell_start, &files, page);
+        let poll = timed_writer::poll_once(cell_start, &files, page);
         polled.add(poll, &files, page, governor_view(daemon.as_ref()));
         let first_done = launched[0].child.try_wait().ok().flatten().is_some();
         if first_done {
@@ -148,7 +149,7 @@ fn run_cell(
     start: Start,
     run: usize,
 ) -> Result<Cell, LabError> {
-    trace::settle();
+    timed_writer::settle();
     let tag = format!(
         "{}-{}-{}-{run}",
         policy.name(),
@@ -195,7 +196,7 @@ fn run_cell(
     }
     let outcome = kernel.finish();
     drop(daemon);
-    trace::settle();
+    timed_writer::settle();
     let first_tgid = launched[0].program_pid;
     let mut writers = Vec::new();
     for (i, (p, l)) in plans.iter().zip(&launched).enumerate() {
@@ -235,7 +236,7 @@ fn trace_span(done: &[WriterRaw], own: &WriterTrace, i: usize) -> Option<(f64, f
     let t = if i == 0 { own } else { &done.first()?.trace };
     Some((
         *t.start_s.first()?,
-        *t.start_s.last()? + super::PERIOD_MS / 1000.0,
+        *t.start_s.last()? + crate::services::cells::record::PERIOD_MS / 1000.0,
     ))
 }
 
@@ -306,7 +307,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     let exe = std::env::current_exe()
         .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
     // the writers' files and traces, journaled like every file oslab makes
-    let scratch = crate::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
+    let scratch = crate::harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
     let paced = match super::writers::build_paced(scratch.dir()) {
         Ok(p) => p,
         Err(reason) => return Ok(Measured::Skipped { reason }),
@@ -314,7 +315,8 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     ctx.progress.stage("first touch of fresh memory");
     let touch = first_touch(256 << 20);
     ctx.progress.stage("building the testbed");
-    let span = plan.writes as f64 * super::PERIOD_MS / 1000.0 + plan.head_start_s;
+    let span =
+        plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0 + plan.head_start_s;
     // room for the biggest cell: competitors write at the device's pace at most,
     // plus what sits in the cache; each cell's files are removed after it
     let size = (plan.bandwidth as f64 * span * 3.0) as u64 + (2 << 30);

@@ -1,0 +1,14 @@
+//! Why a measurement failed.
+
+/// A measurement that could not be made: the run's result is `failed` with this
+/// text.
+#[derive(Debug, thiserror::Error)]
+pub enum LabError {
+    #[error(transparent)]
+    Sys(#[from] oslab_sys::SysError),
+    /// The plan or raw data cannot be written as JSON.
+    #[error("cannot record the raw data: {0}")]
+    Record(serde_json::Error),
+    #[error("{0}")]
+    Failed(String),
+}

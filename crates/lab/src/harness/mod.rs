@@ -1,0 +1,27 @@
+//! What runs the experiments: the contract ([`Experiment`], seen by the runner as
+//! [`AnyExperiment`]), the registry, the runner and the raw files it keeps, and
+//! what experiments use while they run: scratch folders, load accounting, the
+//! kernel's trace, the /proc sampler, and claims judged by typed checks.
+
+pub mod any;
+pub mod check;
+pub mod context;
+pub mod error;
+pub mod experiment;
+pub mod kernel_trace;
+pub mod load;
+pub mod planner;
+pub mod rawcheck;
+pub mod rawfile;
+pub mod registry;
+pub mod runner;
+pub mod sampler;
+pub mod scratch;
+pub mod sets;
+
+pub use any::{AnyExperiment, Recorded, Unreadable};
+pub use context::{Context, NoProgress, Progress, RunConfig};
+pub use error::LabError;
+pub use experiment::{Experiment, Measured, Meta, Needs, Output, finding, measurement};
+pub use planner::Planner;
+pub use sets::Sets;
