@@ -4,12 +4,13 @@
 //! an outlier), a finding, one claim of each verdict and a plot with markers, so the
 //! statistics, claims and every output format can be tested exactly.
 
-use oslab_model::{Axis, Environment, Marker, Plot, Scale, Series, SeriesStyle};
+mod claims;
+mod judge;
+
+use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::check::{Check, Condition, Rule};
-use crate::harness::{Context, LabError, Meta, Needs, Output, finding, measurement};
-use crate::harness::{Experiment, Measured, Planner};
+use crate::harness::{Context, Experiment, LabError, Measured, Meta, Needs, Output, Planner};
 
 pub struct Null;
 
@@ -43,8 +44,6 @@ pub struct Raw {
     pub latency_ns: Vec<f64>,
 }
 
-const SOURCE: &str = "none (self-test)";
-
 impl Experiment for Null {
     type Plan = Plan;
     type Raw = Raw;
@@ -66,95 +65,6 @@ impl Experiment for Null {
     }
 
     fn judge(&self, _: &Plan, raw: &Raw, env: &Environment) -> Output {
-        let m = measurement(
-            "latency",
-            "fixed samples with one outlier (150)",
-            "ns",
-            raw.latency_ns.clone(),
-            env.seed,
-            Some("none".into()),
-        );
-        let median = m.summary.as_ref().map_or(f64::NAN, |s| s.median);
-        let holds = Check {
-            id: "null-holds",
-            text: "The null median is 100 ns",
-            source: SOURCE,
-        }
-        .judge(
-            &[Condition::new("median", "ns", Rule::Exactly(100.0), median)],
-            "",
-            |_| "the median of the fixed samples is 100".into(),
-        );
-        let differs = Check {
-            id: "null-differs",
-            text: "The null median is 200 ns",
-            source: SOURCE,
-        }
-        .judge(
-            &[Condition::new("median", "ns", Rule::Exactly(200.0), median)],
-            "",
-            |_| "a deliberate contradiction".into(),
-        );
-        let untestable = Check {
-            id: "null-untestable",
-            text: "The null experiment says something about the kernel",
-            source: SOURCE,
-        }
-        .not_testable("a figure of the kernel", "it measures nothing");
-        let not_judged = Check {
-            id: "null-not-judged",
-            text: "The null experiment has a second figure",
-            source: SOURCE,
-        }
-        .judge(
-            &[Condition::missing(
-                "second figure",
-                "ns",
-                Rule::AtLeast(0.0),
-                "the null experiment records one figure only",
-            )],
-            "",
-            |_| unreachable!("a missing figure is not judged"),
-        );
-        Output {
-            measurements: vec![m],
-            findings: vec![finding(
-                "median_ns",
-                median,
-                "ns",
-                "median of the fixed samples",
-            )],
-            claims: vec![holds, differs, untestable, not_judged],
-            plots: vec![Plot {
-                id: "samples".into(),
-                title: "Null samples by size".into(),
-                x: Axis::new("working set", "bytes", Scale::Log2),
-                y: Axis::new("time", "ns", Scale::Linear),
-                series: vec![
-                    Series {
-                        name: "samples".into(),
-                        style: SeriesStyle::LinePoints,
-                        points: raw
-                            .latency_ns
-                            .iter()
-                            .enumerate()
-                            .map(|(i, &y)| [(1024u64 << i) as f64, y])
-                            .collect(),
-                    },
-                    Series {
-                        name: "median".into(),
-                        style: SeriesStyle::Line,
-                        points: vec![[1024.0, median], [(1024u64 << 9) as f64, median]],
-                    },
-                ],
-                markers: vec![Marker {
-                    x: 32768.0,
-                    label: "L1d 32 KiB".into(),
-                }],
-                x_labels: vec![],
-            }],
-            notes: vec!["the null experiment measures nothing".into()],
-            ..Default::default()
-        }
+        judge::judge(raw, env.seed)
     }
 }

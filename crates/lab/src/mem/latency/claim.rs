@@ -7,6 +7,7 @@ use oslab_sys::parse::size::human_bytes;
 use super::findings::shared_why;
 use super::judge::{Judging, edge_words};
 use crate::harness::check::{Check, Condition, Rule};
+use crate::mem::common::sweep::SysfsLevel;
 
 /// Levels up to this size are the small (private) ones the claim holds to sysfs.
 pub const SMALL_LEVEL_MAX: u64 = 4 << 20;
@@ -41,75 +42,79 @@ fn parts(j: &Judging) -> Vec<Part> {
         ),
     }];
     for (i, l) in j.sysfs.iter().enumerate() {
-        if l.bytes > SMALL_LEVEL_MAX {
-            continue;
-        }
-        let subject = format!("{} edge / sysfs size", l.name);
-        let edge = j.reading.of_sysfs(i).and_then(|p| p.edge.as_ref());
-        let range = Rule::Range(RATIO_LOW, RATIO_HIGH);
-        if 2 * l.bytes > j.plan.max_size {
-            v.push(Part {
-                condition: Condition::missing(
-                    subject,
-                    "x",
-                    range,
-                    format!(
-                        "the sweep ends at {}, before {} ({}) is outgrown twice over",
-                        human_bytes(j.plan.max_size),
-                        l.name,
-                        human_bytes(l.bytes)
-                    ),
-                ),
-                failed: String::new(),
-            });
-            continue;
-        }
-        let Some(e) = edge else {
-            v.push(Part {
-                condition: Condition::new(
-                    format!("{} edges found near its sysfs size", l.name),
-                    "",
-                    Rule::AtLeast(1.0),
-                    0.0,
-                ),
-                failed: format!(
-                    "no edge near {}'s {}: it did not show as a step",
-                    l.name,
-                    human_bytes(l.bytes)
-                ),
-            });
-            continue;
-        };
-        let (r, lo, hi) = e.ratio(l.bytes);
-        let failed = format!(
-            "{} ends {}, {} its sysfs {}",
-            l.name,
-            edge_words(e),
-            if e.range {
-                format!("{lo:.2}x to {hi:.2}x")
-            } else {
-                format!("{r:.2}x")
-            },
-            human_bytes(l.bytes)
-        );
-        if e.range {
-            let sub = |end: &str| format!("{} edge range {end} / sysfs size", l.name);
-            v.push(Part {
-                condition: Condition::new(sub("low"), "x", Rule::AtLeast(RATIO_LOW), lo),
-                failed: failed.clone(),
-            });
-            v.push(Part {
-                condition: Condition::new(sub("high"), "x", Rule::AtMost(RATIO_HIGH), hi),
-                failed,
-            });
-        } else {
-            v.push(Part {
-                condition: Condition::new(subject, "x", range, r),
-                failed,
-            });
+        if l.bytes <= SMALL_LEVEL_MAX {
+            v.extend(level_parts(j, i, l));
         }
     }
     v
+}
+
+/// The conditions of one small level: its edge near its sysfs size.
+fn level_parts(j: &Judging, i: usize, l: &SysfsLevel) -> Vec<Part> {
+    let subject = format!("{} edge / sysfs size", l.name);
+    let edge = j.reading.of_sysfs(i).and_then(|p| p.edge.as_ref());
+    let range = Rule::Range(RATIO_LOW, RATIO_HIGH);
+    if 2 * l.bytes > j.plan.max_size {
+        return vec![Part {
+            condition: Condition::missing(
+                subject,
+                "x",
+                range,
+                format!(
+                    "the sweep ends at {}, before {} ({}) is outgrown twice over",
+                    human_bytes(j.plan.max_size),
+                    l.name,
+                    human_bytes(l.bytes)
+                ),
+            ),
+            failed: String::new(),
+        }];
+    }
+    let Some(e) = edge else {
+        return vec![Part {
+            condition: Condition::new(
+                format!("{} edges found near its sysfs size", l.name),
+                "",
+                Rule::AtLeast(1.0),
+                0.0,
+            ),
+            failed: format!(
+                "no edge near {}'s {}: it did not show as a step",
+                l.name,
+                human_bytes(l.bytes)
+            ),
+        }];
+    };
+    let (r, lo, hi) = e.ratio(l.bytes);
+    let failed = format!(
+        "{} ends {}, {} its sysfs {}",
+        l.name,
+        edge_words(e),
+        if e.range {
+            format!("{lo:.2}x to {hi:.2}x")
+        } else {
+            format!("{r:.2}x")
+        },
+        human_bytes(l.bytes)
+    );
+    if e.range {
+        let sub = |end: &str| format!("{} edge range {end} / sysfs size", l.name);
+        vec![
+            Part {
+                condition: Condition::new(sub("low"), "x", Rule::AtLeast(RATIO_LOW), lo),
+                failed: failed.clone(),
+            },
+            Part {
+                condition: Condition::new(sub("high"), "x", Rule::AtMost(RATIO_HIGH), hi),
+                failed,
+            },
+        ]
+    } else {
+        vec![Part {
+            condition: Condition::new(subject, "x", range, r),
+            failed,
+        }]
+    }
 }
 
 pub(super) fn claim(j: &Judging) -> Claim {

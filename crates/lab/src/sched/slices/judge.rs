@@ -74,24 +74,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let multi: Vec<&Seen> = seen.iter().filter(|s| s.n > 1).collect();
     out.claims
         .push(claim(&multi, se_slice_ms, tick_ms, hz, env));
-    for r in &raw.rounds {
-        if let Some(c) = r.kernel.captured() {
-            out.findings
-                .extend(kernel_view::findings(&format!("n{}", r.n), c, &r.workers));
-        }
-    }
-    let groups: Vec<(
-        &oslab_trace::TraceOutcome,
-        &[crate::sched::common::analysis::Worker],
-    )> = raw
-        .rounds
-        .iter()
-        .map(|r| (&r.kernel, &r.workers[..]))
-        .collect();
-    out.claims.push(kernel_view::agreement_claim(&groups));
-    if let Some(r) = raw.rounds.first() {
-        out.notes.push(r.kernel.note());
-    }
+    kernel_figures(&mut out, raw);
     let medians = multi
         .iter()
         .filter(|s| s.median.is_finite())
@@ -118,6 +101,29 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     }
     out.params.insert("cpu".into(), serde_json::json!(raw.cpu));
     out
+}
+
+/// What the kernel's trace says of every round, and whether it agrees with the
+/// workers' own account.
+fn kernel_figures(out: &mut Output, raw: &Raw) {
+    for r in &raw.rounds {
+        if let Some(c) = r.kernel.captured() {
+            out.findings
+                .extend(kernel_view::findings(&format!("n{}", r.n), c, &r.workers));
+        }
+    }
+    let groups: Vec<(
+        &oslab_trace::TraceOutcome,
+        &[crate::sched::common::analysis::Worker],
+    )> = raw
+        .rounds
+        .iter()
+        .map(|r| (&r.kernel, &r.workers[..]))
+        .collect();
+    out.claims.push(kernel_view::agreement_claim(&groups));
+    if let Some(r) = raw.rounds.first() {
+        out.notes.push(r.kernel.note());
+    }
 }
 
 fn seen_in(r: &Round, predicted: Option<f64>) -> Seen {

@@ -3,6 +3,8 @@
 //! dirty-throttle pauses, waits for page write back, other blocking and run-queue
 //! time (docs/tracing.md), and a claim that the pauses explain the slow writes.
 
+use std::collections::BTreeMap;
+
 use oslab_model::{Claim, Finding};
 use oslab_trace::TraceOutcome;
 use oslab_trace::analysis::{Cause, blockers, shares_over};
@@ -83,36 +85,7 @@ pub fn explained_claim(outcome: &TraceOutcome, tids: &[u32]) -> Claim {
         "share of time in write() calls over {} ms spent in throttle pauses",
         SLOW_MS as u64
     );
-    let rule = Rule::AtLeast(EXPLAINED_SHARE);
-    let (condition, shares) = match outcome {
-        TraceOutcome::NotAvailable { reason } => (
-            Condition::missing(
-                &subject,
-                "",
-                rule,
-                format!("kernel tracing: not available ({reason})"),
-            ),
-            None,
-        ),
-        TraceOutcome::Traced(_) => match shares_over(&calls, slow_ns) {
-            Some(s) => (
-                Condition::new(&subject, "", rule, s[&Cause::DirtyThrottle]),
-                Some(s),
-            ),
-            None => (
-                Condition::missing(
-                    &subject,
-                    "",
-                    rule,
-                    format!(
-                        "no write() call of the writers took {} ms or more",
-                        SLOW_MS as u64
-                    ),
-                ),
-                None,
-            ),
-        },
-    };
+    let (condition, shares) = explained_condition(outcome, &calls, slow_ns, &subject);
     let slow = calls.iter().filter(|w| w.dur_ns >= slow_ns).count();
     let context = format!(
         "{slow} of {} traced write() calls over {} ms",
@@ -162,7 +135,47 @@ pub fn explained_claim(outcome: &TraceOutcome, tids: &[u32]) -> Claim {
     })
 }
 
-fn rest(shares: &std::collections::BTreeMap<Cause, f64>) -> String {
+/// The throttle pauses' share of the slow calls, or why there is none; the
+/// shares of every cause beside it.
+fn explained_condition(
+    outcome: &TraceOutcome,
+    calls: &[&WriteCall],
+    slow_ns: u64,
+    subject: &str,
+) -> (Condition, Option<BTreeMap<Cause, f64>>) {
+    let rule = Rule::AtLeast(EXPLAINED_SHARE);
+    match outcome {
+        TraceOutcome::NotAvailable { reason } => (
+            Condition::missing(
+                subject,
+                "",
+                rule,
+                format!("kernel tracing: not available ({reason})"),
+            ),
+            None,
+        ),
+        TraceOutcome::Traced(_) => match shares_over(calls, slow_ns) {
+            Some(s) => (
+                Condition::new(subject, "", rule, s[&Cause::DirtyThrottle]),
+                Some(s),
+            ),
+            None => (
+                Condition::missing(
+                    subject,
+                    "",
+                    rule,
+                    format!(
+                        "no write() call of the writers took {} ms or more",
+                        SLOW_MS as u64
+                    ),
+                ),
+                None,
+            ),
+        },
+    }
+}
+
+fn rest(shares: &BTreeMap<Cause, f64>) -> String {
     let parts: Vec<String> = shares
         .iter()
         .filter(|(c, s)| **c != Cause::DirtyThrottle && **s >= 0.005)

@@ -108,23 +108,7 @@ pub(super) fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
         ],
         ..Default::default()
     };
-    for (i, t) in raw.traces.iter().enumerate() {
-        out.measurements.push(measurement(
-            &format!("latency.writer{i}"),
-            &format!("every write() of {chunk}"),
-            "ms",
-            t.latency_ms.clone(),
-            seed,
-            None,
-        ));
-        let dur = t.start_s.last().copied().unwrap_or(plan.duration).max(1e-9);
-        out.findings.push(finding(
-            &format!("throughput.writer{i}"),
-            t.bytes as f64 / dur / (1 << 20) as f64,
-            "MiB/s",
-            "bytes handed to write() over the run, per second: pages still dirty or under write back at the end count, so the writers together can exceed the testbed's cap",
-        ));
-    }
+    writer_figures(&mut out, plan, raw, &chunk, seed);
     let tids: Vec<u32> = raw.traces.iter().map(|t| t.tid).collect();
     out.findings.extend(stall_causes::findings(
         "kernel",
@@ -145,6 +129,27 @@ pub(super) fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
     ));
     out.notes.extend(stall_causes::notes(&raw.kernel, &tids));
     out
+}
+
+/// Each writer's write() latencies and throughput.
+fn writer_figures(out: &mut Output, plan: &Plan, raw: &Raw, chunk: &str, seed: u64) {
+    for (i, t) in raw.traces.iter().enumerate() {
+        out.measurements.push(measurement(
+            &format!("latency.writer{i}"),
+            &format!("every write() of {chunk}"),
+            "ms",
+            t.latency_ms.clone(),
+            seed,
+            None,
+        ));
+        let dur = t.start_s.last().copied().unwrap_or(plan.duration).max(1e-9);
+        out.findings.push(finding(
+            &format!("throughput.writer{i}"),
+            t.bytes as f64 / dur / (1 << 20) as f64,
+            "MiB/s",
+            "bytes handed to write() over the run, per second: pages still dirty or under write back at the end count, so the writers together can exceed the testbed's cap",
+        ));
+    }
 }
 
 /// The kernel's pauses of the writers and its bandwidth estimate of the testbed.
