@@ -141,7 +141,12 @@ pub fn stats(t: &Worker) -> WorkerStats {
     let wall = t.wall_ns().max(1) as f64;
     let ran: u64 = runs(t).iter().map(|(a, b)| b - a).sum();
     let inner = inner_runs_ms(t);
-    let waits: Vec<f64> = t.gaps.iter().map(|(a, b)| (b - a) as f64 / 1e6).collect();
+    // a damaged record can hold a gap that ends before it starts: no wait, no panic
+    let waits: Vec<f64> = t
+        .gaps
+        .iter()
+        .map(|(a, b)| b.saturating_sub(*a) as f64 / 1e6)
+        .collect();
     let q = |v: &[f64], p| oslab_stats::quantile(v, p).unwrap_or(f64::NAN);
     WorkerStats {
         slices: inner.len(),
@@ -258,6 +263,12 @@ mod tests {
             gaps: gaps.to_vec(),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn a_gap_that_ends_before_it_starts_waits_nothing() {
+        let t = worker(0, 26 * MS, &[(12 * MS, 4 * MS)]);
+        assert_eq!(stats(&t).wait_p50_ms, 0.0);
     }
 
     #[test]
