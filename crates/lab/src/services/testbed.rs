@@ -236,7 +236,7 @@ mod tests {
 /// whole units read back exactly. A fuzz-like run with many cases (PROPTEST_CASES
 /// wins over the default here; failures are printed, not saved to
 /// proptest-regressions/):
-/// `PROPTEST_CASES=100000 cargo test -p oslab-lab --lib -- wb::testbed::props`
+/// `PROPTEST_CASES=100000 cargo test -p oslab-lab --lib -- services::testbed::props`
 #[cfg(test)]
 mod props {
     use super::*;

@@ -23,14 +23,16 @@
 //!
 //! References: material section 1 (CPU caches: the cache sweep), madvise(2).
 
-use oslab_model::{Axis, Environment, Marker, Plot, Scale, Series, SeriesStyle};
-use oslab_sys::memprobe::{Buffer, ReadSweep, write_sweep};
-use oslab_sys::parse::size::human_bytes;
+mod judge;
+mod measure;
+#[cfg(test)]
+mod tests;
+
+use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output, finding};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
 use crate::harness::{Experiment, Measured, Planner};
-use crate::mem::common::sweep::{log_sizes, points, shuffled, sysfs_of};
 
 pub struct MemBandwidth;
 
@@ -103,26 +105,6 @@ fn sixteen() -> u32 {
     16
 }
 
-/// `samples` timings of `op`, each of enough passes to last [`SAMPLE_NS`].
-fn timed(samples: usize, mut op: impl FnMut()) -> Timed {
-    let now = oslab_sys::clock::monotonic_ns;
-    op();
-    let t0 = now();
-    op();
-    let once = (now() - t0).max(1);
-    let passes = (SAMPLE_NS / once).clamp(1, 100_000);
-    let ns = (0..samples)
-        .map(|_| {
-            let t0 = now();
-            for _ in 0..passes {
-                op();
-            }
-            now() - t0
-        })
-        .collect();
-    Timed { passes, ns }
-}
-
 impl Experiment for MemBandwidth {
     type Plan = Plan;
     type Raw = Raw;
@@ -141,169 +123,10 @@ impl Experiment for MemBandwidth {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        let sizes = log_sizes(MIN_SIZE, plan.max_size, plan.per_octave);
-        let reader = ReadSweep::for_this_cpu();
-        let mut out: Vec<Option<SizeRaw>> = vec![None; sizes.len()];
-        for (n, i) in shuffled(sizes.len(), ctx.config.seed)
-            .into_iter()
-            .enumerate()
-        {
-            let mut b = Buffer::new(sizes[i] as usize, false)
-                .map_err(|e| LabError::Failed(e.to_string()))?;
-            let read = timed(plan.samples, || {
-                std::hint::black_box((reader.sweep)(b.as_slice()));
-            });
-            let write = timed(plan.samples, || write_sweep(b.as_mut_slice(), 1));
-            out[i] = Some(SizeRaw {
-                bytes: b.len() as u64,
-                read,
-                write,
-            });
-            ctx.progress.fraction((n + 1) as f64 / sizes.len() as f64);
-        }
-        Ok(Measured::Raw(Raw {
-            sizes: out.into_iter().flatten().collect(),
-            read_load_bytes: reader.load_bytes,
-        }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
-        judge(plan, raw, env)
-    }
-}
-
-fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
-    let median = |v: &[f64]| oslab_stats::median(v).unwrap_or(f64::NAN);
-    let x: Vec<f64> = raw.sizes.iter().map(|s| s.bytes as f64).collect();
-    let read: Vec<f64> = raw
-        .sizes
-        .iter()
-        .map(|s| median(&s.read.gb_s(s.bytes)))
-        .collect();
-    let write: Vec<f64> = raw
-        .sizes
-        .iter()
-        .map(|s| median(&s.write.gb_s(s.bytes)))
-        .collect();
-    // the first size at or above `at`, as the old sweep read it
-    let at = |v: &[f64], at: u64| {
-        raw.sizes
-            .iter()
-            .position(|s| s.bytes >= at)
-            .map_or(f64::NAN, |i| v[i])
-    };
-    let big = raw.sizes.last().map_or(0, |s| s.bytes);
-    let mut out = Output::default();
-    for (op, v) in [("read", &read), ("write", &write)] {
-        let verb = if op == "read" { "reading" } else { "writing" };
-        out.findings.push(finding(
-            &format!("{op}_gb_s.small"),
-            at(v, SMALL),
-            "GB/s",
-            format!("{verb} {}", human_bytes(SMALL)),
-        ));
-        out.findings.push(finding(
-            &format!("{op}_gb_s.large"),
-            at(v, big),
-            "GB/s",
-            format!("{verb} {}", human_bytes(big)),
-        ));
-    }
-    let series = |name: &str, y: &[f64]| Series {
-        name: name.into(),
-        style: SeriesStyle::LinePoints,
-        points: points(&x, y),
-    };
-    let markers = sysfs_of!(env.machine)
-        .into_iter()
-        .filter(|l| l.bytes <= big * 2)
-        .map(|l| Marker {
-            x: l.bytes as f64,
-            label: format!("sysfs {} {}", l.name, human_bytes(l.bytes)),
-        })
-        .collect();
-    out.plots.push(Plot {
-        id: "bandwidth".into(),
-        title: "sequential bandwidth vs working set".into(),
-        x: Axis::new("working set", "bytes", Scale::Log2),
-        y: Axis::new("bandwidth", "GB/s", Scale::Linear),
-        series: vec![series("read", &read), series("write", &write)],
-        markers,
-        x_labels: vec![],
-    });
-    out.notes.push(format!(
-        "{} sizes, {} samples of at least {} ms each; one thread; reads with {}-byte loads, writes with the C library's memset",
-        raw.sizes.len(),
-        plan.samples,
-        SAMPLE_NS / 1_000_000,
-        raw.read_load_bytes
-    ));
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn size(bytes: u64, read_ns: u64, write_ns: u64) -> SizeRaw {
-        let t = |ns: u64| Timed {
-            passes: 10,
-            ns: vec![ns, ns * 2, ns],
-        };
-        SizeRaw {
-            bytes,
-            read: t(read_ns),
-            write: t(write_ns),
-        }
-    }
-
-    #[test]
-    fn findings_read_the_small_and_the_largest_size() {
-        let raw = Raw {
-            sizes: vec![
-                size(4096, 400, 800),
-                size(16 << 10, 1638, 3277),
-                size(1 << 20, 1 << 20, 1 << 21),
-            ],
-            read_load_bytes: 32,
-        };
-        let plan = Plan {
-            samples: 3,
-            max_size: 1 << 20,
-            per_octave: 2,
-        };
-        let out = judge(
-            &plan,
-            &raw,
-            &crate::mem::common::test_env::test_env(None, &[]),
-        );
-        let names: Vec<&str> = out.findings.iter().map(|f| f.name.as_str()).collect();
-        assert_eq!(
-            names,
-            [
-                "read_gb_s.small",
-                "read_gb_s.large",
-                "write_gb_s.small",
-                "write_gb_s.large"
-            ]
-        );
-        let f = |n: &str| out.findings.iter().find(|f| f.name == n).unwrap().value;
-        // 16 KiB x 10 passes in 1638 ns: 100 GB/s (the median of 1x, 2x, 1x the time)
-        assert!((f("read_gb_s.small") - 100.0).abs() < 0.1);
-        assert!((f("write_gb_s.small") - 50.0).abs() < 0.1);
-        assert!((f("read_gb_s.large") - 10.0).abs() < 1e-9);
-        assert_eq!(out.plots[0].series[0].points.len(), 3);
-        assert!(out.claims.is_empty());
-        assert!(
-            out.notes[0].contains("reads with 32-byte loads"),
-            "{:?}",
-            out.notes
-        );
-    }
-
-    #[test]
-    fn recordings_without_the_load_width_read_with_the_baseline_width() {
-        let raw: Raw = serde_json::from_str(r#"{"sizes": []}"#).unwrap();
-        assert_eq!(raw.read_load_bytes, 16);
+        judge::judge(plan, raw, env)
     }
 }

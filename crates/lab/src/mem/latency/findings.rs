@@ -4,7 +4,7 @@
 use oslab_model::Finding;
 use oslab_sys::parse::size::human_bytes;
 
-use super::claim::RATIO_LOW;
+use super::claims::RATIO_LOW;
 use super::curve::{self, LEFT_RATIO};
 use super::judge::{Judging, bytes, edge_words};
 use crate::harness::finding;

@@ -4,7 +4,7 @@
 use oslab_model::{Axis, Environment, Marker, Measurement, Plot, Scale, Series, SeriesStyle};
 use oslab_sys::parse::size::human_bytes;
 
-use super::claim::claim;
+use super::claims::claim;
 use super::curve::{self, Edge, Plateau, Reading};
 use super::findings::{level_findings, sysfs_findings};
 use super::{Plan, Raw};

@@ -31,22 +31,18 @@
 //! section 4, seed 001, the case comparison (../shared/spec/material.md).
 
 mod judge;
+mod measure;
 #[cfg(test)]
 mod tests;
-
-use std::time::Duration;
 
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::kernel_trace::KernelTrace;
 use crate::harness::{Context, LabError, Meta, Needs, Output};
 use crate::harness::{Experiment, Measured, Planner};
-use crate::io::common::probe::disk_facts;
-use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
+use crate::services::testbed::Testbed;
 use crate::settings::{AnySetting, Bytes, Declared, Seconds, Setting};
 use crate::wb::common::sawtooth::SawRaw;
-use crate::wb::common::sawtooth::measure::{DeviceProbe, flusher_view, run_with_knobs};
 
 pub use judge::episodes;
 
@@ -205,51 +201,10 @@ impl Experiment for Cases {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        if let Some(reason) = unavailable() {
-            return Ok(Measured::Skipped { reason });
-        }
-        ctx.progress.stage("building the testbed");
-        let size = (plan.rate as f64 * plan.duration * 2.5) as u64 + (512 << 20);
-        let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
-        let result = run_cases(plan, ctx, &tb);
-        let errors = down_for_run(&tb);
-        let cases = result?;
-        if !errors.is_empty() {
-            return Err(LabError::Failed(format!(
-                "testbed teardown: {}",
-                errors.join("; ")
-            )));
-        }
-        Ok(Measured::Raw(Raw {
-            testbed: TestbedFacts::of(&tb),
-            cases,
-        }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         judge::judge(plan, raw, env)
     }
-}
-
-fn run_cases(plan: &Plan, ctx: &mut Context, tb: &Testbed) -> Result<Vec<SawRaw>, LabError> {
-    let probe = DeviceProbe::new(&tb.disk_name(), Some(&tb.dev));
-    let mut out = Vec::new();
-    for (i, c) in CASES.iter().enumerate() {
-        ctx.progress.stage(c.name);
-        let progress = ctx.progress;
-        let kernel = KernelTrace::writeback(ctx.machine);
-        let mut raw = run_with_knobs(
-            &c.knobs(),
-            tb.mount.join(format!("case{}.dat", i + 1)),
-            plan.rate,
-            Duration::from_secs_f64(plan.duration),
-            Some(&probe),
-            &|f| progress.fraction((i as f64 + f) / CASES.len() as f64),
-        )?;
-        raw.disk = disk_facts(&tb.mount);
-        raw.bdi = Some(tb.dev.clone());
-        raw.kernel = flusher_view(kernel.finish());
-        out.push(raw);
-    }
-    Ok(out)
 }

@@ -10,7 +10,7 @@ use crate::harness::{Output, finding, measurement};
 use crate::services::timed_writer::{Poll, mib};
 use crate::services::write_latency::latency_stats;
 use crate::wb::common::stall_causes;
-use crate::wb::wcall::verdicts::judge_all;
+use crate::wb::wcall::cell_checks::judge_all;
 
 fn plots(raw: &Raw) -> Vec<Plot> {
     let line = |name: &str, f: &dyn Fn(&Poll) -> u64| Series {

@@ -8,8 +8,8 @@ use oslab_model::{Claim, Environment};
 use oslab_sys::parse::size::human_bytes;
 use oslab_wbsim::policy::Policy;
 
+use super::cell_checks::{judge_all, judge_any, left_out, load_text};
 use super::judge::Matrix;
-use super::verdicts::{judge_all, judge_any, left_out, load_text};
 use super::{Plan, Raw};
 use crate::harness::check::{Check, Condition, Rule, figure};
 use crate::services::cells::record::{Cell, Scenario};

@@ -5,7 +5,7 @@
 use oslab_model::Claim;
 use oslab_wbsim::policy::Policy;
 
-use super::verdicts::judge_all;
+use super::cell_checks::judge_all;
 use crate::harness::check::{Check, Condition, Rule};
 use crate::services::cells::record::{Cell, Content};
 

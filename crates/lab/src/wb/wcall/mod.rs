@@ -44,16 +44,16 @@
 //! Documentation/admin-guide/cgroup-v1/blkio-controller.rst (the throttle),
 //! mm/page-writeback.c (balance_dirty_pages, MAX_PAUSE).
 
+pub mod cell_checks;
 pub mod claims;
 pub mod intact;
 pub mod judge;
+pub mod measure;
 pub mod plots;
 pub mod poll;
 pub mod predict;
-pub mod run;
 #[cfg(test)]
 pub(crate) mod tests;
-pub mod verdicts;
 pub mod writers;
 
 use oslab_model::Environment;
@@ -248,7 +248,7 @@ impl Experiment for WbWcall {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        run::measure(plan, ctx)
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Stdio};
 use oslab_trace::TraceOutcome;
 
 use super::Plan;
-use super::run::Env;
+use super::measure::Env;
 use crate::harness::LabError;
 use crate::services::cells::record::{CHUNK, Content, PERIOD_MS, Scenario};
 use crate::services::timed_writer::WriterTrace;
