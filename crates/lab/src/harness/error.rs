@@ -9,6 +9,12 @@ pub enum LabError {
     /// The plan or raw data cannot be written as JSON.
     #[error("cannot record the raw data: {0}")]
     Record(serde_json::Error),
+    #[error(transparent)]
+    Scratch(#[from] super::scratch::ScratchError),
+    /// Recorded data its own experiment cannot read.
+    #[error(transparent)]
+    Unreadable(#[from] super::any::Unreadable),
+    /// What went wrong, for the result's `failed` status; nothing decides on it.
     #[error("{0}")]
     Failed(String),
 }

@@ -172,7 +172,7 @@ pub fn run(
 /// what today's analysis makes of an old run. Recorded data it cannot read make a
 /// failed result (a live run's own data, judged as it ends).
 pub fn judge_file(exp: &dyn AnyExperiment, file: &RawFile) -> ExperimentResult {
-    let outcome = judged(exp, file).map_err(|e| LabError::Failed(e.to_string()));
+    let outcome = judged(exp, file).map_err(LabError::from);
     assembled(exp, file, outcome)
 }
 

@@ -66,6 +66,42 @@ pub fn unavailable() -> Option<String> {
     None
 }
 
+/// Why the testbed could not be built or measured. `Unavailable` is the one a
+/// caller decides on (the machine cannot have a testbed: skip, or refuse
+/// without changing anything); the others are failures on the way.
+#[derive(Debug, thiserror::Error)]
+pub enum TestbedError {
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("no random name for the testbed: {0}")]
+    NoName(std::io::Error),
+    #[error("{}: {source}", path.display())]
+    Folder {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("sparse image {}: {source}", path.display())]
+    Image {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("bandwidth probe: {0}")]
+    Probe(std::io::Error),
+    #[error(transparent)]
+    Sys(#[from] SysError),
+}
+
+/// In an experiment, a testbed that could not be built fails the measurement
+/// with the same sentence (experiments check [`unavailable`] first and skip).
+impl From<TestbedError> for LabError {
+    fn from(e: TestbedError) -> LabError {
+        match e {
+            TestbedError::Sys(e) => LabError::Sys(e),
+            e => LabError::Failed(e.to_string()),
+        }
+    }
+}
+
 /// Parses "10MiB/s", "40MBps", "5000000" into bytes per second.
 pub fn parse_bandwidth(text: &str) -> Result<u64, String> {
     oslab_sys::parse::size::parse_human_rate(text)
@@ -80,15 +116,14 @@ pub fn up(
     size_bytes: u64,
     bandwidth_bytes_s: u64,
     record: &mut dyn FnMut(String, Undo) -> SysResult<u64>,
-) -> Result<Testbed, LabError> {
+) -> Result<Testbed, TestbedError> {
     if let Some(why) = unavailable() {
-        return Err(LabError::Failed(why));
+        return Err(TestbedError::Unavailable(why));
     }
     let mut seqs = Vec::new();
     // a random name, made fresh (mode 0755 as before, so the mount can be
     // looked into): nothing another user planted in the base is used
-    let name = tempname::fresh_name("oslab-testbed-", "")
-        .map_err(|e| LabError::Failed(format!("no random name for the testbed: {e}")))?;
+    let name = tempname::fresh_name("oslab-testbed-", "").map_err(TestbedError::NoName)?;
     let dir = base.join(name);
     seqs.push(record(
         format!("testbed directory {}", dir.display()),
@@ -97,11 +132,17 @@ pub fn up(
     let mnt = dir.join("mnt");
     tempname::make_own_dir(&dir, 0o755)
         .and_then(|()| std::fs::create_dir(&mnt))
-        .map_err(|e| LabError::Failed(format!("{}: {e}", mnt.display())))?;
+        .map_err(|source| TestbedError::Folder {
+            path: mnt.clone(),
+            source,
+        })?;
     let image = dir.join("disk.img");
     tempname::create_new_file(&image)
         .and_then(|f| f.set_len(size_bytes))
-        .map_err(|e| LabError::Failed(format!("sparse image {}: {e}", image.display())))?;
+        .map_err(|source| TestbedError::Image {
+            path: image.clone(),
+            source,
+        })?;
 
     // Reserve a free loop device, journal its detach, then attach; retry if another
     // process took the same device in between.
@@ -164,7 +205,7 @@ pub fn up(
 
 /// Sustained write-back throughput: about 2 s worth of data written buffered and
 /// synced, timed from the first write to the end of fsync.
-pub fn measure_bandwidth(tb: &Testbed) -> Result<f64, LabError> {
+pub fn measure_bandwidth(tb: &Testbed) -> Result<f64, TestbedError> {
     let bytes = (tb.bandwidth_bytes_s * 2).clamp(8 << 20, 256 << 20);
     let path = tb.mount.join("bandwidth-probe");
     let chunk = oslab_sys::fileio::AlignedBuf::new(1 << 20, 7);
@@ -180,7 +221,7 @@ pub fn measure_bandwidth(tb: &Testbed) -> Result<f64, LabError> {
     })();
     let secs = (monotonic_ns() - t0) as f64 / 1e9;
     let _ = std::fs::remove_file(&path);
-    r.map_err(|e| LabError::Failed(format!("bandwidth probe: {e}")))?;
+    r.map_err(TestbedError::Probe)?;
     Ok(bytes as f64 / secs)
 }
 
@@ -201,7 +242,7 @@ pub fn up_for_run(
             let _ = journal::with_global(|j| j.undo(*s));
         }
     }
-    r
+    Ok(r?)
 }
 
 /// Takes a process-scoped testbed down (newest step first).
