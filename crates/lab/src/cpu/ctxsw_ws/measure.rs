@@ -1,4 +1,5 @@
-//! cpu.ctxsw-ws's measurement: a ping-pong that touches a working set at each handoff, by size and placement.
+//! cpu.ctxsw-ws's measurement: a ping-pong that touches a working set at each
+//! handoff, by size and placement.
 
 use oslab_sys::parse::size::human_bytes;
 use oslab_sys::pingpong::{self, Mechanism, Tasks};

@@ -1,4 +1,5 @@
-//! cpu.syscall's claims: a system call is a mode switch, not a context switch, and costs tens of ns.
+//! cpu.syscall's claims: a system call is a mode switch, not a context switch, and
+//! costs tens of ns.
 
 use super::Raw;
 use super::judge::Calls;

@@ -31,6 +31,7 @@
 //! (drop_caches); material section 3 (seed 000), the author's 1 GiB file: cold
 //! 1.117 s, warm 0.134 s (../shared/spec/material.md).
 
+mod claims;
 mod judge;
 mod measure;
 #[cfg(test)]

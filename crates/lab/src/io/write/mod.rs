@@ -35,6 +35,7 @@
 //! (seed 000): 1 GiB O_DIRECT 2.50 s (429 MB/s) vs buffered 0.84 s (1.3 GB/s)
 //! (../shared/spec/material.md).
 
+mod claims;
 mod judge;
 mod measure;
 #[cfg(test)]

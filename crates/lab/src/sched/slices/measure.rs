@@ -1,4 +1,5 @@
-//! sched.slices' measurement: N spinners on one CPU and the kernel's trace of them, one round per N.
+//! sched.slices' measurement: N spinners on one CPU and the kernel's trace of them,
+//! one round per N.
 
 use oslab_sys::fsread::Root;
 use oslab_sys::parse::pidsched::PidSched;
