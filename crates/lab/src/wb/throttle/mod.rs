@@ -23,15 +23,14 @@
 //! Documentation/admin-guide/cgroup-v1/blkio-controller.rst (the throttle);
 //! proc(5) (/proc/meminfo); material section 4 of ../shared/spec/material.md.
 
-use oslab_model::Environment;
-use serde::{Deserialize, Serialize};
-
 mod judge;
 mod measure;
 #[cfg(test)]
 mod tests;
 
-use crate::harness::check::Check;
+use oslab_model::Environment;
+use serde::{Deserialize, Serialize};
+
 use crate::harness::{Context, LabError, Meta, Needs, Output};
 use crate::harness::{Experiment, Measured, Planner};
 use crate::services::timed_writer::{Poll, WriterTrace};
@@ -85,17 +84,6 @@ static SETTINGS: [&dyn AnySetting; 3] = [&BANDWIDTH, &WRITERS, &DURATION];
 pub const HARD: u64 = 64 << 20;
 pub const BACKGROUND: u64 = 32 << 20;
 const CHUNK: usize = 512 << 10;
-
-/// The longest write() that counts as a stall: half a MAX_PAUSE.
-const STALL_MS: f64 = 100.0;
-/// A p99 of 20 ms: the pauses are the rule, not one outlier.
-const P99_MS: f64 = 20.0;
-
-const THROTTLED: Check = Check {
-    id: "writers-throttled",
-    text: "A writer that pushes dirty memory past the limit is made to wait inside write(): the moment write latency explodes",
-    source: "material 4 (seed 004)",
-};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
