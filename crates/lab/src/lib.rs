@@ -6,7 +6,8 @@
 //! folder is one experiment and `common` what its experiments share. An
 //! experiment implements [`Experiment`] (plan, measure, judge); the [`harness`]
 //! runs it, records its raw data and assembles the
-//! [`oslab_model::ExperimentResult`]. [`services`] are what the commands call
+//! [`oslab_model::ExperimentResult`]; the [`registry`] lists every experiment.
+//! [`services`] are what the commands call
 //! (`oslab dirty`, `oslab testbed`, `oslab sim advise|sweep`, the writers of
 //! `oslab wcall`) and what experiments of several families share (the slow
 //! device and the writer cells run on it).
@@ -17,6 +18,7 @@ pub mod harness;
 pub mod io;
 pub mod mem;
 pub mod null;
+pub mod registry;
 pub mod sched;
 pub mod services;
 pub mod sim;
@@ -26,8 +28,8 @@ pub mod wb;
 /// declares its keys the same way.
 pub use oslab_settings as settings;
 
-pub use harness::registry::{Registry, UnknownId};
 pub use harness::{
     AnyExperiment, Context, Experiment, LabError, Meta, Needs, NoProgress, Output, Progress,
     RunConfig, Sets,
 };
+pub use registry::{Registry, UnknownId};

@@ -1,6 +1,6 @@
 //! What runs the experiments: the contract ([`Experiment`], seen by the runner as
-//! [`AnyExperiment`]), the registry, the runner and the raw files it keeps, and
-//! what experiments use while they run: scratch folders, load accounting, the
+//! [`AnyExperiment`]), the runner and the raw files it keeps, and what
+//! experiments use while they run: scratch folders, load accounting, the
 //! kernel's trace, the /proc sampler, and claims judged by typed checks.
 
 pub mod any;
@@ -13,7 +13,6 @@ pub mod load;
 pub mod planner;
 pub mod rawcheck;
 pub mod rawfile;
-pub mod registry;
 pub mod runner;
 pub mod sampler;
 pub mod scratch;

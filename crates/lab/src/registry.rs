@@ -1,6 +1,7 @@
-//! Every experiment by id.
+//! Every experiment by id: the one file above both the experiments and the
+//! harness, so the harness never depends on an experiment.
 
-use super::any::AnyExperiment;
+use crate::harness::AnyExperiment;
 
 /// The catalogue of experiments, in the order `oslab list` shows them.
 pub struct Registry {
