@@ -184,6 +184,17 @@ impl Cell {
         }
     }
 
+    /// When the cell's last write (of any writer) ended, s from the writers' start.
+    pub fn last_write_end_s(&self) -> f64 {
+        self.writers
+            .iter()
+            .filter_map(|w| {
+                let i = w.trace.start_s.len().checked_sub(1)?;
+                Some(w.trace.start_s[i] + w.trace.latency_ms[i] / 1e3)
+            })
+            .fold(0.0, f64::max)
+    }
+
     /// Bytes per second of the competitors' files that reached the device while
     /// the first writer wrote (measured at the device: each file's size less its
     /// dirty and writeback pages). None when that was not measured.

@@ -8,7 +8,6 @@ use oslab_wbsim::config::{GovernorCfg, Initial, MIB};
 use oslab_wbsim::policy::Policy;
 use oslab_wbsim::{Class, Config, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
 
-use super::record::Cell;
 use super::traced::Traced;
 
 /// The governor's pass interval in wb.wcall's cells, ms.
@@ -20,17 +19,6 @@ pub fn class_of(fifo: u32, nice: i32) -> Class {
         0 => Class::Normal { nice },
         p => Class::Rt { priority: p },
     }
-}
-
-/// When the last write of the cell ended, s from the writers' start.
-pub fn span_s(cell: &Cell) -> f64 {
-    cell.writers
-        .iter()
-        .filter_map(|w| {
-            let i = w.trace.start_s.len().checked_sub(1)?;
-            Some(w.trace.start_s[i] + w.trace.latency_ms[i] / 1e3)
-        })
-        .fold(0.0, f64::max)
 }
 
 /// The simulator's copy rate where none was measured, bytes per second.

@@ -66,7 +66,7 @@ pub fn traced(cell: &Cell, dev: &str, normal_thresh: u64) -> Option<Traced> {
     let id = bdi_id(c, dev);
     let t0 = start_ns(cell, c).unwrap_or(0);
     let secs = |ns: u64| (ns as f64 - t0 as f64) / 1e9;
-    let end = super::sim_config::span_s(cell);
+    let end = cell.last_write_end_s();
     // only the cell's writers write to the testbed, outside programs included
     // (whose thread ids the cell may not know); competitors still stopping after
     // the last recorded write are not part of it

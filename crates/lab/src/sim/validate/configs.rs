@@ -7,9 +7,7 @@ use oslab_wbsim::{Config, Kind, WriterCfg};
 use super::workload::{WriterArgs, writers_for};
 use super::{CellRaw, PageCosts, SettingRaw};
 use crate::services::cells::record::{CHUNK, PERIOD_MS};
-use crate::services::cells::sim_config::{
-    DEFAULT_COPY_BYTES_S, Seed, TestbedSpec, class_of, span_s,
-};
+use crate::services::cells::sim_config::{DEFAULT_COPY_BYTES_S, Seed, TestbedSpec, class_of};
 
 fn writer_cfg(w: &WriterArgs) -> WriterCfg {
     let class = class_of(w.fifo.map_or(0, |p| p.max(1) as u32), w.nice.unwrap_or(0));
@@ -77,7 +75,7 @@ pub fn config_for(s: &SettingRaw, c: &CellRaw, writes: u64, hz: u64, seed: Seed)
     testbed_of(s, hz).config(
         cell.policy,
         writers,
-        span_s(cell) + 1.0,
+        cell.last_write_end_s() + 1.0,
         seed,
         c.io.others_bytes_s(),
     )
