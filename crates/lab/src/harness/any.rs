@@ -7,7 +7,7 @@ use oslab_sys::machine::MachineInfo;
 use serde::Serialize;
 
 use super::context::{Context, RunConfig};
-use super::error::LabError;
+use super::error::{LabError, Unreadable};
 use super::experiment::{Experiment, Measured, Meta, Output};
 use super::planner::Planner;
 use crate::settings::Declared;
@@ -18,23 +18,6 @@ pub struct Recorded {
     pub plan: serde_json::Value,
     /// Absent when the experiment was skipped.
     pub raw: Option<serde_json::Value>,
-}
-
-/// Why recorded JSON cannot be judged by its experiment.
-#[derive(Debug, thiserror::Error)]
-pub enum Unreadable {
-    #[error("the plan of {id} cannot be read: {source}")]
-    Plan {
-        id: &'static str,
-        source: serde_json::Error,
-    },
-    #[error("{id} measured nothing (it was skipped)")]
-    NothingMeasured { id: &'static str },
-    #[error("the raw data of {id} cannot be read: {source}")]
-    Raw {
-        id: &'static str,
-        source: serde_json::Error,
-    },
 }
 
 /// An experiment whose plan and raw data are JSON.

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use oslab_model::Mode;
 use oslab_sys::machine::MachineInfo;
 
-use super::sets::Sets;
+/// `--set` values, parsed against each experiment's declaration (`super::sets`),
+/// keyed by (experiment id, setting name).
+pub type Sets = std::collections::BTreeMap<(String, String), crate::settings::SetValue>;
 
 /// How the user asked for a run.
 #[derive(Debug, Clone)]

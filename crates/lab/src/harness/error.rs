@@ -1,4 +1,4 @@
-//! Why a measurement failed.
+//! Why a measurement failed, and why recorded data cannot be judged.
 
 /// A measurement that could not be made: the run's result is `failed` with this
 /// text.
@@ -13,8 +13,25 @@ pub enum LabError {
     Scratch(#[from] super::scratch::ScratchError),
     /// Recorded data its own experiment cannot read.
     #[error(transparent)]
-    Unreadable(#[from] super::any::Unreadable),
+    Unreadable(#[from] Unreadable),
     /// What went wrong, for the result's `failed` status; nothing decides on it.
     #[error("{0}")]
     Failed(String),
+}
+
+/// Why recorded JSON cannot be judged by its experiment.
+#[derive(Debug, thiserror::Error)]
+pub enum Unreadable {
+    #[error("the plan of {id} cannot be read: {source}")]
+    Plan {
+        id: &'static str,
+        source: serde_json::Error,
+    },
+    #[error("{id} measured nothing (it was skipped)")]
+    NothingMeasured { id: &'static str },
+    #[error("the raw data of {id} cannot be read: {source}")]
+    Raw {
+        id: &'static str,
+        source: serde_json::Error,
+    },
 }

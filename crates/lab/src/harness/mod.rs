@@ -18,9 +18,8 @@ pub mod sampler;
 pub mod scratch;
 pub mod sets;
 
-pub use any::{AnyExperiment, Recorded, Unreadable};
-pub use context::{Context, NoProgress, Progress, RunConfig};
-pub use error::LabError;
+pub use any::{AnyExperiment, Recorded};
+pub use context::{Context, NoProgress, Progress, RunConfig, Sets};
+pub use error::{LabError, Unreadable};
 pub use experiment::{Experiment, Measured, Meta, Needs, Output, finding, measurement};
 pub use planner::Planner;
-pub use sets::Sets;

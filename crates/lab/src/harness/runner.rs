@@ -5,9 +5,9 @@ use oslab_sys::clock::{TIMER_NAME, now_ns, rfc3339_utc, unix_time_s};
 use oslab_sys::fsread::Root;
 use oslab_sys::machine::MachineInfo;
 
-use super::any::{AnyExperiment, Unreadable};
+use super::any::AnyExperiment;
 use super::context::{Context, Progress, RunConfig};
-use super::error::LabError;
+use super::error::{LabError, Unreadable};
 use super::experiment::Output;
 use super::load::LoadMonitor;
 use super::rawfile::RawFile;

@@ -3,10 +3,7 @@
 //! the simulator's `--set` shares ([`crate::settings::split_assignment`]).
 
 use super::any::AnyExperiment;
-
-/// `--set` values, parsed against each experiment's declaration, keyed by
-/// (experiment id, setting name).
-pub type Sets = std::collections::BTreeMap<(String, String), crate::settings::SetValue>;
+use super::context::Sets;
 
 /// Parses `args` for `experiments`: a name no selected experiment declares, or a
 /// value of the wrong kind or out of range, is one sentence naming it.
