@@ -4,8 +4,7 @@
 use oslab_model::Claim;
 use oslab_sys::parse::size::human_bytes;
 
-use super::findings::shared_why;
-use super::judge::{Judging, edge_words};
+use super::judging::{Judging, edge_words, shared_why};
 use crate::harness::check::{Check, Condition, Rule};
 use crate::mem::common::sweep::SysfsLevel;
 

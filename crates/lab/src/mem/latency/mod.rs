@@ -48,6 +48,7 @@ mod claims;
 mod curve;
 mod findings;
 mod judge;
+mod judging;
 mod measure;
 #[cfg(test)]
 mod tests;
