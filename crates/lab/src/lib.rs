@@ -1,38 +1,35 @@
-//! The experiments and the harness that runs them.
+//! oslab's experiments, and the harness that runs them and the services the
+//! commands call.
 //!
-//! An experiment is mostly its idea: it implements [`Experiment`] and returns an
-//! [`Output`]; the [`runner`] owns the environment snapshot, load and steal
-//! recording, timing, statistics and assembling the [`oslab_model::ExperimentResult`].
-// Functions over 80 lines (clippy.toml) fail the lints outside tests (issue 28).
-#![cfg_attr(not(test), warn(clippy::too_many_lines))]
+//! The experiment families are the folders named after them (`cpu`, `mem`, `io`,
+//! `sched`, `wb`, `sim`, and the pipeline's self-test `null`): in a family, each
+//! folder is one experiment and `common` what its experiments share. An
+//! experiment implements [`Experiment`] (plan, measure, judge); the [`harness`]
+//! runs it, records its raw data and assembles the
+//! [`oslab_model::ExperimentResult`]; the [`registry`] lists every experiment.
+//! [`services`] are what the commands call
+//! (`oslab dirty`, `oslab testbed`, `oslab sim advise|sweep`, the writers of
+//! `oslab wcall`) and what experiments of several families share (the slow
+//! device and the writer cells run on it).
 #![forbid(unsafe_code)]
 
-pub mod check;
 pub mod cpu;
-pub mod experiment;
 pub mod harness;
 pub mod io;
-pub mod kernel_trace;
-pub mod load;
 pub mod mem;
 pub mod null;
-pub mod rawcheck;
-pub mod rawfile;
 pub mod registry;
-pub mod runner;
-pub mod sampler;
 pub mod sched;
-pub mod scratch;
-pub mod shape;
-pub mod simrun;
+pub mod services;
+pub mod sim;
 pub mod wb;
 
 /// Typed settings (`Setting<Bytes>`, ...), in their own crate so the simulator
-/// declares its keys the same way; every `crate::settings::...` path still works.
+/// declares its keys the same way.
 pub use oslab_settings as settings;
 
-pub use experiment::{
-    Context, Experiment, LabError, Meta, Needs, NoProgress, Outcome, Output, Progress, RunConfig,
-    finding, measurement,
+pub use harness::{
+    AnyExperiment, Context, Experiment, LabError, Meta, Needs, NoProgress, Output, Progress,
+    RunConfig, Sets,
 };
 pub use registry::{Registry, UnknownId};

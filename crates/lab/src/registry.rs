@@ -1,10 +1,11 @@
-//! Every experiment by id.
+//! Every experiment by id: the one file above both the experiments and the
+//! harness, so the harness never depends on an experiment.
 
-use crate::experiment::Experiment;
+use crate::harness::AnyExperiment;
 
 /// The catalogue of experiments, in the order `oslab list` shows them.
 pub struct Registry {
-    experiments: Vec<Box<dyn Experiment>>,
+    experiments: Vec<Box<dyn AnyExperiment>>,
 }
 
 /// An id that names no experiment, with the closest known id if one is close.
@@ -48,7 +49,7 @@ impl Default for Registry {
                 Box::new(crate::wb::throttle::Throttle),
                 Box::new(crate::wb::wcall::WbWcall),
                 Box::new(crate::wb::wcall_overhead::WcallOverhead),
-                Box::new(crate::simrun::SimValidate),
+                Box::new(crate::sim::validate::SimValidate),
                 Box::new(crate::null::Null),
             ],
         }
@@ -56,19 +57,19 @@ impl Default for Registry {
 }
 
 impl Registry {
-    pub fn all(&self) -> impl Iterator<Item = &dyn Experiment> {
+    pub fn all(&self) -> impl Iterator<Item = &dyn AnyExperiment> {
         self.experiments.iter().map(|b| b.as_ref())
     }
 
-    pub fn get(&self, id: &str) -> Option<&dyn Experiment> {
+    pub fn get(&self, id: &str) -> Option<&dyn AnyExperiment> {
         self.all().find(|e| e.meta().id == id)
     }
 
     /// Resolves command-line ids: `all` is every non-internal experiment, a family
     /// prefix such as `cpu` selects its members; duplicates are dropped.
-    pub fn resolve(&self, ids: &[String]) -> Result<Vec<&dyn Experiment>, UnknownId> {
-        let mut out: Vec<&dyn Experiment> = Vec::new();
-        fn push<'a>(e: &'a dyn Experiment, out: &mut Vec<&'a dyn Experiment>) {
+    pub fn resolve(&self, ids: &[String]) -> Result<Vec<&dyn AnyExperiment>, UnknownId> {
+        let mut out: Vec<&dyn AnyExperiment> = Vec::new();
+        fn push<'a>(e: &'a dyn AnyExperiment, out: &mut Vec<&'a dyn AnyExperiment>) {
             if !out.iter().any(|o| o.meta().id == e.meta().id) {
                 out.push(e);
             }

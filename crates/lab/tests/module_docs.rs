@@ -18,7 +18,7 @@ fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// The experiment ids a module declares (one or two beside `shaped_experiment!`),
+/// The experiment ids a module declares (beside `impl Experiment for`),
 /// and its header.
 fn experiment_modules() -> Vec<(Vec<String>, PathBuf, Vec<String>)> {
     let mut files = Vec::new();
@@ -30,7 +30,7 @@ fn experiment_modules() -> Vec<(Vec<String>, PathBuf, Vec<String>)> {
         .into_iter()
         .filter_map(|p| {
             let text = std::fs::read_to_string(&p).unwrap();
-            if !text.contains("shaped_experiment!(") {
+            if !text.contains("impl Experiment for ") {
                 return None;
             }
             let ids = text

@@ -9,9 +9,9 @@ mod common;
 use oslab_lab::Registry;
 
 #[test]
-fn every_experiment_in_the_shape_has_a_fixture() {
+fn every_experiment_has_a_fixture() {
     for e in Registry::default().all() {
-        if e.shaped().is_some() && !e.meta().internal {
+        if !e.meta().internal {
             let id = e.meta().id;
             let dir = common::fixtures();
             assert!(
@@ -21,14 +21,4 @@ fn every_experiment_in_the_shape_has_a_fixture() {
             );
         }
     }
-}
-
-#[test]
-fn every_experiment_is_in_the_shape() {
-    let old: Vec<&str> = Registry::default()
-        .all()
-        .filter(|e| e.shaped().is_none())
-        .map(|e| e.meta().id)
-        .collect();
-    assert!(old.is_empty(), "not yet in the shape: {old:?}");
 }

@@ -7,8 +7,8 @@
 mod common;
 use common::{finding, judged, verdict};
 use oslab_lab::Registry;
-use oslab_lab::rawfile::RawFile;
-use oslab_lab::runner::judge_file;
+use oslab_lab::harness::rawfile::RawFile;
+use oslab_lab::harness::runner::judge_file;
 use oslab_model::{ExperimentResult, Status, Verdict};
 
 /// An extra fixture of `id`, `ID.NAME.raw.json[.gz]`, judged.

@@ -7,9 +7,9 @@
 mod common;
 use common::{finding, judged, verdict};
 use oslab_lab::Registry;
-use oslab_lab::rawfile::RawFile;
-use oslab_lab::runner::judge_file;
-use oslab_lab::simrun;
+use oslab_lab::harness::rawfile::RawFile;
+use oslab_lab::harness::runner::judge_file;
+use oslab_lab::sim::sawtooth;
 use oslab_model::{ExperimentResult, Status, Verdict};
 
 /// An extra fixture of `id`, `ID.NAME.raw.json`, judged.
@@ -121,9 +121,9 @@ fn the_simulator_validation_reads_the_replayed_runs() {
         assert!(r.params["rate"].as_f64().is_some() && r.params["duration"].as_f64().is_some());
     }
     for r in &real {
-        assert!(simrun::config_for_real(r).is_some(), "{}", r.experiment);
+        assert!(sawtooth::config_for_real(r).is_some(), "{}", r.experiment);
     }
-    let out = simrun::validate(&real);
+    let out = sawtooth::beside_real(&real);
     assert!(
         out.findings
             .iter()

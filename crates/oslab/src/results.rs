@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use oslab_lab::{RunConfig, runner};
+use oslab_lab::RunConfig;
+use oslab_lab::harness::runner;
 use oslab_model::{ExperimentResult, Status};
 use oslab_report::exporter::{Results, Stage};
 use oslab_sys::fsread::Root;
@@ -25,45 +26,10 @@ fn command_line() -> String {
 /// that has the setting; a value of the wrong kind or out of range is a usage error.
 pub fn check_sets(
     raw: &[String],
-    experiments: &[&dyn oslab_lab::Experiment],
-) -> Result<oslab_lab::experiment::Sets, Failure> {
-    let mut out = oslab_lab::experiment::Sets::new();
-    for s in raw {
-        let (name, value) = s
-            .split_once('=')
-            .ok_or_else(|| Failure::usage(format!("--set {s}: expected NAME=VALUE")))?;
-        let name = name.trim();
-        let owners: Vec<_> = experiments
-            .iter()
-            .filter_map(|e| {
-                e.settings()
-                    .iter()
-                    .find(|st| st.name() == name)
-                    .map(|st| (e.meta().id, *st))
-            })
-            .collect();
-        if owners.is_empty() {
-            let known: Vec<&str> = experiments
-                .iter()
-                .flat_map(|e| e.settings().iter().map(|st| st.name()))
-                .collect();
-            return Err(Failure::usage(if known.is_empty() {
-                format!("--set {name}: the selected experiments have no settings")
-            } else {
-                format!(
-                    "--set {name}: no selected experiment has that setting (known: {})",
-                    known.join(", ")
-                )
-            }));
-        }
-        for (id, st) in owners {
-            let v = st
-                .parse_value(value)
-                .map_err(|e| Failure::usage(format!("--set {e}")))?;
-            out.insert((id.to_string(), name.to_string()), v);
-        }
-    }
-    Ok(out)
+    experiments: &[&dyn oslab_lab::AnyExperiment],
+) -> Result<oslab_lab::Sets, Failure> {
+    oslab_lab::harness::sets::parse(raw, experiments)
+        .map_err(|e| Failure::usage(format!("--set {e}")))
 }
 
 /// Where a run's results go.
@@ -89,7 +55,7 @@ impl Delivery {
 
 /// Runs experiments, printing tables and writing every requested output.
 pub fn execute(
-    experiments: &[&dyn oslab_lab::Experiment],
+    experiments: &[&dyn oslab_lab::AnyExperiment],
     delivery: &Delivery,
     cfg: &RunConfig,
 ) -> CmdResult {

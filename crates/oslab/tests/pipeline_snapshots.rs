@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use oslab_lab::experiment::NoProgress;
-use oslab_lab::rawfile::RawFile;
-use oslab_lab::{Context, Experiment, RunConfig, runner};
+use oslab_lab::harness::rawfile::RawFile;
+use oslab_lab::harness::runner;
+use oslab_lab::{AnyExperiment, Context, NoProgress, RunConfig};
 use oslab_model::{Environment, ExperimentResult, LoadRecord, Mode, ResultSet, SCHEMA_VERSION};
 use oslab_sys::fsread::Root;
 use oslab_sys::machine::{self, LiveProbes};
@@ -35,9 +35,8 @@ fn null_result() -> ExperimentResult {
         config: &cfg,
         machine: &machine,
         progress: &NoProgress,
-        params: Default::default(),
     };
-    let (recorded, skipped) = exp.shaped().unwrap().plan_and_measure(&mut ctx).unwrap();
+    let (recorded, skipped) = exp.plan_and_measure(&mut ctx).unwrap();
     let environment = Environment {
         oslab_version: "test".into(),
         machine: machine.clone(),
@@ -53,7 +52,7 @@ fn null_result() -> ExperimentResult {
     };
     // judged from its raw file, as every run and `oslab judge` are
     let file = RawFile {
-        oslab_raw: oslab_lab::rawfile::RAW_VERSION,
+        oslab_raw: oslab_lab::harness::rawfile::RAW_VERSION,
         oslab_version: "test".into(),
         experiment: "null".into(),
         mode: cfg.mode,

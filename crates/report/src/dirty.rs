@@ -1,8 +1,9 @@
 //! `oslab dirty explain` and `oslab dirty advise` for people.
 //!
-//! The figures come from the lab (`lab::wb::explain`, `lab::wb::advise`); report
-//! does not depend on the lab (the lab will use report's formatting helpers), so the
-//! binary hands them over as the borrowed views below.
+//! The figures come from the lab (`lab::services::dirty_explain`,
+//! `lab::services::dirty_advice`); report does not depend on the lab (the lab will
+//! use report's formatting helpers), so the binary hands them over as the borrowed
+//! views below.
 
 use oslab_model::Claim;
 use oslab_sys::dirty::{DirtyInputs, DirtyLimits};

@@ -353,6 +353,15 @@ where
     }
 }
 
+/// A `--set NAME=VALUE` argument split into its name and its value, each
+/// trimmed: the one grammar of `--set`, for the experiments' settings and the
+/// simulator's alike. Without `=` it is one sentence naming the argument.
+pub fn split_assignment(arg: &str) -> Result<(&str, &str), String> {
+    arg.split_once('=')
+        .map(|(name, value)| (name.trim(), value.trim()))
+        .ok_or_else(|| format!("{arg}: expected NAME=VALUE"))
+}
+
 /// Declared settings of every experiment must not repeat a name.
 pub type Declared = &'static [&'static dyn AnySetting];
 
@@ -445,6 +454,16 @@ mod tests {
         assert_eq!(
             SHARE.parse("5").unwrap_err(),
             "share=5 is out of range: give 0 to 1"
+        );
+    }
+
+    #[test]
+    fn an_assignment_is_a_name_and_a_value() {
+        assert_eq!(split_assignment(" size = 2MiB "), Ok(("size", "2MiB")));
+        assert_eq!(split_assignment("cmd=a=b"), Ok(("cmd", "a=b")));
+        assert_eq!(
+            split_assignment("size").unwrap_err(),
+            "size: expected NAME=VALUE"
         );
     }
 

@@ -23,6 +23,7 @@ pub mod policy;
 pub mod rules;
 pub mod scenario;
 pub mod settings;
+pub mod validate;
 
 pub use config::{
     Class, Config, DeviceCfg, DeviceKind, GovernorCfg, Initial, Kind, RuleSet, Sysctls, WriterCfg,

@@ -10,6 +10,7 @@
 
 use oslab_settings::{
     AnySetting, Bytes, Count, Kind, Millis, OneOf, Rate, Seconds, SetValue, Setting,
+    split_assignment,
 };
 
 use crate::bounds::{within, within_whole};
@@ -355,7 +356,10 @@ impl Assignment {
             .find(|k| k.setting.name() == key)
             .ok_or_else(|| {
                 let known: Vec<&str> = KEYS.iter().map(|k| k.setting.name()).collect();
-                format!("unknown setting '{key}' (known: {})", known.join(", "))
+                format!(
+                    "{key}: the simulator has no such setting (known: {})",
+                    known.join(", ")
+                )
             })?;
         Ok(Assignment {
             key: k,
@@ -368,6 +372,29 @@ impl Assignment {
     pub fn apply(&self, c: &mut Config) {
         (self.key.apply)(c, &self.value)
     }
+}
+
+/// `--set NAME=VALUE` arguments, each split as the experiments' are
+/// ([`split_assignment`]) and parsed once against its key's declaration.
+pub fn parse_sets(args: &[String]) -> Result<Vec<Assignment>, String> {
+    args.iter()
+        .map(|a| {
+            let (name, value) = split_assignment(a)?;
+            Assignment::parse(name, value)
+        })
+        .collect()
+}
+
+/// `base` with `sets` applied in order, then checked whole
+/// ([`crate::scenario::validate`]), so a `--set` value meets the ranges a scenario
+/// file does.
+pub fn configure(base: &Config, sets: &[Assignment]) -> Result<Config, String> {
+    let mut c = base.clone();
+    for a in sets {
+        a.apply(&mut c);
+    }
+    crate::validate::validate(&c).map_err(|e| e.to_string())?;
+    Ok(c)
 }
 
 #[cfg(test)]
@@ -449,7 +476,28 @@ mod tests {
         assert!(
             Assignment::parse("nope", "1")
                 .unwrap_err()
-                .starts_with("unknown setting 'nope' (known: dirty_bytes, ")
+                .starts_with("nope: the simulator has no such setting (known: dirty_bytes, ")
+        );
+    }
+
+    fn args(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn set_arguments_have_the_experiments_grammar() {
+        let sets = parse_sets(&args(&[" bandwidth = 10MiB/s", "rules=linux-2.6.26"])).unwrap();
+        let base = crate::scenario::find("testbed-fig2").unwrap().config;
+        let c = configure(&base, &sets).unwrap();
+        assert_eq!(c.device.bandwidth_bytes_s, 10.0 * (1 << 20) as f64);
+        assert_eq!(c.rules, RuleSet::Linux2626);
+        assert_eq!(
+            parse_sets(&args(&["bandwidth"])).unwrap_err(),
+            "bandwidth: expected NAME=VALUE"
+        );
+        assert_eq!(
+            parse_sets(&args(&["dirty_ratio=150"])).unwrap_err(),
+            "dirty_ratio=150 is out of range: give 0 to 100"
         );
     }
 }

@@ -1,5 +1,6 @@
-//! CPU-side costs: system calls (and, later, context switches).
+//! CPU-side costs: system calls and context switches.
 
+pub mod common;
 pub mod ctxsw;
 pub mod ctxsw_ws;
 pub mod syscall;

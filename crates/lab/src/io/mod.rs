@@ -1,5 +1,5 @@
 //! The page cache and the write paths (material section 3).
 
-pub mod probe;
+pub mod common;
 pub mod read;
 pub mod write;

@@ -1,15 +1,9 @@
-//! Dirty pages and write back on the real kernel (material section 4).
+//! Dirty pages and write back on the real kernel (material sections 4 and 7).
 
-pub mod advise;
 pub mod background;
 pub mod cases;
-pub mod explain;
-pub mod knobs;
+pub mod common;
 pub mod periodic;
-pub mod sawexp;
-pub mod stall_causes;
-pub mod testbed;
 pub mod throttle;
-pub mod trace;
 pub mod wcall;
 pub mod wcall_overhead;

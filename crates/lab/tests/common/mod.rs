@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use oslab_lab::Registry;
-use oslab_lab::rawfile::RawFile;
-use oslab_lab::runner::judge_file;
+use oslab_lab::harness::rawfile::RawFile;
+use oslab_lab::harness::runner::judge_file;
 use oslab_model::{ExperimentResult, Status, Verdict};
 
 /// tests/fixtures/raw, where `oslab run ID --quick --save-raw` files are kept as

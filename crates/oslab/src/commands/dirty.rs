@@ -3,7 +3,7 @@
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
-use oslab_lab::wb::explain::explain;
+use oslab_lab::services::dirty_explain::explain;
 use oslab_report::dirty::{Advised, Explained};
 
 use crate::failure::CmdResult;
@@ -107,8 +107,9 @@ fn measure_device(dir: &std::path::Path) -> Result<f64, Failure> {
     use std::io::Write;
     let bytes: u64 = 256 << 20;
     // journaled, so a kill leaves nothing behind that `oslab restore` misses
-    let scratch = oslab_lab::scratch::Scratch::create(dir, "dirty-advise", bytes + (16 << 20))
-        .map_err(|e| Failure::runtime(e.to_string()))?;
+    let scratch =
+        oslab_lab::harness::scratch::Scratch::create(dir, "dirty-advise", bytes + (16 << 20))
+            .map_err(|e| Failure::runtime(e.to_string()))?;
     let path = scratch.file("device-probe.dat");
     let chunk = vec![0x5au8; 1 << 20];
     let t0 = oslab_sys::clock::monotonic_ns();
@@ -132,7 +133,7 @@ fn nr_dirtied() -> Option<u64> {
 /// The device's write bandwidth for `dirty advise`: given, measured on the
 /// testbed, or measured in the scratch folder; and where it came from.
 fn device_bandwidth(a: &AdviseArgs) -> Result<(f64, String), Failure> {
-    use oslab_lab::wb::advise::MIN_DEVICE_BYTES_S;
+    use oslab_lab::services::dirty_advice::MIN_DEVICE_BYTES_S;
     Ok(if let Some(t) = &a.device_bandwidth {
         let bw = rate_arg("--device-bandwidth", t)?;
         if bw < MIN_DEVICE_BYTES_S {
@@ -148,7 +149,7 @@ fn device_bandwidth(a: &AdviseArgs) -> Result<(f64, String), Failure> {
             )
         })?;
         (
-            oslab_lab::wb::testbed::measure_bandwidth(&tb)
+            oslab_lab::services::testbed::measure_bandwidth(&tb)
                 .map_err(|e| Failure::runtime(e.to_string()))?,
             format!("measured on the testbed {}", tb.device.display()),
         )
@@ -213,7 +214,7 @@ fn apply(sysctl_lines: &[(String, String)]) -> Result<(), Failure> {
 }
 
 fn run_advise(a: AdviseArgs) -> CmdResult {
-    use oslab_lab::wb::advise::{AdviceInputs, advise};
+    use oslab_lab::services::dirty_advice::{AdviceInputs, advise};
     if !(a.target_latency.is_finite() && (0.05..=60.0).contains(&a.target_latency)) {
         return Err(Failure::usage(format!(
             "--target-latency {} is out of range: give 0.05 to 60 seconds",

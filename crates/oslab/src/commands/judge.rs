@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use oslab_lab::{Registry, rawfile::RawFile, runner};
+use oslab_lab::Registry;
+use oslab_lab::harness::{rawfile::RawFile, runner};
 use oslab_sys::infile;
 
 use crate::args::MaxInputArg;
@@ -41,13 +42,6 @@ pub fn run(a: JudgeArgs) -> CmdResult {
                 f.experiment
             ))
         })?;
-        if exp.shaped().is_none() {
-            return Err(Failure::usage(format!(
-                "{}: {} cannot be judged from raw data yet",
-                infile::display_name(path),
-                f.experiment
-            )));
-        }
         // judged here, before anything is written: raw data the experiment cannot
         // read is the file's fault (a usage error), like a file that is not JSON
         let result = runner::judge_outside_file(exp, &f)

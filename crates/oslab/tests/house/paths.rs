@@ -74,10 +74,10 @@ pub fn split_uses(words: &[Word]) -> (Uses, Vec<&Word>) {
 }
 
 fn starts_statement(words: &[Word], i: usize) -> bool {
-    match i.checked_sub(1).map(|k| words[k].text.as_str()) {
-        None | Some(";" | "{" | "}" | "]" | ")" | "pub") => true,
-        _ => false,
-    }
+    matches!(
+        i.checked_sub(1).map(|k| words[k].text.as_str()),
+        None | Some(";" | "{" | "}" | "]" | ")" | "pub")
+    )
 }
 
 /// Expands a use tree (`a::b::{c, d as e, f::*}`) below `prefix`.

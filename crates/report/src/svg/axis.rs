@@ -64,14 +64,15 @@ pub fn range(values: &[f64], scale: Scale, include_zero: bool) -> (f64, f64) {
                 hi = lo + 1.0;
             }
             let pad = (hi - lo) * 0.05;
-            (if lo == 0.0 { 0.0 } else { lo - pad }, hi + pad)
+            let lo = if lo == 0.0 { 0.0 } else { lo - pad };
+            (lo.max(f64::MIN), (hi + pad).min(f64::MAX))
         }
         Scale::Log2 | Scale::Log10 => {
             if hi == lo {
                 lo /= 2.0;
                 hi *= 2.0;
             }
-            (lo / 1.15, hi * 1.15)
+            (lo / 1.15, (hi * 1.15).min(f64::MAX))
         }
     }
 }
@@ -106,15 +107,21 @@ pub fn linear_ticks(lo: f64, hi: f64, integer: bool) -> Vec<f64> {
         .collect()
 }
 
-/// Powers of `base` within [lo, hi], at most twelve of them.
+/// Powers of `base` within [lo, hi], at most twelve of them; none when either end
+/// is not a finite positive number (a damaged results file's axis ran to infinity,
+/// and casting its exponent to a whole number asked for 2^31 powers: 16 GiB).
 pub fn log_ticks(lo: f64, hi: f64, base: f64) -> Vec<f64> {
-    let (a, b) = (
-        (lo.log(base) - 1e-9).ceil() as i32,
-        (hi.log(base) + 1e-9).floor() as i32,
-    );
-    let all: Vec<f64> = (a..=b).map(|e| base.powi(e)).collect();
-    let every = all.len().div_ceil(12).max(1);
-    all.into_iter().step_by(every).collect()
+    let (a, b) = ((lo.log(base) - 1e-9).ceil(), (hi.log(base) + 1e-9).floor());
+    if !(a.is_finite() && b.is_finite()) || b < a {
+        return Vec::new();
+    }
+    // finite doubles span fewer than 2,100 powers of two
+    let (a, n) = (a as i32, (b - a) as usize + 1);
+    let every = n.div_ceil(12).max(1);
+    (0..n)
+        .step_by(every)
+        .map(|k| base.powi(a + k as i32))
+        .collect()
 }
 
 /// How an axis shows its values: a factor applied to data values and the unit the
@@ -288,6 +295,19 @@ mod tests {
         let d = display("ops", 50_000.0, false);
         let t = linear_ticks(0.0, 50_000.0, false);
         assert_eq!(labels(&t, "ops", &d).last().unwrap(), "50k");
+    }
+
+    #[test]
+    fn an_axis_that_runs_to_the_largest_double_has_few_ticks() {
+        // found by the results reader's fuzz run: a value of 1e308 on a log axis
+        let (lo, hi) = range(&[1024.0, 1e308], Scale::Log2, false);
+        assert!(hi.is_finite());
+        let t = log_ticks(lo, hi, 2.0);
+        assert!(!t.is_empty() && t.len() <= 12, "{t:?}");
+        assert!(log_ticks(1024.0, f64::INFINITY, 2.0).is_empty());
+        assert!(log_ticks(0.0, 10.0, 10.0).is_empty());
+        let (lo, hi) = range(&[-1e308, 1e308], Scale::Linear, false);
+        assert!(lo.is_finite() && hi.is_finite());
     }
 
     #[test]

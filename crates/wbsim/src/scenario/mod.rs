@@ -3,7 +3,6 @@
 
 use serde::{Deserialize, Serialize};
 
-mod check;
 mod file;
 mod shape;
 
@@ -11,9 +10,8 @@ use crate::config::{
     Class, Config, DeviceCfg, DeviceKind, GovernorCfg, Initial, Kind, MIB, RuleSet, Sysctls,
     WriterCfg,
 };
-use crate::settings::Assignment;
 
-pub use check::{Invalid, validate};
+pub use crate::validate::{Invalid, validate};
 pub use file::from_toml;
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -285,14 +283,6 @@ pub fn find(name: &str) -> Option<Scenario> {
     builtin().into_iter().find(|s| s.name == name)
 }
 
-/// Applies `--set key=value` to a configuration: the value is parsed once against
-/// the key's declaration ([`crate::settings::KEYS`]), set, and the whole
-/// configuration checked.
-pub fn apply_set(c: &mut Config, key: &str, value: &str) -> Result<(), String> {
-    Assignment::parse(key, value)?.apply(c);
-    validate(c).map_err(|e| e.to_string())
-}
-
 /// "64MiB", "1G", "4096" -> bytes; "40MiB/s" -> bytes per second.
 pub fn parse_bytes(s: &str) -> Option<u64> {
     use oslab_units::{parse_human_rate, parse_human_size};
@@ -355,15 +345,17 @@ class = { rt = { priority = 55 } }
 
     #[test]
     fn settings_apply() {
-        let mut c = find("testbed-fig2").unwrap().config;
-        apply_set(&mut c, "bandwidth", "10MiB/s").unwrap();
-        assert_eq!(c.device.bandwidth_bytes_s, 10.0 * MIB as f64);
-        assert!(
-            apply_set(&mut c, "nope", "1")
-                .unwrap_err()
-                .contains("unknown setting")
+        let c = find("testbed-fig2").unwrap().config;
+        let set = |a: &str| {
+            crate::settings::parse_sets(&[a.to_string()])
+                .and_then(|sets| crate::settings::configure(&c, &sets))
+        };
+        assert_eq!(
+            set("bandwidth=10MiB/s").unwrap().device.bandwidth_bytes_s,
+            10.0 * MIB as f64
         );
-        assert!(apply_set(&mut c, "duration", "-3").is_err());
+        assert!(set("nope=1").unwrap_err().contains("no such setting"));
+        assert!(set("duration=-3").is_err());
     }
 }
 

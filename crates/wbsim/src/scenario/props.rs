@@ -253,9 +253,10 @@ proptest! {
         ],
         v in prop_oneof![value(), ".{0,12}", "[0-9.]{1,24}[KMGT]?(iB)?(/s)?"],
     ) {
-        let mut c = find("testbed-fig2").unwrap().config;
+        let base = find("testbed-fig2").unwrap().config;
         let _ = parse_bytes(&v);
-        if apply_set(&mut c, &key, &v).is_ok() {
+        let set = crate::settings::parse_sets(&[format!("{key}={v}")]);
+        if let Ok(c) = set.and_then(|sets| crate::settings::configure(&base, &sets)) {
             validate(&c).map_err(|e| TestCaseError::fail(e.to_string()))?;
         }
     }

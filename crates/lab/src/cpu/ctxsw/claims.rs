@@ -5,7 +5,7 @@ use oslab_model::{Claim, Environment};
 use super::judge::{cpus_of, median};
 use super::modes::{Modes, Spread};
 use super::{CellRaw, Raw};
-use crate::check::{Check, Condition, Outcome, Rule};
+use crate::harness::check::{Check, Condition, Outcome, Rule};
 
 const PINNING: Check = Check {
     id: "pinning-cheaper",

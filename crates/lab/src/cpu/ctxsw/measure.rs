@@ -9,8 +9,8 @@ use oslab_sys::fsread::Root;
 use oslab_sys::parse::procstat::{CpuTimes, cpu_times};
 
 use super::{CellRaw, LaunchRaw, PerfRaw, Placement, Plan, Raw};
-use crate::experiment::{Context, LabError};
-use crate::harness::{MIN_BATCH_NS, calibrate, time_batch};
+use crate::cpu::common::timing::{MIN_BATCH_NS, calibrate, time_batch};
+use crate::harness::{Context, LabError};
 
 /// Same CPU, one pair per class the topology offers, and unpinned.
 pub fn placements(m: &MachineInfo) -> Vec<Placement> {

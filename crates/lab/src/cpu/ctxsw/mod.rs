@@ -72,14 +72,13 @@ use oslab_model::Environment;
 use oslab_sys::parse::procstat::CpuTimes;
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
 use crate::settings::{AnySetting, Count, Declared, Setting};
-use crate::shape::{Lab, Measured, Planner};
 
 pub use measure::{clean, per_round_trip, placements, run_cell};
 
 pub struct Ctxsw;
-crate::shaped_experiment!(Ctxsw);
 
 static LAUNCHES: Setting<Count> = Setting {
     name: "launches",
@@ -285,7 +284,7 @@ impl Raw {
     }
 }
 
-impl Lab for Ctxsw {
+impl Experiment for Ctxsw {
     type Plan = Plan;
     type Raw = Raw;
 

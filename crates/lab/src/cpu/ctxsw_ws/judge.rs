@@ -5,9 +5,9 @@ use oslab_model::{Axis, Claim, Environment, Marker, Plot, Scale, Series, SeriesS
 use oslab_units::human_bytes;
 
 use super::{DEFAULT_CAP, Plan, PointRaw, Raw, last_level_bytes};
-use crate::check::{Check, Condition, Rule};
 use crate::cpu::ctxsw::modes::Spread;
-use crate::experiment::{Output, finding, measurement};
+use crate::harness::check::{Check, Condition, Rule};
+use crate::harness::{Output, finding, measurement};
 
 /// A switch costs this factor over its cost with no working set: it has risen.
 const RISE: f64 = 1.5;
@@ -175,6 +175,31 @@ fn plot(curves: &[Curve], env: &Environment, max_ws: u64) -> Plot {
     }
 }
 
+/// Same-CPU against two-CPU cost at the largest size swept.
+fn pin_condition(last: Option<(u64, f64)>, cross: Option<&Curve>) -> Condition {
+    let (pin_subject, pin_ratio) = match (last, cross) {
+        (Some((w, s)), Some((name, c))) => (
+            format!("same-CPU / {name} cost at {}", human_bytes(w)),
+            c.iter()
+                .find(|(cw, _)| *cw == w)
+                .map(|(_, o)| *o)
+                .filter(|o| *o > 0.0)
+                .map(|o| s / o),
+        ),
+        _ => ("same-CPU / two-CPU cost at the largest size".into(), None),
+    };
+    Condition::from_option(
+        pin_subject,
+        "x",
+        Rule::Below(FAR_LOWER),
+        pin_ratio,
+        match cross {
+            None => "no placement on two CPUs (one CPU here) to compare with",
+            Some(_) => "no positive two-CPU cost at the largest size to compare with",
+        },
+    )
+}
+
 /// The claim from the curves, sysfs's L2 and the largest size swept.
 pub fn working_set_claim(curves: &[Curve], l2: Option<u64>, max_ws: u64) -> Claim {
     let Some(l2) = l2.filter(|b| *b > 0) else {
@@ -215,27 +240,7 @@ pub fn working_set_claim(curves: &[Curve], l2: Option<u64>, max_ws: u64) -> Clai
             ),
         ),
     };
-    let (pin_subject, pin_ratio) = match (last, cross) {
-        (Some((w, s)), Some((name, c))) => (
-            format!("same-CPU / {name} cost at {}", human_bytes(w)),
-            c.iter()
-                .find(|(cw, _)| *cw == w)
-                .map(|(_, o)| *o)
-                .filter(|o| *o > 0.0)
-                .map(|o| s / o),
-        ),
-        _ => ("same-CPU / two-CPU cost at the largest size".into(), None),
-    };
-    let pin_cond = Condition::from_option(
-        pin_subject,
-        "x",
-        Rule::Below(FAR_LOWER),
-        pin_ratio,
-        match cross {
-            None => "no placement on two CPUs (one CPU here) to compare with",
-            Some(_) => "no positive two-CPU cost at the largest size to compare with",
-        },
-    );
+    let pin_cond = pin_condition(last, cross);
     let context = format!(
         "same-CPU rise at {} (L2 {lb}); same-CPU {} at the largest size",
         rise.map(human_bytes).unwrap_or_else(|| "none".into()),

@@ -36,24 +36,22 @@
 //! (../shared/spec/material.md); docs/ctxsw.md.
 
 mod judge;
+mod measure;
 #[cfg(test)]
 mod tests;
 
 use oslab_model::Environment;
 use oslab_model::machine::MachineInfo;
-use oslab_probe::pingpong::{self, Mechanism, Tasks};
-use oslab_units::human_bytes;
 use serde::{Deserialize, Serialize};
 
-use crate::cpu::ctxsw::{CellRaw, Placement, placements, run_cell};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::cpu::ctxsw::{CellRaw, Placement, placements};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
-use crate::shape::{Lab, Measured, Planner};
 
 pub use judge::rise_point;
 
 pub struct CtxswWs;
-crate::shaped_experiment!(CtxswWs);
 
 static META: Meta = Meta {
     id: "cpu.ctxsw-ws",
@@ -129,15 +127,7 @@ pub struct Raw {
     pub points: Vec<PointRaw>,
 }
 
-/// ns to write `w` bytes of a shared mapping once, pinned to `cpu`, warm.
-fn write_only_ns(w: u64, cpu: Option<u32>, samples: usize) -> Result<Vec<f64>, LabError> {
-    let _pin = cpu.and_then(|c| oslab_sys::process::PinGuard::pin(c).ok());
-    // about 2 ms of writing a sample at ~10 GB/s, at least 4 writes
-    let per_sample = (20_000_000 / w.max(1)).clamp(4, 10_000);
-    Ok(pingpong::time_writes(w as usize, per_sample, samples)?)
-}
-
-impl Lab for CtxswWs {
+impl Experiment for CtxswWs {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -178,41 +168,7 @@ impl Lab for CtxswWs {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        let total = plan.sizes.len() * plan.placements.len();
-        let mut points = Vec::with_capacity(total);
-        for p in &plan.placements {
-            for &w in &plan.sizes {
-                ctx.progress
-                    .stage(&format!("{} {}", p.name, human_bytes(w)));
-                let write = write_only_ns(w, p.own, plan.samples)?;
-                let write_ns = oslab_stats::median(&write).unwrap_or(0.0);
-                // a handoff also costs the write; a first guess of the rest, so a
-                // batch lasts about the target (one CPU: a switch; else a wake-up)
-                let guess = write_ns
-                    + if p.name == "same-cpu" {
-                        1500.0
-                    } else {
-                        30_000.0
-                    };
-                let rts = ((plan.target_batch_ns / (2.0 * guess)) as u64).clamp(20, 5000);
-                let cell = run_cell(
-                    Tasks::Processes,
-                    Mechanism::Futex,
-                    p,
-                    1,
-                    plan.samples,
-                    rts,
-                    w as usize,
-                )?;
-                points.push(PointRaw {
-                    ws: w,
-                    write_only_ns: write,
-                    cell,
-                });
-                ctx.progress.fraction(points.len() as f64 / total as f64);
-            }
-        }
-        Ok(Measured::Raw(Raw { points }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {

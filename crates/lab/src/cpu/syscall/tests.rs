@@ -1,4 +1,5 @@
 //! cpu.syscall judged on synthetic raw data: every verdict of both claims.
+use super::judge::judge;
 use super::*;
 use oslab_model::Verdict;
 

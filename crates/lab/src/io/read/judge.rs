@@ -1,36 +1,16 @@
-//! Judging `io.read` from its raw data: summaries, findings, the two claims, plots.
+//! Judging `io.read` from its raw data: summaries, findings, plots, notes (the
+//! claims are in claims.rs).
 
-use oslab_model::{Axis, Claim, Environment, Plot, Scale, Series, SeriesStyle};
+use oslab_model::{Axis, Environment, Plot, Scale, Series, SeriesStyle};
 use oslab_units::human_bytes;
 
+use super::claims::{EVICTED_ENOUGH, cache_grows, pct, warm_faster};
 use super::{Plan, Raw, Round};
-use crate::check::{Check, Condition, Rule};
-use crate::experiment::{Output, finding, measurement};
-use crate::io::probe::{OpStats, implausible_for_a_disk, mb_s};
-use crate::sampler;
+use crate::harness::sampler;
+use crate::harness::{Output, finding, measurement};
+use crate::io::common::probe::{OpStats, implausible_for_a_disk, mb_s};
 
-const WARM_FASTER: Check = Check {
-    id: "warm-read-faster",
-    text: "A warm read is many times faster than a cold one and causes no device reads",
-    source: "material 3 (seed 000: cold 1.117 s, warm 0.134 s for 1 GiB)",
-};
-
-const CACHE_GROWS: Check = Check {
-    id: "cache-grows-once",
-    text: "buff/cache grows by about the file size during the first read and not during the second",
-    source: "material 3 (seed 000)",
-};
-
-/// "Many times faster": at least this ratio of cold to warm time.
-const MIN_SPEEDUP: f64 = 3.0;
-/// "No device reads": under this many bytes per byte of the file.
-const MAX_WARM_DEVICE: f64 = 0.05;
-/// "About the file size": at least this share of it.
-const MIN_GROWTH: f64 = 0.9;
-/// Eviction that leaves more than this share cached made the cold read partly warm.
-const EVICTED_ENOUGH: f64 = 0.05;
-
-const MIB: f64 = (1u64 << 20) as f64;
+pub(super) const MIB: f64 = (1u64 << 20) as f64;
 
 fn med(v: &[f64]) -> f64 {
     oslab_stats::median(v).unwrap_or(f64::NAN)
@@ -128,22 +108,22 @@ const COLUMNS: [Column; 16] = [
 ];
 
 /// The medians the findings and claims use.
-struct Figures {
-    size: u64,
-    cold_s: f64,
-    warm_s: f64,
-    cold_dev: f64,
-    warm_dev: f64,
-    speedup: f64,
-    cold_dev_rate: f64,
-    grow_cold: f64,
-    grow_warm: f64,
+pub(super) struct Figures {
+    pub(super) size: u64,
+    pub(super) cold_s: f64,
+    pub(super) warm_s: f64,
+    pub(super) cold_dev: f64,
+    pub(super) warm_dev: f64,
+    pub(super) speedup: f64,
+    pub(super) cold_dev_rate: f64,
+    pub(super) grow_cold: f64,
+    pub(super) grow_warm: f64,
     /// Shares of the file's pages cached in the last round (NaN: not read).
-    before_cold: f64,
-    after_cold: f64,
-    after_warm: f64,
+    pub(super) before_cold: f64,
+    pub(super) after_cold: f64,
+    pub(super) after_warm: f64,
     /// The hypervisor's name, when the environment shows one.
-    hypervisor: Option<String>,
+    pub(super) hypervisor: Option<String>,
 }
 
 fn figures(plan: &Plan, raw: &Raw, env: &Environment) -> Figures {
@@ -183,7 +163,7 @@ fn figures(plan: &Plan, raw: &Raw, env: &Environment) -> Figures {
 
 impl Figures {
     /// The cold read was faster than a disk could serve it under a hypervisor.
-    fn host_cached(&self) -> bool {
+    pub(super) fn host_cached(&self) -> bool {
         implausible_for_a_disk(self.cold_dev_rate, self.hypervisor.is_some())
     }
 }
@@ -295,101 +275,6 @@ fn findings(raw: &Raw, f: &Figures, create: &OpStats) -> Vec<oslab_model::Findin
             format!("after the warm read ({method})"),
         ),
     ]
-}
-
-fn pct(x: f64) -> String {
-    format!("{:.0} %", x * 100.0)
-}
-
-fn warm_faster(raw: &Raw, f: &Figures) -> Claim {
-    let conditions = [
-        Condition::new(
-            "cold over warm read time",
-            "x",
-            Rule::AtLeast(MIN_SPEEDUP),
-            f.speedup,
-        ),
-        Condition::new(
-            "device bytes read during the warm read over the file size",
-            "x",
-            Rule::Below(MAX_WARM_DEVICE),
-            f.warm_dev / f.size as f64,
-        ),
-    ];
-    let context = format!(
-        "cold {:.3} s, warm {:.3} s; device read {} cold, {} warm",
-        f.cold_s,
-        f.warm_s,
-        human_bytes(f.cold_dev.max(0.0) as u64),
-        human_bytes(f.warm_dev.max(0.0) as u64)
-    );
-    WARM_FASTER.judge(&conditions, &context, |o| {
-        if o.holds() {
-            "the second read was served from the page cache".into()
-        } else if o.failed(1) {
-            match f.after_cold.is_finite() {
-                true => format!(
-                    "the warm read still went to the device: only {} of the file was cached after the cold read (memory pressure?)",
-                    pct(f.after_cold)
-                ),
-                false => "the warm read still went to the device: the file did not stay cached (memory pressure?)".into(),
-            }
-        } else if raw.disk.is_none() {
-            "the scratch directory is on no block device: the 'cold' read came from memory as well".into()
-        } else if f.host_cached() {
-            format!(
-                "the cold read ran at {:.0} MB/s by the device counters, faster than a disk: under {} the host caches this virtual disk, so 'cold' is only cold for the guest",
-                f.cold_dev_rate,
-                f.hypervisor.as_deref().unwrap_or("the hypervisor")
-            )
-        } else if f.before_cold > EVICTED_ENOUGH {
-            format!(
-                "eviction left {} of the file cached, so the cold read was partly warm",
-                pct(f.before_cold)
-            )
-        } else {
-            format!(
-                "cold and warm reads ran at similar speed: the device delivered {:.0} MB/s",
-                f.cold_dev_rate
-            )
-        }
-    })
-}
-
-fn cache_grows(f: &Figures) -> Claim {
-    let size_mib = f.size as f64 / MIB;
-    let conditions = [
-        Condition::new(
-            "Buffers + Cached growth during the cold read",
-            "MiB",
-            Rule::AtLeast(MIN_GROWTH * size_mib),
-            f.grow_cold / MIB,
-        ),
-        Condition::new(
-            "its change during the warm read (either way)",
-            "MiB",
-            Rule::Below(MAX_WARM_DEVICE * size_mib),
-            f.grow_warm.abs() / MIB,
-        ),
-    ];
-    let context = format!("file {}", human_bytes(f.size));
-    CACHE_GROWS.judge(&conditions, &context, |o| {
-        if o.holds() {
-            "the first read filled the page cache; the second found it there".into()
-        } else if o.failed(0) && f.after_cold.is_finite() && f.after_cold < MIN_GROWTH {
-            format!(
-                "the cache did not keep the file: {} of its pages were cached after the cold read",
-                pct(f.after_cold)
-            )
-        } else if o.failed(0) {
-            format!(
-                "the file was cached after the cold read ({} of its pages) yet Buffers + Cached grew less: the counter is global, and other programs' cache shrank at the same time",
-                if f.after_cold.is_finite() { pct(f.after_cold) } else { "residency unknown".into() }
-            )
-        } else {
-            "the warm read found the file cached, yet Buffers + Cached moved: the counter is global, and other activity changed it at the same time".into()
-        }
-    })
 }
 
 fn notes(plan: &Plan, raw: &Raw, f: &Figures) -> Vec<String> {

@@ -3,7 +3,7 @@
 use oslab_model::Verdict;
 
 use super::*;
-use crate::io::probe::{DiskFacts, test_env as env};
+use crate::io::common::probe::{DiskFacts, test_env as env};
 
 const SIZE: u64 = 64 << 20;
 

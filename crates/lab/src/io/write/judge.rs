@@ -1,55 +1,36 @@
-//! Judging `io.write` from its raw data: rates, where the bytes were, the two claims.
+//! Judging `io.write` from its raw data: rates and where the bytes were (the
+//! claims are in claims.rs).
 
-use oslab_model::{
-    Axis, Claim, Environment, Finding, Measurement, Plot, Scale, Series, SeriesStyle,
-};
+use oslab_model::{Axis, Environment, Finding, Measurement, Plot, Scale, Series, SeriesStyle};
 use oslab_units::human_bytes;
 
+use super::claims::{buffered_faster, device_later};
 use super::{Cell, Mode, Plan, Raw, bs_label};
-use crate::check::{Check, Condition, Rule};
-use crate::experiment::{Output, finding, measurement};
-use crate::io::probe::mb_s;
-use crate::sampler;
+use crate::harness::sampler;
+use crate::harness::{Output, finding, measurement};
+use crate::io::common::probe::mb_s;
 
-const BUFFERED_FASTER: Check = Check {
-    id: "buffered-faster-than-direct",
-    text: "Buffered writes finish much faster than O_DIRECT ones because they only dirty the page cache",
-    source: "material 3 (seed 000: buffered 1.3 GB/s vs O_DIRECT 429 MB/s)",
-};
-
-const DEVICE_LATER: Check = Check {
-    id: "device-work-later",
-    text: "With buffered writes the device work happens later, in write back",
-    source: "material 3 (seed 000)",
-};
-
-/// "Much faster": buffered at least this many times the O_DIRECT rate.
-const MIN_RATIO: f64 = 1.5;
-/// "Later": under this share of the bytes on the device when write() returns ...
-const MAX_DURING: f64 = 0.2;
-/// ... and at least this share once fdatasync has returned.
-const MIN_AFTER: f64 = 0.9;
 /// The block size both claims compare at.
-const BIG: u64 = 1 << 20;
+pub(super) const BIG: u64 = 1 << 20;
 
 fn med(v: &[f64]) -> f64 {
     oslab_stats::median(v).unwrap_or(f64::NAN)
 }
 
 /// The medians of one cell.
-struct CellFigures {
-    write_rate: f64,
-    synced_rate: f64,
+pub(super) struct CellFigures {
+    pub(super) write_rate: f64,
+    pub(super) synced_rate: f64,
     /// Device bytes during / after the calls over the bytes written.
-    during: f64,
-    after: f64,
-    during_bytes: f64,
-    after_bytes: f64,
-    dirty: Option<f64>,
-    writeback: Option<f64>,
+    pub(super) during: f64,
+    pub(super) after: f64,
+    pub(super) during_bytes: f64,
+    pub(super) after_bytes: f64,
+    pub(super) dirty: Option<f64>,
+    pub(super) writeback: Option<f64>,
 }
 
-fn cell_figures(c: &Cell) -> CellFigures {
+pub(super) fn cell_figures(c: &Cell) -> CellFigures {
     let col = |f: fn(&super::WriteRun) -> f64| -> Vec<f64> { c.runs.iter().map(f).collect() };
     let bytes = c.runs[0].bytes as f64;
     let during_bytes = med(&col(|r| r.dev_during as f64));
@@ -78,7 +59,7 @@ fn mode_of(name: &str) -> Mode {
     }
 }
 
-fn opt_bytes(v: Option<f64>) -> String {
+pub(super) fn opt_bytes(v: Option<f64>) -> String {
     v.map_or_else(|| "unknown".into(), |b| human_bytes(b.max(0.0) as u64))
 }
 
@@ -162,11 +143,11 @@ fn cell_outputs(
 
 /// The probes' figures: ns per fresh page, ns per page again, the MB/s of new pages
 /// that first cost allows, the overwrite rate.
-struct Probes {
-    touch_new_ns: f64,
-    touch_again_ns: f64,
-    page_limit_mb_s: f64,
-    overwrite_mb_s: f64,
+pub(super) struct Probes {
+    pub(super) touch_new_ns: f64,
+    pub(super) touch_again_ns: f64,
+    pub(super) page_limit_mb_s: f64,
+    pub(super) overwrite_mb_s: f64,
 }
 
 fn probes(raw: &Raw) -> Probes {
@@ -260,7 +241,7 @@ fn probe_findings(p: &Probes) -> Vec<Finding> {
 
 /// The device's write cache and rotational flags: read during the run, else as the
 /// environment recorded them for the same disk.
-fn disk_flags(raw: &Raw, env: &Environment) -> (Option<String>, Option<bool>) {
+pub(super) fn disk_flags(raw: &Raw, env: &Environment) -> (Option<String>, Option<bool>) {
     let Some(d) = &raw.disk else {
         return (None, None);
     };
@@ -271,121 +252,6 @@ fn disk_flags(raw: &Raw, env: &Environment) -> (Option<String>, Option<bool>) {
             .or_else(|| recorded.and_then(|b| b.write_cache.clone())),
         d.rotational.or_else(|| recorded.and_then(|b| b.rotational)),
     )
-}
-
-/// Why O_DIRECT kept up with buffered writes, from what the environment shows.
-fn direct_not_slow(raw: &Raw, env: &Environment, p: &Probes, direct_mb_s: f64) -> String {
-    let (cache, rotational) = disk_flags(raw, env);
-    let disk = raw.disk.as_ref().map_or("the device", |d| d.disk.as_str());
-    let cache_part = cache
-        .as_deref()
-        .map(|w| format!(" (it reports a '{w}' cache)"))
-        .unwrap_or_default();
-    let device_side = match (&env.machine.hypervisor.name, cache.as_deref(), rotational) {
-        (_, _, _) if raw.disk.is_none() => {
-            "the scratch directory is on no block device, so O_DIRECT writes went to memory"
-                .to_string()
-        }
-        (Some(h), _, _) => format!(
-            "{disk} is a virtual disk under {h}{cache_part}, so an O_DIRECT write can return once the host holds it, at {direct_mb_s:.0} MB/s here"
-        ),
-        (None, Some("write back"), _) => format!(
-            "{disk} acknowledges writes from its volatile write cache ('write back'), so O_DIRECT writes returned at {direct_mb_s:.0} MB/s before reaching the medium"
-        ),
-        (None, _, Some(false)) => format!(
-            "{disk} is solid-state{cache_part} and took 1 MiB direct writes at {direct_mb_s:.0} MB/s"
-        ),
-        (None, _, _) => {
-            format!("{disk}{cache_part} took 1 MiB direct writes at {direct_mb_s:.0} MB/s")
-        }
-    };
-    let balloon = match (
-        env.machine.hypervisor.name.is_some(),
-        env.machine.hypervisor.balloon_free_page_reporting,
-    ) {
-        (true, Some(true)) => {
-            "; the virtio balloon's free page reporting hands freed memory to the host, so new pages fault on the host"
-        }
-        _ => "",
-    };
-    format!(
-        "O_DIRECT is not slow here: {device_side}, while each new page-cache page costs {:.0} ns to touch (at most {:.0} MB/s of new pages; overwriting cached pages ran at {:.0} MB/s){balloon}",
-        p.touch_new_ns, p.page_limit_mb_s, p.overwrite_mb_s
-    )
-}
-
-fn buffered_faster(raw: &Raw, env: &Environment, p: &Probes) -> Claim {
-    let rate = |m: Mode| raw.cell(m, BIG).map(|c| cell_figures(c).write_rate);
-    let (buffered, direct) = (rate(Mode::Buffered), rate(Mode::Direct));
-    let subject = "buffered write() rate over O_DIRECT's, 1 MiB blocks";
-    if let (Some(why), None) = (&raw.refused, direct) {
-        return BUFFERED_FASTER.not_testable(
-            &Rule::AtLeast(MIN_RATIO).describe(subject, "x"),
-            why.clone(),
-        );
-    }
-    let ratio = buffered.zip(direct).map(|(b, d)| b / d);
-    let conditions = [Condition::from_option(
-        subject,
-        "x",
-        Rule::AtLeast(MIN_RATIO),
-        ratio,
-        "no buffered or no O_DIRECT figure at 1 MiB blocks",
-    )];
-    let context = format!(
-        "buffered {:.0} MB/s, O_DIRECT {:.0} MB/s",
-        buffered.unwrap_or(f64::NAN),
-        direct.unwrap_or(f64::NAN)
-    );
-    BUFFERED_FASTER.judge(&conditions, &context, |o| {
-        if o.holds() {
-            "write() only copied into the page cache; the device work came later".into()
-        } else {
-            direct_not_slow(raw, env, p, direct.unwrap_or(f64::NAN))
-        }
-    })
-}
-
-fn device_later(raw: &Raw, env: &Environment, f: &CellFigures) -> Claim {
-    let during = "device bytes while write() ran over bytes written";
-    let after = "device bytes after it, until fdatasync returned, over bytes written";
-    if raw.disk.is_none() {
-        let expectation = format!(
-            "{}, and {}",
-            Rule::Below(MAX_DURING).describe(during, "x"),
-            Rule::AtLeast(MIN_AFTER).describe(after, "x")
-        );
-        return DEVICE_LATER
-            .not_testable(&expectation, "the scratch directory is on no block device");
-    }
-    let conditions = [
-        Condition::new(during, "x", Rule::Below(MAX_DURING), f.during),
-        Condition::new(after, "x", Rule::AtLeast(MIN_AFTER), f.after),
-    ];
-    let context = format!(
-        "{} during the calls, {} after them; Dirty {} right after the calls",
-        human_bytes(f.during_bytes.max(0.0) as u64),
-        human_bytes(f.after_bytes.max(0.0) as u64),
-        opt_bytes(f.dirty)
-    );
-    let page = env.machine.memory.page_bytes.max(1);
-    let background = env
-        .machine
-        .dirty
-        .nr_dirty_background_threshold_pages
-        .map(|p| human_bytes(p * page));
-    DEVICE_LATER.judge(&conditions, &context, |o| {
-        if o.holds() {
-            "write() returned with the data only in the page cache".into()
-        } else if o.failed(0) {
-            format!(
-                "write back started while the writes were still running: the background limit was {} when the run began (reached, the flusher starts), or a slow copy gave the periodic flusher time",
-                background.as_deref().unwrap_or("unknown")
-            )
-        } else {
-            "fewer bytes reached the device than were written (compression or deduplication below?)".into()
-        }
-    })
 }
 
 /// Under free page reporting the order of the buffered writes matters.

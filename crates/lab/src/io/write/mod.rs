@@ -35,6 +35,7 @@
 //! (seed 000): 1 GiB O_DIRECT 2.50 s (429 MB/s) vs buffered 0.84 s (1.3 GB/s)
 //! (../shared/spec/material.md).
 
+mod claims;
 mod judge;
 mod measure;
 #[cfg(test)]
@@ -45,13 +46,12 @@ use oslab_sys::fileio::{O_DIRECT, O_DSYNC};
 use oslab_sys::sar::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use super::probe::DiskFacts;
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::io::common::probe::DiskFacts;
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
-use crate::shape::{Lab, Measured, Planner};
 
 pub struct IoWrite;
-crate::shaped_experiment!(IoWrite);
 
 static META: Meta = Meta {
     id: "io.write",
@@ -204,7 +204,7 @@ pub fn bs_label(bs: u64) -> String {
     }
 }
 
-impl Lab for IoWrite {
+impl Experiment for IoWrite {
     type Plan = Plan;
     type Raw = Raw;
 

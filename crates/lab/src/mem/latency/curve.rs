@@ -4,7 +4,7 @@
 
 use oslab_stats::levels::{self, Level};
 
-use crate::mem::sweep::SysfsLevel;
+use crate::mem::common::sweep::SysfsLevel;
 
 /// An edge found at most this many times its sysfs size can be that level's.
 pub const MATCH_ABOVE: f64 = 4.0;

@@ -4,10 +4,10 @@
 use oslab_model::Finding;
 use oslab_units::human_bytes;
 
-use super::claim::RATIO_LOW;
+use super::claims::RATIO_LOW;
 use super::curve::{self, LEFT_RATIO};
-use super::judge::{Judging, bytes, edge_words};
-use crate::experiment::finding;
+use super::judging::{Judging, bytes, edge_words, shared_why};
+use crate::harness::finding;
 
 /// Samples at one size spreading wider than this near an edge are bimodal.
 const BIMODAL_SPREAD: f64 = 1.5;
@@ -130,17 +130,6 @@ pub(super) fn sysfs_findings(j: &Judging) -> Vec<Finding> {
     out.extend(effective);
     out.extend(last_level(j));
     out
-}
-
-/// Why the last level can be smaller than sysfs says, from the machine's facts.
-pub fn shared_why(hypervisor: Option<&str>) -> String {
-    match hypervisor {
-        Some(h) => format!(
-            "under {h} the guest is told the host CPU's cache, which the host shares with its other guests or partitions"
-        ),
-        None => "the cache is shared with the other cores and processes, or partitioned (resctrl)"
-            .into(),
-    }
 }
 
 fn last_level(j: &Judging) -> Option<Finding> {

@@ -1,27 +1,16 @@
 //! Judging a latency sweep: the levels named, their measurements, the notes and
-//! the plot; the findings are in `findings`, the claim in `claim`.
+//! the plot; the findings are in `findings`, the claim in `claims`.
 
 use oslab_model::{Axis, Environment, Marker, Measurement, Plot, Scale, Series, SeriesStyle};
 use oslab_units::human_bytes;
 
-use super::claim::claim;
-use super::curve::{self, Edge, Plateau, Reading};
+use super::claims::claim;
+use super::curve::{self, Plateau};
 use super::findings::{level_findings, sysfs_findings};
+use super::judging::{Judging, bytes};
 use super::{Plan, Raw};
-use crate::experiment::{Output, finding, measurement};
-use crate::mem::sweep::{SysfsLevel, points, sysfs_of};
-
-/// Everything the judging reads, derived once.
-pub struct Judging<'a> {
-    pub plan: &'a Plan,
-    pub raw: &'a Raw,
-    pub sysfs: Vec<SysfsLevel>,
-    pub reading: Reading,
-    /// The clock cycles are counted at: the TSC's rate when the kernel knows it.
-    pub mhz: Option<f64>,
-    /// The hypervisor, when the machine is a guest.
-    pub hypervisor: Option<String>,
-}
+use crate::harness::{Output, finding, measurement};
+use crate::mem::common::sweep::{points, sysfs_of};
 
 pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let (x, y) = curve_of(&raw.small);
@@ -66,7 +55,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
 }
 
 /// Sizes and median latencies, in size order.
-pub fn curve_of(sizes: &[crate::mem::sweep::Chased]) -> (Vec<f64>, Vec<f64>) {
+pub fn curve_of(sizes: &[crate::mem::common::sweep::Chased]) -> (Vec<f64>, Vec<f64>) {
     let x = sizes.iter().map(|c| c.bytes as f64).collect();
     let y = sizes
         .iter()
@@ -84,23 +73,6 @@ pub fn thp_granted(raw: &Raw) -> f64 {
         .map(|c| c.huge_fraction())
         .collect();
     oslab_stats::median(&big).unwrap_or(0.0)
-}
-
-pub(super) fn bytes(v: f64) -> String {
-    human_bytes(v.max(0.0) as u64)
-}
-
-/// Where an edge is, in words: "about 34.9 KiB" or "between 724 KiB and 1.19 MiB".
-pub fn edge_words(e: &Edge) -> String {
-    if e.range {
-        format!(
-            "between {} and {}",
-            bytes(e.below.bytes),
-            bytes(e.above.bytes)
-        )
-    } else {
-        format!("about {}", bytes(e.bytes))
-    }
 }
 
 fn what(j: &Judging, p: &Plateau) -> String {

@@ -44,25 +44,26 @@
 //! Documentation/ABI/testing/sysfs-devices-system-cpu (cache/indexN),
 //! Documentation/admin-guide/mm/transhuge.rst, madvise(2), proc(5) (smaps).
 
-mod claim;
+mod claims;
 mod curve;
 mod findings;
 mod judge;
+mod judging;
+mod measure;
 #[cfg(test)]
 mod tests;
 
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use super::sweep::{Chased, chase_size, dense_around, log_sizes, merged, shuffled, sysfs_of};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::mem::common::sweep::{Chased, dense_around, log_sizes, merged, sysfs_of};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
-use crate::shape::{Lab, Measured, Planner};
 
 pub use curve::{Edge, Plateau, Reading, assign, edge_spread};
 
 pub struct MemLatency;
-crate::shaped_experiment!(MemLatency);
 
 static META: Meta = Meta {
     id: "mem.latency",
@@ -134,7 +135,7 @@ pub struct Raw {
     pub huge: Vec<Chased>,
 }
 
-impl Lab for MemLatency {
+impl Experiment for MemLatency {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -167,36 +168,10 @@ impl Lab for MemLatency {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        let (sizes, huge_sizes) = (plan.sizes(), plan.huge_sizes());
-        let total = sizes.len() + huge_sizes.len();
-        let mut done = 0;
-        ctx.progress.stage("4 KiB pages");
-        let small = sweep(ctx, plan, &sizes, false, &mut done, total)?;
-        ctx.progress.stage("huge pages");
-        let huge = sweep(ctx, plan, &huge_sizes, true, &mut done, total)?;
-        Ok(Measured::Raw(Raw { small, huge }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         judge::judge(plan, raw, env)
     }
-}
-
-/// Chases every size once, in a shuffled order; the results in size order.
-fn sweep(
-    ctx: &Context,
-    plan: &Plan,
-    sizes: &[u64],
-    huge: bool,
-    done: &mut usize,
-    total: usize,
-) -> Result<Vec<Chased>, LabError> {
-    let seed = ctx.config.seed;
-    let mut out: Vec<Option<Chased>> = vec![None; sizes.len()];
-    for i in shuffled(sizes.len(), seed + huge as u64) {
-        out[i] = Some(chase_size(sizes[i], 64, |_| 0, huge, plan.samples, seed)?);
-        *done += 1;
-        ctx.progress.fraction(*done as f64 / total as f64);
-    }
-    Ok(out.into_iter().flatten().collect())
 }

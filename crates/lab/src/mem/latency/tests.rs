@@ -5,16 +5,16 @@ use oslab_model::{Environment, Verdict};
 
 use super::judge::judge;
 use super::{Plan, Raw};
-use crate::check::Rule;
-use crate::experiment::Output;
-use crate::mem::sweep::Chased;
+use crate::harness::Output;
+use crate::harness::check::Rule;
+use crate::mem::common::sweep::Chased;
 
 const KIB: f64 = 1024.0;
 const MIB: f64 = 1048576.0;
 
 /// This guest's sysfs: L1d 32 KiB, L2 1 MiB, L3 32 MiB.
 fn env(hypervisor: Option<&str>) -> Environment {
-    crate::mem::test_env(
+    crate::mem::common::test_env::test_env(
         hypervisor,
         &[("L1d", 32 << 10), ("L2", 1 << 20), ("L3", 32 << 20)],
     )

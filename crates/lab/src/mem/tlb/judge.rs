@@ -5,9 +5,9 @@ use oslab_model::{Axis, Claim, Environment, Finding, Marker, Plot, Scale, Series
 use oslab_stats::levels;
 
 use super::{CpuidTlb, PAGE, Plan, Raw};
-use crate::check::{Check, Condition, Rule, figure};
-use crate::experiment::{Output, finding};
-use crate::mem::sweep::points;
+use crate::harness::check::{Check, Condition, Rule, figure};
+use crate::harness::{Output, finding};
+use crate::mem::common::sweep::points;
 
 /// Huge pages must make each access at least 25 % cheaper with many pages touched.
 pub const HUGE_OVER_SMALL_BELOW: f64 = 0.75;
@@ -38,7 +38,7 @@ pub struct Curves {
 
 pub fn curves(raw: &Raw) -> Curves {
     let n = raw.small.len().min(raw.huge.len());
-    let med = |c: &crate::mem::sweep::Chased| c.median().unwrap_or(f64::NAN);
+    let med = |c: &crate::mem::common::sweep::Chased| c.median().unwrap_or(f64::NAN);
     let pages: Vec<f64> = raw.small[..n]
         .iter()
         .map(|c| (c.bytes / PAGE as u64) as f64)
@@ -293,7 +293,7 @@ fn plot(c: &Curves, cpuid: &[CpuidTlb]) -> Plot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::mem::sweep::Chased;
+    use crate::mem::common::sweep::Chased;
     use oslab_model::Verdict;
 
     fn plan() -> Plan {
@@ -347,7 +347,11 @@ mod tests {
     }
 
     fn judged(r: &Raw, hypervisor: Option<&str>) -> Output {
-        judge(&plan(), r, &crate::mem::test_env(hypervisor, &[]))
+        judge(
+            &plan(),
+            r,
+            &crate::mem::common::test_env::test_env(hypervisor, &[]),
+        )
     }
 
     #[test]

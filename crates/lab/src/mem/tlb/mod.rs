@@ -28,16 +28,16 @@
 //! 0x80000005/0x80000006.
 
 mod judge;
+mod measure;
 
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use super::sweep::{Chased, chase_size, log_sizes, shuffled};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::shape::{Lab, Measured, Planner};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::mem::common::sweep::{Chased, log_sizes};
 
 pub struct MemTlb;
-crate::shaped_experiment!(MemTlb);
 
 static META: Meta = Meta {
     id: "mem.tlb",
@@ -102,7 +102,7 @@ pub struct Raw {
     pub cpuid: Vec<CpuidTlb>,
 }
 
-impl Lab for MemTlb {
+impl Experiment for MemTlb {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -120,39 +120,7 @@ impl Lab for MemTlb {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        let pages = plan.pages();
-        let seed = ctx.config.seed;
-        // a pseudo-random line within each page (see the module's method)
-        let line_of =
-            |page: usize| (((page as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize) * 64;
-        let total = pages.len() * 2;
-        let mut done = 0;
-        let mut curves = Vec::new();
-        for huge in [false, true] {
-            ctx.progress
-                .stage(if huge { "huge pages" } else { "4 KiB pages" });
-            let mut y: Vec<Option<Chased>> = vec![None; pages.len()];
-            for i in shuffled(pages.len(), seed + huge as u64) {
-                let bytes = pages[i] * PAGE as u64;
-                y[i] = Some(chase_size(bytes, PAGE, line_of, huge, plan.samples, seed)?);
-                done += 1;
-                ctx.progress.fraction(done as f64 / total as f64);
-            }
-            curves.push(y.into_iter().flatten().collect::<Vec<_>>());
-        }
-        let huge = curves.pop().unwrap_or_default();
-        let small = curves.pop().unwrap_or_default();
-        let cpuid = oslab_sys::cpuid::tlbs()
-            .into_iter()
-            .map(|t| CpuidTlb {
-                kind: t.kind,
-                level: t.level,
-                pages: t.pages,
-                entries: t.entries,
-                ways: t.ways,
-            })
-            .collect();
-        Ok(Measured::Raw(Raw { small, huge, cpuid }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {

@@ -1,13 +1,13 @@
 //! Judging the nice pairs: shares against the weight table (relatively), the
 //! shares per interval as samples, and the turns of both workers.
 
-use crate::sched::kernel_view;
+use crate::sched::common::kernel_view;
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
 
 use super::{Pair, Plan, Raw, predicted_share};
-use crate::check::{Check, Condition, Outcome, Rule};
-use crate::experiment::{Output, finding, measurement};
-use crate::sched::analysis::{
+use crate::harness::check::{Check, Condition, Outcome, Rule};
+use crate::harness::{Output, finding, measurement};
+use crate::sched::common::analysis::{
     Turns, inner_runs_ms, median, median_opt, ran_by_interval, stats, turns, weight,
 };
 
@@ -90,7 +90,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     }
     let groups: Vec<(
         &oslab_trace::TraceOutcome,
-        &[crate::sched::analysis::Worker],
+        &[crate::sched::common::analysis::Worker],
     )> = raw
         .pairs
         .iter()
@@ -113,7 +113,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
 /// kernel's switches.
 fn kernel_share(
     c: &oslab_trace::analysis::Captured,
-    workers: &[crate::sched::analysis::Worker],
+    workers: &[crate::sched::common::analysis::Worker],
 ) -> Option<f64> {
     let (w0, wk) = (workers.first()?, workers.get(1)?);
     let (from, to) = (w0.start_ns.max(wk.start_ns), w0.end_ns.min(wk.end_ns));
@@ -132,7 +132,7 @@ fn kernel_share(
 const MAX_INTERVALS: u64 = 1 << 20;
 
 fn seen_in(p: &Pair, plan: &Plan) -> Seen {
-    let empty = crate::sched::analysis::Worker::default();
+    let empty = crate::sched::common::analysis::Worker::default();
     let (w0, wk) = (
         p.workers.first().unwrap_or(&empty),
         p.workers.get(1).unwrap_or(&empty),

@@ -28,24 +28,21 @@
 //! (../shared/spec/material.md).
 
 mod judge;
+mod measure;
 #[cfg(test)]
 mod tests;
 
 use oslab_model::Environment;
-use oslab_probe::spinners::Spec;
-use oslab_sys::fsread::Root;
 use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::procstat::CpuTimes;
 use serde::{Deserialize, Serialize};
 
-use super::analysis::{Worker, weight};
-use super::kernel_view;
-use super::probe::{self, GAP_NS};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::shape::{Lab, Measured, Planner};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::sched::common::analysis::{Worker, weight};
+use crate::sched::common::probe::GAP_NS;
 
 pub struct SchedNice;
-crate::shaped_experiment!(SchedNice);
 
 static META: Meta = Meta {
     id: "sched.nice",
@@ -106,7 +103,7 @@ pub struct Raw {
     pub pairs: Vec<Pair>,
 }
 
-impl Lab for SchedNice {
+impl Experiment for SchedNice {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -131,39 +128,7 @@ impl Lab for SchedNice {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        let cpu = probe::first_cpu();
-        let root = Root::live();
-        let mut pairs = Vec::new();
-        for (i, &k) in plan.ks.iter().enumerate() {
-            ctx.progress.stage(&format!("nice 0 vs nice {k}"));
-            let specs = [0, k].map(|nice| Spec {
-                cpu: Some(cpu),
-                nice,
-                work_ns: 0,
-            });
-            let mut sched = Vec::new();
-            let stat_before = probe::stat(&root);
-            let (workers, kernel) = kernel_view::spin_traced(
-                ctx.machine,
-                &specs,
-                (plan.duration * 1e9) as u64,
-                MAX_GAPS,
-                |pids| {
-                    std::thread::sleep(std::time::Duration::from_millis(300));
-                    sched = pids.iter().map(|&p| probe::pid_sched(&root, p)).collect();
-                },
-            )?;
-            pairs.push(Pair {
-                k,
-                workers,
-                kernel,
-                sched,
-                stat_before,
-                stat_after: probe::stat(&root),
-            });
-            ctx.progress.fraction((i + 1) as f64 / plan.ks.len() as f64);
-        }
-        Ok(Measured::Raw(Raw { cpu, pairs }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {

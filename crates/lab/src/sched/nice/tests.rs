@@ -6,7 +6,7 @@ use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::procstat::CpuTimes;
 
 use super::*;
-use crate::sched::testenv::{env, round_robin};
+use crate::sched::common::testenv::{env, round_robin};
 
 fn plan(ks: &[i32]) -> Plan {
     Plan {

@@ -4,8 +4,8 @@
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
 
 use super::{Plan, Raw, Round};
-use crate::check::{Check, Condition, Outcome, Rule};
-use crate::experiment::{Output, finding};
+use crate::harness::check::{Check, Condition, Outcome, Rule};
+use crate::harness::{Output, finding};
 
 /// One CPU: mean real within this share of N x alone.
 const ONE_CPU_TOLERANCE: f64 = 0.35;

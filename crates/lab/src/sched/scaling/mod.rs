@@ -24,18 +24,18 @@
 //! material section 6 (../shared/spec/material.md).
 
 mod judge;
+mod measure;
 #[cfg(test)]
 mod tests;
 
 use oslab_model::Environment;
-use oslab_sys::fsread::Root;
 use oslab_sys::parse::procstat::CpuTimes;
 use serde::{Deserialize, Serialize};
 
-use super::analysis::Worker;
-use super::probe::{self, GAP_NS};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::shape::{Lab, Measured, Planner};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::sched::common::analysis::Worker;
+use crate::sched::common::probe::GAP_NS;
 
 pub use judge::{Point, point};
 
@@ -44,7 +44,6 @@ pub use judge::{Point, point};
 pub struct SchedScaling {
     pub multiload: bool,
 }
-crate::shaped_experiment!(SchedScaling);
 
 static META_MULTILOAD: Meta = Meta {
     id: "sched.multiload",
@@ -109,7 +108,7 @@ pub struct Raw {
     pub all_cpus: Vec<Round>,
 }
 
-impl Lab for SchedScaling {
+impl Experiment for SchedScaling {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -136,41 +135,7 @@ impl Lab for SchedScaling {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        let cpu0 = probe::first_cpu();
-        let root = Root::live();
-        let work_ns = (plan.work * 1e9) as u64;
-        let total = plan.ns.len() * 2;
-        let mut done = 0;
-        let mut both = [Vec::new(), Vec::new()];
-        for (rounds, (label, pinned)) in both
-            .iter_mut()
-            .zip([("one CPU", true), ("all CPUs", false)])
-        {
-            for &n in &plan.ns {
-                ctx.progress.stage(&format!("{label}, {n}"));
-                let stat_before = probe::stat(&root);
-                let workers = probe::spin(
-                    &probe::specs(n, pinned.then_some(cpu0), 0, work_ns),
-                    work_ns * (n as u64 + 2) * 4,
-                    MAX_GAPS,
-                    |_| {},
-                )?;
-                rounds.push(Round {
-                    n,
-                    workers,
-                    stat_before,
-                    stat_after: probe::stat(&root),
-                });
-                done += 1;
-                ctx.progress.fraction(done as f64 / total as f64);
-            }
-        }
-        let [one_cpu, all_cpus] = both;
-        Ok(Measured::Raw(Raw {
-            cpu0,
-            one_cpu,
-            all_cpus,
-        }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {

@@ -4,7 +4,7 @@ use oslab_model::Verdict;
 use oslab_sys::parse::procstat::CpuTimes;
 
 use super::*;
-use crate::sched::testenv::env;
+use crate::sched::common::testenv::env;
 
 fn plan() -> Plan {
     Plan {

@@ -1,14 +1,14 @@
 //! Judging the slices: per N the runs, waits and shares; the tick rate measured;
 //! the claim that a slice is max(se.slice, one tick).
 
-use crate::sched::kernel_view;
+use crate::sched::common::kernel_view;
 use oslab_model::machine::SchedulerKind;
 use oslab_model::{Claim, Environment, Finding};
 
 use super::{Plan, Raw, Round, plots};
-use crate::check::{Check, Condition, Outcome, Rule};
-use crate::experiment::{Output, finding, measurement};
-use crate::sched::analysis::{hz_from_timer_rate, inner_runs_ms, median, stats, turns};
+use crate::harness::check::{Check, Condition, Outcome, Rule};
+use crate::harness::{Output, finding, measurement};
+use crate::sched::common::analysis::{hz_from_timer_rate, inner_runs_ms, median, stats, turns};
 
 /// How far the median slice may be from max(se.slice, tick): the tick quantises it
 /// and a gap in which no worker ran splits a run, so only the scale is judged.
@@ -74,24 +74,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let multi: Vec<&Seen> = seen.iter().filter(|s| s.n > 1).collect();
     out.claims
         .push(claim(&multi, se_slice_ms, tick_ms, hz, env));
-    for r in &raw.rounds {
-        if let Some(c) = r.kernel.captured() {
-            out.findings
-                .extend(kernel_view::findings(&format!("n{}", r.n), c, &r.workers));
-        }
-    }
-    let groups: Vec<(
-        &oslab_trace::TraceOutcome,
-        &[crate::sched::analysis::Worker],
-    )> = raw
-        .rounds
-        .iter()
-        .map(|r| (&r.kernel, &r.workers[..]))
-        .collect();
-    out.claims.push(kernel_view::agreement_claim(&groups));
-    if let Some(r) = raw.rounds.first() {
-        out.notes.push(r.kernel.note());
-    }
+    kernel_figures(&mut out, raw);
     let medians = multi
         .iter()
         .filter(|s| s.median.is_finite())
@@ -118,6 +101,29 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     }
     out.params.insert("cpu".into(), serde_json::json!(raw.cpu));
     out
+}
+
+/// What the kernel's trace says of every round, and whether it agrees with the
+/// workers' own account.
+fn kernel_figures(out: &mut Output, raw: &Raw) {
+    for r in &raw.rounds {
+        if let Some(c) = r.kernel.captured() {
+            out.findings
+                .extend(kernel_view::findings(&format!("n{}", r.n), c, &r.workers));
+        }
+    }
+    let groups: Vec<(
+        &oslab_trace::TraceOutcome,
+        &[crate::sched::common::analysis::Worker],
+    )> = raw
+        .rounds
+        .iter()
+        .map(|r| (&r.kernel, &r.workers[..]))
+        .collect();
+    out.claims.push(kernel_view::agreement_claim(&groups));
+    if let Some(r) = raw.rounds.first() {
+        out.notes.push(r.kernel.note());
+    }
 }
 
 fn seen_in(r: &Round, predicted: Option<f64>) -> Seen {
@@ -199,7 +205,10 @@ fn round_finding(r: &Round, s: &Seen) -> Finding {
 }
 
 /// The recording's cost: run time per clock reading, of the largest N.
-fn recording_finding(last: &[crate::sched::analysis::Worker], gap_ns: u64) -> Option<Finding> {
+fn recording_finding(
+    last: &[crate::sched::common::analysis::Worker],
+    gap_ns: u64,
+) -> Option<Finding> {
     let per_reading: Vec<f64> = last
         .iter()
         .filter(|t| t.readings > 0)

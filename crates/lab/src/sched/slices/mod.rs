@@ -33,6 +33,7 @@
 //! material section 6 (../shared/spec/material.md).
 
 mod judge;
+mod measure;
 pub mod plots;
 #[cfg(test)]
 mod tests;
@@ -40,21 +41,18 @@ mod tests;
 use std::path::PathBuf;
 
 use oslab_model::Environment;
-use oslab_sys::fsread::Root;
 use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::schedstat::SchedStat;
 use serde::{Deserialize, Serialize};
 
-use super::analysis::Worker;
-use super::kernel_view;
-use super::probe::{self, GAP_NS};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::sched::common::analysis::Worker;
+use crate::sched::common::probe::GAP_NS;
 use crate::settings::{AnySetting, Declared, FilePath, Seconds, Setting};
-use crate::shape::{Lab, Measured, Planner};
 use oslab_trace::TraceOutcome;
 
 pub struct SchedSlices;
-crate::shaped_experiment!(SchedSlices);
 
 static META: Meta = Meta {
     id: "sched.slices",
@@ -137,7 +135,7 @@ pub struct Raw {
     pub rounds: Vec<Round>,
 }
 
-impl Lab for SchedSlices {
+impl Experiment for SchedSlices {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -163,88 +161,10 @@ impl Lab for SchedSlices {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        let cpu = probe::first_cpu();
-        let root = Root::live();
-        let mut rounds = Vec::new();
-        for (k, &n) in plan.ns.iter().enumerate() {
-            ctx.progress.stage(&format!("{n} process(es)"));
-            rounds.push(round(ctx.machine, &root, cpu, n, plan.duration)?);
-            ctx.progress.fraction((k + 1) as f64 / plan.ns.len() as f64);
-        }
-        if let (Some(path), Some(last)) = (&plan.trace, rounds.last()) {
-            let names: Vec<String> = (0..last.workers.len())
-                .map(|i| format!("worker {i}"))
-                .collect();
-            let events = match last.kernel.captured() {
-                Some(c) => kernel_view::chrome_events(c, &last.workers, &names),
-                None => plots::chrome_trace(&last.workers, &names),
-            };
-            let text = serde_json::to_string(&oslab_trace::chrome::document(&events))
-                .map_err(|e| LabError::Failed(e.to_string()))?;
-            oslab_sys::outfile::write_whole(path, text.as_bytes())
-                .map_err(|e| LabError::Failed(format!("cannot write {}: {e}", path.display())))?;
-        }
-        Ok(Measured::Raw(Raw { cpu, rounds }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         judge::judge(plan, raw, env)
     }
-}
-
-/// `n` workers on `cpu` for `secs`; the parent reads the first one's
-/// /proc/PID/sched 300 ms in, then its schedstat and the CPU's timer interrupts
-/// around a window of half the run (at least 50 ms, at most 1 s).
-fn round(
-    machine: &oslab_model::machine::MachineInfo,
-    root: &Root,
-    cpu: u32,
-    n: usize,
-    secs: f64,
-) -> Result<Round, LabError> {
-    let mut first_sched = PidSched::default();
-    let mut window = None;
-    let (workers, kernel) = kernel_view::spin_traced(
-        machine,
-        &probe::specs(n, Some(cpu), 0, 0),
-        (secs * 1e9) as u64,
-        MAX_GAPS,
-        |pids| {
-            std::thread::sleep(std::time::Duration::from_millis(300));
-            let first = pids.first().copied();
-            if let Some(p) = first {
-                first_sched = probe::pid_sched(root, p);
-            }
-            let stat = || first.and_then(|p| probe::schedstat(root, p));
-            let (c0, s0, t0) = (
-                probe::local_timer(root, cpu),
-                stat(),
-                oslab_sys::clock::monotonic_ns(),
-            );
-            std::thread::sleep(std::time::Duration::from_secs_f64(
-                (secs * 0.5).clamp(0.05, 1.0),
-            ));
-            let (c1, s1) = (probe::local_timer(root, cpu), stat());
-            window = Some(Window {
-                ns: oslab_sys::clock::monotonic_ns().saturating_sub(t0),
-                timer_before: c0,
-                timer_after: c1,
-                schedstat_before: s0,
-                schedstat_after: s1,
-            });
-        },
-    )?;
-    Ok(Round {
-        n,
-        workers,
-        kernel,
-        first_sched,
-        window: window.unwrap_or(Window {
-            ns: 0,
-            timer_before: None,
-            timer_after: None,
-            schedstat_before: None,
-            schedstat_after: None,
-        }),
-    })
 }

@@ -4,7 +4,7 @@ use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 
 use oslab_trace::chrome::{self, TraceEvent};
 
-use crate::sched::analysis::Worker;
+use crate::sched::common::analysis::Worker;
 
 /// The workers' runs as they noticed them, as Chrome trace events (for when the
 /// kernel's own switches are not available): one "running" slice per run on the

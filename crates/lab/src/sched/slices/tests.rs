@@ -5,7 +5,7 @@ use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::schedstat::SchedStat;
 
 use super::*;
-use crate::sched::testenv::{env, round_robin};
+use crate::sched::common::testenv::{env, round_robin};
 
 fn plan() -> Plan {
     Plan {

@@ -1,6 +1,10 @@
+use super::judge::{bandwidth_for_chunk, judge};
 use super::*;
-use crate::wb::sawexp::tests::{saw_raw, sawtooth_polls};
+use crate::services::dirty_rules;
+use crate::wb::common::sawtooth::tests::{saw_raw, sawtooth_polls};
+use oslab_model::Claim;
 use oslab_model::Verdict;
+use oslab_model::trace::FlushReason;
 
 fn plan() -> Plan {
     Plan {
@@ -14,8 +18,8 @@ fn plan() -> Plan {
 fn prediction_matches_the_figures_seen_here() {
     // writeback-kernel.md: 32 MiB background, 4 MiB/s: peaks 32.2 MiB, troughs
     // 20.4 MiB, 3.0 s period, first peak at 8 s (hard limit 64 MiB)
-    let p = predict(4 << 20, 32 << 20, 64 << 20);
-    assert_eq!(chunk_bytes(64 << 20), 12 << 20);
+    let p = dirty_rules::background(4 << 20, 32 << 20, 64 << 20);
+    assert_eq!(dirty_rules::background_chunk(64 << 20), 12 << 20);
     assert_eq!(p.peak_mib, 32.0);
     assert_eq!(p.trough_mib, 20.0);
     assert_eq!(p.period_s, 3.0);

@@ -1,17 +1,17 @@
 //! Judging `wb.cases`: each case's peak Dirty, device load and write-back
 //! episodes, and the claim that case 2 trades a lower peak for more episodes.
 
-use crate::wb::sawexp::flusher;
+use crate::wb::common::sawtooth::flusher;
 use oslab_model::trace::FlushReason;
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
 use oslab_units::human_bytes;
 
 use super::{CASES, Case, Plan, Raw, SCALED_MEMORY};
-use crate::check::{Check, Condition, Rule};
-use crate::experiment::{Output, finding};
-use crate::wb::sawexp::measure::POLL;
-use crate::wb::sawexp::{SawRaw, best_window, device_rates};
-use crate::wb::trace::mib;
+use crate::harness::check::{Check, Condition, Rule};
+use crate::harness::{Output, finding};
+use crate::services::timed_writer::mib;
+use crate::wb::common::sawtooth::measure::POLL;
+use crate::wb::common::sawtooth::{SawRaw, best_window, device_rates};
 
 const FLUSH_OFTEN: Check = Check {
     id: "flush-often-lowers-peak",

@@ -8,9 +8,9 @@
 //! Case 2: background 1 %, hard 20 %, writeback 5 s, expire 10 s. The author's
 //! 8 GiB box is scaled to 512 MiB of "memory" (so 10 % is 51.2 MiB), the limits are
 //! set in bytes through the journal, and a steady writer runs on the testbed (a
-//! loop device with ext4 and a blkio write cap, [`super::testbed`]), whose
+//! loop device with ext4 and a blkio write cap, [`crate::services::testbed`]), whose
 //! write-back throughput is measured when it is built. For each case the 10 Hz
-//! poller of [`super::sawexp`] reads Dirty, Writeback, the test file's own pages and
+//! poller of [`crate::wb::common::sawtooth`] reads Dirty, Writeback, the test file's own pages and
 //! the loop device's written sectors; the dirty sysctls and the kernel's limits are
 //! read back at the end of the writing. Judging derives the device's write rate
 //! between polls, the number of write-back episodes (the device going from idle,
@@ -31,27 +31,22 @@
 //! section 4, seed 001, the case comparison (../shared/spec/material.md).
 
 mod judge;
+mod measure;
 #[cfg(test)]
 mod tests;
-
-use std::time::Duration;
 
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use super::sawexp::SawRaw;
-use super::sawexp::measure::{DeviceProbe, flusher_view, run_with_knobs};
-use super::testbed::{Testbed, down_for_run, unavailable, up_for_run};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::io::probe::disk_facts;
-use crate::kernel_trace::KernelTrace;
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::services::testbed::Testbed;
 use crate::settings::{AnySetting, Bytes, Declared, Seconds, Setting};
-use crate::shape::{Lab, Measured, Planner};
+use crate::wb::common::sawtooth::SawRaw;
 
 pub use judge::episodes;
 
 pub struct Cases;
-crate::shaped_experiment!(Cases);
 
 static META: Meta = Meta {
     id: "wb.cases",
@@ -185,7 +180,7 @@ pub struct Raw {
     pub cases: Vec<SawRaw>,
 }
 
-impl Lab for Cases {
+impl Experiment for Cases {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -206,51 +201,10 @@ impl Lab for Cases {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        if let Some(reason) = unavailable() {
-            return Ok(Measured::Skipped { reason });
-        }
-        ctx.progress.stage("building the testbed");
-        let size = (plan.rate as f64 * plan.duration * 2.5) as u64 + (512 << 20);
-        let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
-        let result = run_cases(plan, ctx, &tb);
-        let errors = down_for_run(&tb);
-        let cases = result?;
-        if !errors.is_empty() {
-            return Err(LabError::Failed(format!(
-                "testbed teardown: {}",
-                errors.join("; ")
-            )));
-        }
-        Ok(Measured::Raw(Raw {
-            testbed: TestbedFacts::of(&tb),
-            cases,
-        }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         judge::judge(plan, raw, env)
     }
-}
-
-fn run_cases(plan: &Plan, ctx: &mut Context, tb: &Testbed) -> Result<Vec<SawRaw>, LabError> {
-    let probe = DeviceProbe::new(&tb.disk_name(), Some(&tb.dev));
-    let mut out = Vec::new();
-    for (i, c) in CASES.iter().enumerate() {
-        ctx.progress.stage(c.name);
-        let progress = ctx.progress;
-        let kernel = KernelTrace::writeback(ctx.machine);
-        let mut raw = run_with_knobs(
-            &c.knobs(),
-            tb.mount.join(format!("case{}.dat", i + 1)),
-            plan.rate,
-            Duration::from_secs_f64(plan.duration),
-            Some(&probe),
-            &|f| progress.fraction((i as f64 + f) / CASES.len() as f64),
-        )?;
-        raw.disk = disk_facts(&tb.mount);
-        raw.bdi = Some(tb.dev.clone());
-        raw.kernel = flusher_view(kernel.finish());
-        out.push(raw);
-    }
-    Ok(out)
 }

@@ -4,8 +4,8 @@ use oslab_model::Verdict;
 
 use super::judge::episodes;
 use super::*;
-use crate::io::probe::test_env;
-use crate::wb::sawexp::tests::{saw_raw, sawtooth_polls};
+use crate::io::common::probe::test_env;
+use crate::wb::common::sawtooth::tests::{saw_raw, sawtooth_polls};
 
 #[test]
 fn episodes_and_stretches() {

@@ -4,13 +4,24 @@
 use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 use oslab_units::human_bytes;
 
-use super::{P99_MS, Plan, Raw, STALL_MS, THROTTLED};
-use crate::check::{Condition, Rule, figure};
-use crate::experiment::{Output, finding, measurement};
-use crate::simrun::latency_stats;
-use crate::wb::stall_causes;
-use crate::wb::trace::{Poll, mib};
-use crate::wb::wcall::verdicts::judge_all;
+use super::{Plan, Raw};
+use crate::harness::check::{Check, Condition, Rule, figure};
+use crate::harness::{Output, finding, measurement};
+use crate::services::timed_writer::{Poll, mib};
+use crate::services::write_latency::latency_stats;
+use crate::wb::common::stall_causes;
+use crate::wb::wcall::cell_checks::judge_all;
+
+/// The longest write() that counts as a stall: half a MAX_PAUSE.
+const STALL_MS: f64 = 100.0;
+/// A p99 of 20 ms: the pauses are the rule, not one outlier.
+const P99_MS: f64 = 20.0;
+
+const THROTTLED: Check = Check {
+    id: "writers-throttled",
+    text: "A writer that pushes dirty memory past the limit is made to wait inside write(): the moment write latency explodes",
+    source: "material 4 (seed 004)",
+};
 
 fn plots(raw: &Raw) -> Vec<Plot> {
     let line = |name: &str, f: &dyn Fn(&Poll) -> u64| Series {
@@ -108,23 +119,7 @@ pub(super) fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
         ],
         ..Default::default()
     };
-    for (i, t) in raw.traces.iter().enumerate() {
-        out.measurements.push(measurement(
-            &format!("latency.writer{i}"),
-            &format!("every write() of {chunk}"),
-            "ms",
-            t.latency_ms.clone(),
-            seed,
-            None,
-        ));
-        let dur = t.start_s.last().copied().unwrap_or(plan.duration).max(1e-9);
-        out.findings.push(finding(
-            &format!("throughput.writer{i}"),
-            t.bytes as f64 / dur / (1 << 20) as f64,
-            "MiB/s",
-            "bytes handed to write() over the run, per second: pages still dirty or under write back at the end count, so the writers together can exceed the testbed's cap",
-        ));
-    }
+    writer_figures(&mut out, plan, raw, &chunk, seed);
     let tids: Vec<u32> = raw.traces.iter().map(|t| t.tid).collect();
     out.findings.extend(stall_causes::findings(
         "kernel",
@@ -145,6 +140,27 @@ pub(super) fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
     ));
     out.notes.extend(stall_causes::notes(&raw.kernel, &tids));
     out
+}
+
+/// Each writer's write() latencies and throughput.
+fn writer_figures(out: &mut Output, plan: &Plan, raw: &Raw, chunk: &str, seed: u64) {
+    for (i, t) in raw.traces.iter().enumerate() {
+        out.measurements.push(measurement(
+            &format!("latency.writer{i}"),
+            &format!("every write() of {chunk}"),
+            "ms",
+            t.latency_ms.clone(),
+            seed,
+            None,
+        ));
+        let dur = t.start_s.last().copied().unwrap_or(plan.duration).max(1e-9);
+        out.findings.push(finding(
+            &format!("throughput.writer{i}"),
+            t.bytes as f64 / dur / (1 << 20) as f64,
+            "MiB/s",
+            "bytes handed to write() over the run, per second: pages still dirty or under write back at the end count, so the writers together can exceed the testbed's cap",
+        ));
+    }
 }
 
 /// The kernel's pauses of the writers and its bandwidth estimate of the testbed.

@@ -23,28 +23,22 @@
 //! Documentation/admin-guide/cgroup-v1/blkio-controller.rst (the throttle);
 //! proc(5) (/proc/meminfo); material section 4 of ../shared/spec/material.md.
 
-use std::time::Duration;
+mod judge;
+mod measure;
+#[cfg(test)]
+mod tests;
 
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-mod judge;
-#[cfg(test)]
-mod tests;
-
-use super::knobs::Knobs;
-use super::testbed::{down_for_run, parse_bandwidth, unavailable, up_for_run};
-use super::trace::{self, Poll, WriterSpec, WriterTrace};
-use crate::check::Check;
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::kernel_trace::KernelTrace;
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::services::timed_writer::{Poll, WriterTrace};
 use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
-use crate::shape::{Lab, Measured, Planner};
 use judge::judge;
 use oslab_trace::TraceOutcome;
 
 pub struct Throttle;
-crate::shaped_experiment!(Throttle);
 
 static META: Meta = Meta {
     id: "wb.throttle",
@@ -87,20 +81,8 @@ static DURATION: Setting<Seconds> = Setting {
 };
 static SETTINGS: [&dyn AnySetting; 3] = [&BANDWIDTH, &WRITERS, &DURATION];
 
-pub const HARD: u64 = 64 << 20;
-pub const BACKGROUND: u64 = 32 << 20;
+pub use crate::wb::common::limits::{BACKGROUND, HARD};
 const CHUNK: usize = 512 << 10;
-
-/// The longest write() that counts as a stall: half a MAX_PAUSE.
-const STALL_MS: f64 = 100.0;
-/// A p99 of 20 ms: the pauses are the rule, not one outlier.
-const P99_MS: f64 = 20.0;
-
-const THROTTLED: Check = Check {
-    id: "writers-throttled",
-    text: "A writer that pushes dirty memory past the limit is made to wait inside write(): the moment write latency explodes",
-    source: "material 4 (seed 004)",
-};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Plan {
@@ -135,7 +117,7 @@ pub struct Raw {
     pub kernel: TraceOutcome,
 }
 
-impl Lab for Throttle {
+impl Experiment for Throttle {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -156,74 +138,10 @@ impl Lab for Throttle {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        if let Some(why) = unavailable() {
-            return Ok(Measured::Skipped { reason: why });
-        }
-        parse_bandwidth(&plan.bandwidth.to_string()).map_err(LabError::Failed)?;
-        ctx.progress.stage("building the testbed");
-        let size = (plan.bandwidth as f64 * plan.duration * 1.5) as u64 + (512 << 20);
-        let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
-        let kernel = KernelTrace::writeback(ctx.machine);
-        let result = write_on(&tb.mount, plan, ctx);
-        let kernel = kernel.finish();
-        let errors = down_for_run(&tb);
-        if !errors.is_empty() {
-            return Err(LabError::Failed(format!(
-                "testbed teardown: {}",
-                errors.join("; ")
-            )));
-        }
-        let (traces, polls) = result?;
-        Ok(Measured::Raw(Raw {
-            testbed_device: tb.device.display().to_string(),
-            testbed_measured_bytes_s: tb.measured_bytes_s,
-            dirty_bytes: HARD,
-            dirty_background_bytes: BACKGROUND,
-            chunk_bytes: CHUNK as u64,
-            traces,
-            polls,
-            testbed_dev: tb.dev.clone(),
-            kernel,
-        }))
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         judge(plan, raw, env.seed)
     }
-}
-
-/// The writers on the mounted testbed, with the dirty limits set for as long.
-fn write_on(
-    mount: &std::path::Path,
-    plan: &Plan,
-    ctx: &mut Context,
-) -> Result<(Vec<WriterTrace>, Vec<Poll>), LabError> {
-    trace::settle();
-    let knobs = Knobs::set(&[
-        ("vm.dirty_background_bytes", BACKGROUND.to_string()),
-        ("vm.dirty_bytes", HARD.to_string()),
-    ])?;
-    ctx.progress.stage("writing");
-    let specs: Vec<WriterSpec> = (0..plan.writers)
-        .map(|i| WriterSpec {
-            path: mount.join(format!("bulk-{i}.dat")),
-            chunk: CHUNK,
-            period: Duration::ZERO,
-            count: None,
-            fifo_priority: None,
-            nice: None,
-        })
-        .collect();
-    let progress = ctx.progress;
-    let (traces, polls) = trace::run(
-        specs,
-        Duration::from_secs_f64(plan.duration),
-        Duration::from_millis(100),
-        &|f| progress.fraction(f),
-    );
-    drop(knobs);
-    if let Some(e) = traces.iter().find_map(|t| t.error.clone()) {
-        return Err(LabError::Failed(format!("writer: {e}")));
-    }
-    Ok((traces, polls))
 }

@@ -8,12 +8,13 @@ use oslab_model::{Claim, Environment};
 use oslab_units::human_bytes;
 use oslab_wbsim::policy::Policy;
 
+use super::cell_checks::{judge_all, judge_any, left_out, load_text};
 use super::judge::Matrix;
-use super::verdicts::{judge_all, judge_any, left_out, load_text};
-use super::{Cell, Plan, Raw, Scenario};
-use crate::check::{Check, Condition, Rule, figure};
-use crate::simrun::{LatencyStats, latency_stats};
-use crate::wb::trace::mib;
+use super::{Plan, Raw};
+use crate::harness::check::{Check, Condition, Rule, figure};
+use crate::services::cells::record::{Cell, Scenario};
+use crate::services::timed_writer::mib;
+use crate::services::write_latency::{LatencyStats, latency_stats};
 
 pub const VANILLA_STALLS: Check = Check {
     id: "vanilla-stalls-the-high-writer",
@@ -164,7 +165,7 @@ fn vanilla_stalls(m: &Matrix, plan: &Plan, raw: &Raw) -> Claim {
                     "the kernel did throttle the writer (p99 {}, over {THROTTLED_P99_MS:.0} ms), but the pauses stayed short of the paper's marks; a run of {} writes ({:.0} s) per cell can end before they grow",
                     figure(worst, "ms"),
                     plan.writes,
-                    plan.writes as f64 * super::PERIOD_MS / 1000.0
+                    plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0
                 )
             } else if peak < freerun(raw) {
                 format!(
@@ -270,13 +271,7 @@ fn keeps_latency(
         ),
     );
     let reference = left_out(plan, "the reference cell (vanilla, alone) was not run");
-    let ratio = |r: &LatencyStats, a: f64| r.p99 / a.max(0.001);
-    let worst = alone_p99.and_then(|a| {
-        cells
-            .iter()
-            .max_by(|x, y| ratio(&x.1, a).total_cmp(&ratio(&y.1, a)))
-            .map(|(c, r)| (*c, ratio(r, a)))
-    });
+    let worst = alone_p99.and_then(|a| worst_ratio(&cells, a));
     let over = (!cells.is_empty()).then(|| cells.iter().map(|(_, r)| r.over_200).sum::<usize>());
     let conditions = [
         Condition::from_option(
@@ -298,29 +293,7 @@ fn keeps_latency(
             none,
         ),
     ];
-    let runs_ok = (0..m.runs)
-        .filter(|run| {
-            cells.iter().filter(|(c, _)| c.run == *run).all(|(c, _)| {
-                alone_p99.is_some_and(|a| super::meets_latency_target(a, &c.first().latency_ms))
-            })
-        })
-        .count();
-    let mut parts = Vec::new();
-    if !cells.is_empty() {
-        let runs = per_run(m, p, alone_p99.map(|a| TARGET_RATIO * a.max(0.001)));
-        parts.push(format!(
-            "{runs_ok} of {} runs met it: {}",
-            m.runs,
-            runs.join("; ")
-        ));
-    }
-    if let Some(a) = alone_p99 {
-        parts.push(format!(
-            "the writer alone (vanilla, all runs pooled) p99 {}",
-            figure(a, "ms")
-        ));
-    }
-    let context = parts.join("; ");
+    let context = latency_context(m, p, &cells, alone_p99);
     let peak = peak_of(cells.iter().map(|(c, _)| *c));
     let (high_ms, _) = held(cells.iter().map(|(c, _)| *c), |g| g == HIGH_GROUP);
     let (others_ms, others_delayed) = held(cells.iter().map(|(c, _)| *c), |g| g != HIGH_GROUP);
@@ -362,6 +335,49 @@ fn keeps_latency(
             )
         )
     })
+}
+
+/// The contested cell whose p99 is the largest multiple of `alone_p99`, and that
+/// multiple.
+fn worst_ratio<'a>(cells: &[(&'a Cell, LatencyStats)], alone_p99: f64) -> Option<(&'a Cell, f64)> {
+    let ratio = |r: &LatencyStats| r.p99 / alone_p99.max(0.001);
+    cells
+        .iter()
+        .max_by(|x, y| ratio(&x.1).total_cmp(&ratio(&y.1)))
+        .map(|(c, r)| (*c, ratio(r)))
+}
+
+/// How many runs met the latency target, each run's worst figure, and the
+/// writer's p99 alone.
+fn latency_context(
+    m: &Matrix,
+    p: Policy,
+    cells: &[(&Cell, LatencyStats)],
+    alone_p99: Option<f64>,
+) -> String {
+    let runs_ok = (0..m.runs)
+        .filter(|run| {
+            cells.iter().filter(|(c, _)| c.run == *run).all(|(c, _)| {
+                alone_p99.is_some_and(|a| super::meets_latency_target(a, &c.first().latency_ms))
+            })
+        })
+        .count();
+    let mut parts = Vec::new();
+    if !cells.is_empty() {
+        let runs = per_run(m, p, alone_p99.map(|a| TARGET_RATIO * a.max(0.001)));
+        parts.push(format!(
+            "{runs_ok} of {} runs met it: {}",
+            m.runs,
+            runs.join("; ")
+        ));
+    }
+    if let Some(a) = alone_p99 {
+        parts.push(format!(
+            "the writer alone (vanilla, all runs pooled) p99 {}",
+            figure(a, "ms")
+        ));
+    }
+    parts.join("; ")
 }
 
 fn not_starved(m: &Matrix, plan: &Plan, raw: &Raw) -> Claim {
@@ -426,7 +442,6 @@ fn fig7(m: &Matrix, plan: &Plan, load: &str) -> Claim {
         m.has(p, Scenario::Fig7)
             .then(|| oslab_stats::mean(&m.pooled(p, Scenario::Fig7)).unwrap_or(0.0))
     };
-    let p99_of = |p: Policy| latency_stats(&m.pooled(p, Scenario::Fig7)).p99;
     let vanilla = mean_of(Policy::Vanilla);
     let mut governed: Vec<Policy> = [Policy::Wcall, Policy::WcallFair]
         .into_iter()
@@ -461,40 +476,13 @@ fn fig7(m: &Matrix, plan: &Plan, load: &str) -> Claim {
         .chain(governed.iter().copied())
         .filter_map(|p| mean_of(p).map(|x| format!("{} {}", p.name(), figure(x, "ms"))))
         .collect();
-    let allowance = format!(
-        "the allowance is the larger of {:.0} % of vanilla's mean and {FIG7_ABS_MS} ms",
-        FIG7_REL * 100.0
-    );
-    let context = if means.is_empty() {
-        allowance
-    } else {
-        format!("mean: {}; {allowance}", means.join(", "))
-    };
-    let lone = |p: Policy| held(m.of(p, Scenario::Fig7), |_| true);
+    let context = fig7_context(&means);
     judge_all(&FIG7, &conditions, &context, |o| {
         let parts: Vec<String> = governed
             .iter()
             .enumerate()
             .filter(|(i, _)| o.holds() || o.failed(*i))
-            .map(|(i, p)| {
-                let (ms, delayed) = lone(*p);
-                let held = if ms > 0.0 {
-                    format!("the governor held the lone writer's group {ms:.0} ms ({delayed} writes delayed)")
-                } else {
-                    "the governor never held the lone writer's group".to_string()
-                };
-                if o.failed(i) {
-                    format!(
-                        "{}: {held}, so the extra time is {}its p99 was {} against vanilla's {}",
-                        p.name(),
-                        if ms > 0.0 { "its holds; " } else { "not its holds: " },
-                        figure(p99_of(*p), "ms"),
-                        figure(p99_of(Policy::Vanilla), "ms")
-                    )
-                } else {
-                    format!("{}: {held}", p.name())
-                }
-            })
+            .map(|(i, p)| fig7_held(m, *p, o.failed(i)))
             .collect();
         if o.holds() {
             format!(
@@ -508,4 +496,44 @@ fn fig7(m: &Matrix, plan: &Plan, load: &str) -> Claim {
             )
         }
     })
+}
+
+/// The means of fig7-nice4 by policy and the allowance.
+fn fig7_context(means: &[String]) -> String {
+    let allowance = format!(
+        "the allowance is the larger of {:.0} % of vanilla's mean and {FIG7_ABS_MS} ms",
+        FIG7_REL * 100.0
+    );
+    if means.is_empty() {
+        allowance
+    } else {
+        format!("mean: {}; {allowance}", means.join(", "))
+    }
+}
+
+/// How long the governor held the lone writer of fig7-nice4 under `p`, and, when
+/// `p` was slower than allowed, whether its holds explain it.
+fn fig7_held(m: &Matrix, p: Policy, failed: bool) -> String {
+    let p99_of = |p: Policy| latency_stats(&m.pooled(p, Scenario::Fig7)).p99;
+    let (ms, delayed) = held(m.of(p, Scenario::Fig7), |_| true);
+    let held = if ms > 0.0 {
+        format!("the governor held the lone writer's group {ms:.0} ms ({delayed} writes delayed)")
+    } else {
+        "the governor never held the lone writer's group".to_string()
+    };
+    if failed {
+        format!(
+            "{}: {held}, so the extra time is {}its p99 was {} against vanilla's {}",
+            p.name(),
+            if ms > 0.0 {
+                "its holds; "
+            } else {
+                "not its holds: "
+            },
+            figure(p99_of(p), "ms"),
+            figure(p99_of(Policy::Vanilla), "ms")
+        )
+    } else {
+        format!("{}: {held}", p.name())
+    }
 }

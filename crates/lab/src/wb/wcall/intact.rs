@@ -5,9 +5,9 @@
 use oslab_model::Claim;
 use oslab_wbsim::policy::Policy;
 
-use super::verdicts::judge_all;
-use super::{Cell, Content};
-use crate::check::{Check, Condition, Rule};
+use super::cell_checks::judge_all;
+use crate::harness::check::{Check, Condition, Rule};
+use crate::services::cells::record::{Cell, Content};
 
 pub const NO_BYTE_LOST: Check = Check {
     id: "no-byte-lost",

@@ -9,11 +9,12 @@ use oslab_units::human_bytes;
 use oslab_wbsim::policy::Policy;
 
 use super::predict::Predicted;
-use super::{Cell, POLICIES, Plan, Raw, Scenario};
-use crate::check::figure;
-use crate::experiment::{Output, finding, measurement};
-use crate::simrun::{LatencyStats, latency_stats};
-use crate::wb::stall_causes;
+use super::{Plan, Raw};
+use crate::harness::check::figure;
+use crate::harness::{Output, finding, measurement};
+use crate::services::cells::record::{Cell, POLICIES, Scenario};
+use crate::services::write_latency::{LatencyStats, latency_stats};
+use crate::wb::common::stall_causes;
 
 /// The cells of a run, looked up by policy, scenario and run.
 pub struct Matrix<'a> {

@@ -44,33 +44,31 @@
 //! Documentation/admin-guide/cgroup-v1/blkio-controller.rst (the throttle),
 //! mm/page-writeback.c (balance_dirty_pages, MAX_PAUSE).
 
+pub mod cell_checks;
 pub mod claims;
 pub mod intact;
 pub mod judge;
+pub mod measure;
 pub mod plots;
 pub mod poll;
 pub mod predict;
-pub mod run;
 #[cfg(test)]
 pub(crate) mod tests;
-pub mod verdicts;
 pub mod writers;
 
 use oslab_model::Environment;
 use oslab_wbsim::policy::Policy;
 use serde::{Deserialize, Serialize};
 
-use super::trace::{Poll, WriterTrace};
-use crate::experiment::{Context, LabError, Meta, Needs, Output};
-use crate::settings::{
-    AnySetting, Bytes, Choices, Command, Count, Declared, Flag, Seconds, Setting,
-};
-use crate::shape::{Lab, Measured, Planner};
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::services::cells::record::{Cell, SCENARIO_NAMES, START_NAMES, Scenario, Start};
+use crate::services::cells::settings::{BANDWIDTH, POLICY_CHOICE, RUNS, WRITES};
+use crate::settings::{AnySetting, Choices, Command, Declared, Flag, Seconds, Setting};
 
 pub use judge::meets_latency_target;
 
 pub struct WbWcall;
-crate::shaped_experiment!(WbWcall);
 
 static META: Meta = Meta {
     id: "wb.wcall",
@@ -87,34 +85,6 @@ static META: Meta = Meta {
     internal: false,
 };
 
-const SCENARIO_NAMES: &[&str] = &["alone", "rt45x2", "bulkx2", "fig7-nice4"];
-const POLICY_NAMES: &[&str] = &["vanilla", "wcall", "wcall-fair"];
-const START_NAMES: &[&str] = &["late", "together"];
-
-pub(crate) static BANDWIDTH: Setting<Bytes> = Setting {
-    name: "bandwidth",
-    help: "testbed write cap per second",
-    quick: 40 << 20,
-    full: 40 << 20,
-    bounds: Some((1 << 20, 10 << 30)),
-    names: &[],
-};
-pub(crate) static WRITES: Setting<Count> = Setting {
-    name: "writes",
-    help: "writes of the RT-55 writer per cell",
-    quick: 150,
-    full: 700,
-    bounds: Some((20, 10_000)),
-    names: &[],
-};
-pub(crate) static RUNS: Setting<Count> = Setting {
-    name: "runs",
-    help: "repetitions of the whole matrix",
-    quick: 1,
-    full: 3,
-    bounds: Some((1, 10)),
-    names: &[],
-};
 static SCENARIO_CHOICE: Setting<Choices> = Setting {
     name: "scenarios",
     help: "which workloads to run (claims that need a missing one are not judged)",
@@ -123,14 +93,7 @@ static SCENARIO_CHOICE: Setting<Choices> = Setting {
     bounds: None,
     names: SCENARIO_NAMES,
 };
-pub(crate) static POLICY_CHOICE: Setting<Choices> = Setting {
-    name: "policies",
-    help: "which policies to run",
-    quick: Vec::new(),
-    full: Vec::new(),
-    bounds: None,
-    names: POLICY_NAMES,
-};
+
 static START_CHOICE: Setting<Choices> = Setting {
     name: "starts",
     help: "when the competitors start: late (head_start seconds before the high writer) and/or together",
@@ -139,6 +102,7 @@ static START_CHOICE: Setting<Choices> = Setting {
     bounds: None,
     names: START_NAMES,
 };
+
 static HEAD_START: Setting<Seconds> = Setting {
     name: "head_start",
     help: "seconds the competitors write before the high writer starts (starts=late)",
@@ -147,6 +111,7 @@ static HEAD_START: Setting<Seconds> = Setting {
     bounds: Some((0.1, 60.0)),
     names: &[],
 };
+
 static HIGH_CMD: Setting<Command> = Setting {
     name: "high_cmd",
     help: "your own high-priority writer instead of the paced C writer ({file}: its file on the testbed; run it as SCHED_FIFO yourself, e.g. chrt -f 55 ...)",
@@ -155,6 +120,7 @@ static HIGH_CMD: Setting<Command> = Setting {
     bounds: None,
     names: &[],
 };
+
 static COMPETITOR_CMD: Setting<Command> = Setting {
     name: "competitor_cmd",
     help: "your own competing writer, started twice, instead of the scenario's ({file}: its file on the testbed)",
@@ -163,6 +129,7 @@ static COMPETITOR_CMD: Setting<Command> = Setting {
     bounds: None,
     names: &[],
 };
+
 static KILL_COORDINATOR: Setting<Flag> = Setting {
     name: "kill_coordinator",
     help: "SIGKILL the governor's daemon halfway through each governed cell (every byte must still arrive)",
@@ -171,6 +138,7 @@ static KILL_COORDINATOR: Setting<Flag> = Setting {
     bounds: None,
     names: &[],
 };
+
 static SETTINGS: [&dyn AnySetting; 10] = [
     &BANDWIDTH,
     &WRITES,
@@ -183,75 +151,6 @@ static SETTINGS: [&dyn AnySetting; 10] = [
     &COMPETITOR_CMD,
     &KILL_COORDINATOR,
 ];
-
-/// Bytes per write() of every writer.
-pub const CHUNK: u64 = 512 << 10;
-/// The periodic writers' period.
-pub const PERIOD_MS: f64 = 20.0;
-pub const POLICIES: [Policy; 3] = [Policy::Vanilla, Policy::Wcall, Policy::WcallFair];
-
-/// Who writes beside the RT-55 writer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub enum Scenario {
-    #[serde(rename = "alone")]
-    Alone,
-    #[serde(rename = "rt45x2")]
-    RtLow,
-    #[serde(rename = "bulkx2")]
-    Bulk,
-    /// The paper's Fig. 7: one nice-4 writer, no competition.
-    #[serde(rename = "fig7-nice4")]
-    Fig7,
-}
-
-impl Scenario {
-    pub const ALL: [Scenario; 4] = [
-        Scenario::Alone,
-        Scenario::RtLow,
-        Scenario::Bulk,
-        Scenario::Fig7,
-    ];
-    /// The scenarios with competitors beside the RT-55 writer.
-    pub const CONTESTED: [Scenario; 2] = [Scenario::RtLow, Scenario::Bulk];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Scenario::Alone => SCENARIO_NAMES[0],
-            Scenario::RtLow => SCENARIO_NAMES[1],
-            Scenario::Bulk => SCENARIO_NAMES[2],
-            Scenario::Fig7 => SCENARIO_NAMES[3],
-        }
-    }
-
-    fn parse(name: &str) -> Option<Scenario> {
-        Scenario::ALL.into_iter().find(|s| s.name() == name)
-    }
-}
-
-/// When the competitors start.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Start {
-    /// `head_start` seconds before the high writer: it arrives into a full cache.
-    Late,
-    #[default]
-    Together,
-}
-
-impl Start {
-    pub fn name(self) -> &'static str {
-        match self {
-            Start::Late => START_NAMES[0],
-            Start::Together => START_NAMES[1],
-        }
-    }
-
-    fn parse(name: &str) -> Option<Start> {
-        [Start::Late, Start::Together]
-            .into_iter()
-            .find(|s| s.name() == name)
-    }
-}
 
 /// What will run: the settings as read (named as the parameters always were).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -275,141 +174,6 @@ pub struct Plan {
     #[serde(default)]
     pub kill_coordinator: bool,
 }
-
-/// One writer, named as its process was (`rt55`, `rt45-a`, `bulk-b`, ...): its
-/// writes where it timed them (or the kernel's trace did), what of its file reached
-/// the device while the first writer wrote, and whether every byte arrived.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct WriterRaw {
-    pub name: String,
-    pub trace: WriterTrace,
-    /// Bytes of its file written back to the device over the first writer's span.
-    #[serde(default)]
-    pub device_bytes: Option<u64>,
-    #[serde(default)]
-    pub content: Content,
-}
-
-/// The check of a writer's file after the cell.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "state", content = "detail")]
-pub enum Content {
-    /// Every byte it wrote is there, as written.
-    Intact,
-    Wrong(String),
-    #[default]
-    NotChecked,
-}
-
-/// A group's dirty + writeback bytes and its limit (None: no limit) at one poll.
-pub type GroupPoint = (u64, Option<u64>);
-
-/// The governor's table at one poll: time, and per group (rt-high, rt-low,
-/// normal) dirty + writeback and limit.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct GroupPoll {
-    pub t_s: f64,
-    pub groups: Vec<GroupPoint>,
-}
-
-/// What the governor counted for one group over a cell.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct GroupCount {
-    pub group: String,
-    pub writes: u64,
-    pub delayed_writes: u64,
-    pub held_ms: f64,
-}
-
-/// The governor's own account of a cell, read when it finished.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct GovernorRaw {
-    pub passes: u64,
-    pub pass_mean_us: f64,
-    pub pass_max_us: f64,
-    /// The coordinator thread's CPU time over its life, percent of one CPU.
-    #[serde(default)]
-    pub cpu_percent: f64,
-    pub groups: Vec<GroupCount>,
-}
-
-/// What one cell (policy x scenario x run) gave. The first writer is the one the
-/// claims are about (RT-55, or the nice-4 writer of Fig. 7).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Cell {
-    pub policy: Policy,
-    pub scenario: Scenario,
-    pub run: usize,
-    #[serde(default)]
-    pub start: Start,
-    pub writers: Vec<WriterRaw>,
-    pub polls: Vec<Poll>,
-    /// Empty under vanilla (no governor).
-    pub groups: Vec<GroupPoll>,
-    pub governor: Option<GovernorRaw>,
-    /// The kernel's account of the cell: the first writer's write() calls split
-    /// by cause, every writer's throttling decisions, the bandwidth estimates.
-    #[serde(default)]
-    pub kernel: oslab_trace::TraceOutcome,
-    /// When the governor's daemon was SIGKILLed on purpose (kill_coordinator).
-    #[serde(default)]
-    pub coordinator_killed_at_s: Option<f64>,
-}
-
-impl Cell {
-    pub fn first(&self) -> &WriterTrace {
-        static NONE: WriterTrace = WriterTrace {
-            start_s: Vec::new(),
-            latency_ms: Vec::new(),
-            bytes: 0,
-            error: None,
-            tid: 0,
-            tgid: 0,
-        };
-        self.writers.first().map_or(&NONE, |w| &w.trace)
-    }
-
-    /// The first writer's span, seconds: from its first write to one period after
-    /// its last.
-    pub fn span_s(&self) -> f64 {
-        let t = &self.first().start_s;
-        match (t.first(), t.last()) {
-            (Some(a), Some(b)) => b - a + PERIOD_MS / 1000.0,
-            _ => 0.0,
-        }
-    }
-
-    /// Bytes per second of the competitors' files that reached the device while
-    /// the first writer wrote (measured at the device: each file's size less its
-    /// dirty and writeback pages). None when that was not measured.
-    pub fn competitors_bytes_s(&self) -> Option<f64> {
-        let span = self.span_s();
-        let bytes: Option<u64> = self.writers.iter().skip(1).map(|w| w.device_bytes).sum();
-        (span > 0.0).then_some(bytes? as f64 / span)
-    }
-
-    /// What the device leaves the competitors, bytes per second: its measured
-    /// bandwidth less what reached it of the first writer's file over its span
-    /// (else the first writer's rate, 512 KiB every 20 ms).
-    pub fn left_for_competitors(&self, device_bytes_s: f64) -> f64 {
-        let span = self.span_s();
-        let high = match self.writers.first().and_then(|w| w.device_bytes) {
-            Some(b) if span > 0.0 => b as f64 / span,
-            _ => CHUNK as f64 / (PERIOD_MS / 1000.0),
-        };
-        (device_bytes_s - high).max(0.0)
-    }
-
-    /// The highest Dirty + Writeback the poller saw.
-    pub fn peak_dirty_writeback(&self) -> u64 {
-        self.polls
-            .iter()
-            .map(|p| p.dirty_bytes + p.writeback_bytes)
-            .max()
-            .unwrap_or(0)
-    }
-}
-
 /// Everything the run measured and read.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Raw {
@@ -444,7 +208,7 @@ pub struct FirstTouch {
     pub again_ns_per_page: f64,
 }
 
-impl Lab for WbWcall {
+impl Experiment for WbWcall {
     type Plan = Plan;
     type Raw = Raw;
 
@@ -484,7 +248,7 @@ impl Lab for WbWcall {
     }
 
     fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        run::measure(plan, ctx)
+        measure::measure(plan, ctx)
     }
 
     fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {

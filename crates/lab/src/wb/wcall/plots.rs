@@ -8,8 +8,8 @@ use oslab_wbsim::policy::Policy;
 
 use super::judge::Matrix;
 use super::predict::Predicted;
-use super::{Cell, GroupPoll, POLICIES, Scenario};
-use crate::wb::trace::{WriterTrace, mib};
+use crate::services::cells::record::{Cell, GroupPoll, POLICIES, Scenario};
+use crate::services::timed_writer::{WriterTrace, mib};
 
 fn series_of(t: &WriterTrace, name: &str) -> Series {
     Series {

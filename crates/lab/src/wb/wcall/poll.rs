@@ -4,8 +4,8 @@
 
 use oslab_model::governor::Snapshot;
 
-use super::{GovernorRaw, GroupCount, GroupPoll};
-use crate::wb::trace::Poll;
+use crate::services::cells::record::{GovernorRaw, GroupCount, GroupPoll};
+use crate::services::timed_writer::Poll;
 
 #[derive(Debug, Default)]
 pub struct Polled {

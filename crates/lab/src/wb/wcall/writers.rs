@@ -9,10 +9,11 @@ use std::process::{Child, Command, Stdio};
 
 use oslab_trace::TraceOutcome;
 
-use super::run::Env;
-use super::{CHUNK, Content, PERIOD_MS, Plan, Scenario};
-use crate::experiment::LabError;
-use crate::wb::trace::WriterTrace;
+use super::Plan;
+use super::measure::Env;
+use crate::harness::LabError;
+use crate::services::cells::record::{CHUNK, Content, PERIOD_MS, Scenario};
+use crate::services::timed_writer::WriterTrace;
 
 /// The paced writer's source, built when the experiment runs.
 pub const PACED_WRITER_C: &str = include_str!("paced_writer.c");

@@ -5,16 +5,14 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use oslab_lab::simrun::advise::{Candidate, advise};
-use oslab_lab::simrun::configure;
+use oslab_lab::services::sim_advice::{Candidate, advise};
 use oslab_model::ExperimentResult;
 use oslab_store::RunFilter;
 use oslab_units::human_bytes;
 
-use super::inputs::{load, sets};
+use super::inputs::{configured, load};
 use crate::args::MaxInputArg;
 use crate::failure::CmdResult;
-use crate::failure::Failure;
 use crate::output::print;
 use oslab_arg_values::duration;
 
@@ -99,7 +97,7 @@ fn row(c: &Candidate) -> Vec<String> {
 
 pub fn run(a: SimAdviseArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    let c = configured(&s, &a.sets)?;
     let target_ms = a.p99 as f64 / 1e6;
     let ranked = advise(&c, target_ms);
     if a.json {

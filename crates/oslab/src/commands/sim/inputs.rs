@@ -6,8 +6,8 @@ use std::path::Path;
 use oslab_lab::RunConfig;
 use oslab_model::Mode;
 use oslab_sys::infile;
-use oslab_wbsim::Policy;
 use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
+use oslab_wbsim::{Config, Policy, settings};
 
 use crate::failure::Failure;
 
@@ -39,15 +39,12 @@ pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {
     })
 }
 
-/// The `--set KEY=VALUE` pairs, split.
-pub fn sets(raw: &[String]) -> Result<Vec<(String, String)>, Failure> {
-    raw.iter()
-        .map(|s| {
-            s.split_once('=')
-                .map(|(k, v)| (k.trim().to_string(), v.trim().to_string()))
-                .ok_or_else(|| Failure::usage(format!("--set {s}: expected KEY=VALUE")))
-        })
-        .collect()
+/// The scenario's configuration with `--set NAME=VALUE` applied, each value
+/// parsed against the simulator's declared settings (`oslab_wbsim::settings`).
+pub fn configured(s: &Scenario, raw: &[String]) -> Result<Config, Failure> {
+    settings::parse_sets(raw)
+        .and_then(|sets| settings::configure(&s.config, &sets))
+        .map_err(|e| Failure::usage(format!("--set {e}")))
 }
 
 pub fn policy(s: &str) -> Result<Policy, Failure> {

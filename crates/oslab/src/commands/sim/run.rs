@@ -1,14 +1,14 @@
 //! `oslab sim run`
 
 use clap::Args;
-use oslab_lab::simrun::{SimExperiment, configure};
+use oslab_lab::sim::scenario::SimScenario;
 use oslab_wbsim::Policy;
 
 use super::inputs::SIM_OUTPUT_HELP;
-use super::inputs::{config, load, policy, sets};
+use super::inputs::{config, configured, load, policy};
 use crate::args::MaxInputArg;
 use crate::exports::{OutputArgs, worded};
-use crate::failure::{CmdResult, Failure};
+use crate::failure::CmdResult;
 use crate::results::{Delivery, execute};
 
 #[derive(Debug, Args)]
@@ -32,7 +32,7 @@ pub struct SimRunArgs {
 
 pub fn run(a: SimRunArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    let c = configured(&s, &a.sets)?;
     let policies: Vec<Policy> = if a.policies.is_empty() {
         vec![Policy::Vanilla, Policy::Wcall, Policy::WcallFair]
     } else {
@@ -41,7 +41,7 @@ pub fn run(a: SimRunArgs) -> CmdResult {
             .map(|p| policy(p))
             .collect::<Result<_, _>>()?
     };
-    let exp = SimExperiment::new(&s, c, policies);
+    let exp = SimScenario::new(&s, c, policies);
     // simulated figures describe no machine: they are not kept in the database
     execute(&[&exp], &Delivery::outputs_only(a.out), &config())
 }

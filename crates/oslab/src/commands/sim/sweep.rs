@@ -1,9 +1,9 @@
 //! `oslab sim sweep`
 
 use clap::Args;
-use oslab_lab::simrun::{configure, sweep};
+use oslab_lab::services::sim_sweep::sweep;
 
-use super::inputs::{load, policy, sets, values};
+use super::inputs::{configured, load, policy, values};
 use crate::args::MaxInputArg;
 use crate::failure::{CmdResult, Failure};
 use crate::output::print;
@@ -34,7 +34,7 @@ pub struct SimSweepArgs {
 
 pub fn run(a: SimSweepArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let mut c = configure(&s, &sets(&a.sets)?).map_err(|e| Failure::usage(format!("--set {e}")))?;
+    let mut c = configured(&s, &a.sets)?;
     c.policy = policy(&a.policy)?;
     let (key, vals) = values(&a.vary, a.steps)?;
     let t0 = std::time::Instant::now();

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use oslab_lab::RunConfig;
-use oslab_lab::simrun::{SimSawtooth, SimValidate};
+use oslab_lab::sim::{sawtooth::SimSawtooth, validate::SimValidate};
 use oslab_model::Mode;
 
 use super::inputs::SIM_OUTPUT_HELP;
@@ -41,7 +41,7 @@ pub struct SimValidateArgs {
 /// database (they describe this machine).
 pub fn run(a: SimValidateArgs) -> CmdResult {
     crate::pending::warn_if_pending();
-    let exp: &dyn oslab_lab::Experiment = if a.sawtooth {
+    let exp: &dyn oslab_lab::AnyExperiment = if a.sawtooth {
         &SimSawtooth
     } else {
         &SimValidate

@@ -9,13 +9,17 @@ use oslab_sys::fsread::Root;
 use oslab_sys::machine::{self, LiveProbes};
 use oslab_wbsim::policy::Policy;
 
+use crate::services::cells::record::{
+    CHUNK, Content, GovernorRaw, GroupCount, PERIOD_MS, POLICIES, WriterRaw,
+};
+
 mod claims;
 
 use super::judge::{judge, stats_text};
 use super::writers::{WriterKind, writers_for};
 use super::*;
-use crate::simrun::latency_stats;
-use crate::wb::trace::{Poll, WriterTrace};
+use crate::services::timed_writer::{Poll, WriterTrace};
+use crate::services::write_latency::latency_stats;
 
 /// The captured 2-CPU KVM guest of the sys fixtures, with the hypervisor named
 /// `hv` (None: bare metal).

@@ -1,0 +1,25 @@
+//! What runs the experiments: the contract ([`Experiment`], seen by the runner as
+//! [`AnyExperiment`]), the runner and the raw files it keeps, and what
+//! experiments use while they run: scratch folders, load accounting, the
+//! kernel's trace, the /proc sampler, and claims judged by typed checks.
+
+pub mod any;
+pub mod check;
+pub mod context;
+pub mod error;
+pub mod experiment;
+pub mod kernel_trace;
+pub mod load;
+pub mod planner;
+pub mod rawcheck;
+pub mod rawfile;
+pub mod runner;
+pub mod sampler;
+pub mod scratch;
+pub mod sets;
+
+pub use any::{AnyExperiment, Recorded};
+pub use context::{Context, NoProgress, Progress, RunConfig, Sets};
+pub use error::{LabError, Unreadable};
+pub use experiment::{Experiment, Measured, Meta, Needs, Output, finding, measurement};
+pub use planner::Planner;

@@ -1,0 +1,25 @@
+//! What the commands call, and what experiments of several families share.
+//!
+//! - `testbed`: the slow device (a throttled loop device), for `oslab testbed`,
+//!   `oslab dirty advise` and the write-back experiments;
+//! - `cells`: a cell of writers on the testbed (wb.wcall and sim.validate): its
+//!   record, the kernel's account of it and the simulator's configuration for it;
+//! - `timed_writer`: a writer that times its writes and the 10 Hz poller beside it
+//!   (`oslab wcall writer` and the write-back experiments);
+//! - `knobs`: sysctls set for the length of a run, through the journal;
+//! - `write_latency`: the latency figures of one writer;
+//! - `dirty_rules`: the kernel's write-back rules as predictions of Dirty (the
+//!   write-back experiments and `oslab dirty advise`);
+//! - `dirty_advice`, `dirty_explain`: `oslab dirty advise|explain`;
+//! - `sim_advice`, `sim_sweep`: `oslab sim advise|sweep`.
+
+pub mod cells;
+pub mod dirty_advice;
+pub mod dirty_explain;
+pub mod dirty_rules;
+pub mod knobs;
+pub mod sim_advice;
+pub mod sim_sweep;
+pub mod testbed;
+pub mod timed_writer;
+pub mod write_latency;

@@ -1,0 +1,149 @@
+//! The simulator on each real run's settings, its Dirty sawtooth against the
+//! kernel's: the errors of peak, trough and period, and the curves side by side.
+
+use oslab_model::{ExperimentResult, Series, SeriesStyle};
+use oslab_wbsim::config::MIB;
+use oslab_wbsim::{Config, simulate};
+
+use super::{Raw, claims, real_experiments};
+use crate::harness::runner::judge_file;
+use crate::harness::{Output, finding};
+
+fn param_f(r: &ExperimentResult, k: &str) -> Option<f64> {
+    r.params.get(k).and_then(|v| v.as_f64())
+}
+
+fn found(r: &ExperimentResult, k: &str) -> Option<f64> {
+    r.finding(k).map(|f| f.value).filter(|v| v.is_finite())
+}
+
+/// The simulator's configuration for a real wb.background or wb.periodic run.
+pub fn config_for_real(r: &ExperimentResult) -> Option<Config> {
+    use oslab_wbsim::{Class, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
+    let rate = param_f(r, "rate")?;
+    let duration = param_f(r, "duration")?;
+    let sysctls = if r.experiment == "wb.background" {
+        let bg = param_f(r, "background")? as u64;
+        Sysctls {
+            dirty_background_bytes: bg,
+            dirty_bytes: bg * 2,
+            dirty_writeback_centisecs: 0,
+            ..Sysctls::default()
+        }
+    } else {
+        let far = (rate * duration * 2.0) as u64 + (256 << 20);
+        Sysctls {
+            dirty_background_bytes: far,
+            dirty_bytes: far * 2,
+            dirty_expire_centisecs: (param_f(r, "expire")? * 100.0).round() as u64,
+            dirty_writeback_centisecs: (param_f(r, "interval")? * 100.0).round() as u64,
+            ..Sysctls::default()
+        }
+    };
+    let writer = WriterCfg {
+        name: "writer".into(),
+        kind: Kind::Rate {
+            bytes_per_s: rate,
+            chunk: (rate / 10.0) as u64,
+        },
+        class: Class::Normal { nice: 0 },
+        group: None,
+        fsync_every: None,
+        start_ms: 0.0,
+        stop_ms: None,
+    };
+    let dirtyable = r
+        .environment
+        .machine
+        .memory
+        .available_bytes
+        .unwrap_or(8 << 30);
+    Some(Config {
+        sysctls,
+        device: DeviceCfg {
+            kind: DeviceKind::Disk,
+            bandwidth_bytes_s: 1000.0 * MIB as f64,
+            request_latency_ns: 0,
+            max_request_bytes: 512 << 10,
+            queue_bytes: 1 << 40,
+        },
+        ..Config::new(RuleSet::Linux6, dirtyable, vec![writer], duration, 2)
+    })
+}
+
+/// The real runs, judged from their raw data as they were when they ran.
+pub fn judge(raw: &Raw) -> Output {
+    let real: Vec<ExperimentResult> = real_experiments()
+        .iter()
+        .zip(&raw.real)
+        .map(|(e, file)| judge_file(*e, file))
+        .collect();
+    beside_real(&real)
+}
+
+/// Compares real sawtooth experiments with the simulator on the same settings.
+pub fn beside_real(real: &[ExperimentResult]) -> Output {
+    let mut findings = Vec::new();
+    let mut worst: f64 = 0.0;
+    let mut compared = 0;
+    let mut plots = Vec::new();
+    for r in real {
+        let Some(c) = config_for_real(r) else {
+            continue;
+        };
+        let out = simulate(&c);
+        let t: Vec<f64> = out.samples.iter().map(|s| s.t_s).collect();
+        let y: Vec<f64> = out
+            .samples
+            .iter()
+            .map(|s| s.dirty as f64 / MIB as f64)
+            .collect();
+        let rate_mib = c.writers.first().map_or(1.0, |w| match w.kind {
+            oslab_wbsim::Kind::Rate { bytes_per_s, .. } => bytes_per_s / MIB as f64,
+            _ => 1.0,
+        });
+        let saw = oslab_stats::sawtooth::sawtooth(&t, &y, (rate_mib * 0.5).max(1.0));
+        for (what, sim) in [
+            ("peak_mib", saw.peak_median),
+            ("trough_mib", saw.trough_median),
+            ("period_s", saw.period),
+        ] {
+            if let (Some(real_v), Some(sim_v)) = (found(r, what), sim) {
+                // troughs near zero are compared against the peak, not themselves
+                let scale = if what == "trough_mib" {
+                    found(r, "peak_mib").unwrap_or(real_v).abs()
+                } else {
+                    real_v.abs()
+                };
+                let err = (sim_v - real_v).abs() / scale.max(1e-9);
+                worst = worst.max(err);
+                compared += 1;
+                findings.push(finding(
+                    &format!("{}.{what}_error", r.experiment),
+                    err,
+                    "fraction",
+                    format!("real {real_v:.2}, simulated {sim_v:.2}"),
+                ));
+            }
+        }
+        if let Some(real_plot) = r.plots.iter().find(|p| p.id == "dirty") {
+            let mut p = real_plot.clone();
+            p.id = format!("{}-vs-sim", r.experiment);
+            p.title = format!("{}: real kernel vs simulator", r.experiment);
+            p.series.retain(|s| s.name.starts_with("Dirty"));
+            p.series.push(Series {
+                name: "simulated Dirty".into(),
+                style: SeriesStyle::Line,
+                points: t.iter().zip(&y).map(|(a, b)| [*a, *b]).collect(),
+            });
+            plots.push(p);
+        }
+    }
+    let claim = claims::matches_claim(compared, worst);
+    Output {
+        findings,
+        claims: vec![claim],
+        plots,
+        ..Default::default()
+    }
+}

@@ -1,0 +1,185 @@
+//! The figures of each writer under each policy, the paper's figures redrawn,
+//! and the claim.
+
+use oslab_model::{Axis, Finding, Plot, Scale, Series, SeriesStyle};
+use oslab_wbsim::Policy;
+use oslab_wbsim::config::MIB;
+
+use super::claims::protects_claim;
+use super::{Plan, Raw, SimulatedRun};
+use crate::harness::{Output, finding, measurement};
+use crate::services::write_latency::latency_stats;
+
+/// One simulated writer's latencies, its figures, and its mean latency.
+fn writer_figures(
+    p: Policy,
+    w: &oslab_wbsim::WriterResult,
+    seed: u64,
+) -> (oslab_model::Measurement, Vec<Finding>, f64) {
+    let st = latency_stats(&w.latency_ms);
+    let key = format!("{}.{}", p.name(), w.name);
+    let m = measurement(
+        &format!("latency.{key}"),
+        &format!("simulated write() latency of {} ({})", w.name, w.group),
+        "ms",
+        w.latency_ms.clone(),
+        seed,
+        None,
+    );
+    let dur = w.issue_s.last().copied().unwrap_or(0.0).max(1e-9);
+    let mut f = vec![
+        finding(
+            &format!("p99_ms.{key}"),
+            st.p99,
+            "ms",
+            format!(
+                "mean {:.1}, p50 {:.1}, p90 {:.1}, max {:.1} ms",
+                st.mean, st.p50, st.p90, st.max
+            ),
+        ),
+        finding(
+            &format!("over_200ms.{key}"),
+            st.over_200 as f64,
+            "count",
+            format!("of {} writes", st.writes),
+        ),
+        finding(
+            &format!("throughput.{key}"),
+            w.bytes as f64 / MIB as f64 / dur,
+            "MiB/s",
+            format!("{} group", w.group),
+        ),
+    ];
+    if w.policy_wait_ms > 0.0 {
+        f.push(finding(
+            &format!("held_ms.{key}"),
+            w.policy_wait_ms,
+            "ms",
+            "time held back by the policy",
+        ));
+    }
+    (m, f, st.mean)
+}
+
+/// Every write's latency under one policy (the paper's Fig. 4/5).
+fn latency_plot(p: Policy, out: &SimulatedRun) -> Plot {
+    Plot {
+        id: format!("latency-{}", p.name()),
+        title: format!(
+            "write() latency per write, {} (the paper's Fig. 4/5)",
+            p.name()
+        ),
+        x: Axis::new("write", "", Scale::Linear),
+        y: Axis::new("latency", "ms", Scale::Linear),
+        series: out
+            .writers
+            .iter()
+            .map(|w| Series {
+                name: w.name.clone(),
+                style: SeriesStyle::Line,
+                points: w
+                    .latency_ms
+                    .iter()
+                    .enumerate()
+                    .map(|(i, l)| [i as f64, *l])
+                    .collect(),
+            })
+            .collect(),
+        markers: vec![],
+        x_labels: vec![],
+    }
+}
+
+/// Dirty + Writeback over each policy's run.
+fn dirty_plot(runs: &[SimulatedRun]) -> Plot {
+    Plot {
+        id: "dirty".into(),
+        title: "Dirty + Writeback in the simulation".into(),
+        x: Axis::new("time", "s", Scale::Linear),
+        y: Axis::new("memory", "MiB", Scale::Linear),
+        series: runs
+            .iter()
+            .map(|o| Series {
+                name: o.policy.name().into(),
+                style: SeriesStyle::Line,
+                points: o
+                    .samples
+                    .iter()
+                    .map(|s| [s.t_s, (s.dirty + s.writeback) as f64 / MIB as f64])
+                    .collect(),
+            })
+            .collect(),
+        markers: vec![],
+        x_labels: vec![],
+    }
+}
+
+/// The output of a scenario's runs (measurements, findings, the paper's figures
+/// redrawn, claims).
+pub fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
+    let c = &plan.config;
+    let runs = &raw.runs;
+    let mut measurements = Vec::new();
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut plots = Vec::new();
+    let mut bars: Vec<Series> = Vec::new();
+    let writer_names: Vec<String> = c.writers.iter().map(|w| w.name.clone()).collect();
+    for out in runs {
+        let p = out.policy;
+        let mut per_policy_bars = Vec::new();
+        for (i, w) in out.writers.iter().enumerate() {
+            let (m, f, mean) = writer_figures(p, w, seed);
+            measurements.push(m);
+            findings.extend(f);
+            per_policy_bars.push([i as f64, mean]);
+        }
+        bars.push(Series {
+            name: p.name().into(),
+            style: SeriesStyle::Bars,
+            points: per_policy_bars,
+        });
+        findings.push(finding(
+            &format!("events.{}", p.name()),
+            out.events as f64,
+            "events",
+            "simulated events",
+        ));
+        plots.push(latency_plot(p, out));
+    }
+    plots.push(Plot {
+        id: "average".into(),
+        title: "Average write() latency by writer and policy (the paper's Fig. 6)".into(),
+        x: Axis::new("", "", Scale::Linear),
+        y: Axis::new("mean latency", "ms", Scale::Linear),
+        series: bars,
+        markers: vec![],
+        x_labels: writer_names.clone(),
+    });
+    plots.push(dirty_plot(runs));
+    let first = |p: Policy| {
+        runs.iter()
+            .find(|o| o.policy == p)
+            .map(|o| latency_stats(&o.writers[0].latency_ms))
+    };
+    let mut claims = Vec::new();
+    if c.writers.len() > 1
+        && let (Some(v), Some(w)) = (first(Policy::Vanilla), first(Policy::Wcall))
+    {
+        claims.push(protects_claim(&writer_names[0], &v, &w));
+    }
+    Output {
+        params: Default::default(),
+        measurements,
+        findings,
+        claims,
+        plots,
+        notes: vec![format!(
+            "simulated {} s with {:?} rules, {} MiB/s device, {} writers",
+            c.duration_s,
+            c.rules,
+            c.device.bandwidth_bytes_s / MIB as f64,
+            c.writers.len()
+        )],
+        system: Vec::new(),
+    }
+}

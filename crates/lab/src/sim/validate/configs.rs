@@ -1,0 +1,82 @@
+//! The simulator's configuration for one real cell of sim.validate: its writers
+//! as they were started, on the setting's testbed, with the copy and page
+//! allocation costs measured before the cells.
+
+use oslab_wbsim::{Config, Kind, WriterCfg};
+
+use super::workload::{WriterArgs, writers_for};
+use super::{CellRaw, PageCosts, SettingRaw};
+use crate::services::cells::record::{CHUNK, PERIOD_MS};
+use crate::services::cells::sim_config::{DEFAULT_COPY_BYTES_S, Seed, TestbedSpec, class_of};
+
+fn writer_cfg(w: &WriterArgs) -> WriterCfg {
+    let class = class_of(w.fifo.map_or(0, |p| p.max(1) as u32), w.nice.unwrap_or(0));
+    let (kind, stop_ms) = match w.count {
+        Some(count) => (
+            Kind::Periodic {
+                bytes: CHUNK,
+                period_ms: PERIOD_MS,
+                count,
+            },
+            None,
+        ),
+        None => (Kind::Bulk { chunk: CHUNK }, Some(w.duration_s * 1e3)),
+    };
+    WriterCfg {
+        name: w.name.clone(),
+        kind,
+        class,
+        group: None,
+        fsync_every: None,
+        start_ms: 0.0,
+        stop_ms,
+    }
+}
+
+/// The copy rate (bytes per second, from the median write over cached pages) and
+/// what each probe write into new pages cost beyond it, ns per page.
+pub fn costs(c: &PageCosts) -> (f64, Vec<f64>) {
+    let cached = oslab_stats::median(&c.cached_ns_per_page).unwrap_or(0.0);
+    let copy = if cached > 0.0 {
+        4096.0 / cached * 1e9
+    } else {
+        DEFAULT_COPY_BYTES_S
+    };
+    let alloc = c
+        .fresh_ns_per_page
+        .iter()
+        .map(|f| (f - cached).max(0.0))
+        .collect();
+    (copy, alloc)
+}
+
+/// The testbed of setting `s` of a validation run, at `hz`.
+pub fn testbed_of(s: &SettingRaw, hz: u64) -> TestbedSpec {
+    let (copy_bytes_s, alloc_ns) = costs(&s.costs);
+    TestbedSpec {
+        dirty_bytes: s.dirty_bytes,
+        dirty_background_bytes: s.dirty_background_bytes,
+        cap_bytes_s: s.bandwidth as f64,
+        measured_bytes_s: s.testbed_measured_bytes_s,
+        copy_bytes_s,
+        alloc_ns,
+        hz,
+    }
+}
+
+/// The simulator's configuration for `cell` of setting `s`, with `hz` ticks per
+/// second, starting from `seed`.
+pub fn config_for(s: &SettingRaw, c: &CellRaw, writes: u64, hz: u64, seed: Seed) -> Config {
+    let cell = &c.cell;
+    let writers = writers_for(cell.scenario, writes)
+        .iter()
+        .map(writer_cfg)
+        .collect();
+    testbed_of(s, hz).config(
+        cell.policy,
+        writers,
+        cell.last_write_end_s() + 1.0,
+        seed,
+        c.io.others_bytes_s(),
+    )
+}

@@ -1,0 +1,370 @@
+//! Judging the validation: every real cell simulated from the state it began in,
+//! each figure's real runs beside the predictions, the targets, the claims, the
+//! plots. Pure: from the plan, the raw data and the environment.
+
+use oslab_model::{Axis, Environment, Plot, Scale, Series, SeriesStyle};
+use oslab_wbsim::policy::Policy;
+use oslab_wbsim::{Outcome, simulate};
+
+use super::configs::config_for;
+use super::figures::{self, Compared, Fig, Figures, Verdict};
+use super::{Plan, Raw, SettingRaw};
+use crate::harness::check::{Check, Condition, Rule, figure};
+use crate::harness::{Output, finding};
+use crate::services::cells::record::Scenario;
+use crate::services::cells::sim_config::{Seed, simulate_blind};
+use crate::services::cells::traced::{Traced, traced};
+
+const PREDICTS: Check = Check {
+    id: "sim-predicts-testbed",
+    text: "The simulator predicts the contested writers' write() latency on the testbed: p50, p90, p99 within 30 % (1 ms below 3 ms), writes over 200 ms within max(3, 30 %), the competitors' throughput within 15 %, for every workload and policy",
+    source: "issue 20 (the simulator's validation targets)",
+};
+
+const SWEEP: Check = Check {
+    id: "sim-predicts-sweep",
+    text: "The same targets hold at settings no test names (device 10 and 80 MiB/s, dirty_bytes 32 and 256 MiB)",
+    source: "issue 20 (settings not named in any test)",
+};
+
+/// One cell simulated twice: from the state the kernel carried into it, and
+/// blind (from a description of the workload alone).
+pub struct Simulated {
+    pub real: Figures,
+    pub predicted: Figures,
+    pub blind: Figures,
+    pub outcome: Outcome,
+    pub traced: Option<Traced>,
+}
+
+/// The kernel's tick rate: as traced, else as the machine's config says, else 250.
+fn hz_of(raw: &Raw, env: &Environment) -> u64 {
+    raw.settings
+        .iter()
+        .flat_map(|s| &s.cells)
+        .find_map(|c| c.cell.kernel.captured().map(|k| k.hz as u64))
+        .filter(|h| *h > 0)
+        .or_else(|| env.machine.kernel.hz.value().map(|h| h.hz as u64))
+        .unwrap_or(250)
+}
+
+/// Simulates cell `i` of setting `s`.
+pub fn simulate_cell(s: &SettingRaw, i: usize, hz: u64) -> Simulated {
+    let c = &s.cells[i];
+    let t = traced(&c.cell, &s.testbed_dev, s.dirty_bytes / 4096);
+    let cfg = config_for(s, c, s.spec.writes, hz, Seed::Carried(t.as_ref()));
+    let outcome = simulate(&cfg);
+    let blind = simulate_blind(config_for(s, c, s.spec.writes, hz, Seed::Blind));
+    Simulated {
+        real: figures::real(&c.cell, t.as_ref()),
+        predicted: figures::simulated(&outcome),
+        blind: figures::simulated(&blind),
+        outcome,
+        traced: t,
+    }
+}
+
+/// A workload under a policy on one setting, over its runs.
+pub struct Group<'a> {
+    pub setting: &'a SettingRaw,
+    pub scenario: Scenario,
+    pub policy: Policy,
+    pub cells: Vec<(usize, Simulated)>,
+}
+
+impl Group<'_> {
+    /// The real runs against the simulations from the state each began in.
+    pub fn compared(&self, fig: Fig) -> Compared {
+        self.against(fig, |c| &c.predicted)
+    }
+
+    /// The real runs against the blind simulations.
+    pub fn compared_blind(&self, fig: Fig) -> Compared {
+        self.against(fig, |c| &c.blind)
+    }
+
+    fn against(&self, fig: Fig, side: impl Fn(&Simulated) -> &Figures) -> Compared {
+        Compared {
+            fig,
+            real: self
+                .cells
+                .iter()
+                .filter_map(|(_, c)| c.real.get(fig))
+                .collect(),
+            predicted: self
+                .cells
+                .iter()
+                .filter_map(|(_, c)| side(c).get(fig))
+                .collect(),
+        }
+    }
+
+    /// The finding name's prefix: scenario.policy, after the sweep point if any.
+    fn key(&self) -> String {
+        let base = format!("{}.{}", self.scenario.name(), self.policy.name());
+        if self.setting.spec.name == "main" {
+            base
+        } else {
+            let slug: String = self
+                .setting
+                .spec
+                .name
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+                .collect();
+            format!("{slug}.{base}")
+        }
+    }
+}
+
+/// Every cell of every setting simulated, grouped by workload and policy.
+pub fn groups(raw: &Raw, hz: u64) -> Vec<Group<'_>> {
+    let mut out: Vec<Group> = Vec::new();
+    for s in &raw.settings {
+        for (i, c) in s.cells.iter().enumerate() {
+            let sim = simulate_cell(s, i, hz);
+            let at = out.iter().position(|g| {
+                std::ptr::eq(g.setting, s)
+                    && g.scenario == c.cell.scenario
+                    && g.policy == c.cell.policy
+            });
+            match at {
+                Some(k) => out[k].cells.push((i, sim)),
+                None => out.push(Group {
+                    setting: s,
+                    scenario: c.cell.scenario,
+                    policy: c.cell.policy,
+                    cells: vec![(i, sim)],
+                }),
+            }
+        }
+    }
+    out
+}
+
+fn verdict_text(v: &Verdict, unit: &str) -> String {
+    let range = if v.real_min < v.real_max {
+        format!(" ({}-{})", figure(v.real_min, ""), figure(v.real_max, ""))
+    } else {
+        String::new()
+    };
+    let target = match v.of_allowance {
+        None => "reported".to_string(),
+        Some(_) if v.holds() => "within target".to_string(),
+        Some(a) => format!("missed ({a:.1}x the allowance)"),
+    };
+    let err = if v.error.is_finite() {
+        format!("{:+.0} %", v.error * 100.0)
+    } else {
+        "n/a".into()
+    };
+    format!(
+        "real {}{range}, predicted {}, error {err}, {target}",
+        figure(v.real_median, unit),
+        figure(v.predicted, unit)
+    )
+}
+
+/// A finding's value: the prediction's error as its target measures it, a count's
+/// difference or a percentage of the real median (NaN when that is 0).
+fn error_figure(f: Fig, v: &Verdict) -> (f64, &'static str) {
+    match f.target() {
+        figures::Target::Count => (v.predicted - v.real_median, "count"),
+        _ if v.error.is_finite() => (v.error * 100.0, "%"),
+        _ => (f64::NAN, "%"),
+    }
+}
+
+/// The targeted figures that missed, as "scenario policy figure: real, predicted".
+fn misses(groups: &[&Group], fig: Fig) -> Vec<String> {
+    missed(groups, fig, |g, f| g.compared(f))
+}
+
+fn missed(groups: &[&Group], fig: Fig, compare: impl Fn(&Group, Fig) -> Compared) -> Vec<String> {
+    groups
+        .iter()
+        .filter_map(|g| {
+            let v = compare(g, fig).verdict()?;
+            (!v.holds()).then(|| {
+                format!(
+                    "{} {}: real {}, predicted {}",
+                    g.key(),
+                    fig.key(),
+                    figure(v.real_median, ""),
+                    figure(v.predicted, "")
+                )
+            })
+        })
+        .collect()
+}
+
+pub(super) const TARGETED: [Fig; 5] = [Fig::P50, Fig::P90, Fig::P99, Fig::Over200, Fig::Throughput];
+
+fn claim(check: &Check, groups: &[&Group], what: &str) -> oslab_model::Claim {
+    if groups.is_empty() {
+        return check.not_judged(
+            "no cell missing a target",
+            format!("no {what} cell ran (or the run was skipped)"),
+        );
+    }
+    let conditions: Vec<Condition> = TARGETED
+        .iter()
+        .map(|f| {
+            Condition::new(
+                format!("cells missing the {} target", f.key()),
+                "",
+                Rule::Exactly(0.0),
+                misses(groups, *f).len() as f64,
+            )
+        })
+        .collect();
+    let all: Vec<String> = TARGETED.iter().flat_map(|f| misses(groups, *f)).collect();
+    check.judge(
+        &conditions,
+        &format!("{} workload x policy cells compared", groups.len()),
+        |o| {
+            if o.holds() {
+                "every prediction fell inside the real runs' range or within the target of their median".into()
+            } else {
+                format!("missed: {}", all.join("; "))
+            }
+        },
+    )
+}
+
+fn latency_plot(g: &Group) -> Option<Plot> {
+    let (i, sim) = g.cells.first()?;
+    let real = &g.setting.cells[*i].cell.first().latency_ms;
+    let pred = &sim.outcome.writers.first()?.latency_ms;
+    let pts = |v: &[f64]| v.iter().enumerate().map(|(k, l)| [k as f64, *l]).collect();
+    Some(Plot {
+        id: format!("latency-{}", g.key()),
+        title: format!(
+            "RT-55 write() latency, {} under {}: real (run 1) and predicted",
+            g.scenario.name(),
+            g.policy.name()
+        ),
+        x: Axis::new("write", "", Scale::Linear),
+        y: Axis::new("latency", "ms", Scale::Linear),
+        series: vec![
+            Series {
+                name: "real".into(),
+                style: SeriesStyle::Line,
+                points: pts(real),
+            },
+            Series {
+                name: "predicted".into(),
+                style: SeriesStyle::Line,
+                points: pts(pred),
+            },
+        ],
+        markers: vec![],
+        x_labels: vec![],
+    })
+}
+
+fn ratelimit_plot(g: &Group) -> Option<Plot> {
+    let (_, sim) = g.cells.first()?;
+    let t = sim.traced.as_ref().filter(|t| !t.ratelimit.is_empty())?;
+    let mib = (1u64 << 20) as f64;
+    Some(Plot {
+        id: format!("ratelimit-{}", g.key()),
+        title: format!(
+            "dirty_ratelimit, {} under {}: the kernel's and the model's",
+            g.scenario.name(),
+            g.policy.name()
+        ),
+        x: Axis::new("time", "s", Scale::Linear),
+        y: Axis::new("dirty_ratelimit", "MiB/s", Scale::Linear),
+        series: vec![
+            Series {
+                name: "kernel".into(),
+                style: SeriesStyle::Line,
+                points: t.ratelimit.iter().map(|(x, r)| [*x, r / mib]).collect(),
+            },
+            Series {
+                name: "model".into(),
+                style: SeriesStyle::Line,
+                points: sim
+                    .outcome
+                    .ratelimits
+                    .iter()
+                    .map(|r| [r.t_s, r.dirty_ratelimit / mib])
+                    .collect(),
+            },
+        ],
+        markers: vec![],
+        x_labels: vec![],
+    })
+}
+
+pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+    let hz = hz_of(raw, env);
+    let all = groups(raw, hz);
+    let mut out = Output::default();
+    for g in &all {
+        let seeded = Fig::ALL.map(|f| (format!("{}.{}", g.key(), f.key()), g.compared(f)));
+        let blind = TARGETED.map(|f| {
+            (
+                format!("blind.{}.{}", g.key(), f.key()),
+                g.compared_blind(f),
+            )
+        });
+        for (name, c) in seeded.into_iter().chain(blind) {
+            if let Some(v) = c.verdict() {
+                let (value, unit) = error_figure(c.fig, &v);
+                out.findings
+                    .push(finding(&name, value, unit, verdict_text(&v, c.fig.unit())));
+            }
+        }
+        let contested = g.scenario != Scenario::Alone;
+        if g.setting.spec.name == "main" && contested {
+            out.plots.extend(latency_plot(g));
+            out.plots.extend(ratelimit_plot(g));
+        }
+    }
+    let main: Vec<&Group> = all
+        .iter()
+        .filter(|g| g.setting.spec.name == "main")
+        .collect();
+    let sweep: Vec<&Group> = all
+        .iter()
+        .filter(|g| g.setting.spec.name != "main")
+        .collect();
+    out.claims.push(claim(&PREDICTS, &main, "testbed"));
+    if raw.settings.iter().any(|s| s.spec.name != "main") {
+        out.claims.push(claim(&SWEEP, &sweep, "sweep"));
+    }
+    out.notes = super::judge_notes::notes(raw, &all, hz);
+    out.notes.push(blind_note(&all));
+    out
+}
+
+/// How the blind prediction fared beside the one from the carried state: the
+/// targeted figures within target of each, and the blind one's misses.
+fn blind_note(groups: &[Group]) -> String {
+    let all: Vec<&Group> = groups.iter().collect();
+    let count = |compare: &dyn Fn(&Group, Fig) -> Compared| -> (usize, usize) {
+        let verdicts: Vec<Verdict> = all
+            .iter()
+            .flat_map(|g| TARGETED.iter().filter_map(|f| compare(g, *f).verdict()))
+            .collect();
+        let held = verdicts.iter().filter(|v| v.holds()).count();
+        (held, verdicts.len())
+    };
+    let (seeded, n) = count(&|g, f| g.compared(f));
+    let (blind, _) = count(&|g, f| g.compared_blind(f));
+    let misses: Vec<String> = TARGETED
+        .iter()
+        .flat_map(|f| missed(&all, *f, |g, x| g.compared_blind(x)))
+        .collect();
+    let tail = if misses.is_empty() {
+        String::new()
+    } else {
+        format!("; blind misses: {}", misses.join("; "))
+    };
+    format!(
+        "the model's accuracy without the kernel's state (the blind.* findings: each cell simulated again from what a user could describe: its writers over the real cell's length, the limits, the page costs, the device's measured bandwidth, no other disk's write back, and the kernel's estimates as a {:.0} s simulated warm-up of the same writers left them): {blind} of {n} targeted figures within target, against {seeded} of {n} when it starts from the state the kernel carried into the cell{tail}",
+        crate::services::cells::sim_config::WARM_S
+    )
+}

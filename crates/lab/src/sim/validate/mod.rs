@@ -1,0 +1,268 @@
+//! `sim.validate` (`oslab sim validate`): the simulator against the real kernel
+//! where write stalls happen.
+//!
+//! What: on the testbed (a loop device capped by blk-throttle, dirty_bytes 64 MiB,
+//! background 32 MiB) the wb.wcall workloads run for real (a SCHED_FIFO 55 writer of
+//! 512 KiB every 20 ms alone, with two SCHED_FIFO 45 writers doing the same, or with
+//! two bulk writers) under vanilla, wcall and wcall-fair; each cell is then
+//! simulated with the same settings and its figures set beside the real ones: the
+//! RT-55 writer's p50, p90, p99, max and writes over 200 ms, the competitors'
+//! throughput, the peak of Dirty + Writeback, and where the kernel is traced the
+//! distribution of balance_dirty_pages pauses and its dirty_ratelimit. With
+//! `sweep` the contested workloads also run at settings no test names (the device
+//! at 10 and 80 MiB/s, dirty_bytes 32 and 256 MiB).
+//!
+//! Method: [`run`] builds a testbed per device cap, sets the dirty limits, probes
+//! what a write costs per page (new page-cache pages and pages already cached, in
+//! free run), and runs each cell as wb.wcall does (writer processes, the governor
+//! for wcall and wcall-fair, the kernel's trace, a 100 ms poller), counting the
+//! machine's write back on other devices. The judge ([`judge`]) simulates each
+//! cell from the state the kernel recorded when it began ([`traced`], [`model`])
+//! and compares ([`compare`]); it simulates each cell again blind (from the
+//! workload's description and a simulated warm-up alone) so the model's accuracy
+//! without the kernel's state is reported beside.
+//!
+//! Pitfalls: the kernel carries its estimates (write bandwidth, dirty_ratelimit)
+//! from one cell to the next, so a cell depends on the one before; other programs
+//! writing to other disks shrink the testbed's share of the dirty limit. Both are
+//! inputs of the simulation, read from the cell itself, never fitted.
+//!
+//! References: mm/page-writeback.c, fs/fs-writeback.c (Linux 6.x);
+//! docs/sim-scenarios.md (the model and the validation table); wb.wcall.
+
+mod cell;
+pub mod configs;
+pub mod figures;
+pub mod judge;
+mod judge_notes;
+mod measure;
+#[cfg(test)]
+mod tests;
+mod workload;
+
+use oslab_model::Environment;
+use oslab_wbsim::policy::Policy;
+use serde::{Deserialize, Serialize};
+
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::services::cells::record::{Cell, Scenario};
+use crate::services::cells::settings::{BANDWIDTH, POLICY_CHOICE, RUNS, WRITES};
+use crate::settings::{AnySetting, Choices, Count, Declared, Flag, Setting};
+
+pub struct SimValidate;
+
+static META: Meta = Meta {
+    id: "sim.validate",
+    title: "Simulator vs the real kernel: write() latency of contested writers",
+    section: "4, 7",
+    summary: "runs the testbed workloads for real and in the simulator with the same settings, and compares latency, stalls, throughput and the kernel's throttling",
+    needs: Needs {
+        root: true,
+        min_cpus: 1,
+        free_disk_bytes: 0,
+    },
+    quick_s: 120.0,
+    full_s: 1200.0,
+    // a long real run that `oslab sim validate` starts; `all` leaves it out
+    internal: true,
+};
+
+const SCENARIO_NAMES: &[&str] = &["alone", "rt45x2", "bulkx2"];
+
+static SCENARIO_CHOICE: Setting<Choices> = Setting {
+    name: "scenarios",
+    help: "which workloads to run",
+    quick: Vec::new(),
+    full: Vec::new(),
+    bounds: None,
+    names: SCENARIO_NAMES,
+};
+static SWEEP: Setting<Flag> = Setting {
+    name: "sweep",
+    help: "also run the contested workloads at 10 and 80 MiB/s and at dirty_bytes 32 and 256 MiB",
+    quick: false,
+    full: true,
+    bounds: None,
+    names: &[],
+};
+static SWEEP_WRITES: Setting<Count> = Setting {
+    name: "sweep_writes",
+    help: "writes of the RT-55 writer per sweep cell",
+    quick: 150,
+    full: 200,
+    bounds: Some((20, 10_000)),
+    names: &[],
+};
+// the testbed's cap, the writes, the runs and the policies are wb.wcall's own
+static SETTINGS: [&dyn AnySetting; 7] = [
+    &BANDWIDTH,
+    &WRITES,
+    &RUNS,
+    &SCENARIO_CHOICE,
+    &POLICY_CHOICE,
+    &SWEEP,
+    &SWEEP_WRITES,
+];
+
+/// What will run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub bandwidth: u64,
+    pub writes: u64,
+    pub runs: usize,
+    pub scenarios: Vec<Scenario>,
+    pub policies: Vec<Policy>,
+    pub sweep: bool,
+    pub sweep_writes: u64,
+}
+
+/// One testbed setting and the cells run on it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Spec {
+    /// "main", or what the sweep point changes ("10MiB/s", "dirty 32MiB").
+    pub name: String,
+    pub bandwidth: u64,
+    pub dirty_bytes: u64,
+    pub dirty_background_bytes: u64,
+    pub writes: u64,
+    pub runs: usize,
+    pub scenarios: Vec<Scenario>,
+    pub policies: Vec<Policy>,
+}
+
+impl Plan {
+    /// The settings to run: the main one, then the sweep's points.
+    pub fn specs(&self) -> Vec<Spec> {
+        let main = Spec {
+            name: "main".into(),
+            bandwidth: self.bandwidth,
+            dirty_bytes: 64 << 20,
+            dirty_background_bytes: 32 << 20,
+            writes: self.writes,
+            runs: self.runs,
+            scenarios: self.scenarios.clone(),
+            policies: self.policies.clone(),
+        };
+        let mut v = vec![main.clone()];
+        if self.sweep {
+            let point = |name: &str, bw: u64, dirty: u64| Spec {
+                name: name.into(),
+                bandwidth: bw,
+                dirty_bytes: dirty,
+                dirty_background_bytes: dirty / 2,
+                writes: self.sweep_writes,
+                runs: 1,
+                scenarios: vec![Scenario::RtLow, Scenario::Bulk],
+                policies: vec![Policy::Vanilla, Policy::WcallFair],
+            };
+            v.push(point("10MiB/s", 10 << 20, 64 << 20));
+            v.push(point("80MiB/s", 80 << 20, 64 << 20));
+            v.push(point("dirty 32MiB", 40 << 20, 32 << 20));
+            v.push(point("dirty 256MiB", 40 << 20, 256 << 20));
+        }
+        v
+    }
+}
+
+/// What a write cost per page in free run, ns: into new page-cache pages (copy
+/// and allocation) and over pages already cached (the copy alone).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageCosts {
+    pub fresh_ns_per_page: Vec<f64>,
+    pub cached_ns_per_page: Vec<f64>,
+}
+
+/// The machine's write back over a cell, for the other devices' share.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct IoCounts {
+    /// /proc/vmstat nr_written over the cell: pages whose write back completed,
+    /// every device.
+    pub nr_written_pages: Option<u64>,
+    /// Bytes the testbed device wrote over the cell (/sys/block/DEV/stat).
+    pub testbed_written_bytes: Option<u64>,
+    /// How long the counting ran (from before the writers started to after the
+    /// last exited), s.
+    pub window_s: f64,
+}
+
+impl IoCounts {
+    /// Other devices' write back, bytes per second.
+    pub fn others_bytes_s(&self) -> Option<f64> {
+        let all = self.nr_written_pages? as f64 * 4096.0;
+        let ours = self.testbed_written_bytes? as f64;
+        (self.window_s > 0.0).then(|| (all - ours).max(0.0) / self.window_s)
+    }
+}
+
+/// One real cell and the machine's write back around it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CellRaw {
+    pub cell: Cell,
+    pub io: IoCounts,
+}
+
+/// One setting as it ran.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SettingRaw {
+    pub spec: Spec,
+    pub bandwidth: u64,
+    pub dirty_bytes: u64,
+    pub dirty_background_bytes: u64,
+    /// The testbed as the kernel names its bdi ("7:0").
+    pub testbed_dev: String,
+    pub testbed_measured_bytes_s: f64,
+    pub costs: PageCosts,
+    pub cells: Vec<CellRaw>,
+    pub teardown_errors: Vec<String>,
+}
+
+/// Everything the run measured.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Raw {
+    pub settings: Vec<SettingRaw>,
+    /// /sys/module/page_reporting exists (free memory reported to a hypervisor).
+    pub page_reporting: bool,
+}
+
+impl Experiment for SimValidate {
+    type Plan = Plan;
+    type Raw = Raw;
+
+    fn meta(&self) -> &Meta {
+        &META
+    }
+
+    fn settings(&self) -> Declared {
+        &SETTINGS
+    }
+
+    fn plan(&self, p: &mut Planner) -> Plan {
+        let parse_scenario = |n: &str| Scenario::ALL.into_iter().find(|s| s.name() == n);
+        Plan {
+            bandwidth: p.get(&BANDWIDTH),
+            writes: p.get(&WRITES),
+            runs: p.get(&RUNS) as usize,
+            scenarios: p
+                .choices(&SCENARIO_CHOICE)
+                .into_iter()
+                .filter_map(parse_scenario)
+                .collect(),
+            policies: p
+                .choices(&POLICY_CHOICE)
+                .into_iter()
+                .filter_map(Policy::parse)
+                .collect(),
+            sweep: p.get(&SWEEP),
+            sweep_writes: p.get(&SWEEP_WRITES),
+        }
+    }
+
+    fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
+        measure::measure(plan, ctx)
+    }
+
+    fn judge(&self, plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+        judge::judge(plan, raw, env)
+    }
+}

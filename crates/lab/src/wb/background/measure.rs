@@ -1,0 +1,13 @@
+//! wb.background's measurement: the steady writer's Dirty sawtooth under the background limit.
+
+use std::time::Duration;
+
+use super::{META, Plan};
+use crate::harness::Measured;
+use crate::harness::{Context, LabError};
+use crate::wb::common::sawtooth::{SawRaw, run_sawtooth};
+
+pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<SawRaw>, LabError> {
+    let duration = Duration::from_secs_f64(plan.duration);
+    run_sawtooth(ctx, META.id, &plan.knobs(), plan.rate, duration).map(Measured::Raw)
+}

@@ -1,0 +1,351 @@
+//! Measuring the matrix as a user would run it: the testbed and the knobs, then per
+//! cell a governor daemon (none under vanilla), the writers started as programs
+//! (through `oslab wcall run` when governed), the 10 Hz poller, the kernel's
+//! trace, and afterwards a check of every byte. Nothing here judges.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::time::Duration;
+
+use oslab_sys::clock::monotonic_ns;
+use oslab_wbsim::policy::Policy;
+use oslab_wcall::rendezvous;
+
+use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
+use super::{FirstTouch, META, Plan, Raw};
+use crate::harness::Measured;
+use crate::harness::kernel_trace::KernelTrace;
+use crate::harness::{Context, LabError};
+use crate::services::cells::record::{Cell, Scenario, Start, WriterRaw};
+use crate::services::knobs::Knobs;
+use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
+use crate::services::timed_writer::{self, WriterTrace};
+use crate::wb::common::limits::{BACKGROUND, HARD};
+
+/// What every cell of one run shares.
+pub struct Env<'a> {
+    pub tb: &'a Testbed,
+    pub machine: &'a oslab_model::machine::MachineInfo,
+    /// oslab itself, which runs the daemon and `wcall run`.
+    pub exe: PathBuf,
+    /// The paced writer, built for this run.
+    pub paced: PathBuf,
+    pub scratch: PathBuf,
+    pub plan: &'a Plan,
+}
+
+/// A governor daemon of a cell, stopped (SIGTERM: it releases its writers and
+/// removes its cgroups) when dropped.
+struct Daemon {
+    child: Child,
+    name: String,
+    /// Its board, read-only, once it answered.
+    board: Option<oslab_wcall::shm::BoardView>,
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        oslab_sys::process::signal_process(self.child.id(), oslab_sys::signals::TERM).ok();
+        let _ = self.child.wait();
+    }
+}
+
+fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError> {
+    let name = format!("wb-wcall-{}-{cell}", std::process::id());
+    use oslab_wcall::cli::{Launch, WcallDaemonArgs, WcallPolicyArgs};
+    let mut cmd = Launch::Daemon(WcallDaemonArgs {
+        name: name.clone(),
+        policy: WcallPolicyArgs {
+            policy: Some(policy.name().to_string()),
+            ..WcallPolicyArgs::default()
+        },
+        duration: None,
+        every: 0.0,
+    })
+    .command(&e.exe);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let child =
+        oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
+            .spawn()
+            .map_err(|err| {
+                LabError::Failed(format!("cannot start the governor's daemon: {err}"))
+            })?;
+    let mut d = Daemon {
+        child,
+        name,
+        board: None,
+    };
+    for _ in 0..200 {
+        if let Some(f) = rendezvous::discover()
+            .into_iter()
+            .find(|f| f.name == d.name && f.pid == d.child.id())
+            && let Ok(b) = f.board()
+        {
+            d.board = Some(b);
+            return Ok(d);
+        }
+        if let Ok(Some(status)) = d.child.try_wait() {
+            return Err(LabError::Failed(format!(
+                "the governor's daemon exited at once ({status})"
+            )));
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    Err(LabError::Failed(
+        "the governor's daemon did not come up in 5 s".into(),
+    ))
+}
+
+/// The governor's table, read now (None without a governor or once it is gone).
+fn governor_view(d: Option<&Daemon>) -> Option<oslab_model::governor::Snapshot> {
+    let d = d?;
+    Some(oslab_wcall::view::snapshot_of(
+        d.board.as_ref()?.board(),
+        monotonic_ns(),
+        d.child.id(),
+    ))
+}
+
+/// Polls every 100 ms until the first writer has exited; kills the daemon half
+/// way through the first writer's span when asked.
+fn poll_until_first_exits(
+    e: &Env,
+    daemon: &mut Option<Daemon>,
+    launched: &mut [Launched],
+    cell_start: u64,
+) -> super::poll::Polled {
+    let page = oslab_sys::machine::page_size();
+    let files: Vec<PathBuf> = launched.iter().map(|l| l.file.clone()).collect();
+    let mut polled = super::poll::Polled::default();
+    let expected_span = e.plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0;
+    loop {
+        let poll = timed_writer::poll_once(cell_start, &files, page);
+        polled.add(poll, &files, page, governor_view(daemon.as_ref()));
+        let first_done = launched[0].child.try_wait().ok().flatten().is_some();
+        if first_done {
+            polled.first_end_s = Some(poll.t_s);
+            break;
+        }
+        if let Some(t0) = launched[0].started_s(cell_start)
+            && e.plan.kill_coordinator
+            && poll.t_s - t0 > expected_span / 2.0
+            && let Some(d) = daemon.take()
+        {
+            // SIGKILL: no chance to release the writers or clean up
+            let mut d = d;
+            let pid = d.child.id();
+            let _ = d.child.kill();
+            let _ = d.child.wait();
+            std::mem::forget(d);
+            // what it changed (its cgroups) is undone as `oslab restore` would
+            oslab_sys::journal::restore_dead(&oslab_sys::journal::journal_dir(), pid);
+            polled.coordinator_killed_at_s = Some(poll.t_s);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    polled
+}
+
+/// One cell: policy x scenario x start x run.
+fn run_cell(
+    e: &Env,
+    policy: Policy,
+    scenario: Scenario,
+    start: Start,
+    run: usize,
+) -> Result<Cell, LabError> {
+    timed_writer::settle();
+    let tag = format!(
+        "{}-{}-{}-{run}",
+        policy.name(),
+        scenario.name(),
+        start.name()
+    );
+    let mut daemon = if policy == Policy::Vanilla {
+        None
+    } else {
+        Some(start_daemon(e, policy, &tag)?)
+    };
+    let kernel = KernelTrace::writeback(e.machine);
+    let plans: Vec<WriterPlan> = writers_for(scenario, e.plan)
+        .into_iter()
+        .map(|w| w.with_file(&e.tb.mount, &e.scratch, &tag))
+        .collect();
+    let cell_start = monotonic_ns() + 300_000_000;
+    let head = match start {
+        Start::Late if plans.len() > 1 => (e.plan.head_start_s * 1e9) as u64,
+        _ => 0,
+    };
+    let governor = daemon.as_ref().map(|d| d.name.clone());
+    // competitors first (at the cell's start), then the high writer
+    let mut order: Vec<usize> = (1..plans.len()).collect();
+    order.push(0);
+    let mut launched: Vec<Option<Launched>> = plans.iter().map(|_| None).collect();
+    for i in order {
+        let at = if i == 0 {
+            cell_start + head
+        } else {
+            cell_start
+        };
+        std::thread::sleep(Duration::from_nanos(at.saturating_sub(monotonic_ns())));
+        launched[i] = Some(plans[i].launch(e, governor.as_deref())?);
+    }
+    let mut launched: Vec<Launched> = launched.into_iter().flatten().collect();
+    let polled = poll_until_first_exits(e, &mut daemon, &mut launched, cell_start);
+    let view = governor_view(daemon.as_ref());
+    for l in launched.iter_mut().skip(1) {
+        l.stop();
+    }
+    for l in launched.iter_mut() {
+        l.wait();
+    }
+    let outcome = kernel.finish();
+    drop(daemon);
+    timed_writer::settle();
+    let first_tgid = launched[0].program_pid;
+    let mut writers = Vec::new();
+    for (i, (p, l)) in plans.iter().zip(&launched).enumerate() {
+        let trace = match (&p.kind, i) {
+            (WriterKind::Paced { .. }, _) => l.read_latencies(cell_start),
+            (_, 0) => super::writers::trace_from_kernel(&outcome, first_tgid, cell_start),
+            _ => WriterTrace::default(),
+        };
+        writers.push(WriterRaw {
+            name: p.name.clone(),
+            device_bytes: polled.device_bytes(i, &trace_span(&writers, &trace, i)),
+            content: check_content(p, l),
+            trace,
+        });
+    }
+    for p in &plans {
+        let _ = std::fs::remove_file(&p.file);
+        let _ = std::fs::remove_file(&p.latency_file);
+    }
+    Ok(Cell {
+        policy,
+        scenario,
+        run,
+        start,
+        writers,
+        groups: polled.groups,
+        governor: view.as_ref().map(super::poll::governor_raw),
+        kernel: super::writers::keep_first_writers_calls(outcome, first_tgid),
+        polls: polled.polls,
+        coordinator_killed_at_s: polled.coordinator_killed_at_s,
+    })
+}
+
+/// The first writer's span (start and end seconds since the cell's start), for
+/// the competitors' device bytes: from the first writer's own trace once known.
+fn trace_span(done: &[WriterRaw], own: &WriterTrace, i: usize) -> Option<(f64, f64)> {
+    let t = if i == 0 { own } else { &done.first()?.trace };
+    Some((
+        *t.start_s.first()?,
+        *t.start_s.last()? + crate::services::cells::record::PERIOD_MS / 1000.0,
+    ))
+}
+
+/// Every cell of the plan, run by run, on the testbed `tb`.
+fn run_matrix(e: &Env, ctx: &mut Context) -> Result<Vec<Cell>, LabError> {
+    let plan = e.plan;
+    let _k = Knobs::set(&[
+        ("vm.dirty_background_bytes", BACKGROUND.to_string()),
+        ("vm.dirty_bytes", HARD.to_string()),
+    ])?;
+    let mut keys = Vec::new();
+    for run in 0..plan.runs {
+        for &s in &plan.scenarios {
+            let starts: Vec<Start> = if Scenario::CONTESTED.contains(&s) {
+                plan.starts.clone()
+            } else {
+                vec![Start::Together]
+            };
+            for st in starts {
+                for &p in &plan.policies {
+                    keys.push((run, s, st, p));
+                }
+            }
+        }
+    }
+    let mut cells = Vec::new();
+    for (run, s, st, p) in &keys {
+        ctx.progress.stage(&format!(
+            "run {} {} {} {}",
+            run + 1,
+            s.name(),
+            st.name(),
+            p.name()
+        ));
+        cells.push(run_cell(e, *p, *s, *st, *run)?);
+        ctx.progress
+            .fraction(cells.len() as f64 / keys.len() as f64);
+    }
+    Ok(cells)
+}
+
+/// Touches `bytes` of fresh anonymous memory page by page, then again: the
+/// machine's cost of a first touch (a host page fault where the hypervisor took
+/// the memory back) beside a plain one.
+fn first_touch(bytes: usize) -> Option<FirstTouch> {
+    let t0 = monotonic_ns();
+    let mut buf = oslab_probe::memprobe::Buffer::new(bytes, false).ok()?;
+    let first = monotonic_ns() - t0;
+    let t1 = monotonic_ns();
+    oslab_probe::memprobe::write_sweep(buf.as_mut_slice(), 1);
+    let again = monotonic_ns() - t1;
+    let pages = (bytes / 4096) as f64;
+    Some(FirstTouch {
+        bytes: bytes as u64,
+        first_ns_per_page: first as f64 / pages,
+        again_ns_per_page: again as f64 / pages,
+    })
+}
+
+/// Builds the testbed and the paced writer, runs the matrix, takes the testbed down.
+pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
+    if let Some(why) = unavailable() {
+        return Ok(Measured::Skipped { reason: why });
+    }
+    if let Err(why) = oslab_wcall::launch::preload_path() {
+        return Ok(Measured::Skipped { reason: why });
+    }
+    let exe = std::env::current_exe()
+        .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
+    // the writers' files and traces, journaled like every file oslab makes
+    let scratch = crate::harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
+    let paced = match super::writers::build_paced(scratch.dir()) {
+        Ok(p) => p,
+        Err(reason) => return Ok(Measured::Skipped { reason }),
+    };
+    ctx.progress.stage("first touch of fresh memory");
+    let touch = first_touch(256 << 20);
+    ctx.progress.stage("building the testbed");
+    let span =
+        plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0 + plan.head_start_s;
+    // room for the biggest cell: competitors write at the device's pace at most,
+    // plus what sits in the cache; each cell's files are removed after it
+    let size = (plan.bandwidth as f64 * span * 3.0) as u64 + (2 << 30);
+    let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
+    let e = Env {
+        tb: &tb,
+        machine: ctx.machine,
+        exe,
+        paced,
+        scratch: scratch.dir().to_path_buf(),
+        plan,
+    };
+    let result = run_matrix(&e, ctx);
+    let teardown_errors = down_for_run(&tb);
+    let cells = result?;
+    Ok(Measured::Raw(Raw {
+        testbed_device: tb.device.display().to_string(),
+        testbed_bdi: Some(tb.dev.clone()),
+        testbed_measured_bytes_s: tb.measured_bytes_s,
+        dirty_bytes: HARD,
+        dirty_background_bytes: BACKGROUND,
+        page_reporting: Path::new("/sys/module/page_reporting").exists(),
+        first_touch: touch,
+        cells,
+        teardown_errors,
+    }))
+}
