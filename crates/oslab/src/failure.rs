@@ -34,12 +34,6 @@ impl Failure {
     }
 }
 
-impl From<anyhow::Error> for Failure {
-    fn from(e: anyhow::Error) -> Self {
-        Failure::runtime(format!("{e:#}"))
-    }
-}
-
 /// A file the user named that was not read: a usage error, unless the system
 /// failed while reading it.
 impl From<oslab_sys::infile::InputError> for Failure {
