@@ -164,7 +164,7 @@ pub struct Throttling {
     pub min_task_ratelimit: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct IntervalSummary {
     pub end_ns: u64,
     pub seconds: f64,

@@ -177,9 +177,7 @@ impl TraceStream {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use oslab_model::trace::{
-        Cause, CauseRow, DirtierRow, FlushReason, IntervalSummary, Throttling,
-    };
+    use oslab_model::trace::{Cause, FlushReason, IntervalSummary};
 
     #[test]
     fn blocked_stretches_stay_on_their_thread_and_the_flusher_on_the_kernel_track() {
@@ -214,55 +212,6 @@ mod tests {
         assert_eq!(ev[1].args["mib"], 1.0);
     }
 
-    fn summary() -> IntervalSummary {
-        IntervalSummary {
-            end_ns: 0,
-            seconds: 1.0,
-            stalls: 2,
-            stall_ns: 60_000_000,
-            p99_ns: 40_000_000,
-            max_ns: 40_000_000,
-            causes: Cause::ALL
-                .iter()
-                .map(|&c| CauseRow {
-                    cause: c,
-                    writes: usize::from(c == Cause::DirtyThrottle) * 2,
-                    total_ns: if c == Cause::DirtyThrottle {
-                        57_000_000
-                    } else {
-                        0
-                    },
-                    share: if c == Cause::DirtyThrottle { 0.95 } else { 0.0 },
-                    p99_ns: 38_000_000,
-                    max_ns: 38_000_000,
-                })
-                .collect(),
-            blocked_in: vec![],
-            dirtiers: vec![DirtierRow {
-                tgid: 4242,
-                comm: "a-very-long-command-name".into(),
-                class: "FIFO 45".into(),
-                cgroup: "/oslab-wcall-1/rt-low".into(),
-                bytes: 40 << 20,
-                total_bytes: 80 << 20,
-            }],
-            cgroups: vec![],
-            flusher: vec![],
-            bandwidth: vec![],
-            throttling: Some(Throttling {
-                pauses: 12,
-                max_pause_ns: 200_000_000,
-                dirty_pages: 12288,
-                thresh_pages: 16384,
-                bg_thresh_pages: 8192,
-                setpoint_pages: 14336,
-                dirty_ratelimit: 2560,
-                min_task_ratelimit: 100,
-            }),
-            lost: 0,
-        }
-    }
-
     fn line(pid: u32) -> StallLine {
         StallLine {
             tgid: 7,
@@ -286,7 +235,7 @@ mod tests {
 
     fn tick(lines: Vec<StallLine>) -> Tick {
         Tick {
-            summary: summary(),
+            summary: IntervalSummary::default(),
             thread_names: lines
                 .iter()
                 .map(|l| (l.pid, format!("t{}", l.pid)))
