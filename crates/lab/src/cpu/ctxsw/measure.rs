@@ -157,9 +157,8 @@ fn perf_bench(cpu: Option<u32>, threads: bool, loops: u64) -> Option<f64> {
         cmd.arg("-T");
     }
     cmd.stderr(std::process::Stdio::null());
-    let out = oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
-        .output()
-        .ok()?;
+    // perf forks the pipe's other end: the whole group dies with oslab
+    let out = oslab_sys::child_group::output(&mut cmd).ok()?;
     let text = String::from_utf8_lossy(&out.stdout);
     text.lines()
         .find(|l| l.contains("usecs/op"))
