@@ -115,6 +115,11 @@ pub struct ExperimentResult {
     /// System statistics sampled during the run (sar fields), for I/O experiments.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub system: Vec<SarRecord>,
+    /// A simulation's result: the machine description it ran on (a profile or
+    /// the scenario's own). Its figures are the model's, deterministic: the
+    /// host's load and the noise of its samples say nothing about them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub simulated: Option<String>,
 }
 
 impl ExperimentResult {

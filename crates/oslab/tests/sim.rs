@@ -171,3 +171,95 @@ fn the_settings_list_comes_from_the_declarations_and_the_docs_show_it() {
             "--set dirty_ratio=150 is out of range: give 0 to 100",
         ));
 }
+
+#[test]
+fn a_run_starts_from_the_steady_state_unless_told_and_carries_no_host_facts() {
+    let text = |args: &[&str]| {
+        let out = oslab().args(args).output().unwrap();
+        assert!(out.status.success(), "{args:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let steady = text(&["sim", "run", "testbed-fig2", "--policy", "vanilla"]);
+    assert!(
+        steady.contains("simulated on the scenario's machine"),
+        "{steady}"
+    );
+    assert!(
+        !steady.contains("steal") && !steady.contains("outliers"),
+        "{steady}"
+    );
+    assert!(steady.contains("steady state of its writers"), "{steady}");
+    let boot = text(&[
+        "sim",
+        "run",
+        "testbed-fig2",
+        "--policy",
+        "vanilla",
+        "--from-boot",
+    ]);
+    assert!(
+        boot.contains("from the estimates the scenario gives"),
+        "{boot}"
+    );
+    assert!(
+        boot.contains("dirty_ratelimit 100 MiB/s"),
+        "INIT_BW at the start: {boot}"
+    );
+    // the JSON says the same, and names no host's load
+    let json = text(&[
+        "sim",
+        "run",
+        "testbed-fig2",
+        "--policy",
+        "vanilla",
+        "--json",
+        "-",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let r = &v["results"][0];
+    assert!(r["simulated"].as_str().unwrap().contains("40 MiB/s"));
+    let start = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "start.vanilla")
+        .expect("the start finding");
+    assert!(start["value"].as_f64().unwrap() >= 20.0, "a warm-up ran");
+}
+
+#[test]
+fn advice_states_its_objective_and_why_the_first_wins() {
+    let out = oslab()
+        .args([
+            "sim",
+            "advise",
+            "testbed-fig2",
+            "--p99",
+            "50ms",
+            "--prefer",
+            "latency",
+        ])
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{text}");
+    assert!(
+        text.contains("rt55's p99 under 50 ms; then preferring the lowest p99"),
+        "{text}"
+    );
+    assert!(text.contains("\nwhy first: "), "{text}");
+    assert!(text.contains("no: p99 "), "the misses are named: {text}");
+    oslab()
+        .args([
+            "sim",
+            "advise",
+            "testbed-fig2",
+            "--p99",
+            "50ms",
+            "--protect",
+            "nobody",
+        ])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("no writer or group of that name"));
+}

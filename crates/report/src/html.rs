@@ -299,20 +299,26 @@ fn section_head(r: &ExperimentResult) -> String {
     } else {
         format!(" · material section {}", esc(&r.section))
     };
+    let host = match &r.simulated {
+        Some(machine) => format!("simulated on {}", esc(machine)),
+        None => format!(
+            "steal {} · CPUs busy {} · load {:.2} → {:.2} · timer {}",
+            pct(load.steal_fraction),
+            pct(load.cpu_busy_fraction),
+            load.loadavg_before[0],
+            load.loadavg_after[0],
+            esc(&r.environment.timer),
+        ),
+    };
     let _ = writeln!(
         out,
-        "<p class=\"meta\">{} · {} · {:.1} s{section} · steal {} · CPUs busy {} · load {:.2} → {:.2} · timer {}</p>",
+        "<p class=\"meta\">{} · {} · {:.1} s{section} · {host}</p>",
         esc(&r.started_at),
         match r.mode {
             Mode::Quick => "quick",
             Mode::Full => "full",
         },
         r.duration_s,
-        pct(load.steal_fraction),
-        pct(load.cpu_busy_fraction),
-        load.loadavg_before[0],
-        load.loadavg_after[0],
-        esc(&r.environment.timer),
     );
     if let Some(w) = &load.warning {
         let _ = writeln!(

@@ -152,19 +152,24 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
     );
     out.push_str(&wrap(&head, "== ", "   ", width));
     out.push('\n');
-    let load = &r.environment.load;
-    out.push_str(&format!(
-        "   steal {} · CPUs busy {} · load {:.2} -> {:.2}\n",
-        pct(load.steal_fraction),
-        pct(load.cpu_busy_fraction),
-        load.loadavg_before[0],
-        load.loadavg_after[0]
-    ));
     let line = |out: &mut String, first: &str, rest: &str, text: &str| {
         out.push_str(&wrap(text, first, rest, width));
         out.push('\n');
     };
-    if let Some(w) = &load.warning {
+    let load = &r.environment.load;
+    if let Some(machine) = &r.simulated {
+        let text = format!("{machine}; the model's figures, the same on every run");
+        line(&mut out, "   simulated on ", "   ", &text);
+    } else {
+        out.push_str(&format!(
+            "   steal {} · CPUs busy {} · load {:.2} -> {:.2}\n",
+            pct(load.steal_fraction),
+            pct(load.cpu_busy_fraction),
+            load.loadavg_before[0],
+            load.loadavg_after[0]
+        ));
+    }
+    if let Some(w) = load.warning.as_ref().filter(|_| r.simulated.is_none()) {
         let text = format!("{w}; treat the figures with care");
         line(&mut out, "   warning: ", "            ", &text);
     }
@@ -199,10 +204,35 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
     out
 }
 
+/// A simulation's measurements: the model's samples have no noise to speak of.
+fn simulated_measurements(r: &ExperimentResult, width: Width) -> String {
+    let rows: Vec<Vec<String>> = r
+        .measurements
+        .iter()
+        .map(|m| match &m.summary {
+            Some(s) => vec![
+                m.name.clone(),
+                m.unit.clone(),
+                fmt(s.median),
+                fmt(s.min),
+                fmt(s.max),
+                s.n.to_string(),
+            ],
+            None => vec![m.name.clone(), m.unit.clone(), "-".into()],
+        })
+        .collect();
+    let headers = ["measurement", "unit", "median", "min", "max", "n"];
+    let mut out = fit(&headers, &rows, &[2, 3, 4, 5], width);
+    out.push('\n');
+    out
+}
+
 /// A result's measurements and findings as tables, each followed by a blank line.
 fn figures_text(r: &ExperimentResult, width: Width) -> String {
     let mut out = String::new();
-    if !r.measurements.is_empty() {
+    if !r.measurements.is_empty() && r.simulated.is_some() {
+        out.push_str(&simulated_measurements(r, width));
+    } else if !r.measurements.is_empty() {
         let rows: Vec<Vec<String>> = r
             .measurements
             .iter()

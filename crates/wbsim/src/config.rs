@@ -179,12 +179,32 @@ pub struct Config {
     /// device's share of the dirty limit.
     #[serde(default)]
     pub other_writeback_bytes_s: f64,
-    /// The kernel's estimates when the run starts.
+    /// The kernel's estimates when the run starts: the steady state the writers
+    /// reach from `initial`, or `initial` as given.
+    #[serde(default)]
+    pub start: Start,
+    /// The kernel's estimates before the writers start (or before the warm-up
+    /// that finds their steady state).
     #[serde(default)]
     pub initial: Initial,
     /// How the governor runs the policies.
     #[serde(default)]
     pub governor: GovernorCfg,
+}
+
+/// Where a run's estimates for the device come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Start {
+    /// The state the kernel reaches under the scenario's own writers (the
+    /// estimator's fixed point): a simulated warm-up of the writers from
+    /// `initial` until the estimates stop moving; the run then starts from them
+    /// with nothing dirty.
+    #[default]
+    Steady,
+    /// `initial` as given (INIT_BW where it gives none): a device the kernel has
+    /// just met, or the state a traced run began in.
+    Given,
 }
 
 /// The device's estimates at the start, bytes per second (None: the kernel's
@@ -265,6 +285,7 @@ impl Config {
             folio_bytes: default_folio(),
             page_alloc_ns: Vec::new(),
             other_writeback_bytes_s: 0.0,
+            start: Start::default(),
             initial: Initial::default(),
             governor: GovernorCfg::default(),
         }

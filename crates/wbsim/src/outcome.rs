@@ -75,6 +75,25 @@ pub struct Outcome {
     pub end_ns: u64,
     pub normal_limits: (u64, u64),
     pub rt_limits: (u64, u64),
+    /// Where the run's estimates came from.
+    #[serde(default)]
+    pub start: StartRecord,
+    /// The device's estimates when the run ended.
+    #[serde(default)]
+    pub end_estimates: crate::config::Initial,
+}
+
+/// The estimates a run started from, bytes per second, and how they were found.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize)]
+pub struct StartRecord {
+    pub start: crate::config::Start,
+    /// Simulated seconds of warm-up before the run (0 for a given start).
+    pub warm_up_s: f64,
+    /// The estimates stopped moving within the warm-up.
+    pub settled: bool,
+    pub write_bw: f64,
+    pub avg_write_bw: f64,
+    pub dirty_ratelimit: f64,
 }
 
 impl Outcome {

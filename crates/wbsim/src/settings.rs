@@ -172,6 +172,8 @@ pub static RULES: Setting<OneOf> = Setting {
 pub const RULE_NAMES: &[&str] = &["linux-6", "linux-2.6.26"];
 /// What the device's queue is, as a scenario names it.
 pub const DEVICE_KINDS: &[&str] = &["disk", "throttled"];
+/// Where a run's estimates start (config::Start).
+pub const START_NAMES: &[&str] = &["steady", "given"];
 
 /// One `--set` key: its declaration and the scenario field it changes.
 pub struct Key {

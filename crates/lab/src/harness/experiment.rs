@@ -72,6 +72,8 @@ pub struct Output {
     pub notes: Vec<String>,
     /// sar records sampled during the run.
     pub system: Vec<oslab_model::system::SarRecord>,
+    /// A simulation's: the machine description it ran on.
+    pub simulated: Option<String>,
 }
 
 /// An experiment: its description, its settings, and plan, measure, judge.

@@ -93,6 +93,7 @@ pub fn assemble(
         plots: out.plots,
         notes: out.notes,
         system: out.system,
+        simulated: out.simulated,
     }
 }
 

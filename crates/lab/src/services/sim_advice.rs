@@ -1,14 +1,56 @@
-//! `oslab sim advise`: the dirty limits and the policy that keep the first writer's
-//! p99 under a target, found by simulating the user's writers at each candidate.
-//! Candidates that meet the target rank first; among them no governor (vanilla)
-//! before one, then the competitors' throughput, then the smaller dirty limit (less
-//! memory at risk).
+//! `oslab sim advise`: the dirty limits and the policy that meet the user's
+//! objective, found by simulating the user's writers at each candidate. The
+//! objective is the user's: bounds on the protected writers (a writer or a group:
+//! its p99, its writes over 200 ms), a floor on the others' throughput, and what
+//! to prefer among the candidates that meet them. The ranking is a list of keys,
+//! and the same keys say why the first candidate beats the runner-up.
+
+use std::cmp::Ordering;
 
 use oslab_wbsim::config::MIB;
 use oslab_wbsim::{Config, Policy, simulate};
 use serde::Serialize;
 
-use super::write_latency::{LatencyStats, latency_stats};
+use super::write_latency::latency_stats;
+
+/// What the user asks of the candidates.
+#[derive(Debug, Clone, Serialize)]
+pub struct Objective {
+    /// The writer, or the group of writers, whose latency is bounded (None: the
+    /// first writer).
+    pub protect: Option<String>,
+    pub p99_ms: f64,
+    /// At most this many of the protected writes over 200 ms.
+    pub max_over_200: Option<usize>,
+    /// The other writers together get at least this many bytes per second.
+    pub others_floor_bytes_s: Option<f64>,
+    pub prefer: Prefer,
+}
+
+/// What decides among the candidates that meet the bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Prefer {
+    /// The most throughput for the other writers.
+    Throughput,
+    /// The lowest p99 for the protected writers.
+    Latency,
+    /// The smallest dirty limit (the least memory at risk in a crash).
+    Memory,
+}
+
+impl Prefer {
+    pub const NAMES: [&'static str; 3] = ["throughput", "latency", "memory"];
+
+    pub fn parse(s: &str) -> Option<Prefer> {
+        match s {
+            "throughput" => Some(Prefer::Throughput),
+            "latency" => Some(Prefer::Latency),
+            "memory" => Some(Prefer::Memory),
+            _ => None,
+        }
+    }
+}
 
 /// One candidate's prediction.
 #[derive(Debug, Clone, Serialize)]
@@ -21,9 +63,11 @@ pub struct Candidate {
     pub p99_ms: f64,
     pub max_ms: f64,
     pub over_200: usize,
-    /// The other writers' bytes per second over the first writer's span.
+    /// The other writers' bytes per second over the protected writers' span.
     pub competitors_bytes_s: Option<f64>,
     pub meets: bool,
+    /// The bounds it misses, in words.
+    pub misses: Vec<String>,
 }
 
 /// The hard limits tried, bytes; each with the background limit at half.
@@ -36,13 +80,57 @@ pub const DIRTY_LIMITS: [u64; 6] = [
     512 * MIB,
 ];
 
-fn candidate(c: &Config, dirty: u64, policy: Policy, target_ms: f64) -> Candidate {
+/// The writers `protect` names (a writer's name, else a group's), or the first.
+/// None when it names neither.
+pub fn protected(c: &Config, protect: Option<&str>) -> Option<Vec<usize>> {
+    let Some(name) = protect else {
+        return Some(vec![0]);
+    };
+    if let Some(i) = c.writers.iter().position(|w| w.name == name) {
+        return Some(vec![i]);
+    }
+    let group: Vec<usize> = (0..c.writers.len())
+        .filter(|i| c.writers[*i].group_name() == name)
+        .collect();
+    (!group.is_empty()).then_some(group)
+}
+
+fn mib_s(b: f64) -> String {
+    format!("{:.1} MiB/s", b / MIB as f64)
+}
+
+fn candidate(c: &Config, dirty: u64, policy: Policy, ob: &Objective, mine: &[usize]) -> Candidate {
     let mut c = c.clone();
     c.sysctls.dirty_bytes = dirty;
     c.sysctls.dirty_background_bytes = dirty / 2;
     c.policy = policy;
     let o = simulate(&c);
-    let st: LatencyStats = latency_stats(o.writers.first().map_or(&[][..], |w| &w.latency_ms));
+    let latencies: Vec<f64> = mine
+        .iter()
+        .flat_map(|i| o.writers[*i].latency_ms.iter().copied())
+        .collect();
+    let st = latency_stats(&latencies);
+    let others = competitors(&o, mine);
+    let mut misses = Vec::new();
+    if st.writes == 0 {
+        misses.push("the protected writers wrote nothing".to_string());
+    }
+    if st.p99 > ob.p99_ms {
+        misses.push(format!("p99 {:.1} ms > {} ms", st.p99, ob.p99_ms));
+    }
+    if let Some(n) = ob.max_over_200.filter(|n| st.over_200 > *n) {
+        misses.push(format!("{} writes over 200 ms > {n}", st.over_200));
+    }
+    if let Some(floor) = ob
+        .others_floor_bytes_s
+        .filter(|f| others.unwrap_or(0.0) < *f)
+    {
+        misses.push(format!(
+            "others get {} < {}",
+            others.map_or("nothing".into(), mib_s),
+            mib_s(floor)
+        ));
+    }
     Candidate {
         dirty_bytes: dirty,
         dirty_background_bytes: dirty / 2,
@@ -52,16 +140,23 @@ fn candidate(c: &Config, dirty: u64, policy: Policy, target_ms: f64) -> Candidat
         p99_ms: st.p99,
         max_ms: st.max,
         over_200: st.over_200,
-        competitors_bytes_s: competitors(&o),
-        meets: st.writes > 0 && st.p99 <= target_ms,
+        competitors_bytes_s: others,
+        meets: misses.is_empty(),
+        misses,
     }
 }
 
 /// The other writers' bytes per second, counting their writes issued within the
-/// first writer's span (its first to its last write).
-fn competitors(o: &oslab_wbsim::Outcome) -> Option<f64> {
-    let (first, rest) = o.writers.split_first()?;
-    let span = *first.issue_s.last()?;
+/// protected writers' span (from 0 to their last write).
+fn competitors(o: &oslab_wbsim::Outcome, mine: &[usize]) -> Option<f64> {
+    let span = mine
+        .iter()
+        .filter_map(|i| o.writers[*i].issue_s.last().copied())
+        .fold(0.0, f64::max);
+    let rest: Vec<&oslab_wbsim::WriterResult> = (0..o.writers.len())
+        .filter(|i| !mine.contains(i))
+        .map(|i| &o.writers[i])
+        .collect();
     if rest.is_empty() || span <= 0.0 {
         return None;
     }
@@ -75,8 +170,81 @@ fn competitors(o: &oslab_wbsim::Outcome) -> Option<f64> {
     Some(bytes / span)
 }
 
-/// Every candidate for the scenario `c` (its writers, device and rules), ranked.
-pub fn advise(c: &Config, target_p99_ms: f64) -> Vec<Candidate> {
+/// One key of the ranking: how two candidates compare on it, and in words why
+/// the better one wins on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Key {
+    Meets,
+    Others,
+    Latency,
+    Memory,
+    NoGovernor,
+}
+
+/// The keys in order: the bounds, what the user prefers, then the rest.
+fn keys(prefer: Prefer) -> Vec<Key> {
+    let first = match prefer {
+        Prefer::Throughput => Key::Others,
+        Prefer::Latency => Key::Latency,
+        Prefer::Memory => Key::Memory,
+    };
+    let mut v = vec![Key::Meets, first];
+    for k in [Key::NoGovernor, Key::Others, Key::Memory, Key::Latency] {
+        if !v.contains(&k) {
+            v.push(k);
+        }
+    }
+    v
+}
+
+impl Key {
+    /// Less: `a` ranks before `b`.
+    fn compare(self, a: &Candidate, b: &Candidate) -> Ordering {
+        let others = |c: &Candidate| c.competitors_bytes_s.unwrap_or(0.0);
+        match self {
+            Key::Meets => b.meets.cmp(&a.meets),
+            Key::Others => others(b).total_cmp(&others(a)),
+            Key::Latency => a.p99_ms.total_cmp(&b.p99_ms),
+            Key::Memory => a.dirty_bytes.cmp(&b.dirty_bytes),
+            Key::NoGovernor => (a.policy != Policy::Vanilla).cmp(&(b.policy != Policy::Vanilla)),
+        }
+    }
+
+    /// Why `a` beats `b` on this key (they differ on it).
+    fn why(self, a: &Candidate, b: &Candidate) -> String {
+        let others = |c: &Candidate| c.competitors_bytes_s.map_or("nothing".into(), mib_s);
+        match self {
+            Key::Meets => format!(
+                "the runner-up misses the objective ({})",
+                b.misses.join(", ")
+            ),
+            Key::Others => format!(
+                "it leaves the other writers {} against {} (you prefer their throughput)",
+                others(a),
+                others(b)
+            ),
+            Key::Latency => format!(
+                "its p99 is {:.1} ms against {:.1} ms (you prefer the protected writers' latency)",
+                a.p99_ms, b.p99_ms
+            ),
+            Key::Memory => format!(
+                "it holds at most {} dirty against {} (you prefer less memory at risk)",
+                oslab_units::human_bytes(a.dirty_bytes),
+                oslab_units::human_bytes(b.dirty_bytes)
+            ),
+            Key::NoGovernor => format!(
+                "it needs no governor ({} against {}), and the keys before it tie",
+                a.policy.name(),
+                b.policy.name()
+            ),
+        }
+    }
+}
+
+/// Every candidate for the scenario `c` (its writers, device and rules), ranked
+/// for `ob`; None when `ob.protect` names no writer or group of the scenario.
+pub fn advise(c: &Config, ob: &Objective) -> Option<Vec<Candidate>> {
+    let mine = protected(c, ob.protect.as_deref())?;
     let mut v: Vec<Candidate> = DIRTY_LIMITS
         .iter()
         .flat_map(|d| {
@@ -84,37 +252,138 @@ pub fn advise(c: &Config, target_p99_ms: f64) -> Vec<Candidate> {
                 .into_iter()
                 .map(move |p| (*d, p))
         })
-        .map(|(d, p)| candidate(c, d, p, target_p99_ms))
+        .map(|(d, p)| candidate(c, d, p, ob, &mine))
         .collect();
+    rank(&mut v, ob.prefer);
+    Some(v)
+}
+
+/// Sorts candidates by the ranking's keys for `prefer`.
+fn rank(v: &mut [Candidate], prefer: Prefer) {
+    let order = keys(prefer);
     v.sort_by(|a, b| {
-        b.meets
-            .cmp(&a.meets)
-            .then((a.policy != Policy::Vanilla).cmp(&(b.policy != Policy::Vanilla)))
-            .then(
-                b.competitors_bytes_s
-                    .unwrap_or(0.0)
-                    .total_cmp(&a.competitors_bytes_s.unwrap_or(0.0)),
-            )
-            .then(a.dirty_bytes.cmp(&b.dirty_bytes))
-            .then(a.p99_ms.total_cmp(&b.p99_ms))
+        order
+            .iter()
+            .map(|k| k.compare(a, b))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
     });
-    v
+}
+
+/// Why the first candidate ranks before the second, in the objective's terms.
+pub fn why_first(ranked: &[Candidate], prefer: Prefer) -> Option<String> {
+    let (a, b) = (ranked.first()?, ranked.get(1)?);
+    let key = keys(prefer).into_iter().find(|k| k.compare(a, b).is_ne());
+    Some(match key {
+        Some(k) => k.why(a, b),
+        None => "the runner-up predicts the same on every key".into(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn objective(p99_ms: f64, prefer: Prefer) -> Objective {
+        Objective {
+            protect: None,
+            p99_ms,
+            max_over_200: None,
+            others_floor_bytes_s: None,
+            prefer,
+        }
+    }
+
+    fn candidate(policy: Policy, dirty: u64, p99: f64, others: f64) -> Candidate {
+        Candidate {
+            dirty_bytes: dirty,
+            dirty_background_bytes: dirty / 2,
+            policy,
+            p50_ms: 0.0,
+            p90_ms: 0.0,
+            p99_ms: p99,
+            max_ms: p99,
+            over_200: 0,
+            competitors_bytes_s: Some(others),
+            meets: true,
+            misses: vec![],
+        }
+    }
+
     #[test]
     fn the_ranking_puts_a_met_target_first() {
         let c = oslab_wbsim::scenario::find("testbed-fig2").unwrap().config;
-        let v = advise(&c, 5.0);
+        let v = advise(&c, &objective(5.0, Prefer::Throughput)).unwrap();
         assert_eq!(v.len(), DIRTY_LIMITS.len() * 3);
         let first_miss = v.iter().position(|x| !x.meets).unwrap_or(v.len());
-        assert!(v[first_miss..].iter().all(|x| !x.meets));
+        assert!(
+            v[first_miss..]
+                .iter()
+                .all(|x| !x.meets && !x.misses.is_empty())
+        );
         assert!(v[..first_miss].iter().all(|x| x.p99_ms <= 5.0));
-        // an impossible target: nothing meets it, and the order is by policy first
-        let none = advise(&c, 0.0);
+        // an impossible target: nothing meets it
+        let none = advise(&c, &objective(0.0, Prefer::Throughput)).unwrap();
         assert!(none.iter().all(|x| !x.meets));
+        assert!(
+            advise(
+                &c,
+                &Objective {
+                    protect: Some("nobody".into()),
+                    ..objective(5.0, Prefer::Latency)
+                }
+            )
+            .is_none()
+        );
+    }
+
+    #[test]
+    fn the_preference_decides_between_candidates_that_meet_the_bounds_and_says_so() {
+        // hand-made: vanilla at 512 MiB with p99 47.7 ms leaves the others 43.7
+        // MiB/s; wcall-fair at 512 MiB, p99 0.3 ms, leaves them 30.5
+        let vanilla = candidate(Policy::Vanilla, 512 * MIB, 47.7, 43.7 * MIB as f64);
+        let fair = candidate(Policy::WcallFair, 512 * MIB, 0.3, 30.5 * MIB as f64);
+        let rank = |prefer| {
+            let mut v = vec![vanilla.clone(), fair.clone()];
+            rank(&mut v, prefer);
+            v
+        };
+        let by_throughput = rank(Prefer::Throughput);
+        assert_eq!(by_throughput[0].policy, Policy::Vanilla);
+        assert_eq!(
+            why_first(&by_throughput, Prefer::Throughput).unwrap(),
+            "it leaves the other writers 43.7 MiB/s against 30.5 MiB/s (you prefer their throughput)"
+        );
+        let by_latency = rank(Prefer::Latency);
+        assert_eq!(by_latency[0].policy, Policy::WcallFair);
+        assert!(
+            why_first(&by_latency, Prefer::Latency)
+                .unwrap()
+                .starts_with("its p99 is 0.3 ms against 47.7 ms")
+        );
+        // the same memory and latency: the one without a governor
+        let twin = candidate(Policy::Wcall, 512 * MIB, 47.7, 43.7 * MIB as f64);
+        let v = vec![vanilla.clone(), twin];
+        assert!(
+            why_first(&v, Prefer::Memory)
+                .unwrap()
+                .starts_with("it needs no governor")
+        );
+        // a miss is named
+        let mut missed = fair.clone();
+        missed.meets = false;
+        missed.misses = vec!["p99 60.0 ms > 50 ms".into()];
+        assert_eq!(
+            why_first(&[vanilla, missed], Prefer::Latency).unwrap(),
+            "the runner-up misses the objective (p99 60.0 ms > 50 ms)"
+        );
+    }
+
+    #[test]
+    fn a_group_is_protected_as_a_whole() {
+        let c = oslab_wbsim::scenario::find("testbed-fig2").unwrap().config;
+        assert_eq!(protected(&c, Some("rt45b")), Some(vec![2]));
+        assert_eq!(protected(&c, Some("rt-low")), Some(vec![1, 2]));
+        assert_eq!(protected(&c, None), Some(vec![0]));
     }
 }

@@ -14,6 +14,7 @@ mod estimates;
 mod flusher;
 mod governor;
 mod old;
+mod steady;
 mod writer;
 
 use std::cmp::Reverse;
@@ -327,9 +328,39 @@ fn start(cfg: &Config) -> Sim<'_> {
     }
 }
 
-/// Runs one simulation.
+/// Runs one simulation, from the start its configuration asks for.
 pub fn simulate(cfg: &Config) -> Outcome {
+    match cfg.start {
+        crate::config::Start::Given => run_from_given(cfg),
+        crate::config::Start::Steady => steady::run_from_steady_state(cfg),
+    }
+}
+
+/// The estimates as the simulator keeps them, in bytes per second (and bytes for
+/// the domain's limit).
+fn estimates_of(wb: &Wb) -> crate::config::Initial {
+    let rate = |pages: u64| Some((pages * PAGE) as f64);
+    crate::config::Initial {
+        write_bw_bytes_s: rate(wb.est.write_bandwidth),
+        avg_write_bw_bytes_s: rate(wb.est.avg_write_bandwidth),
+        dirty_ratelimit_bytes_s: rate(wb.est.dirty_ratelimit),
+        dirty_limit_bytes: Some(wb.dirty_limit * PAGE),
+        wb_share: None,
+    }
+}
+
+/// Runs one simulation from the estimates `cfg.initial` gives.
+fn run_from_given(cfg: &Config) -> Outcome {
     let mut sim = start(cfg);
+    let at_start = estimates_of(&sim.wb);
+    sim.out.start = crate::outcome::StartRecord {
+        start: crate::config::Start::Given,
+        warm_up_s: 0.0,
+        settled: false,
+        write_bw: at_start.write_bw_bytes_s.unwrap_or(0.0),
+        avg_write_bw: at_start.avg_write_bw_bytes_s.unwrap_or(0.0),
+        dirty_ratelimit: at_start.dirty_ratelimit_bytes_s.unwrap_or(0.0),
+    };
     let end = sim.end;
     for (i, w) in cfg.writers.iter().enumerate() {
         sim.push((w.start_ms * MS as f64) as u64, Ev::Issue(i));
@@ -367,6 +398,7 @@ pub fn simulate(cfg: &Config) -> Outcome {
             }
         }
     }
+    sim.out.end_estimates = estimates_of(&sim.wb);
     sim.out.end_dirty = sim.dirty;
     sim.out.end_writeback = sim.writeback;
     sim.out.end_ns = sim.now;

@@ -16,7 +16,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::policy::Policy;
-use crate::settings::{DEVICE_KINDS, RULE_NAMES};
+use crate::settings::{DEVICE_KINDS, RULE_NAMES, START_NAMES};
 
 /// What a value must be.
 #[derive(Clone, Copy)]
@@ -174,6 +174,7 @@ pub const FILE: &[Entry] = &[
     may("folio_bytes", U64),
     may("page_alloc_ns", Shape::Numbers),
     may("other_writeback_bytes_s", Shape::Number),
+    may("start", Shape::OneOf(START_NAMES)),
     may("initial", Shape::Table(INITIAL)),
     may("governor", Shape::Table(GOVERNOR)),
 ];
@@ -480,6 +481,7 @@ mod tests {
             ("policy", Policy::NAMES),
             ("rules", RULE_NAMES),
             ("kind", DEVICE_KINDS),
+            ("start", START_NAMES),
         ] {
             for n in names {
                 let mut t = everything();

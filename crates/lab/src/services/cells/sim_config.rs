@@ -4,9 +4,9 @@
 //! kernel's estimates for the device, the other devices' write back), or only
 //! what a user could describe beforehand.
 
-use oslab_wbsim::config::{GovernorCfg, Initial, MIB};
+use oslab_wbsim::config::{GovernorCfg, Initial, MIB, Start};
 use oslab_wbsim::policy::Policy;
-use oslab_wbsim::{Class, Config, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
+use oslab_wbsim::{Class, Config, DeviceCfg, DeviceKind, RuleSet, Sysctls, WriterCfg};
 
 use super::traced::Traced;
 
@@ -32,20 +32,8 @@ pub enum Seed<'a> {
     Carried(Option<&'a Traced>),
     /// Only what a user could describe beforehand (the writers, the device and
     /// its measured bandwidth, the limits, the machine's page costs) and no other
-    /// disk's write back; [`simulate_blind`] warms the estimates up.
+    /// disk's write back; [`simulate_blind`] starts from their steady state.
     Blind,
-}
-
-/// The estimates a simulation that started from `before` ended with, as the next
-/// one starts from them: its last refresh (made while a writer was throttled),
-/// else `before` (a warm-up that never throttled anyone refreshed nothing).
-pub fn carried_over(o: &oslab_wbsim::Outcome, before: Initial) -> Initial {
-    o.ratelimits.last().map_or(before, |r| Initial {
-        write_bw_bytes_s: Some(r.write_bw),
-        avg_write_bw_bytes_s: Some(r.avg_write_bw),
-        dirty_ratelimit_bytes_s: Some(r.dirty_ratelimit),
-        ..before
-    })
 }
 
 /// The kernel's estimates as the simulator starts from them.
@@ -59,34 +47,11 @@ pub fn initial(t: &Traced) -> Initial {
     }
 }
 
-/// How long the blind simulation's warm-up runs the cell's writers, s: long
-/// enough for dirty_ratelimit to settle from INIT_BW (it moves by a fraction of
-/// the gap every 200 ms).
-pub const WARM_S: f64 = 60.0;
-
-/// `cfg` with every writer writing from the start for `WARM_S`.
-pub fn warm_up(cfg: &Config) -> Config {
-    let mut warm = cfg.clone();
-    for w in &mut warm.writers {
-        w.start_ms = 0.0;
-        w.stop_ms = Some(WARM_S * 1e3);
-        if let Kind::Periodic {
-            period_ms, count, ..
-        } = &mut w.kind
-        {
-            *count = (WARM_S * 1e3 / period_ms.max(1e-3)).ceil() as u64;
-        }
-    }
-    warm.duration_s = WARM_S;
-    warm
-}
-
-/// The blind simulation: the writers of `cfg` (built with [`Seed::Blind`]) first
-/// run for [`WARM_S`] on a device that has only had its bandwidth probed, then
-/// the cell runs from the estimates that warm-up ended with.
+/// The blind simulation: the writers of `cfg` (built with [`Seed::Blind`]) from
+/// the steady state they reach on a device that has only had its bandwidth
+/// probed (wbsim's steady-state start).
 pub fn simulate_blind(mut cfg: Config) -> oslab_wbsim::Outcome {
-    let warm = oslab_wbsim::simulate(&warm_up(&cfg));
-    cfg.initial = carried_over(&warm, cfg.initial);
+    cfg.start = Start::Steady;
     oslab_wbsim::simulate(&cfg)
 }
 
@@ -140,6 +105,10 @@ impl TestbedSpec {
         io_others: Option<f64>,
     ) -> Config {
         let (others, initial) = self.starting_state(seed, io_others);
+        let start = match seed {
+            Seed::Carried(_) => Start::Given,
+            Seed::Blind => Start::Steady,
+        };
         Config {
             sysctls: Sysctls {
                 dirty_bytes: self.dirty_bytes,
@@ -162,6 +131,7 @@ impl TestbedSpec {
             hz: self.hz,
             folio_bytes: 2 * MIB,
             other_writeback_bytes_s: others,
+            start,
             initial,
             governor: GovernorCfg {
                 pass_ms: PASS_MS,

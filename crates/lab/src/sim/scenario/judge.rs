@@ -144,6 +144,9 @@ pub fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
             "events",
             "simulated events",
         ));
+        if let Some(start) = &out.start {
+            findings.push(start_finding(p, start));
+        }
         plots.push(latency_plot(p, out));
     }
     plots.push(Plot {
@@ -181,5 +184,52 @@ pub fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
             c.writers.len()
         )],
         system: Vec::new(),
+        simulated: Some(machine_description(c)),
     }
+}
+
+/// What the simulation knew of the machine: the scenario's own description.
+pub fn machine_description(c: &oslab_wbsim::Config) -> String {
+    format!(
+        "the scenario's machine ({} MiB/s {}, {} writers, HZ {})",
+        fmt_rate(c.device.bandwidth_bytes_s),
+        match c.device.kind {
+            oslab_wbsim::DeviceKind::Disk => "disk",
+            oslab_wbsim::DeviceKind::Throttled => "throttled device",
+        },
+        c.writers.len(),
+        c.hz
+    )
+}
+
+fn fmt_rate(bytes_s: f64) -> String {
+    let m = bytes_s / MIB as f64;
+    if (m - m.round()).abs() < 0.05 {
+        format!("{:.0}", m)
+    } else {
+        format!("{m:.1}")
+    }
+}
+
+/// Where the policy's run took the kernel's estimates from.
+pub fn start_finding(p: Policy, s: &oslab_wbsim::outcome::StartRecord) -> Finding {
+    let estimates = format!(
+        "write bandwidth {} MiB/s, dirty_ratelimit {} MiB/s",
+        fmt_rate(s.avg_write_bw),
+        fmt_rate(s.dirty_ratelimit)
+    );
+    let detail = match s.start {
+        oslab_wbsim::config::Start::Steady if s.settled => format!(
+            "steady state of its writers (settled within {:.0} s of simulated warm-up): {estimates}",
+            s.warm_up_s
+        ),
+        oslab_wbsim::config::Start::Steady => format!(
+            "steady state of its writers, still moving after {:.0} s of simulated warm-up: {estimates}",
+            s.warm_up_s
+        ),
+        oslab_wbsim::config::Start::Given => {
+            format!("from the estimates the scenario gives (--from-boot): {estimates}")
+        }
+    };
+    finding(&format!("start.{}", p.name()), s.warm_up_s, "s", detail)
 }

@@ -17,6 +17,7 @@ pub fn measure(plan: &Plan) -> Raw {
                 writers: out.writers,
                 samples: out.samples,
                 events: out.events,
+                start: Some(out.start),
             }
         })
         .collect();

@@ -73,6 +73,10 @@ pub struct SimulatedRun {
     pub writers: Vec<WriterResult>,
     pub samples: Vec<Sample>,
     pub events: u64,
+    /// The estimates the run started from and how they were found (absent in
+    /// runs recorded before the steady-state start).
+    #[serde(default)]
+    pub start: Option<oslab_wbsim::outcome::StartRecord>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

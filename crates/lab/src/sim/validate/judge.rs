@@ -364,7 +364,6 @@ fn blind_note(groups: &[Group]) -> String {
         format!("; blind misses: {}", misses.join("; "))
     };
     format!(
-        "the model's accuracy without the kernel's state (the blind.* findings: each cell simulated again from what a user could describe: its writers over the real cell's length, the limits, the page costs, the device's measured bandwidth, no other disk's write back, and the kernel's estimates as a {:.0} s simulated warm-up of the same writers left them): {blind} of {n} targeted figures within target, against {seeded} of {n} when it starts from the state the kernel carried into the cell{tail}",
-        crate::services::cells::sim_config::WARM_S
+        "the model's accuracy without the kernel's state (the blind.* findings: each cell simulated again from what a user could describe: its writers over the real cell's length, the limits, the page costs, the device's measured bandwidth, no other disk's write back, and the kernel's estimates where a simulated warm-up of the same writers settles them, the simulator's steady-state start): {blind} of {n} targeted figures within target, against {seeded} of {n} when it starts from the state the kernel carried into the cell{tail}"
     )
 }

@@ -228,22 +228,3 @@ fn the_domains_limit_is_read_from_either_kind_of_task() {
         20186
     );
 }
-
-#[test]
-fn the_blind_warm_up_runs_every_writer_for_the_whole_span() {
-    use crate::services::cells::sim_config::{WARM_S, warm_up};
-    let cfg = oslab_wbsim::scenario::find("testbed-fig2").unwrap().config;
-    let warm = warm_up(&cfg);
-    assert_eq!(warm.duration_s, WARM_S);
-    for w in &warm.writers {
-        assert_eq!(w.start_ms, 0.0);
-        assert_eq!(w.stop_ms, Some(WARM_S * 1e3));
-        if let oslab_wbsim::Kind::Periodic {
-            period_ms, count, ..
-        } = w.kind
-        {
-            // writes enough to keep its pace to the end: 20 ms -> 3000 writes
-            assert_eq!(count, (WARM_S * 1e3 / period_ms) as u64);
-        }
-    }
-}

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use oslab_lab::services::sim_advice::{Candidate, advise};
+use oslab_lab::services::sim_advice::{Candidate, Objective, Prefer, advise, why_first};
 use oslab_model::ExperimentResult;
 use oslab_store::RunFilter;
 use oslab_units::human_bytes;
@@ -22,9 +22,24 @@ pub struct SimAdviseArgs {
     /// scenario file (.toml); its first writer is the one to protect
     #[arg(value_name = "SCENARIO")]
     pub scenario: String,
-    /// The first writer's p99 write() latency to stay under, e.g. 50ms or 0.2s
+    /// The writer, or the group of writers (rt-high, rt-low, normal or a scenario's
+    /// own), whose latency the bounds are for [default: the first writer]
+    #[arg(long, value_name = "WRITER|GROUP")]
+    pub protect: Option<String>,
+    /// The protected writers' p99 write() latency to stay under, e.g. 50ms or 0.2s
     #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = duration(0.000_001, 3600.0))]
     pub p99: u64,
+    /// At most this many protected writes over 200 ms
+    #[arg(long, value_name = "N", value_parser = oslab_arg_values::whole(0, u32::MAX as u64))]
+    pub max_over_200: Option<u64>,
+    /// The other writers together get at least this much, e.g. 20MiB/s
+    #[arg(long, value_name = "RATE", value_parser = |s: &str| oslab_arg_values::rate("--others-at-least", s))]
+    pub others_at_least: Option<f64>,
+    /// What decides among the candidates that meet the bounds: throughput (the
+    /// other writers'), latency (the protected writers' p99) or memory (the
+    /// smallest dirty limit)
+    #[arg(long, value_name = "WHAT", default_value = "throughput", value_parser = ["throughput", "latency", "memory"])]
+    pub prefer: String,
     /// Change a setting of the scenario first, e.g. --set bandwidth=20MiB/s
     /// (repeatable; see `oslab sim list --settings`)
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -36,7 +51,80 @@ pub struct SimAdviseArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub start: super::inputs::StartArg,
+    #[command(flatten)]
     pub input: MaxInputArg,
+}
+
+/// The objective in words: "rt55's p99 under 50 ms, ...".
+fn objective_words(ob: &Objective, who: &str) -> String {
+    let mut parts = vec![format!("{who}'s p99 under {} ms", ob.p99_ms)];
+    if let Some(n) = ob.max_over_200 {
+        parts.push(format!("at most {n} of its writes over 200 ms"));
+    }
+    if let Some(f) = ob.others_floor_bytes_s {
+        parts.push(format!(
+            "the others at least {:.1} MiB/s",
+            f / (1u64 << 20) as f64
+        ));
+    }
+    let prefer = match ob.prefer {
+        Prefer::Throughput => "the others' throughput",
+        Prefer::Latency => "the lowest p99",
+        Prefer::Memory => "the smallest dirty limit",
+    };
+    format!("{}; then preferring {prefer}", parts.join(", "))
+}
+
+/// Where each candidate's estimates started.
+fn start_words(c: &oslab_wbsim::Config) -> &'static str {
+    match c.start {
+        oslab_wbsim::config::Start::Steady => "each from the steady state of its writers",
+        oslab_wbsim::config::Start::Given => {
+            "each from the scenario's given estimates (--from-boot)"
+        }
+    }
+}
+
+fn print_table(ranked: &[Candidate]) {
+    let rows: Vec<Vec<String>> = ranked.iter().map(row).collect();
+    print(&oslab_report::table::simple(
+        &[
+            "dirty_bytes",
+            "background",
+            "policy",
+            "p50 ms",
+            "p90 ms",
+            "p99 ms",
+            "max ms",
+            "over 200 ms",
+            "others MiB/s",
+            "meets",
+        ],
+        &rows,
+        &[3, 4, 5, 6, 7, 8],
+    ));
+}
+
+fn print_advice(ranked: &[Candidate], wanted: &str, prefer: Prefer) {
+    match ranked.first().filter(|c| c.meets) {
+        Some(best) => print(&format!(
+            "\nadvice: vm.dirty_bytes={} vm.dirty_background_bytes={} with policy {} (predicted p50 {:.1}, p90 {:.1}, p99 {:.1} ms, {} writes over 200 ms)\n",
+            best.dirty_bytes,
+            best.dirty_background_bytes,
+            best.policy.name(),
+            best.p50_ms,
+            best.p90_ms,
+            best.p99_ms,
+            best.over_200
+        )),
+        None => print(&format!(
+            "\nadvice: no candidate meets {wanted}; the closest is first above\n"
+        )),
+    }
+    if let Some(why) = why_first(ranked, prefer) {
+        print(&format!("why first: {why}\n"));
+    }
 }
 
 /// The newest completed sim.validate result in the database, if there is one.
@@ -91,60 +179,53 @@ fn row(c: &Candidate) -> Vec<String> {
         c.over_200.to_string(),
         c.competitors_bytes_s
             .map_or("-".into(), |b| format!("{:.1}", b / (1u64 << 20) as f64)),
-        if c.meets { "yes" } else { "no" }.to_string(),
+        if c.meets {
+            "yes".to_string()
+        } else {
+            format!("no: {}", c.misses.join(", "))
+        },
     ]
 }
 
 pub fn run(a: SimAdviseArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let c = configured(&s, &a.sets)?;
+    let c = configured(&s, &a.sets, &a.start)?;
     let target_ms = a.p99 as f64 / 1e6;
-    let ranked = advise(&c, target_ms);
+    let prefer = Prefer::parse(&a.prefer).unwrap_or(Prefer::Throughput);
+    let objective = Objective {
+        protect: a.protect.clone(),
+        p99_ms: target_ms,
+        max_over_200: a.max_over_200.map(|n| n as usize),
+        others_floor_bytes_s: a.others_at_least,
+        prefer,
+    };
+    let Some(ranked) = advise(&c, &objective) else {
+        let names: Vec<String> = c.writers.iter().map(|w| w.name.clone()).collect();
+        return Err(crate::failure::Failure::usage(format!(
+            "--protect {}: no writer or group of that name in {} (writers: {})",
+            a.protect.as_deref().unwrap_or(""),
+            s.name,
+            names.join(", ")
+        )));
+    };
     if a.json {
         print(&(serde_json::to_string_pretty(&ranked).expect("serialises") + "\n"));
         return Ok(0);
     }
-    let first = c
-        .writers
-        .first()
-        .map_or("the first writer", |w| w.name.as_str());
+    let who = a.protect.clone().unwrap_or_else(|| {
+        c.writers
+            .first()
+            .map_or("the first writer".into(), |w| w.name.clone())
+    });
+    let wanted = objective_words(&objective, &who);
     print(&format!(
-        "{}: dirty limits and policies for {first}'s p99 under {target_ms} ms ({} simulated)\n",
+        "{}: dirty limits and policies for {wanted} ({} simulated; {})\n",
         s.name,
-        ranked.len()
+        ranked.len(),
+        start_words(&c)
     ));
-    let rows: Vec<Vec<String>> = ranked.iter().map(row).collect();
-    print(&oslab_report::table::simple(
-        &[
-            "dirty_bytes",
-            "background",
-            "policy",
-            "p50 ms",
-            "p90 ms",
-            "p99 ms",
-            "max ms",
-            "over 200 ms",
-            "others MiB/s",
-            "meets",
-        ],
-        &rows,
-        &[3, 4, 5, 6, 7, 8],
-    ));
-    match ranked.first().filter(|c| c.meets) {
-        Some(best) => print(&format!(
-            "\nadvice: vm.dirty_bytes={} vm.dirty_background_bytes={} with policy {} (predicted p50 {:.1}, p90 {:.1}, p99 {:.1} ms, {} writes over 200 ms)\n",
-            best.dirty_bytes,
-            best.dirty_background_bytes,
-            best.policy.name(),
-            best.p50_ms,
-            best.p90_ms,
-            best.p99_ms,
-            best.over_200
-        )),
-        None => print(&format!(
-            "\nadvice: no candidate keeps {first}'s p99 under {target_ms} ms; the closest is first above\n"
-        )),
-    }
+    print_table(&ranked);
+    print_advice(&ranked, &wanted, prefer);
     print(&format!(
         "{}\n",
         last_validation(a.db.as_deref())

@@ -39,12 +39,27 @@ pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {
     })
 }
 
+/// Where a simulation's estimates start, as `sim run`, `sweep` and `advise` take it.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StartArg {
+    /// Start from the kernel's estimates as the scenario gives them (INIT_BW,
+    /// 100 MiB/s, where it gives none: a device the kernel has just met) instead
+    /// of the steady state the scenario's writers reach
+    #[arg(long)]
+    pub from_boot: bool,
+}
+
 /// The scenario's configuration with `--set NAME=VALUE` applied, each value
-/// parsed against the simulator's declared settings (`oslab_wbsim::settings`).
-pub fn configured(s: &Scenario, raw: &[String]) -> Result<Config, Failure> {
-    settings::parse_sets(raw)
+/// parsed against the simulator's declared settings (`oslab_wbsim::settings`),
+/// starting where `start` says.
+pub fn configured(s: &Scenario, raw: &[String], start: &StartArg) -> Result<Config, Failure> {
+    let mut c = settings::parse_sets(raw)
         .and_then(|sets| settings::configure(&s.config, &sets))
-        .map_err(|e| Failure::usage(format!("--set {e}")))
+        .map_err(|e| Failure::usage(format!("--set {e}")))?;
+    if start.from_boot {
+        c.start = oslab_wbsim::config::Start::Given;
+    }
+    Ok(c)
 }
 
 pub fn policy(s: &str) -> Result<Policy, Failure> {

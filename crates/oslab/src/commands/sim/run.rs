@@ -27,12 +27,14 @@ pub struct SimRunArgs {
     #[command(flatten)]
     pub out: OutputArgs,
     #[command(flatten)]
+    pub start: super::inputs::StartArg,
+    #[command(flatten)]
     pub input: MaxInputArg,
 }
 
 pub fn run(a: SimRunArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let c = configured(&s, &a.sets)?;
+    let c = configured(&s, &a.sets, &a.start)?;
     let policies: Vec<Policy> = if a.policies.is_empty() {
         vec![Policy::Vanilla, Policy::Wcall, Policy::WcallFair]
     } else {

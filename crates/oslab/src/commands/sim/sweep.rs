@@ -29,12 +29,14 @@ pub struct SimSweepArgs {
     #[arg(long)]
     pub json: bool,
     #[command(flatten)]
+    pub start: super::inputs::StartArg,
+    #[command(flatten)]
     pub input: MaxInputArg,
 }
 
 pub fn run(a: SimSweepArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let mut c = configured(&s, &a.sets)?;
+    let mut c = configured(&s, &a.sets, &a.start)?;
     c.policy = policy(&a.policy)?;
     let (key, vals) = values(&a.vary, a.steps)?;
     let t0 = std::time::Instant::now();

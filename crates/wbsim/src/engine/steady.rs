@@ -1,0 +1,172 @@
+//! The steady-state start: the kernel's estimates for a device (write bandwidth,
+//! dirty_ratelimit, the domain's smoothed limit) move slowly from where they
+//! start (INIT_BW for a device the kernel has just met) toward a fixed point set
+//! by the writers and the device. A user's question is about that fixed point, not
+//! about the first minute after boot, so by default the writers first run a
+//! simulated warm-up, window after window, each starting from the estimates the
+//! last one ended with, until two windows in a row end within [`SETTLED`] of each
+//! other; the run then starts from those estimates with nothing dirty.
+
+use crate::config::{Config, Initial, Kind, Start};
+use crate::outcome::{Outcome, StartRecord};
+
+/// One warm-up window, simulated seconds: dirty_ratelimit moves by at most an
+/// eighth of its gap per 200 ms refresh, the write bandwidth over a 3 s average.
+pub const WINDOW_S: f64 = 20.0;
+/// The most windows before the run starts anyway (its record says so).
+pub const MAX_WINDOWS: u32 = 10;
+/// Relative change of every estimate between windows that counts as settled.
+pub const SETTLED: f64 = 0.02;
+
+/// `cfg`'s writers as they run in a warm-up window: all of them from the start to
+/// the end (a periodic writer as many times as the window holds), from `initial`.
+pub fn warm_up_window(cfg: &Config, initial: Initial) -> Config {
+    let mut warm = cfg.clone();
+    for w in &mut warm.writers {
+        w.start_ms = 0.0;
+        w.stop_ms = None;
+        if let Kind::Periodic {
+            period_ms, count, ..
+        } = &mut w.kind
+        {
+            *count = (WINDOW_S * 1e3 / period_ms.max(1e-3)).ceil() as u64;
+        }
+    }
+    warm.duration_s = WINDOW_S;
+    warm.start = Start::Given;
+    warm.initial = initial;
+    warm
+}
+
+/// Whether two windows' closing estimates agree within [`SETTLED`].
+fn settled(a: &Initial, b: &Initial) -> bool {
+    let close = |x: Option<f64>, y: Option<f64>| match (x, y) {
+        (Some(x), Some(y)) => (x - y).abs() <= SETTLED * x.abs().max(y.abs()),
+        _ => false,
+    };
+    close(a.write_bw_bytes_s, b.write_bw_bytes_s)
+        && close(a.avg_write_bw_bytes_s, b.avg_write_bw_bytes_s)
+        && close(a.dirty_ratelimit_bytes_s, b.dirty_ratelimit_bytes_s)
+}
+
+/// The estimates the writers of `cfg` settle at, how long the warm-up ran and
+/// whether they settled.
+pub fn steady_state(cfg: &Config) -> (Initial, f64, bool) {
+    let mut at = cfg.initial;
+    let mut windows = 0;
+    while windows < MAX_WINDOWS {
+        let end = crate::engine::run_from_given(&warm_up_window(cfg, at)).end_estimates;
+        windows += 1;
+        let done = settled(&at, &end);
+        // the share of completions is the run's own, as in `initial`
+        at = Initial {
+            wb_share: cfg.initial.wb_share,
+            ..end
+        };
+        if done {
+            return (at, f64::from(windows) * WINDOW_S, true);
+        }
+    }
+    (at, f64::from(windows) * WINDOW_S, false)
+}
+
+/// The run of `cfg` from the steady state of its writers.
+pub fn run_from_steady_state(cfg: &Config) -> Outcome {
+    let (initial, warm_up_s, settled) = steady_state(cfg);
+    let mut run = cfg.clone();
+    run.start = Start::Given;
+    run.initial = initial;
+    let mut out = crate::engine::run_from_given(&run);
+    out.start = StartRecord {
+        start: Start::Steady,
+        warm_up_s,
+        settled,
+        ..out.start
+    };
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{Class, MIB, WriterCfg};
+
+    fn writer(name: &str, kind: Kind) -> WriterCfg {
+        WriterCfg {
+            name: name.into(),
+            kind,
+            class: Class::Normal { nice: 0 },
+            group: None,
+            fsync_every: None,
+            start_ms: 500.0,
+            stop_ms: Some(3000.0),
+        }
+    }
+
+    /// Two bulk writers on the testbed scenario's 40 MiB/s throttled device,
+    /// 64/32 MiB limits, from INIT_BW, the limits checked after every page (with
+    /// 2 MiB folios the writers overshoot between checks and the rate settles
+    /// higher, at 23 MiB/s: the step rule has a dead band).
+    fn two_bulk_writers() -> Config {
+        let bulk = Kind::Bulk { chunk: 512 << 10 };
+        let mut c = crate::scenario::find("testbed-bulk").unwrap().config;
+        c.writers = vec![writer("a", bulk), writer("b", bulk)];
+        c.folio_bytes = 4096;
+        c.initial = Initial::default();
+        c.duration_s = 10.0;
+        c
+    }
+
+    #[test]
+    fn a_warm_up_window_runs_every_writer_for_the_whole_window() {
+        let mut c = two_bulk_writers();
+        c.writers[1].kind = Kind::Periodic {
+            bytes: 512 << 10,
+            period_ms: 20.0,
+            count: 5,
+        };
+        let w = warm_up_window(&c, Initial::default());
+        assert_eq!((w.duration_s, w.start), (WINDOW_S, Start::Given));
+        assert!(
+            w.writers
+                .iter()
+                .all(|x| x.start_ms == 0.0 && x.stop_ms.is_none())
+        );
+        // 20 s of one write every 20 ms
+        assert!(matches!(
+            w.writers[1].kind,
+            Kind::Periodic { count: 1000, .. }
+        ));
+    }
+
+    #[test]
+    fn two_throttled_writers_settle_at_half_the_device_each() {
+        // the balanced rate is task_ratelimit x write_bw / dirty_rate: the rate at
+        // which N throttled writers together dirty what the device writes, so at
+        // the fixed point dirty_ratelimit = 40 / 2 = 20 MiB/s and the bandwidth
+        // estimate is the device's 40 MiB/s (from INIT_BW's 100 MiB/s for both)
+        let (at, warm_up_s, settled) = steady_state(&two_bulk_writers());
+        let mib = |x: Option<f64>| x.unwrap() / MIB as f64;
+        assert!(settled, "still moving after {warm_up_s} s: {at:?}");
+        assert!((mib(at.avg_write_bw_bytes_s) - 40.0).abs() < 2.0, "{at:?}");
+        assert!(
+            (mib(at.dirty_ratelimit_bytes_s) - 20.0).abs() < 2.0,
+            "{at:?}"
+        );
+    }
+
+    #[test]
+    fn the_run_starts_from_the_steady_state_or_as_given() {
+        let mut c = two_bulk_writers();
+        let steady = crate::engine::simulate(&c);
+        assert_eq!(steady.start.start, Start::Steady);
+        assert!(steady.start.warm_up_s >= WINDOW_S);
+        assert!((steady.start.dirty_ratelimit / MIB as f64 - 20.0).abs() < 2.0);
+        c.start = Start::Given;
+        let given = crate::engine::simulate(&c);
+        assert_eq!(given.start.start, Start::Given);
+        assert_eq!(given.start.warm_up_s, 0.0);
+        // INIT_BW: 100 MiB/s
+        assert_eq!(given.start.dirty_ratelimit, (100 << 20) as f64);
+    }
+}
