@@ -91,6 +91,9 @@ pub struct StartRecord {
     pub warm_up_s: f64,
     /// The estimates stopped moving within the warm-up.
     pub settled: bool,
+    /// Events the warm-up simulated (not in the outcome's `events`).
+    #[serde(default)]
+    pub warm_up_events: u64,
     pub write_bw: f64,
     pub avg_write_bw: f64,
     pub dirty_ratelimit: f64,

@@ -357,6 +357,7 @@ fn run_from_given(cfg: &Config) -> Outcome {
         start: crate::config::Start::Given,
         warm_up_s: 0.0,
         settled: false,
+        warm_up_events: 0,
         write_bw: at_start.write_bw_bytes_s.unwrap_or(0.0),
         avg_write_bw: at_start.avg_write_bw_bytes_s.unwrap_or(0.0),
         dirty_ratelimit: at_start.dirty_ratelimit_bytes_s.unwrap_or(0.0),

@@ -49,38 +49,50 @@ fn settled(a: &Initial, b: &Initial) -> bool {
         && close(a.dirty_ratelimit_bytes_s, b.dirty_ratelimit_bytes_s)
 }
 
-/// The estimates the writers of `cfg` settle at, how long the warm-up ran and
-/// whether they settled.
-pub fn steady_state(cfg: &Config) -> (Initial, f64, bool) {
-    let mut at = cfg.initial;
-    let mut windows = 0;
-    while windows < MAX_WINDOWS {
-        let end = crate::engine::run_from_given(&warm_up_window(cfg, at)).end_estimates;
-        windows += 1;
-        let done = settled(&at, &end);
+/// How a warm-up went: the estimates it ended at, simulated seconds, whether
+/// they settled, events simulated.
+pub struct WarmUp {
+    pub estimates: Initial,
+    pub seconds: f64,
+    pub settled: bool,
+    pub events: u64,
+}
+
+/// The estimates the writers of `cfg` settle at.
+pub fn steady_state(cfg: &Config) -> WarmUp {
+    let mut warm = WarmUp {
+        estimates: cfg.initial,
+        seconds: 0.0,
+        settled: false,
+        events: 0,
+    };
+    while !warm.settled && warm.seconds < f64::from(MAX_WINDOWS) * WINDOW_S {
+        let window = crate::engine::run_from_given(&warm_up_window(cfg, warm.estimates));
+        let end = window.end_estimates;
+        warm.events += window.events;
+        warm.seconds += WINDOW_S;
+        warm.settled = settled(&warm.estimates, &end);
         // the share of completions is the run's own, as in `initial`
-        at = Initial {
+        warm.estimates = Initial {
             wb_share: cfg.initial.wb_share,
             ..end
         };
-        if done {
-            return (at, f64::from(windows) * WINDOW_S, true);
-        }
     }
-    (at, f64::from(windows) * WINDOW_S, false)
+    warm
 }
 
 /// The run of `cfg` from the steady state of its writers.
 pub fn run_from_steady_state(cfg: &Config) -> Outcome {
-    let (initial, warm_up_s, settled) = steady_state(cfg);
+    let warm = steady_state(cfg);
     let mut run = cfg.clone();
     run.start = Start::Given;
-    run.initial = initial;
+    run.initial = warm.estimates;
     let mut out = crate::engine::run_from_given(&run);
     out.start = StartRecord {
         start: Start::Steady,
-        warm_up_s,
-        settled,
+        warm_up_s: warm.seconds,
+        settled: warm.settled,
+        warm_up_events: warm.events,
         ..out.start
     };
     out
@@ -145,9 +157,15 @@ mod tests {
         // which N throttled writers together dirty what the device writes, so at
         // the fixed point dirty_ratelimit = 40 / 2 = 20 MiB/s and the bandwidth
         // estimate is the device's 40 MiB/s (from INIT_BW's 100 MiB/s for both)
-        let (at, warm_up_s, settled) = steady_state(&two_bulk_writers());
+        let warm = steady_state(&two_bulk_writers());
+        let at = warm.estimates;
         let mib = |x: Option<f64>| x.unwrap() / MIB as f64;
-        assert!(settled, "still moving after {warm_up_s} s: {at:?}");
+        assert!(
+            warm.settled,
+            "still moving after {} s: {at:?}",
+            warm.seconds
+        );
+        assert!(warm.events > 0);
         assert!((mib(at.avg_write_bw_bytes_s) - 40.0).abs() < 2.0, "{at:?}");
         assert!(
             (mib(at.dirty_ratelimit_bytes_s) - 20.0).abs() < 2.0,
