@@ -320,7 +320,7 @@ fn section_head(r: &ExperimentResult) -> String {
         },
         r.duration_s,
     );
-    if let Some(w) = &load.warning {
+    if let Some(w) = load.warning.as_ref().filter(|_| r.simulated.is_none()) {
         let _ = writeln!(
             out,
             "<p class=\"warning\">Warning: {}; treat the figures with care.</p>",
@@ -376,20 +376,33 @@ fn measurements_table(out: &mut String, r: &ExperimentResult) {
                 esc(&m.description),
                 esc(&m.name)
             );
-            match &m.summary {
-                Some(s) => [name, esc(&m.unit)]
+            let width = if r.simulated.is_some() { 6 } else { 9 };
+            let mut row = match (&m.summary, &r.simulated) {
+                (Some(s), None) => [name, esc(&m.unit)]
                     .into_iter()
                     .chain(crate::table::summary_cells(s))
                     .collect(),
-                None => {
-                    let mut row = vec![name, esc(&m.unit), "-".into()];
-                    row.resize(9, String::new());
-                    row
-                }
-            }
+                // a simulation's samples are the model's: no interval, no noise
+                (Some(s), Some(_)) => vec![
+                    name,
+                    esc(&m.unit),
+                    crate::num::fmt(s.median),
+                    crate::num::fmt(s.min),
+                    crate::num::fmt(s.max),
+                    s.n.to_string(),
+                ],
+                (None, _) => vec![name, esc(&m.unit), "-".into()],
+            };
+            row.resize(width, String::new());
+            row
         })
         .collect();
     out.push_str("<h3>Measurements</h3>\n");
+    if r.simulated.is_some() {
+        let headers = ["measurement", "unit", "median", "min", "max", "n"];
+        out.push_str(&table("measurements", &headers, &rows, &[2, 3, 4, 5]));
+        return;
+    }
     let headers: Vec<&str> = ["measurement", "unit"]
         .into_iter()
         .chain(crate::table::SUMMARY_HEADERS)

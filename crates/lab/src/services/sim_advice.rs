@@ -183,12 +183,7 @@ enum Key {
 
 /// The keys in order: the bounds, what the user prefers, then the rest.
 fn keys(prefer: Prefer) -> Vec<Key> {
-    let first = match prefer {
-        Prefer::Throughput => Key::Others,
-        Prefer::Latency => Key::Latency,
-        Prefer::Memory => Key::Memory,
-    };
-    let mut v = vec![Key::Meets, first];
+    let mut v = vec![Key::Meets, Key::preferred(prefer)];
     for k in [Key::NoGovernor, Key::Others, Key::Memory, Key::Latency] {
         if !v.contains(&k) {
             v.push(k);
@@ -198,45 +193,75 @@ fn keys(prefer: Prefer) -> Vec<Key> {
 }
 
 impl Key {
-    /// Less: `a` ranks before `b`.
+    /// Less: `a` ranks before `b`. Predictions within 1 % of each other tie:
+    /// the model is not that exact, and the words could not tell them apart.
     fn compare(self, a: &Candidate, b: &Candidate) -> Ordering {
         let others = |c: &Candidate| c.competitors_bytes_s.unwrap_or(0.0);
+        let close = |x: f64, y: f64| (x - y).abs() <= 0.01 * x.abs().max(y.abs());
         match self {
-            Key::Meets => b.meets.cmp(&a.meets),
+            // fewer bounds missed first: a candidate that meets them all misses none
+            Key::Meets => a.misses.len().cmp(&b.misses.len()),
+            Key::Others if close(others(a), others(b)) => Ordering::Equal,
             Key::Others => others(b).total_cmp(&others(a)),
+            Key::Latency if close(a.p99_ms, b.p99_ms) => Ordering::Equal,
             Key::Latency => a.p99_ms.total_cmp(&b.p99_ms),
             Key::Memory => a.dirty_bytes.cmp(&b.dirty_bytes),
             Key::NoGovernor => (a.policy != Policy::Vanilla).cmp(&(b.policy != Policy::Vanilla)),
         }
     }
 
-    /// Why `a` beats `b` on this key (they differ on it).
-    fn why(self, a: &Candidate, b: &Candidate) -> String {
+    /// The key `prefer` puts right after the bounds.
+    fn preferred(prefer: Prefer) -> Key {
+        match prefer {
+            Prefer::Throughput => Key::Others,
+            Prefer::Latency => Key::Latency,
+            Prefer::Memory => Key::Memory,
+        }
+    }
+
+    /// Why `a` beats `b` on this key (they differ on it), ranked for `prefer`.
+    fn why(self, a: &Candidate, b: &Candidate, prefer: Prefer) -> String {
         let others = |c: &Candidate| c.competitors_bytes_s.map_or("nothing".into(), mib_s);
-        match self {
-            Key::Meets => format!(
-                "the runner-up misses the objective ({})",
-                b.misses.join(", ")
-            ),
+        let why = match self {
+            Key::Meets if a.misses.is_empty() => {
+                return format!(
+                    "the runner-up misses the objective ({})",
+                    b.misses.join(", ")
+                );
+            }
+            Key::Meets => {
+                return format!(
+                    "it misses fewer bounds ({}) than the runner-up ({})",
+                    a.misses.join(", "),
+                    b.misses.join(", ")
+                );
+            }
             Key::Others => format!(
-                "it leaves the other writers {} against {} (you prefer their throughput)",
+                "it leaves the other writers {} against {}",
                 others(a),
                 others(b)
             ),
-            Key::Latency => format!(
-                "its p99 is {:.1} ms against {:.1} ms (you prefer the protected writers' latency)",
-                a.p99_ms, b.p99_ms
-            ),
+            Key::Latency => format!("its p99 is {:.1} ms against {:.1} ms", a.p99_ms, b.p99_ms),
             Key::Memory => format!(
-                "it holds at most {} dirty against {} (you prefer less memory at risk)",
+                "it holds at most {} dirty against {}",
                 oslab_units::human_bytes(a.dirty_bytes),
                 oslab_units::human_bytes(b.dirty_bytes)
             ),
             Key::NoGovernor => format!(
-                "it needs no governor ({} against {}), and the keys before it tie",
+                "it needs no governor ({} against {})",
                 a.policy.name(),
                 b.policy.name()
             ),
+        };
+        if self == Key::preferred(prefer) {
+            let what = match prefer {
+                Prefer::Throughput => "the others' throughput",
+                Prefer::Latency => "the protected writers' latency",
+                Prefer::Memory => "less memory at risk",
+            };
+            format!("{why} (you prefer {what})")
+        } else {
+            format!("{why}, and the keys before it tie")
         }
     }
 }
@@ -275,7 +300,7 @@ pub fn why_first(ranked: &[Candidate], prefer: Prefer) -> Option<String> {
     let (a, b) = (ranked.first()?, ranked.get(1)?);
     let key = keys(prefer).into_iter().find(|k| k.compare(a, b).is_ne());
     Some(match key {
-        Some(k) => k.why(a, b),
+        Some(k) => k.why(a, b, prefer),
         None => "the runner-up predicts the same on every key".into(),
     })
 }
@@ -352,7 +377,7 @@ mod tests {
         assert_eq!(by_throughput[0].policy, Policy::Vanilla);
         assert_eq!(
             why_first(&by_throughput, Prefer::Throughput).unwrap(),
-            "it leaves the other writers 43.7 MiB/s against 30.5 MiB/s (you prefer their throughput)"
+            "it leaves the other writers 43.7 MiB/s against 30.5 MiB/s (you prefer the others' throughput)"
         );
         let by_latency = rank(Prefer::Latency);
         assert_eq!(by_latency[0].policy, Policy::WcallFair);
@@ -374,8 +399,15 @@ mod tests {
         missed.meets = false;
         missed.misses = vec!["p99 60.0 ms > 50 ms".into()];
         assert_eq!(
-            why_first(&[vanilla, missed], Prefer::Latency).unwrap(),
+            why_first(&[vanilla.clone(), missed], Prefer::Latency).unwrap(),
             "the runner-up misses the objective (p99 60.0 ms > 50 ms)"
+        );
+        // a tie-break is not called the user's preference, and 0.5 % apart ties
+        let governed = candidate(Policy::Wcall, 256 * MIB, 47.9, 40.0 * MIB as f64);
+        let v = vec![vanilla, governed];
+        assert_eq!(
+            why_first(&v, Prefer::Latency).unwrap(),
+            "it needs no governor (vanilla against wcall), and the keys before it tie"
         );
     }
 

@@ -228,7 +228,9 @@ pub fn start_finding(p: Policy, s: &oslab_wbsim::outcome::StartRecord) -> Findin
             s.warm_up_s
         ),
         oslab_wbsim::config::Start::Given => {
-            format!("from the estimates the scenario gives (--from-boot): {estimates}")
+            format!(
+                "from the estimates the scenario gives (--from-boot or start = \"given\"): {estimates}"
+            )
         }
     };
     finding(&format!("start.{}", p.name()), s.warm_up_s, "s", detail)

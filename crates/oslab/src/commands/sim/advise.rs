@@ -1,6 +1,8 @@
-//! `oslab sim advise SCENARIO --p99 50ms`: the dirty limits and policy that keep the
-//! scenario's first writer under the target, predicted by the simulator, with how
-//! far the simulator was from the real kernel in the last `oslab sim validate`.
+//! `oslab sim advise SCENARIO --p99 50ms`: the dirty limits and policy that meet
+//! the user's objective (the protected writers' bounds, a floor for the others,
+//! a preference), predicted by the simulator, with why the first beats the
+//! runner-up and how far the simulator was from the real kernel in the last
+//! `oslab sim validate`.
 
 use std::path::PathBuf;
 
@@ -19,7 +21,7 @@ use oslab_arg_values::duration;
 #[derive(Debug, Args)]
 pub struct SimAdviseArgs {
     /// The writers and the device: a built-in scenario (`oslab sim list`) or a
-    /// scenario file (.toml); its first writer is the one to protect
+    /// scenario file (.toml)
     #[arg(value_name = "SCENARIO")]
     pub scenario: String,
     /// The writer, or the group of writers (rt-high, rt-low, normal or a scenario's
@@ -119,7 +121,7 @@ fn print_advice(ranked: &[Candidate], wanted: &str, prefer: Prefer) {
             best.over_200
         )),
         None => print(&format!(
-            "\nadvice: no candidate meets {wanted}; the closest is first above\n"
+            "\nadvice: no candidate meets {wanted}; those above rank by how many bounds they miss, then as preferred\n"
         )),
     }
     if let Some(why) = why_first(ranked, prefer) {
