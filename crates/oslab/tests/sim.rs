@@ -3,8 +3,11 @@
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+/// oslab with no stored machine profile (a data folder that does not exist).
 fn oslab() -> Command {
-    Command::cargo_bin("oslab").unwrap()
+    let mut c = Command::cargo_bin("oslab").unwrap();
+    c.env("XDG_DATA_HOME", "/nonexistent/oslab-sim-tests");
+    c
 }
 
 #[test]
@@ -262,4 +265,61 @@ fn advice_states_its_objective_and_why_the_first_wins() {
         .assert()
         .code(2)
         .stderr(predicate::str::contains("no writer or group of that name"));
+}
+
+#[test]
+fn a_calibrated_profile_fills_what_the_scenario_leaves_to_the_machine() {
+    // the device probe needs direct I/O: not tmpfs
+    let dir = tempfile::tempdir_in("/var/tmp").unwrap();
+    let profile = dir.path().join("profile.json");
+    let out = oslab()
+        .args(["sim", "calibrate", "--quick", "--scratch"])
+        .arg(dir.path())
+        .arg("--out")
+        .arg(&profile)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(text.contains("device write bandwidth"), "{text}");
+    let p: serde_json::Value = serde_json::from_slice(&std::fs::read(&profile).unwrap()).unwrap();
+    assert!(p["device_write_bytes_s"].as_f64().unwrap() > 0.0);
+    assert_eq!(p["page_alloc_ns"].as_array().unwrap().len(), 128);
+    // only the probe's file was made, and it is gone
+    let left: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(left, vec![std::ffi::OsString::from("profile.json")]);
+    let run = |scenario: &str, extra: &[&str]| {
+        let out = oslab()
+            .args(["sim", "run", scenario, "--policy", "vanilla", "--profile"])
+            .arg(&profile)
+            .args(extra)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{scenario}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(run("testbed-fig2", &[]).contains("simulated on the machine profile"));
+    // a scenario of another machine takes nothing from it
+    assert!(run("paper-fig2", &[]).contains("simulated on the scenario's machine"));
+    // a hostile or stale profile: one sentence, exit 2
+    std::fs::write(&profile, "{\"version\": 1}").unwrap();
+    oslab()
+        .args(["sim", "run", "testbed-fig2", "--profile"])
+        .arg(&profile)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not one"));
+    std::fs::write(
+        &profile,
+        std::fs::read(dir.path().join("profile.json")).unwrap(),
+    )
+    .unwrap();
 }

@@ -20,6 +20,7 @@ pub mod engine;
 pub mod kernel;
 pub mod outcome;
 pub mod policy;
+pub mod profile;
 pub mod rules;
 pub mod scenario;
 pub mod settings;

@@ -18,6 +18,8 @@ pub mod dirty_advice;
 pub mod dirty_explain;
 pub mod dirty_rules;
 pub mod knobs;
+pub mod machine_profile;
+pub mod page_costs;
 pub mod sim_advice;
 pub mod sim_sweep;
 pub mod testbed;

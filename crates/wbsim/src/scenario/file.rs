@@ -27,11 +27,23 @@ pub fn from_toml(name: &str, text: &str) -> Result<Scenario, String> {
             .and_then(|v| v.get_ref().as_str())
             .map(str::to_string)
     };
+    let absent = |key: &str| doc.get_ref().get(key).is_none();
+    let device_bw_absent = doc
+        .get_ref()
+        .get("device")
+        .and_then(|d| d.get_ref().as_table())
+        .is_none_or(|d| d.get("bandwidth_bytes_s").is_none());
     Ok(Scenario {
         name: name.into(),
         title: text_of("title").unwrap_or_else(|| name.into()),
         description: text_of("description").unwrap_or_default(),
         config,
+        open: crate::profile::OpenFields {
+            copy: absent("copy_bytes_s"),
+            page_alloc: absent("page_alloc_ns"),
+            hz: absent("hz"),
+            device_bandwidth: device_bw_absent,
+        },
     })
 }
 
@@ -91,6 +103,18 @@ fn span_of(doc: &Spanned<DeTable>, field: &str) -> Option<Range<usize>> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn what_a_file_leaves_out_is_left_to_the_machine_profile() {
+        let base = "rules = \"linux-6\"\ndirtyable_bytes = 1073741824\nduration_s = 5.0\ncpus = 2\n[[writers]]\nname = \"w\"\ntype = \"bulk\"\nchunk = 4096\nclass = { normal = { nice = 0 } }\n";
+        let open = from_toml("a.toml", base).unwrap().open;
+        assert!(open.copy && open.page_alloc && open.hz && open.device_bandwidth);
+        let given =
+            format!("copy_bytes_s = 1e9\nhz = 1000\n{base}[device]\nbandwidth_bytes_s = 1e7\n");
+        let open = from_toml("b.toml", &given).unwrap().open;
+        assert!(!open.copy && open.page_alloc && !open.hz && !open.device_bandwidth);
+    }
+
     use super::*;
 
     const GOOD: &str = r#"title = "mine"

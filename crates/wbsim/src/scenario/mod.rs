@@ -20,6 +20,9 @@ pub struct Scenario {
     pub title: String,
     pub description: String,
     pub config: Config,
+    /// What the scenario leaves to a machine profile (`oslab sim calibrate`).
+    #[serde(skip)]
+    pub open: crate::profile::OpenFields,
 }
 
 fn periodic(name: &str, class: Class, count: u64) -> WriterCfg {
@@ -154,12 +157,28 @@ pub fn builtin() -> Vec<Scenario> {
     all
 }
 
+/// A scenario of a machine of its own: it takes nothing from a profile.
 fn scenario(name: &str, title: &str, description: &str, config: Config) -> Scenario {
     Scenario {
         name: name.into(),
         title: title.into(),
         description: description.into(),
         config,
+        open: crate::profile::OpenFields::default(),
+    }
+}
+
+/// A scenario of this machine's testbed: the throttle's cap is the scenario's,
+/// the page-cache costs and the tick rate are this machine's.
+fn on_this_machine(s: Scenario) -> Scenario {
+    Scenario {
+        open: crate::profile::OpenFields {
+            copy: true,
+            page_alloc: true,
+            hz: true,
+            device_bandwidth: false,
+        },
+        ..s
     }
 }
 
@@ -249,7 +268,7 @@ fn paper_scenarios() -> Vec<Scenario> {
 
 /// The paper's workloads on this machine's testbed.
 fn testbed_scenarios() -> Vec<Scenario> {
-    vec![
+    let all = vec![
         scenario(
             "testbed-alone",
             "RT-55 alone on this machine's testbed",
@@ -276,7 +295,8 @@ fn testbed_scenarios() -> Vec<Scenario> {
                 bulk("bulk2"),
             ]),
         ),
-    ]
+    ];
+    all.into_iter().map(on_this_machine).collect()
 }
 
 pub fn find(name: &str) -> Option<Scenario> {

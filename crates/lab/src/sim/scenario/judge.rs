@@ -184,14 +184,23 @@ pub fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
             c.writers.len()
         )],
         system: Vec::new(),
-        simulated: Some(machine_description(c)),
+        simulated: Some(
+            plan.machine
+                .clone()
+                .unwrap_or_else(|| machine_description(c)),
+        ),
     }
 }
 
 /// What the simulation knew of the machine: the scenario's own description.
 pub fn machine_description(c: &oslab_wbsim::Config) -> String {
+    format!("the scenario's machine ({})", setup_words(c))
+}
+
+/// The device, the writers and the tick rate of a configuration, in words.
+pub fn setup_words(c: &oslab_wbsim::Config) -> String {
     format!(
-        "the scenario's machine ({} MiB/s {}, {} writers, HZ {})",
+        "{} MiB/s {}, {} writers, HZ {}",
         fmt_rate(c.device.bandwidth_bytes_s),
         match c.device.kind {
             oslab_wbsim::DeviceKind::Disk => "disk",

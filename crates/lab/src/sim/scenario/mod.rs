@@ -20,6 +20,8 @@
 
 mod claims;
 mod judge;
+
+pub use judge::{machine_description, setup_words};
 mod measure;
 #[cfg(test)]
 mod tests;
@@ -37,10 +39,18 @@ pub struct SimScenario {
     meta: Meta,
     config: Config,
     policies: Vec<Policy>,
+    machine: String,
 }
 
 impl SimScenario {
-    pub fn new(s: &Scenario, config: Config, policies: Vec<Policy>) -> SimScenario {
+    /// `machine` says what the configuration describes (a profile, the scenario's
+    /// own machine), for the result.
+    pub fn new(
+        s: &Scenario,
+        config: Config,
+        policies: Vec<Policy>,
+        machine: String,
+    ) -> SimScenario {
         let leak = |x: String| -> &'static str { Box::leak(x.into_boxed_str()) };
         SimScenario {
             meta: Meta {
@@ -55,6 +65,7 @@ impl SimScenario {
             },
             config,
             policies,
+            machine,
         }
     }
 }
@@ -64,6 +75,9 @@ impl SimScenario {
 pub struct Plan {
     pub config: Config,
     pub policies: Vec<Policy>,
+    /// The machine the configuration describes, in words.
+    #[serde(default)]
+    pub machine: Option<String>,
 }
 
 /// What one policy's simulation gave.
@@ -96,6 +110,7 @@ impl Experiment for SimScenario {
         Plan {
             config: self.config.clone(),
             policies: self.policies.clone(),
+            machine: Some(self.machine.clone()),
         }
     }
 

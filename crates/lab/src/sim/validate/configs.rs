@@ -5,9 +5,10 @@
 use oslab_wbsim::{Config, Kind, WriterCfg};
 
 use super::workload::{WriterArgs, writers_for};
-use super::{CellRaw, PageCosts, SettingRaw};
+use super::{CellRaw, SettingRaw};
 use crate::services::cells::record::{CHUNK, PERIOD_MS};
-use crate::services::cells::sim_config::{DEFAULT_COPY_BYTES_S, Seed, TestbedSpec, class_of};
+use crate::services::cells::sim_config::{Seed, TestbedSpec, class_of};
+use crate::services::page_costs::costs;
 
 fn writer_cfg(w: &WriterArgs) -> WriterCfg {
     let class = class_of(w.fifo.map_or(0, |p| p.max(1) as u32), w.nice.unwrap_or(0));
@@ -31,23 +32,6 @@ fn writer_cfg(w: &WriterArgs) -> WriterCfg {
         start_ms: 0.0,
         stop_ms,
     }
-}
-
-/// The copy rate (bytes per second, from the median write over cached pages) and
-/// what each probe write into new pages cost beyond it, ns per page.
-pub fn costs(c: &PageCosts) -> (f64, Vec<f64>) {
-    let cached = oslab_stats::median(&c.cached_ns_per_page).unwrap_or(0.0);
-    let copy = if cached > 0.0 {
-        4096.0 / cached * 1e9
-    } else {
-        DEFAULT_COPY_BYTES_S
-    };
-    let alloc = c
-        .fresh_ns_per_page
-        .iter()
-        .map(|f| (f - cached).max(0.0))
-        .collect();
-    (copy, alloc)
 }
 
 /// The testbed of setting `s` of a validation run, at `hz`.

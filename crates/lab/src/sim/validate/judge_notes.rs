@@ -2,8 +2,8 @@
 //! state each simulation started from, so a reader can see what was an input.
 
 use super::Raw;
-use super::configs::costs;
 use super::judge::Group;
+use crate::services::page_costs::costs;
 
 const MIB: f64 = (1u64 << 20) as f64;
 

@@ -1,70 +1,15 @@
 //! Measuring: per setting a testbed at its cap, its dirty limits, the page-cost
 //! probe, then every cell. Nothing here judges.
 
-use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use oslab_sys::clock::monotonic_ns;
-
 use super::cell::{Bench, run_cell};
-use super::{CellRaw, META, PageCosts, Plan, Raw, SettingRaw, Spec};
+use super::{CellRaw, META, Plan, Raw, SettingRaw, Spec};
 use crate::harness::Measured;
 use crate::harness::{Context, LabError};
-use crate::services::cells::record::{CHUNK, PERIOD_MS};
+use crate::services::cells::record::PERIOD_MS;
 use crate::services::knobs::Knobs;
 use crate::services::testbed::{down_for_run, unavailable, up_for_run};
-use crate::services::timed_writer;
-
-/// Writes per probe round, and rounds.
-const PROBE_WRITES: usize = 8;
-const PROBE_ROUNDS: usize = 16;
-
-/// One timed 512 KiB write, ns per page.
-fn timed_write(f: &mut std::fs::File, buf: &[u8]) -> std::io::Result<f64> {
-    let t = monotonic_ns();
-    f.write_all(buf)?;
-    Ok((monotonic_ns() - t) as f64 / (buf.len() / 4096) as f64)
-}
-
-/// What a 512 KiB write costs per page in free run, as the cells' writers see it:
-/// paced 20 ms apart into new page-cache pages whose predecessors were written
-/// back and dropped (so they come from memory the machine backs, as in the cells),
-/// and over the same range while it is still cached (the copy alone).
-fn probe_costs(dir: &Path) -> Result<PageCosts, LabError> {
-    let path = dir.join("page-cost-probe");
-    let buf = oslab_sys::fileio::AlignedBuf::new(CHUNK as usize, 11);
-    let page = oslab_sys::machine::page_size();
-    let mut costs = PageCosts::default();
-    let io = |e: std::io::Error| LabError::Failed(format!("page-cost probe: {e}"));
-    timed_writer::settle();
-    drop(oslab_probe::memprobe::Buffer::new(512 << 20, false));
-    let mut f = std::fs::File::create(&path).map_err(io)?;
-    let pace = std::time::Duration::from_nanos((PERIOD_MS * 1e6) as u64);
-    for round in 0..PROBE_ROUNDS {
-        let start = f.stream_position().map_err(io)?;
-        for _ in 0..PROBE_WRITES {
-            costs
-                .fresh_ns_per_page
-                .push(timed_write(&mut f, buf.as_slice()).map_err(io)?);
-            std::thread::sleep(pace);
-        }
-        if round % 4 == 3 {
-            // the same range again, still cached: the copy alone
-            f.seek(SeekFrom::Start(start)).map_err(io)?;
-            for _ in 0..PROBE_WRITES {
-                costs
-                    .cached_ns_per_page
-                    .push(timed_write(&mut f, buf.as_slice()).map_err(io)?);
-            }
-        }
-        f.sync_data().map_err(io)?;
-        let _ = oslab_sys::fileio::drop_clean_start(&f, page);
-    }
-    drop(f);
-    let _ = std::fs::remove_file(&path);
-    timed_writer::settle();
-    Ok(costs)
-}
 
 fn run_setting(
     spec: &Spec,
@@ -89,7 +34,7 @@ fn run_setting(
             ),
             ("vm.dirty_bytes", spec.dirty_bytes.to_string()),
         ])?;
-        let costs = probe_costs(&tb.mount)?;
+        let costs = crate::services::page_costs::probe(&tb.mount)?;
         let bench = Bench {
             tb: &tb,
             machine: ctx.machine,

@@ -165,13 +165,7 @@ impl Plan {
     }
 }
 
-/// What a write cost per page in free run, ns: into new page-cache pages (copy
-/// and allocation) and over pages already cached (the copy alone).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct PageCosts {
-    pub fresh_ns_per_page: Vec<f64>,
-    pub cached_ns_per_page: Vec<f64>,
-}
+pub use crate::services::page_costs::PageCosts;
 
 /// The machine's write back over a cell, for the other devices' share.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

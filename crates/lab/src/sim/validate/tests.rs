@@ -4,12 +4,13 @@
 
 use oslab_wbsim::policy::Policy;
 
-use super::configs::{config_for, costs};
+use super::configs::config_for;
 use super::figures::Fig;
 use super::judge::{groups, judge};
 use super::{CellRaw, IoCounts, PageCosts, Plan, Raw, SettingRaw, Spec};
 use crate::services::cells::record::{Cell, Scenario, WriterRaw};
 use crate::services::cells::sim_config::Seed;
+use crate::services::page_costs::costs;
 use crate::services::timed_writer::{Poll, WriterTrace};
 
 fn spec() -> Spec {

@@ -191,7 +191,7 @@ fn row(c: &Candidate) -> Vec<String> {
 
 pub fn run(a: SimAdviseArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let c = configured(&s, &a.sets, &a.start)?;
+    let (c, machine) = configured(&s, &a.sets, &a.start)?;
     let target_ms = a.p99 as f64 / 1e6;
     let prefer = Prefer::parse(&a.prefer).unwrap_or(Prefer::Throughput);
     let objective = Objective {
@@ -221,7 +221,7 @@ pub fn run(a: SimAdviseArgs) -> CmdResult {
     });
     let wanted = objective_words(&objective, &who);
     print(&format!(
-        "{}: dirty limits and policies for {wanted} ({} simulated; {})\n",
+        "{}: dirty limits and policies for {wanted} ({} simulated on {machine}; {})\n",
         s.name,
         ranked.len(),
         start_words(&c)

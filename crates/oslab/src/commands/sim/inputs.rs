@@ -1,11 +1,12 @@
 //! What `sim run`, `sweep` and `advise` read from the command line: a scenario by
 //! name or file, `--set KEY=VALUE` pairs, a policy name, `--vary` values.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use oslab_lab::RunConfig;
 use oslab_model::Mode;
 use oslab_sys::infile;
+use oslab_wbsim::profile::{MachineProfile, PROFILE_VERSION};
 use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
 use oslab_wbsim::{Config, Policy, settings};
 
@@ -39,7 +40,8 @@ pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {
     })
 }
 
-/// Where a simulation's estimates start, as `sim run`, `sweep` and `advise` take it.
+/// Where a simulation's estimates start and which machine it describes, as `sim
+/// run`, `sweep` and `advise` take them.
 #[derive(Debug, Clone, clap::Args)]
 pub struct StartArg {
     /// Start from the kernel's estimates as the scenario gives them (INIT_BW,
@@ -47,19 +49,87 @@ pub struct StartArg {
     /// of the steady state the scenario's writers reach
     #[arg(long)]
     pub from_boot: bool,
+    /// The machine profile (`oslab sim calibrate`) for what the scenario leaves to
+    /// the machine [default: the stored one, if any]
+    #[arg(long, value_name = "FILE", conflicts_with = "no_profile")]
+    pub profile: Option<PathBuf>,
+    /// Use no machine profile: the scenario's own values and the simulator's
+    /// defaults
+    #[arg(long)]
+    pub no_profile: bool,
+}
+
+/// The largest profile file read.
+const MAX_PROFILE_BYTES: u64 = 1 << 20;
+
+/// The profile asked for (or the stored one) and its path; None without one.
+fn profile(start: &StartArg) -> Result<Option<(MachineProfile, PathBuf)>, Failure> {
+    if start.no_profile {
+        return Ok(None);
+    }
+    let path = match &start.profile {
+        Some(p) => p.clone(),
+        None => match super::calibrate::default_path() {
+            Some(p) if p.symlink_metadata().is_ok() => p,
+            _ => return Ok(None),
+        },
+    };
+    let text = infile::read_text(&path, MAX_PROFILE_BYTES)?;
+    let p: MachineProfile = serde_json::from_str(&text).map_err(|e| {
+        Failure::usage(format!(
+            "the machine profile {} is not one (`oslab sim calibrate` writes them): {e}",
+            path.display()
+        ))
+    })?;
+    if p.version != PROFILE_VERSION {
+        return Err(Failure::usage(format!(
+            "the machine profile {} has layout version {}, this oslab reads {PROFILE_VERSION}: run `oslab sim calibrate` again",
+            path.display(),
+            p.version
+        )));
+    }
+    Ok(Some((p, path)))
 }
 
 /// The scenario's configuration with `--set NAME=VALUE` applied, each value
 /// parsed against the simulator's declared settings (`oslab_wbsim::settings`),
-/// starting where `start` says.
-pub fn configured(s: &Scenario, raw: &[String], start: &StartArg) -> Result<Config, Failure> {
+/// on the machine profile for what the scenario leaves open, starting where
+/// `start` says; and the machine it describes, in words.
+pub fn configured(
+    s: &Scenario,
+    raw: &[String],
+    start: &StartArg,
+) -> Result<(Config, String), Failure> {
+    let mut base = s.config.clone();
+    let mut machine = None;
+    if s.open.any()
+        && let Some((p, path)) = profile(start)?
+    {
+        base = p.apply(&base, s.open);
+        oslab_wbsim::scenario::validate(&base).map_err(|e| {
+            Failure::usage(format!(
+                "the machine profile {} gives {s_name} a value it cannot take: {e}",
+                path.display(),
+                s_name = s.name
+            ))
+        })?;
+        machine = Some(p.describe(&path.display().to_string()));
+    }
     let mut c = settings::parse_sets(raw)
-        .and_then(|sets| settings::configure(&s.config, &sets))
+        .and_then(|sets| settings::configure(&base, &sets))
         .map_err(|e| Failure::usage(format!("--set {e}")))?;
     if start.from_boot {
         c.start = oslab_wbsim::config::Start::Given;
     }
-    Ok(c)
+    let own = oslab_lab::sim::scenario::machine_description(&c);
+    let machine = match machine {
+        Some(m) => format!(
+            "{m}, with {}",
+            own.trim_start_matches("the scenario's machine ")
+        ),
+        None => own,
+    };
+    Ok((c, machine))
 }
 
 pub fn policy(s: &str) -> Result<Policy, Failure> {

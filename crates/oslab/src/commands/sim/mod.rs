@@ -2,6 +2,7 @@
 
 mod advise;
 mod bench;
+mod calibrate;
 mod inputs;
 mod list;
 mod run;
@@ -27,6 +28,9 @@ pub enum SimCommand {
     /// The dirty settings and policy that keep a high-priority writer's p99 under a
     /// target, for the writers and device you describe
     Advise(advise::SimAdviseArgs),
+    /// Measure this machine's profile for the simulator (the device's sustained
+    /// write bandwidth, the page cache's copy and new-page costs) and store it
+    Calibrate(calibrate::SimCalibrateArgs),
     /// Measure the simulator's own speed
     Bench,
 }
@@ -38,6 +42,7 @@ pub fn run(c: SimCommand) -> CmdResult {
         SimCommand::Sweep(a) => sweep::run(a),
         SimCommand::Validate(a) => validate::run(a),
         SimCommand::Advise(a) => advise::run(a),
+        SimCommand::Calibrate(a) => calibrate::run(a),
         SimCommand::Bench => bench::run(),
     }
 }

@@ -34,7 +34,7 @@ pub struct SimRunArgs {
 
 pub fn run(a: SimRunArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let c = configured(&s, &a.sets, &a.start)?;
+    let (c, machine) = configured(&s, &a.sets, &a.start)?;
     let policies: Vec<Policy> = if a.policies.is_empty() {
         vec![Policy::Vanilla, Policy::Wcall, Policy::WcallFair]
     } else {
@@ -43,7 +43,7 @@ pub fn run(a: SimRunArgs) -> CmdResult {
             .map(|p| policy(p))
             .collect::<Result<_, _>>()?
     };
-    let exp = SimScenario::new(&s, c, policies);
+    let exp = SimScenario::new(&s, c, policies, machine);
     // simulated figures describe no machine: they are not kept in the database
     execute(&[&exp], &Delivery::outputs_only(a.out), &config())
 }

@@ -36,7 +36,7 @@ pub struct SimSweepArgs {
 
 pub fn run(a: SimSweepArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
-    let mut c = configured(&s, &a.sets, &a.start)?;
+    let (mut c, machine) = configured(&s, &a.sets, &a.start)?;
     c.policy = policy(&a.policy)?;
     let (key, vals) = values(&a.vary, a.steps)?;
     let t0 = std::time::Instant::now();
@@ -58,8 +58,14 @@ pub fn run(a: SimSweepArgs) -> CmdResult {
             ]
         })
         .collect();
+    let start = match c.start {
+        oslab_wbsim::config::Start::Steady => "each point from the steady state of its writers",
+        oslab_wbsim::config::Start::Given => {
+            "each point from the scenario's given estimates (--from-boot)"
+        }
+    };
     print(&format!(
-        "{} ({}), {key} varied, first writer's write() latency:\n",
+        "{} ({}), {key} varied, first writer's write() latency; simulated on {machine}; {start}:\n",
         s.name,
         c.policy.name()
     ));
