@@ -133,3 +133,21 @@ fn the_simulator_validation_reads_the_replayed_runs() {
     );
     assert_eq!(out.plots.len(), 2);
 }
+
+/// Every sawtooth run carries the simulator's blind prediction and its verdict:
+/// on the quiet runs the model lands within the targets (10 % or 1 MiB / 0.2 s),
+/// on the busy ones, where other programs' dirty pages moved the kernel off its
+/// own rules, it does not.
+#[test]
+fn the_sawtooth_runs_check_the_simulator_blind() {
+    const PREDICTS: &str = "simulator-predicts-this-machine";
+    for id in ["wb.background", "wb.periodic"] {
+        let quiet = judged(id);
+        assert_eq!(verdict(&quiet, PREDICTS), Verdict::Holds, "{id}");
+        for f in ["model.peak_mib", "model.trough_mib", "model.period_s"] {
+            assert!(finding(&quiet, f).is_finite(), "{id} {f}");
+        }
+        let busy = judged_extra(id, "busy");
+        assert_eq!(verdict(&busy, PREDICTS), Verdict::Differs, "{id} busy");
+    }
+}

@@ -2,8 +2,7 @@
 //! kernel's: the errors of peak, trough and period, and the curves side by side.
 
 use oslab_model::{ExperimentResult, Series, SeriesStyle};
-use oslab_wbsim::config::MIB;
-use oslab_wbsim::{Config, simulate};
+use oslab_wbsim::Config;
 
 use super::{Raw, claims, real_experiments};
 use crate::harness::runner::judge_file;
@@ -19,7 +18,7 @@ fn found(r: &ExperimentResult, k: &str) -> Option<f64> {
 
 /// The simulator's configuration for a real wb.background or wb.periodic run.
 pub fn config_for_real(r: &ExperimentResult) -> Option<Config> {
-    use oslab_wbsim::{Class, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
+    use oslab_wbsim::Sysctls;
     let rate = param_f(r, "rate")?;
     let duration = param_f(r, "duration")?;
     let sysctls = if r.experiment == "wb.background" {
@@ -40,35 +39,15 @@ pub fn config_for_real(r: &ExperimentResult) -> Option<Config> {
             ..Sysctls::default()
         }
     };
-    let writer = WriterCfg {
-        name: "writer".into(),
-        kind: Kind::Rate {
-            bytes_per_s: rate,
-            chunk: (rate / 10.0) as u64,
-        },
-        class: Class::Normal { nice: 0 },
-        group: None,
-        fsync_every: None,
-        start_ms: 0.0,
-        stop_ms: None,
-    };
     let dirtyable = r
         .environment
         .machine
         .memory
         .available_bytes
         .unwrap_or(8 << 30);
-    Some(Config {
-        sysctls,
-        device: DeviceCfg {
-            kind: DeviceKind::Disk,
-            bandwidth_bytes_s: 1000.0 * MIB as f64,
-            request_latency_ns: 0,
-            max_request_bytes: 512 << 10,
-            queue_bytes: 1 << 40,
-        },
-        ..Config::new(RuleSet::Linux6, dirtyable, vec![writer], duration, 2)
-    })
+    Some(crate::wb::common::sawtooth::model::config(
+        rate, duration, sysctls, dirtyable,
+    ))
 }
 
 /// The real runs, judged from their raw data as they were when they ran.
@@ -91,18 +70,7 @@ pub fn beside_real(real: &[ExperimentResult]) -> Output {
         let Some(c) = config_for_real(r) else {
             continue;
         };
-        let out = simulate(&c);
-        let t: Vec<f64> = out.samples.iter().map(|s| s.t_s).collect();
-        let y: Vec<f64> = out
-            .samples
-            .iter()
-            .map(|s| s.dirty as f64 / MIB as f64)
-            .collect();
-        let rate_mib = c.writers.first().map_or(1.0, |w| match w.kind {
-            oslab_wbsim::Kind::Rate { bytes_per_s, .. } => bytes_per_s / MIB as f64,
-            _ => 1.0,
-        });
-        let saw = oslab_stats::sawtooth::sawtooth(&t, &y, (rate_mib * 0.5).max(1.0));
+        let (t, y, saw) = crate::wb::common::sawtooth::model::simulated_curve(&c);
         for (what, sim) in [
             ("peak_mib", saw.peak_median),
             ("trough_mib", saw.trough_median),

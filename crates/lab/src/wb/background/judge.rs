@@ -8,8 +8,8 @@ use super::claims::{SAWTOOTH, falls_to_zero, sawtooth_why};
 use super::{MIB, Plan};
 use crate::harness::{Output, finding};
 use crate::services::dirty_rules::{self};
-use crate::wb::common::sawtooth::flusher;
 use crate::wb::common::sawtooth::{Rules, SawRaw, matches_prediction, output, sawtooth_of};
+use crate::wb::common::sawtooth::{flusher, model};
 
 /// The chunk each flush wrote: the median period times the writer's rate, MiB.
 pub(super) fn implied_chunk_mib(plan: &Plan, saw: &Sawtooth) -> Option<f64> {
@@ -90,6 +90,13 @@ pub(super) fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
         out.findings
             .extend(flusher::findings(k, FlushReason::Background));
     }
+    let sysctls = oslab_wbsim::Sysctls {
+        dirty_background_bytes: plan.background,
+        dirty_bytes: hard,
+        dirty_writeback_centisecs: 0,
+        ..Default::default()
+    };
+    model::add_check(&mut out, plan.rate, plan.duration, sysctls, &saw);
     out
 }
 

@@ -7,8 +7,8 @@ use super::Plan;
 use super::claims::{EXPIRY, expiry_why};
 use crate::harness::Output;
 use crate::services::dirty_rules::{self};
-use crate::wb::common::sawtooth::flusher;
 use crate::wb::common::sawtooth::{Rules, SawRaw, matches_prediction, output, sawtooth_of};
+use crate::wb::common::sawtooth::{flusher, model};
 
 pub(super) fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
     let p = dirty_rules::periodic(plan.rate, plan.expire, plan.interval);
@@ -52,5 +52,13 @@ pub(super) fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
         out.findings
             .extend(flusher::findings(&k, FlushReason::Periodic));
     }
+    let sysctls = oslab_wbsim::Sysctls {
+        dirty_background_bytes: far,
+        dirty_bytes: far * 2,
+        dirty_expire_centisecs: (plan.expire * 100.0).round() as u64,
+        dirty_writeback_centisecs: (plan.interval * 100.0).round() as u64,
+        ..Default::default()
+    };
+    model::add_check(&mut out, plan.rate, plan.duration, sysctls, &saw);
     out
 }

@@ -45,6 +45,7 @@
 pub mod flusher;
 mod judge;
 pub mod measure;
+pub mod model;
 #[cfg(test)]
 pub(crate) mod tests;
 

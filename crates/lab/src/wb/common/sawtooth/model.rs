@@ -1,0 +1,224 @@
+//! The simulator beside every sawtooth run: from the settings the run used and the
+//! writer's rate alone (blind: nothing of the run is read before predicting it),
+//! the simulator's Dirty sawtooth from its steady-state start, its peak, trough and
+//! period beside the measured ones, and the claim that the simulator predicts this
+//! machine. The simulation costs milliseconds.
+
+use oslab_model::{Claim, Finding};
+use oslab_stats::sawtooth::Sawtooth;
+use oslab_wbsim::config::MIB;
+use oslab_wbsim::{Class, Config, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
+
+use crate::harness::check::{Check, Condition, Rule};
+use crate::harness::finding;
+
+pub const PREDICTS: Check = Check {
+    id: "simulator-predicts-this-machine",
+    text: "The simulator predicts this machine's Dirty sawtooth from the settings and the writer's rate alone",
+    source: "docs/sim-scenarios.md (the model: mm/page-writeback.c, fs/fs-writeback.c)",
+};
+
+/// Dirtyable memory for runs whose limits are set in bytes: it only has to be far
+/// above them.
+pub const DIRTYABLE_FAR: u64 = 16 << 30;
+
+/// The simulator's configuration for one writer at `rate` bytes per second for
+/// `duration` s under `sysctls` with `dirtyable` bytes of dirtyable memory (it
+/// sets ratio limits, and how often a writer looks at them), on a fast disk (the
+/// runs' scratch folder).
+pub fn config(rate: f64, duration: f64, sysctls: Sysctls, dirtyable: u64) -> Config {
+    let writer = WriterCfg {
+        name: "writer".into(),
+        kind: Kind::Rate {
+            bytes_per_s: rate,
+            chunk: (rate / 10.0) as u64,
+        },
+        class: Class::Normal { nice: 0 },
+        group: None,
+        fsync_every: None,
+        start_ms: 0.0,
+        stop_ms: None,
+    };
+    Config {
+        sysctls,
+        device: DeviceCfg {
+            kind: DeviceKind::Disk,
+            bandwidth_bytes_s: 1000.0 * MIB as f64,
+            request_latency_ns: 0,
+            max_request_bytes: 512 << 10,
+            queue_bytes: 1 << 40,
+        },
+        ..Config::new(RuleSet::Linux6, dirtyable, vec![writer], duration, 2)
+    }
+}
+
+/// The simulated sawtooth of `cfg` (its first writer's rate sets the smallest
+/// drop that counts, as for the real run).
+pub fn simulated(cfg: &Config) -> Sawtooth {
+    simulated_curve(cfg).2
+}
+
+/// The simulated Dirty curve of `cfg` (times in s, MiB) and its sawtooth.
+pub fn simulated_curve(cfg: &Config) -> (Vec<f64>, Vec<f64>, Sawtooth) {
+    let out = oslab_wbsim::simulate(cfg);
+    let t: Vec<f64> = out.samples.iter().map(|s| s.t_s).collect();
+    let y: Vec<f64> = out
+        .samples
+        .iter()
+        .map(|s| s.dirty as f64 / MIB as f64)
+        .collect();
+    let rate_mib = cfg.writers.first().map_or(1.0, |w| match w.kind {
+        Kind::Rate { bytes_per_s, .. } => bytes_per_s / MIB as f64,
+        _ => 1.0,
+    });
+    let saw = oslab_stats::sawtooth::sawtooth(&t, &y, (rate_mib * 0.5).max(1.0));
+    (t, y, saw)
+}
+
+/// Adds the blind prediction of a sawtooth run (`rate` bytes per second for
+/// `duration` s under `sysctls`, limits in bytes) and its claim to `out`.
+pub fn add_check(
+    out: &mut crate::harness::Output,
+    rate: u64,
+    duration: f64,
+    sysctls: Sysctls,
+    real: &Sawtooth,
+) {
+    let cfg = config(rate as f64, duration, sysctls, DIRTYABLE_FAR);
+    let (findings, claim) = check(&cfg, real);
+    out.findings.extend(findings);
+    out.claims.push(claim);
+}
+
+/// Within 10 % of the measured figure or `floor` (1 MiB, 0.2 s), whichever is
+/// larger.
+fn within(real: f64, floor: f64) -> Rule {
+    Rule::WithinAbs {
+        target: real,
+        tol: (0.1 * real.abs()).max(floor),
+    }
+}
+
+/// The blind prediction of `cfg` beside the measured sawtooth `real`: findings
+/// `model.peak_mib`, `model.trough_mib`, `model.period_s` and the claim.
+pub fn check(cfg: &Config, real: &Sawtooth) -> (Vec<Finding>, Claim) {
+    let sim = simulated(cfg);
+    let figures = [
+        (
+            "peak_mib",
+            "the simulated peak",
+            "MiB",
+            real.peak_median,
+            sim.peak_median,
+            1.0,
+        ),
+        (
+            "trough_mib",
+            "the simulated trough",
+            "MiB",
+            real.trough_median,
+            sim.trough_median,
+            1.0,
+        ),
+        (
+            "period_s",
+            "the simulated period",
+            "s",
+            real.period,
+            sim.period,
+            0.2,
+        ),
+    ];
+    let mut findings = Vec::new();
+    let mut conditions = Vec::new();
+    for (key, subject, unit, real_v, sim_v, floor) in figures {
+        let detail = match real_v {
+            Some(r) => format!("the simulator, blind; measured {r:.2} {unit}"),
+            None => "the simulator, blind; the run has no such figure".into(),
+        };
+        findings.push(finding(
+            &format!("model.{key}"),
+            sim_v.unwrap_or(f64::NAN),
+            unit,
+            detail,
+        ));
+        conditions.push(match real_v {
+            Some(r) => Condition::from_option(
+                subject,
+                unit,
+                within(r, floor),
+                sim_v,
+                "the simulation showed no full period",
+            ),
+            None => Condition::missing(
+                subject,
+                unit,
+                Rule::AtLeast(0.0),
+                "the run itself has no full period to compare with",
+            ),
+        });
+    }
+    let claim = PREDICTS.judge(&conditions, "", |o| {
+        if o.holds() {
+            "the model, given only the settings and the rate, lands within the targets".into()
+        } else {
+            "the model's flusher or bandwidth estimate differs from the kernel's here: its estimate follows its own history, the kernel's carries this machine's (docs/sim-scenarios.md, the sawtooth table)".into()
+        }
+    });
+    (findings, claim)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn saw(peak: f64, trough: f64, period: f64) -> Sawtooth {
+        Sawtooth {
+            peak_median: Some(peak),
+            trough_median: Some(trough),
+            period: Some(period),
+            ..Default::default()
+        }
+    }
+
+    /// Background limit in bytes, the hard limit the default 20 % of this
+    /// machine's 23 GB dirtyable memory (far above it).
+    fn background(rate_mib: f64, bg_mib: u64) -> Config {
+        config(
+            rate_mib * MIB as f64,
+            60.0,
+            Sysctls {
+                dirty_background_bytes: bg_mib << 20,
+                dirty_writeback_centisecs: 0,
+                ..Sysctls::default()
+            },
+            23_000_000_000,
+        )
+    }
+
+    #[test]
+    fn the_kernels_sawtooth_measured_here_is_predicted() {
+        // the root disk, 2026-11-26, dirty_ratio 20: 2 MiB/s, background 16 MiB,
+        // periodic off: peaks 19.9 MiB (the writer looks every 4 MiB), troughs 0.1
+        // MiB, period 9.99 s
+        let (f, claim) = check(&background(2.0, 16), &saw(19.9, 0.1, 9.99));
+        assert_eq!(
+            claim.verdict,
+            oslab_model::Verdict::Holds,
+            "{claim:?} {f:?}"
+        );
+        assert_eq!(f.len(), 3);
+    }
+
+    #[test]
+    fn a_sawtooth_the_model_does_not_make_is_a_difference() {
+        // 10 MiB/s at 64 MiB measured troughs of 18.5 MiB and a 4.8 s period;
+        // the model writes nearly everything back each time
+        let c = background(10.0, 64);
+        let (_, claim) = check(&c, &saw(64.0, 18.5, 4.78));
+        assert_eq!(claim.verdict, oslab_model::Verdict::Differs, "{claim:?}");
+        // no real period: not judged, never a pass
+        let (_, none) = check(&c, &Sawtooth::default());
+        assert_ne!(none.verdict, oslab_model::Verdict::Holds);
+    }
+}
