@@ -21,6 +21,13 @@ const PREDICTS: Check = Check {
     source: "issue 20 (the simulator's validation targets)",
 };
 
+/// The headline: the prediction a user gets, made before the cell's run is read.
+const BLIND: Check = Check {
+    id: "sim-predicts-testbed-blind",
+    text: "The simulator predicts the testbed blind (from the writers, the limits, the device's bandwidth and the page costs, nothing of the cell's run): at least 95 % of the targeted figures of every cell, main setting and sweep, within target",
+    source: "issue 29 (the blind simulator's targets)",
+};
+
 const SWEEP: Check = Check {
     id: "sim-predicts-sweep",
     text: "The same targets hold at settings no test names (device 10 and 80 MiB/s, dirty_bytes 32 and 256 MiB)",
@@ -331,6 +338,8 @@ pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         .iter()
         .filter(|g| g.setting.spec.name != "main")
         .collect();
+    let everything: Vec<&Group> = all.iter().collect();
+    out.claims.push(blind_claim(&everything));
     out.claims.push(claim(&PREDICTS, &main, "testbed"));
     if raw.settings.iter().any(|s| s.spec.name != "main") {
         out.claims.push(claim(&SWEEP, &sweep, "sweep"));
@@ -338,6 +347,43 @@ pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     out.notes = super::judge_notes::notes(raw, &all, hz);
     out.notes.push(blind_note(&all));
     out
+}
+
+/// The share of targeted figures within target, blind, over every cell; each
+/// miss named.
+fn blind_claim(groups: &[&Group]) -> oslab_model::Claim {
+    let verdicts: Vec<Verdict> = groups
+        .iter()
+        .flat_map(|g| {
+            TARGETED
+                .iter()
+                .filter_map(|f| g.compared_blind(*f).verdict())
+        })
+        .collect();
+    if verdicts.is_empty() {
+        return BLIND.not_judged("95 % of the targeted figures within target", "no cell ran");
+    }
+    let held = verdicts.iter().filter(|v| v.holds()).count();
+    let share = held as f64 / verdicts.len() as f64;
+    let misses: Vec<String> = TARGETED
+        .iter()
+        .flat_map(|f| missed(groups, *f, |g, x| g.compared_blind(x)))
+        .collect();
+    let condition = Condition::new(
+        "the share of targeted figures within target, blind",
+        "",
+        Rule::AtLeast(0.95),
+        share,
+    );
+    BLIND.judge(
+        &[condition],
+        &format!("{held} of {} figures over {} cells", verdicts.len(), groups.len()),
+        |o| match (o.holds(), misses.is_empty()) {
+            (_, true) => "every blind prediction fell inside the real runs' range or within the target of their median".into(),
+            (true, false) => format!("within the share; missed: {}", misses.join("; ")),
+            (false, false) => format!("missed: {}", misses.join("; ")),
+        },
+    )
 }
 
 /// How the blind prediction fared beside the one from the carried state: the

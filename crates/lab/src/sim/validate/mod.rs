@@ -19,8 +19,9 @@
 //! machine's write back on other devices. The judge ([`judge`]) simulates each
 //! cell from the state the kernel recorded when it began ([`traced`], [`model`])
 //! and compares ([`compare`]); it simulates each cell again blind (from the
-//! workload's description and a simulated warm-up alone) so the model's accuracy
-//! without the kernel's state is reported beside.
+//! workload's description and the simulator's steady-state start alone). The
+//! blind figures make the first claim (at least 95 % of the targeted figures
+//! within target, every miss named); the seeded ones stay as a diagnosis.
 //!
 //! Pitfalls: the kernel carries its estimates (write bandwidth, dirty_ratelimit)
 //! from one cell to the next, so a cell depends on the one before; other programs
