@@ -190,3 +190,18 @@ fn every_traced_cell_is_simulated_unless_its_governor_was_killed() {
     killed.coordinator_killed_at_s = Some(1.0);
     assert!(simulate(&plan, &raw, &killed).is_none());
 }
+
+/// wb.throttle checks the simulator: its blind prediction of the two bulk
+/// writers (96 / 108 / 120 ms) lands within the stall targets of the measured
+/// 92 / 112 / 132 ms.
+#[test]
+fn wb_throttle_checks_the_simulator_blind() {
+    let r = judged("wb.throttle");
+    assert_eq!(
+        verdict(&r, "simulator-predicts-this-machine"),
+        Verdict::Holds
+    );
+    for f in ["model.p50_ms", "model.p90_ms", "model.p99_ms"] {
+        assert!(finding(&r, f) > 50.0, "{f}: the writers are throttled");
+    }
+}

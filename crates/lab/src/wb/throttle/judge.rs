@@ -126,9 +126,17 @@ pub(super) fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
         &stall_causes::calls_of(&raw.kernel, &tids),
     ));
     out.findings.extend(kernel_findings(raw, &tids));
+    let hz = raw
+        .kernel
+        .captured()
+        .map_or(250, |c| u64::from(c.hz.max(1)));
+    let (model_findings, model_claim) =
+        super::model::check(&super::model::simulated(plan, raw, hz), &st);
+    out.findings.extend(model_findings);
     out.claims = vec![
         claim(raw, &all, peak_dw, freerun),
         stall_causes::explained_claim(&raw.kernel, &tids),
+        model_claim,
     ];
     out.plots = plots(raw);
     out.notes.push(format!(

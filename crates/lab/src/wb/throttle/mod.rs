@@ -25,6 +25,7 @@
 
 mod judge;
 mod measure;
+mod model;
 #[cfg(test)]
 mod tests;
 
