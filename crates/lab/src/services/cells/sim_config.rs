@@ -72,6 +72,21 @@ pub struct TestbedSpec {
 }
 
 impl TestbedSpec {
+    /// A testbed of a run that did not probe the page costs: the simulator's
+    /// default copy rate, no allocation cost. `limits` are dirty_bytes and
+    /// dirty_background_bytes, `cap` and `measured` bytes per second.
+    pub fn without_page_costs(limits: (u64, u64), cap: u64, measured: f64, hz: u64) -> Self {
+        TestbedSpec {
+            dirty_bytes: limits.0,
+            dirty_background_bytes: limits.1,
+            cap_bytes_s: cap as f64,
+            measured_bytes_s: measured,
+            copy_bytes_s: DEFAULT_COPY_BYTES_S,
+            alloc_ns: Vec::new(),
+            hz,
+        }
+    }
+
     /// The other devices' write back (bytes per second) and the kernel's
     /// estimates a simulation starts from; `io_others` is the write back the
     /// machine's counters saw over the cell, if they were read.

@@ -11,7 +11,7 @@ use oslab_wbsim::{Class, Kind, Policy, WriterCfg};
 use super::{Plan, Raw};
 use crate::harness::check::{Check, Condition, Rule};
 use crate::harness::finding;
-use crate::services::cells::sim_config::{DEFAULT_COPY_BYTES_S, Seed, TestbedSpec, simulate_blind};
+use crate::services::cells::sim_config::{Seed, TestbedSpec, simulate_blind};
 use crate::services::write_latency::{LatencyStats, latency_stats};
 
 const PREDICTS: Check = Check {
@@ -22,15 +22,12 @@ const PREDICTS: Check = Check {
 
 /// The simulated latencies of every writer of the run, pooled.
 pub fn simulated(plan: &Plan, raw: &Raw, hz: u64) -> LatencyStats {
-    let spec = TestbedSpec {
-        dirty_bytes: raw.dirty_bytes,
-        dirty_background_bytes: raw.dirty_background_bytes,
-        cap_bytes_s: plan.bandwidth as f64,
-        measured_bytes_s: raw.testbed_measured_bytes_s,
-        copy_bytes_s: DEFAULT_COPY_BYTES_S,
-        alloc_ns: Vec::new(),
+    let spec = TestbedSpec::without_page_costs(
+        (raw.dirty_bytes, raw.dirty_background_bytes),
+        plan.bandwidth,
+        raw.testbed_measured_bytes_s,
         hz,
-    };
+    );
     let writers = (0..plan.writers)
         .map(|i| WriterCfg {
             name: format!("writer{i}"),

@@ -11,7 +11,7 @@ use oslab_wbsim::{Class, Kind, Outcome, WriterCfg};
 use super::writers::{DD_BLOCK, WriterKind, writers_for};
 use super::{Plan, Raw};
 use crate::services::cells::record::Cell;
-use crate::services::cells::sim_config::{DEFAULT_COPY_BYTES_S, Seed, TestbedSpec, class_of};
+use crate::services::cells::sim_config::{Seed, TestbedSpec, class_of};
 use crate::services::cells::traced::{busiest_bdi, traced};
 
 /// The simulator's writers for `cell`: None when one of them is a user's command.
@@ -67,15 +67,12 @@ fn high_start_s(cell: &Cell) -> f64 {
 /// The testbed of the run as the simulator takes it; page costs are the
 /// simulator's defaults (wb.wcall does not probe them, `sim validate` does).
 fn testbed(plan: &Plan, raw: &Raw, hz: u64) -> TestbedSpec {
-    TestbedSpec {
-        dirty_bytes: raw.dirty_bytes,
-        dirty_background_bytes: raw.dirty_background_bytes,
-        cap_bytes_s: plan.bandwidth as f64,
-        measured_bytes_s: raw.testbed_measured_bytes_s,
-        copy_bytes_s: DEFAULT_COPY_BYTES_S,
-        alloc_ns: Vec::new(),
+    TestbedSpec::without_page_costs(
+        (raw.dirty_bytes, raw.dirty_background_bytes),
+        plan.bandwidth,
+        raw.testbed_measured_bytes_s,
         hz,
-    }
+    )
 }
 
 /// The simulation of `cell`, from the state the kernel carried into it; None
