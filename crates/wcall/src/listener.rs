@@ -53,12 +53,56 @@ fn claim_path(path: &Path) -> std::io::Result<()> {
     std::fs::remove_file(path)
 }
 
+/// How old a socket nobody listens on must be before a new governor removes it:
+/// older than any governor's gap between bind and listen.
+const STALE_AFTER: Duration = Duration::from_secs(10);
+
+/// Removes, from the folder `dir`, the governor sockets of `uid` that nobody
+/// listens on (connect refused) and that are older than `min_age`: those of
+/// governors killed before they could remove theirs (SIGKILL, a journal nobody
+/// restores). Anything else (another user's file, not a socket, one that
+/// answers) is left alone. The names removed.
+pub fn sweep_stale(dir: &Path, uid: u32, min_age: Duration) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = Vec::new();
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(m) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let old = m
+            .modified()
+            .ok()
+            .and_then(|t| now.duration_since(t).ok())
+            .is_some_and(|age| age >= min_age);
+        let ours = m.file_type().is_socket() && m.uid() == uid;
+        let named = path.extension().is_some_and(|x| x == "sock");
+        if !(old && ours && named) {
+            continue;
+        }
+        let refused = matches!(
+            UnixStream::connect(&path),
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused
+        );
+        if refused && std::fs::remove_file(&path).is_ok() {
+            removed.push(e.file_name().to_string_lossy().into_owned());
+        }
+    }
+    removed
+}
+
 impl Listener {
     pub fn start(
         path: &Path,
         board: Arc<BoardMap>,
         registry: Arc<Mutex<Registry>>,
     ) -> std::io::Result<Listener> {
+        if let Some(dir) = path.parent() {
+            sweep_stale(dir, oslab_sys::process::uid(), STALE_AFTER);
+        }
         claim_path(path)?;
         let seq = with_global(|j| {
             j.record_private(
@@ -182,4 +226,38 @@ fn answer(
 
 fn reply(fd: RawFd, r: &Reply, fds: &[RawFd]) -> std::io::Result<()> {
     wire::send(fd, &r.to_bytes(), fds)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sockets_nobody_listens_on_are_swept_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let me = oslab_sys::process::uid();
+        // a killed governor's socket: bound, never removed
+        let dead = dir.path().join("dead.sock");
+        drop(UnixListener::bind(&dead).unwrap());
+        // a live one, a plain file with the name, and a young dead socket
+        let live_path = dir.path().join("live.sock");
+        let _live = UnixListener::bind(&live_path).unwrap();
+        std::fs::write(dir.path().join("file.sock"), "").unwrap();
+        assert_eq!(
+            sweep_stale(dir.path(), me, Duration::from_secs(3600)),
+            Vec::<String>::new()
+        );
+        assert!(dead.exists(), "younger than the age asked for");
+        assert_eq!(
+            sweep_stale(dir.path(), me, Duration::ZERO),
+            vec!["dead.sock".to_string()]
+        );
+        assert!(!dead.exists() && live_path.exists());
+        assert!(dir.path().join("file.sock").exists());
+        // another user's socket is not ours to remove
+        let other = dir.path().join("other.sock");
+        drop(UnixListener::bind(&other).unwrap());
+        assert!(sweep_stale(dir.path(), me + 1, Duration::ZERO).is_empty());
+        assert!(other.exists());
+    }
 }
