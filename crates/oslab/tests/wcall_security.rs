@@ -481,6 +481,18 @@ impl Drop for TestUser {
             .args(["-KILL", "-u", &self.name])
             .status();
         let _ = Command::new("userdel").arg(&self.name).status();
+        // what oslab keeps for an ordinary user under TMPDIR=/tmp (its journal
+        // folder, its governors' socket folder) outlives the user otherwise
+        for folder in [
+            format!("/tmp/oslab-{}", self.uid),
+            format!("/tmp/oslab-wcall-{}", self.uid),
+        ] {
+            let owned_by_it = std::fs::symlink_metadata(&folder)
+                .is_ok_and(|m| m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == self.uid);
+            if owned_by_it {
+                let _ = std::fs::remove_dir_all(&folder);
+            }
+        }
     }
 }
 
