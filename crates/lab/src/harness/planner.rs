@@ -39,6 +39,26 @@ impl<'a> Planner<'a> {
             .unwrap_or_else(|| setting.default_for(self.quick()))
     }
 
+    /// A [`Choices`] setting whose quick default is `quick` (a static setting
+    /// cannot hold a non-empty list): the names given, else `quick` in quick
+    /// mode, else all of them.
+    pub fn choices_quick(
+        &mut self,
+        setting: &'static Setting<Choices>,
+        quick: &[&'static str],
+    ) -> Vec<&'static str> {
+        let given = self
+            .config
+            .sets
+            .contains_key(&(self.experiment.to_string(), setting.name.to_string()));
+        let v = self.choices(setting);
+        if self.quick() && !given {
+            quick.to_vec()
+        } else {
+            v
+        }
+    }
+
     /// A [`Choices`] setting: the names chosen, all of them by default.
     pub fn choices(&mut self, setting: &'static Setting<Choices>) -> Vec<&'static str> {
         let v = self.get(setting);

@@ -26,9 +26,15 @@ pub fn raw_file(id: &str) -> RawFile {
 
 /// The fixture of `id` judged by today's analysis; it must complete.
 pub fn judged(id: &str) -> ExperimentResult {
+    judged_fixture(id, id)
+}
+
+/// The fixture `name` (a second recording of experiment `id`) judged by today's
+/// analysis; it must complete.
+pub fn judged_fixture(name: &str, id: &str) -> ExperimentResult {
     let reg = Registry::default();
-    let r = judge_file(reg.get(id).unwrap(), &raw_file(id));
-    assert_eq!(r.status, Status::Completed, "{id}: {:?}", r.status);
+    let r = judge_file(reg.get(id).unwrap(), &raw_file(name));
+    assert_eq!(r.status, Status::Completed, "{name}: {:?}", r.status);
     r
 }
 

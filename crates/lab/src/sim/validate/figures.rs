@@ -20,6 +20,12 @@ pub enum Fig {
     PauseP50,
     PauseP90,
     Ratelimit,
+    /// A sawtooth cell's median peak of Dirty.
+    SawPeak,
+    /// A sawtooth cell's median trough of Dirty.
+    SawTrough,
+    /// A sawtooth cell's median period.
+    SawPeriod,
 }
 
 /// How a figure is held to its real value.
@@ -31,11 +37,17 @@ pub enum Target {
     Count,
     /// Within 15 %.
     Throughput,
+    /// Within 10 % or `floor` (1 MiB, 0.2 s), whichever is larger.
+    Sawtooth { floor: f64 },
     /// Reported, not held to a target.
     None,
 }
 
 impl Fig {
+    /// A sawtooth cell's figures.
+    pub const SAWTOOTH: [Fig; 3] = [Fig::SawPeak, Fig::SawTrough, Fig::SawPeriod];
+
+    /// A contention cell's figures.
     pub const ALL: [Fig; 10] = [
         Fig::P50,
         Fig::P90,
@@ -61,6 +73,9 @@ impl Fig {
             Fig::PauseP50 => "pause_p50_ms",
             Fig::PauseP90 => "pause_p90_ms",
             Fig::Ratelimit => "dirty_ratelimit_mib_s",
+            Fig::SawPeak => "peak_mib",
+            Fig::SawTrough => "trough_mib",
+            Fig::SawPeriod => "period_s",
         }
     }
 
@@ -68,7 +83,8 @@ impl Fig {
         match self {
             Fig::Over200 => "count",
             Fig::Throughput | Fig::Ratelimit => "MiB/s",
-            Fig::PeakDirty => "MiB",
+            Fig::PeakDirty | Fig::SawPeak | Fig::SawTrough => "MiB",
+            Fig::SawPeriod => "s",
             _ => "ms",
         }
     }
@@ -78,6 +94,8 @@ impl Fig {
             Fig::P50 | Fig::P90 | Fig::P99 => Target::Latency,
             Fig::Over200 => Target::Count,
             Fig::Throughput => Target::Throughput,
+            Fig::SawPeak | Fig::SawTrough => Target::Sawtooth { floor: 1.0 },
+            Fig::SawPeriod => Target::Sawtooth { floor: 0.2 },
             _ => Target::None,
         }
     }
@@ -91,6 +109,7 @@ impl Target {
             Target::Latency => Some(0.3 * real.abs()),
             Target::Count => Some((0.3 * real.abs()).max(3.0)),
             Target::Throughput => Some(0.15 * real.abs()),
+            Target::Sawtooth { floor } => Some((0.1 * real.abs()).max(floor)),
             Target::None => None,
         }
     }
@@ -269,6 +288,11 @@ mod tests {
         assert_eq!(Target::Count.allowance(20.0), Some(6.0));
         assert_eq!(Target::Throughput.allowance(20.0), Some(3.0));
         assert_eq!(Target::None.allowance(1.0), None);
+        assert_eq!(Fig::SawPeak.target().allowance(32.0), Some(3.2));
+        assert_eq!(Fig::SawTrough.target().allowance(0.4), Some(1.0));
+        assert_eq!(Fig::SawPeriod.target().allowance(1.0), Some(0.2));
+        let seven = Fig::SawPeriod.target().allowance(7.0).unwrap();
+        assert!((seven - 0.7).abs() < 1e-12);
     }
 
     #[test]

@@ -8,6 +8,7 @@ use oslab_wbsim::{Outcome, simulate};
 
 use super::configs::config_for;
 use super::figures::{self, Compared, Fig, Figures, Verdict};
+use super::sawtooth_cells::judge::SawJudged;
 use super::{Plan, Raw, SettingRaw};
 use crate::harness::check::{Check, Condition, Rule, figure};
 use crate::harness::{Output, finding};
@@ -24,7 +25,7 @@ const PREDICTS: Check = Check {
 /// The headline: the prediction a user gets, made before the cell's run is read.
 const BLIND: Check = Check {
     id: "sim-predicts-testbed-blind",
-    text: "The simulator predicts the testbed blind (from the writers, the limits, the device's bandwidth and the page costs, nothing of the cell's run): at least 95 % of the targeted figures of every cell, main setting and sweep, within target",
+    text: "The simulator predicts this machine blind (from the writers, the limits, the device's probed bandwidth and the page costs, nothing of the cell's run): at least 95 % of the targeted figures of every cell (contested writers, main setting and sweep, and one writer's Dirty sawtooth on the root disk and the testbed) within target",
     source: "issue 29 (the blind simulator's targets)",
 };
 
@@ -339,36 +340,69 @@ pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         .filter(|g| g.setting.spec.name != "main")
         .collect();
     let everything: Vec<&Group> = all.iter().collect();
-    out.claims.push(blind_claim(&everything));
+    let saw = super::sawtooth_cells::judge::judge(&raw.sawtooth, hz);
+    for j in &saw.blind {
+        out.findings.push(saw_finding("blind.", j));
+    }
+    for j in &saw.seeded {
+        out.findings.push(saw_finding("", j));
+    }
+    out.claims.push(blind_claim(&everything, &saw.blind));
     out.claims.push(claim(&PREDICTS, &main, "testbed"));
     if raw.settings.iter().any(|s| s.spec.name != "main") {
         out.claims.push(claim(&SWEEP, &sweep, "sweep"));
     }
     out.notes = super::judge_notes::notes(raw, &all, hz);
     out.notes.push(blind_note(&all));
+    if !saw.blind.is_empty() {
+        out.notes.push(saw.note());
+    }
+    if !saw.empty.is_empty() {
+        out.notes.push(format!(
+            "not judged, the real runs showing no sawtooth (no drop of Dirty of half a second of writing): {}",
+            saw.empty.join("; ")
+        ));
+    }
     out
+}
+
+/// A sawtooth cell's figure, named with `prefix` ("blind." or none): its error
+/// as a percentage of the real median.
+fn saw_finding(prefix: &str, j: &SawJudged) -> oslab_model::Finding {
+    let name = format!("{prefix}{}", j.key());
+    match &j.verdict {
+        Some(v) => {
+            let (value, unit) = error_figure(j.fig, v);
+            finding(&name, value, unit, verdict_text(v, j.fig.unit()))
+        }
+        None => finding(&name, f64::NAN, "%", format!("{}; missed", j.miss_text())),
+    }
 }
 
 /// The share of targeted figures within target, blind, over every cell; each
 /// miss named.
-fn blind_claim(groups: &[&Group]) -> oslab_model::Claim {
-    let verdicts: Vec<Verdict> = groups
+fn blind_claim(groups: &[&Group], saw: &[SawJudged]) -> oslab_model::Claim {
+    let verdicts: Vec<bool> = groups
         .iter()
         .flat_map(|g| {
             TARGETED
                 .iter()
                 .filter_map(|f| g.compared_blind(*f).verdict())
         })
+        .map(|v| v.holds())
+        .chain(saw.iter().map(SawJudged::holds))
         .collect();
     if verdicts.is_empty() {
         return BLIND.not_judged("95 % of the targeted figures within target", "no cell ran");
     }
-    let held = verdicts.iter().filter(|v| v.holds()).count();
+    let held = verdicts.iter().filter(|v| **v).count();
     let share = held as f64 / verdicts.len() as f64;
     let misses: Vec<String> = TARGETED
         .iter()
         .flat_map(|f| missed(groups, *f, |g, x| g.compared_blind(x)))
+        .chain(saw.iter().filter(|j| !j.holds()).map(SawJudged::miss_text))
         .collect();
+    let cells = groups.len() + super::sawtooth_cells::judge::cells(saw);
     let condition = Condition::new(
         "the share of targeted figures within target, blind",
         "",
@@ -377,7 +411,7 @@ fn blind_claim(groups: &[&Group]) -> oslab_model::Claim {
     );
     BLIND.judge(
         &[condition],
-        &format!("{held} of {} figures over {} cells", verdicts.len(), groups.len()),
+        &format!("{held} of {} figures over {cells} cells", verdicts.len()),
         |o| match (o.holds(), misses.is_empty()) {
             (_, true) => "every blind prediction fell inside the real runs' range or within the target of their median".into(),
             (true, false) => format!("within the share; missed: {}", misses.join("; ")),

@@ -93,14 +93,23 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     let total: usize = specs
         .iter()
         .map(|s| s.runs * s.scenarios.len() * s.policies.len())
-        .sum();
+        .sum::<usize>()
+        + plan.sawtooth.len() * plan.sawtooth_runs;
     let mut done = 0;
     let mut settings = Vec::new();
     for spec in &specs {
         settings.push(run_setting(spec, ctx, &exe, &lib, &mut done, total)?);
     }
+    let sawtooth = super::sawtooth_cells::measure(
+        ctx,
+        &plan.sawtooth,
+        plan.sawtooth_runs,
+        plan.bandwidth,
+        (&mut done, total),
+    )?;
     Ok(Measured::Raw(Raw {
         settings,
+        sawtooth,
         page_reporting: Path::new("/sys/module/page_reporting").exists(),
     }))
 }

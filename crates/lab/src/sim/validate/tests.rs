@@ -101,6 +101,7 @@ fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
 fn raw(cells: Vec<CellRaw>) -> Raw {
     Raw {
         settings: vec![setting(cells)],
+        sawtooth: Vec::new(),
         page_reporting: false,
     }
 }
@@ -114,6 +115,8 @@ fn plan() -> Plan {
         policies: vec![Policy::Vanilla],
         sweep: false,
         sweep_writes: 150,
+        sawtooth: Vec::new(),
+        sawtooth_runs: 1,
     }
 }
 

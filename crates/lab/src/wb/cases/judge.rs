@@ -11,7 +11,10 @@ use crate::harness::check::{Check, Condition, Rule};
 use crate::harness::{Output, finding};
 use crate::services::timed_writer::mib;
 use crate::wb::common::sawtooth::measure::POLL;
-use crate::wb::common::sawtooth::{SawRaw, best_window, device_rates};
+use crate::wb::common::sawtooth::model::{self, DIRTYABLE_FAR};
+use crate::wb::common::sawtooth::{SawRaw, best_window, device_rates, sawtooth_of};
+use oslab_stats::sawtooth::Sawtooth;
+use oslab_wbsim::Config;
 
 const FLUSH_OFTEN: Check = Check {
     id: "flush-often-lowers-peak",
@@ -118,7 +121,36 @@ fn case_findings(c: &Case, r: &CaseFigures) -> Vec<Finding> {
     ]
 }
 
-pub fn judge(plan: &Plan, raw: &Raw, _env: &Environment) -> Output {
+/// Each case simulated blind on the testbed (its cap, its probe, the case's
+/// limits, the writer's rate) beside its measured sawtooth, one claim for both.
+fn model_check(plan: &Plan, raw: &Raw, env: &Environment) -> (Vec<Finding>, Claim) {
+    let hz = env.machine.kernel.hz.value().map_or(250, |h| h.hz as u64);
+    let runs: Vec<(String, Config, Sawtooth)> = CASES
+        .iter()
+        .zip(&raw.cases)
+        .map(|(c, r)| {
+            let mut cfg =
+                model::config(plan.rate as f64, plan.duration, c.sysctls(), DIRTYABLE_FAR);
+            cfg.hz = hz;
+            let cfg = model::on_device(
+                cfg,
+                raw.testbed.bandwidth_bytes_s as f64,
+                true,
+                raw.testbed.measured_bytes_s,
+            );
+            (
+                format!("{}.", c.name.replace(' ', "")),
+                cfg,
+                sawtooth_of(r, plan.rate),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &Config, &Sawtooth)> =
+        runs.iter().map(|(p, c, s)| (p.as_str(), c, s)).collect();
+    model::check_each(&refs)
+}
+
+pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let cap = raw.testbed.bandwidth_bytes_s;
     let figs: Vec<CaseFigures> = raw.cases.iter().map(|c| figures(c, cap)).collect();
     let mut out = Output::default();
@@ -177,6 +209,9 @@ pub fn judge(plan: &Plan, raw: &Raw, _env: &Environment) -> Output {
         },
     ];
     out.notes = notes(plan, raw);
+    let (findings, claim) = model_check(plan, raw, env);
+    out.findings.extend(findings);
+    out.claims.push(claim);
     out
 }
 

@@ -118,21 +118,34 @@ pub const CASES: [Case; 2] = [
 ];
 
 impl Case {
+    /// The case's limits, scaled to [`SCALED_MEMORY`] and set in bytes.
+    pub fn sysctls(&self) -> oslab_wbsim::Sysctls {
+        oslab_wbsim::Sysctls {
+            dirty_background_bytes: SCALED_MEMORY * self.bg_pct / 100,
+            dirty_bytes: SCALED_MEMORY * self.hard_pct / 100,
+            dirty_ratio: 0,
+            dirty_background_ratio: 0,
+            dirty_writeback_centisecs: self.writeback_cs,
+            dirty_expire_centisecs: self.expire_cs,
+        }
+    }
+
     fn knobs(&self) -> [(&'static str, String); 4] {
+        let s = self.sysctls();
         [
             (
                 "vm.dirty_background_bytes",
-                (SCALED_MEMORY * self.bg_pct / 100).to_string(),
+                s.dirty_background_bytes.to_string(),
             ),
-            (
-                "vm.dirty_bytes",
-                (SCALED_MEMORY * self.hard_pct / 100).to_string(),
-            ),
+            ("vm.dirty_bytes", s.dirty_bytes.to_string()),
             (
                 "vm.dirty_writeback_centisecs",
-                self.writeback_cs.to_string(),
+                s.dirty_writeback_centisecs.to_string(),
             ),
-            ("vm.dirty_expire_centisecs", self.expire_cs.to_string()),
+            (
+                "vm.dirty_expire_centisecs",
+                s.dirty_expire_centisecs.to_string(),
+            ),
         ]
     }
 }

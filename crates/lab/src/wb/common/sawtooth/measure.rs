@@ -2,7 +2,7 @@
 //! at 10 Hz for what the kernel reports.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -201,11 +201,21 @@ pub fn run_sawtooth(
     rate: u64,
     duration: Duration,
 ) -> Result<SawRaw, LabError> {
-    let scratch = Scratch::create(
-        &ctx.config.scratch_dir,
-        id,
-        rate * duration.as_secs().max(1) * 2 + (64 << 20),
-    )?;
+    let base = ctx.config.scratch_dir.clone();
+    run_sawtooth_in(ctx, &base, id, knobs, rate, duration)
+}
+
+/// As [`run_sawtooth`], on the file system of `base` (a scratch folder of its own
+/// under it, removed afterwards).
+pub fn run_sawtooth_in(
+    ctx: &mut Context,
+    base: &Path,
+    id: &str,
+    knobs: &[(&str, String)],
+    rate: u64,
+    duration: Duration,
+) -> Result<SawRaw, LabError> {
+    let scratch = Scratch::create(base, id, rate * duration.as_secs().max(1) * 2 + (64 << 20))?;
     let disk = disk_facts(scratch.dir());
     let bdi = disk
         .as_ref()

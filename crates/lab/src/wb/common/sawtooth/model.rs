@@ -52,6 +52,25 @@ pub fn config(rate: f64, duration: f64, sysctls: Sysctls, dirtyable: u64) -> Con
     }
 }
 
+/// `cfg` moved onto a device of `bandwidth` bytes per second (`cap`: a throttled
+/// testbed capped there, else a disk) whose probe measured `measured`: the
+/// kernel's estimates start at the probe's figure, and the steady-state start
+/// settles them under the writer.
+pub fn on_device(mut cfg: Config, bandwidth: f64, throttled: bool, measured: f64) -> Config {
+    cfg.device.bandwidth_bytes_s = bandwidth;
+    if throttled {
+        cfg.device.kind = DeviceKind::Throttled;
+        cfg.device.max_request_bytes = 8 * MIB;
+    }
+    cfg.start = oslab_wbsim::config::Start::Steady;
+    cfg.initial = oslab_wbsim::config::Initial {
+        write_bw_bytes_s: Some(measured),
+        avg_write_bw_bytes_s: Some(measured),
+        ..Default::default()
+    };
+    cfg
+}
+
 /// The simulated sawtooth of `cfg` (its first writer's rate sets the smallest
 /// drop that counts, as for the real run).
 pub fn simulated(cfg: &Config) -> Sawtooth {
@@ -102,6 +121,33 @@ fn within(real: f64, floor: f64) -> Rule {
 /// The blind prediction of `cfg` beside the measured sawtooth `real`: findings
 /// `model.peak_mib`, `model.trough_mib`, `model.period_s` and the claim.
 pub fn check(cfg: &Config, real: &Sawtooth) -> (Vec<Finding>, Claim) {
+    check_each(&[("", cfg, real)])
+}
+
+/// [`check`] for several runs of one experiment, one claim over all of them:
+/// each entry is (its findings' prefix, e.g. "case1.", the configuration, the
+/// measured sawtooth).
+pub fn check_each(runs: &[(&str, &Config, &Sawtooth)]) -> (Vec<Finding>, Claim) {
+    let mut findings = Vec::new();
+    let mut conditions = Vec::new();
+    for (prefix, cfg, real) in runs {
+        let (f, c) = compared(prefix, cfg, real);
+        findings.extend(f);
+        conditions.extend(c);
+    }
+    let claim = PREDICTS.judge(&conditions, "", |o| {
+        if o.holds() {
+            "the model, given only the settings and the rate, lands within the targets".into()
+        } else {
+            "the model's flusher or bandwidth estimate differs from the kernel's here: its estimate follows its own history, the kernel's carries this machine's (docs/sim-scenarios.md, the sawtooth table)".into()
+        }
+    });
+    (findings, claim)
+}
+
+/// The findings and conditions of one run: its simulated peak, trough and period
+/// beside the measured ones.
+fn compared(prefix: &str, cfg: &Config, real: &Sawtooth) -> (Vec<Finding>, Vec<Condition>) {
     let sim = simulated(cfg);
     let figures = [
         (
@@ -132,40 +178,37 @@ pub fn check(cfg: &Config, real: &Sawtooth) -> (Vec<Finding>, Claim) {
     let mut findings = Vec::new();
     let mut conditions = Vec::new();
     for (key, subject, unit, real_v, sim_v, floor) in figures {
+        let subject = match prefix.trim_end_matches('.') {
+            "" => subject.to_string(),
+            p => format!("{p}: {subject}"),
+        };
         let detail = match real_v {
             Some(r) => format!("the simulator, blind; measured {r:.2} {unit}"),
             None => "the simulator, blind; the run has no such figure".into(),
         };
         findings.push(finding(
-            &format!("model.{key}"),
+            &format!("{prefix}model.{key}"),
             sim_v.unwrap_or(f64::NAN),
             unit,
             detail,
         ));
         conditions.push(match real_v {
             Some(r) => Condition::from_option(
-                subject,
+                &subject,
                 unit,
                 within(r, floor),
                 sim_v,
                 "the simulation showed no full period",
             ),
             None => Condition::missing(
-                subject,
+                &subject,
                 unit,
                 Rule::AtLeast(0.0),
                 "the run itself has no full period to compare with",
             ),
         });
     }
-    let claim = PREDICTS.judge(&conditions, "", |o| {
-        if o.holds() {
-            "the model, given only the settings and the rate, lands within the targets".into()
-        } else {
-            "the model's flusher or bandwidth estimate differs from the kernel's here: its estimate follows its own history, the kernel's carries this machine's (docs/sim-scenarios.md, the sawtooth table)".into()
-        }
-    });
-    (findings, claim)
+    (findings, conditions)
 }
 
 #[cfg(test)]

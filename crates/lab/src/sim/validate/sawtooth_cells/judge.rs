@@ -1,0 +1,203 @@
+//! Judging the sawtooth cells: each cell simulated blind (its settings, the
+//! writer's rate and the device's probed bandwidth; nothing of its runs), its
+//! median peak, trough and period beside the range of the real runs.
+
+use oslab_stats::sawtooth::Sawtooth;
+use oslab_wbsim::config::Start;
+use oslab_wbsim::{Config, Sysctls};
+
+use super::{HARD_LIMIT, SawCell, SawDeviceRaw};
+use crate::sim::validate::figures::{Compared, Fig, Verdict};
+use crate::wb::common::sawtooth::SawRaw;
+use crate::wb::common::sawtooth::model::{self, DIRTYABLE_FAR};
+use crate::wb::common::sawtooth::sawtooth_of;
+
+/// The simulator's configuration for `cell` on the device of `dev`, blind.
+pub fn blind_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64) -> Config {
+    let (writeback, expire) = cell.periodic_centisecs();
+    let sysctls = Sysctls {
+        dirty_bytes: HARD_LIMIT,
+        dirty_background_bytes: cell.background,
+        dirty_ratio: 0,
+        dirty_background_ratio: 0,
+        dirty_writeback_centisecs: writeback,
+        dirty_expire_centisecs: expire,
+    };
+    let mut cfg = model::config(cell.rate as f64, cell.duration_s(), sysctls, DIRTYABLE_FAR);
+    cfg.hz = hz;
+    match dev.cap_bytes_s {
+        None => model::on_device(cfg, dev.measured_bytes_s, false, dev.measured_bytes_s),
+        Some(cap) => model::on_device(cfg, cap as f64, true, dev.measured_bytes_s),
+    }
+}
+
+/// The kernel's write bandwidth estimates (write_bw, avg_write_bw, bytes per
+/// second) when `run` began: its first traced flusher pass on the run's device.
+pub fn carried(run: &SawRaw) -> Option<(f64, f64)> {
+    let c = run.kernel.captured()?;
+    let bdi = run.bdi.as_deref()?;
+    let page = c.page_size.max(1) as f64;
+    c.flushes
+        .iter()
+        .find(|f| f.bdi == bdi)
+        .map(|f| (f.write_bw as f64 * page, f.avg_write_bw as f64 * page))
+}
+
+/// The diagnosis beside the blind prediction: `cell` simulated from the
+/// estimates the kernel carried into `run` (no warm-up), None where the run was
+/// not traced.
+pub fn seeded_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64, run: &SawRaw) -> Option<Config> {
+    let (bw, avg) = carried(run)?;
+    let mut cfg = blind_config(dev, cell, hz);
+    cfg.start = Start::Given;
+    cfg.initial.write_bw_bytes_s = Some(bw);
+    cfg.initial.avg_write_bw_bytes_s = Some(avg);
+    Some(cfg)
+}
+
+/// One figure of one cell, blind: its verdict, or None where the real runs show
+/// the figure and the simulation does not (a miss).
+#[derive(Debug, Clone)]
+pub struct SawJudged {
+    pub cell: SawCell,
+    pub fig: Fig,
+    pub real: Vec<f64>,
+    pub verdict: Option<Verdict>,
+}
+
+impl SawJudged {
+    /// "saw.root.5mib_s.bg32mib.periodic_off.peak_mib"
+    pub fn key(&self) -> String {
+        format!("saw.{}.{}", self.cell.key(), self.fig.key())
+    }
+
+    pub fn holds(&self) -> bool {
+        self.verdict.is_some_and(|v| v.holds())
+    }
+
+    /// "saw.KEY: real 33.9, predicted 35.9" (the real median).
+    pub fn miss_text(&self) -> String {
+        let real = oslab_stats::median(&self.real).unwrap_or(f64::NAN);
+        match self.verdict {
+            Some(v) => format!(
+                "{}: real {}, predicted {}",
+                self.key(),
+                crate::harness::check::figure(v.real_median, ""),
+                crate::harness::check::figure(v.predicted, "")
+            ),
+            None => format!(
+                "{}: real {}, the simulation shows no sawtooth",
+                self.key(),
+                crate::harness::check::figure(real, "")
+            ),
+        }
+    }
+}
+
+fn value(s: &Sawtooth, fig: Fig) -> Option<f64> {
+    match fig {
+        Fig::SawPeak => s.peak_median,
+        Fig::SawTrough => s.trough_median,
+        Fig::SawPeriod => s.period,
+        _ => None,
+    }
+}
+
+/// The real runs of `cell` beside its predictions (one blind, or one per run
+/// seeded; their median is judged): one entry per figure the real runs show.
+pub fn compare(cell: SawCell, real: &[Sawtooth], predicted: &[Sawtooth]) -> Vec<SawJudged> {
+    Fig::SAWTOOTH
+        .iter()
+        .filter_map(|&fig| {
+            let r: Vec<f64> = real.iter().filter_map(|s| value(s, fig)).collect();
+            if r.is_empty() {
+                return None;
+            }
+            let p: Vec<f64> = predicted.iter().filter_map(|s| value(s, fig)).collect();
+            let verdict = Compared {
+                fig,
+                real: r.clone(),
+                predicted: p,
+            }
+            .verdict();
+            Some(SawJudged {
+                cell,
+                fig,
+                real: r,
+                verdict,
+            })
+        })
+        .collect()
+}
+
+/// The sawtooth cells judged: blind (the headline) and seeded (the diagnosis),
+/// and the cells whose real runs show no sawtooth at all.
+#[derive(Debug, Clone, Default)]
+pub struct SawVerdicts {
+    pub blind: Vec<SawJudged>,
+    pub seeded: Vec<SawJudged>,
+    pub empty: Vec<String>,
+}
+
+impl SawVerdicts {
+    /// How the cells fared blind and from the kernel's carried estimates.
+    pub fn note(&self) -> String {
+        let held = |v: &[SawJudged]| v.iter().filter(|j| j.holds()).count();
+        format!(
+            "the sawtooth cells: {} of {} figures within target blind; {} of {} when each run is simulated from the write bandwidth estimates the kernel carried into it (its first traced flusher pass; the saw.* findings), which is how far the model's flusher and estimator follow the kernel's once they start from the same state",
+            held(&self.blind),
+            self.blind.len(),
+            held(&self.seeded),
+            self.seeded.len()
+        )
+    }
+}
+
+/// How many cells `judged` covers.
+pub fn cells(judged: &[SawJudged]) -> usize {
+    let mut seen: Vec<SawCell> = Vec::new();
+    for j in judged {
+        if !seen.contains(&j.cell) {
+            seen.push(j.cell);
+        }
+    }
+    seen.len()
+}
+
+/// Every cell of every device simulated blind, and from each run's carried
+/// estimates, and compared.
+pub fn judge(devices: &[SawDeviceRaw], hz: u64) -> SawVerdicts {
+    let mut out = SawVerdicts::default();
+    for dev in devices {
+        let mut cells: Vec<SawCell> = Vec::new();
+        for r in &dev.runs {
+            if !cells.contains(&r.cell) {
+                cells.push(r.cell);
+            }
+        }
+        for cell in cells {
+            let runs: Vec<&SawRaw> = dev
+                .runs
+                .iter()
+                .filter(|r| r.cell == cell)
+                .map(|r| &r.saw)
+                .collect();
+            let real: Vec<Sawtooth> = runs.iter().map(|r| sawtooth_of(r, cell.rate)).collect();
+            let blind = model::simulated(&blind_config(dev, &cell, hz));
+            let v = compare(cell, &real, &[blind]);
+            if v.is_empty() {
+                out.empty.push(cell.label());
+            }
+            out.blind.extend(v);
+            let seeded: Vec<Sawtooth> = runs
+                .iter()
+                .filter_map(|r| seeded_config(dev, &cell, hz, r))
+                .map(|c| model::simulated(&c))
+                .collect();
+            if !seeded.is_empty() {
+                out.seeded.extend(compare(cell, &real, &seeded));
+            }
+        }
+    }
+    out
+}

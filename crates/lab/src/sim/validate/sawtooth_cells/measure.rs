@@ -1,0 +1,133 @@
+//! Running the sawtooth cells: per device its probe (the testbed's own, or a
+//! direct-I/O write of the root disk), then every run of every cell, runs
+//! interleaved so that no cell gets all of one stretch of the machine's day.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::{SawCell, SawDevice, SawDeviceRaw, SawRunRaw};
+use crate::harness::scratch::Scratch;
+use crate::harness::{Context, LabError};
+use crate::services::machine_profile::{DEVICE_BYTES_QUICK, device_write_bandwidth};
+use crate::services::testbed::{down_for_run, up_for_run};
+use crate::wb::common::sawtooth::run_sawtooth_in;
+
+const ID: &str = "sim.validate.sawtooth";
+
+fn run_cells(
+    ctx: &mut Context,
+    base: &Path,
+    cells: &[SawCell],
+    runs: usize,
+    done: &mut usize,
+    total: usize,
+) -> Result<Vec<SawRunRaw>, LabError> {
+    let mut out = Vec::new();
+    for run in 0..runs {
+        for cell in cells {
+            ctx.progress.stage(&format!(
+                "sawtooth run {} of {runs}: {} ({:.0} s)",
+                run + 1,
+                cell.label(),
+                cell.duration_s()
+            ));
+            let saw = run_sawtooth_in(
+                ctx,
+                base,
+                ID,
+                &cell.knobs(),
+                cell.rate,
+                Duration::from_secs_f64(cell.duration_s()),
+            )?;
+            out.push(SawRunRaw {
+                cell: *cell,
+                run,
+                saw,
+            });
+            *done += 1;
+            ctx.progress.fraction(*done as f64 / total as f64);
+        }
+    }
+    Ok(out)
+}
+
+/// The largest file one run writes, bytes.
+fn largest_run_bytes(cells: &[SawCell]) -> u64 {
+    cells
+        .iter()
+        .map(|c| (c.rate as f64 * c.duration_s()) as u64)
+        .max()
+        .unwrap_or(0)
+}
+
+fn on_root(
+    ctx: &mut Context,
+    cells: &[SawCell],
+    runs: usize,
+    done: &mut usize,
+    total: usize,
+) -> Result<SawDeviceRaw, LabError> {
+    let base = ctx.config.scratch_dir.clone();
+    ctx.progress
+        .stage("sawtooth: probing the root disk's write bandwidth (direct I/O)");
+    let probe = Scratch::create(&base, ID, DEVICE_BYTES_QUICK + (64 << 20))?;
+    let measured = device_write_bandwidth(probe.dir(), DEVICE_BYTES_QUICK)?;
+    drop(probe);
+    let runs = run_cells(ctx, &base, cells, runs, done, total)?;
+    Ok(SawDeviceRaw {
+        device: SawDevice::Root,
+        measured_bytes_s: measured,
+        cap_bytes_s: None,
+        runs,
+        teardown_errors: Vec::new(),
+    })
+}
+
+fn on_testbed(
+    ctx: &mut Context,
+    cells: &[SawCell],
+    runs: usize,
+    cap: u64,
+    done: &mut usize,
+    total: usize,
+) -> Result<SawDeviceRaw, LabError> {
+    ctx.progress.stage("sawtooth: building the testbed");
+    let size = largest_run_bytes(cells) * 2 + (1 << 30);
+    let tb = up_for_run(&ctx.config.scratch_dir, size, cap)?;
+    let result = run_cells(ctx, &tb.mount, cells, runs, done, total);
+    let errors = down_for_run(&tb);
+    Ok(SawDeviceRaw {
+        device: SawDevice::Testbed,
+        measured_bytes_s: tb.measured_bytes_s,
+        cap_bytes_s: Some(cap),
+        runs: result?,
+        teardown_errors: errors,
+    })
+}
+
+/// Runs `cells` `runs` times each, the root disk's first; `cap` is the testbed's.
+/// Each run adds one to `done` of the whole validation's `total` steps.
+pub fn measure(
+    ctx: &mut Context,
+    cells: &[SawCell],
+    runs: usize,
+    cap: u64,
+    (done, total): (&mut usize, usize),
+) -> Result<Vec<SawDeviceRaw>, LabError> {
+    let mut out = Vec::new();
+    for device in [SawDevice::Root, SawDevice::Testbed] {
+        let mine: Vec<SawCell> = cells
+            .iter()
+            .copied()
+            .filter(|c| c.device == device)
+            .collect();
+        if mine.is_empty() {
+            continue;
+        }
+        out.push(match device {
+            SawDevice::Root => on_root(ctx, &mine, runs, done, total)?,
+            SawDevice::Testbed => on_testbed(ctx, &mine, runs, cap, done, total)?,
+        });
+    }
+    Ok(out)
+}

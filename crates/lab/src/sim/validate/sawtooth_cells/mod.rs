@@ -1,0 +1,174 @@
+//! sim.validate's sawtooth cells: one steady writer under a background limit, on
+//! the root disk and on the testbed, with periodic write back off or on; the
+//! kernel's Dirty sawtooth (median peak, trough and period) over several runs
+//! beside the simulator's blind prediction from the cell's settings, the writer's
+//! rate and the device's probed bandwidth.
+
+pub mod judge;
+mod measure;
+#[cfg(test)]
+mod tests;
+
+use serde::{Deserialize, Serialize};
+
+use crate::wb::common::sawtooth::SawRaw;
+
+pub use measure::measure;
+
+const MIB: u64 = 1 << 20;
+
+/// The writers the issue names: (rate, background limit), bytes.
+pub const WRITERS: [(u64, u64); 3] = [
+    (2 * MIB, 16 * MIB),
+    (5 * MIB, 32 * MIB),
+    (10 * MIB, 64 * MIB),
+];
+
+/// The names of [`WRITERS`] for the `sawtooth_writers` setting.
+pub const WRITER_NAMES: &[&str] = &["2MiB/s", "5MiB/s", "10MiB/s"];
+
+/// The devices a sawtooth cell runs on.
+pub const DEVICE_NAMES: &[&str] = &["root", "testbed"];
+
+/// Periodic write back of a cell that has it on: wake every 5 s, write what is
+/// older than 10 s.
+pub const PERIODIC_ON: (u64, u64) = (500, 1000);
+
+/// Where a sawtooth cell writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum SawDevice {
+    /// The scratch folder's file system (the machine's own disk).
+    Root,
+    /// The throttled testbed at the plan's cap.
+    Testbed,
+}
+
+impl SawDevice {
+    pub fn name(self) -> &'static str {
+        match self {
+            SawDevice::Root => "root",
+            SawDevice::Testbed => "testbed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<SawDevice> {
+        [SawDevice::Root, SawDevice::Testbed]
+            .into_iter()
+            .find(|d| d.name() == s)
+    }
+}
+
+/// The hard limit of every cell: far above the background limits, so nobody is
+/// throttled, and set in bytes so that how often a writer looks at the limits
+/// (every sqrt(limit - Dirty) pages: 2 MiB here) does not depend on the machine's
+/// memory.
+pub const HARD_LIMIT: u64 = 4 << 30;
+
+/// One sawtooth cell: a writer at `rate` bytes/s under a background limit of
+/// `background` bytes, the hard limit [`HARD_LIMIT`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SawCell {
+    pub device: SawDevice,
+    pub rate: u64,
+    pub background: u64,
+    pub periodic: bool,
+}
+
+impl SawCell {
+    /// Every cell of `devices` x `writers` x {periodic off, on}.
+    pub fn matrix(devices: &[SawDevice], writers: &[(u64, u64)]) -> Vec<SawCell> {
+        let mut v = Vec::new();
+        for &device in devices {
+            for periodic in [false, true] {
+                for &(rate, background) in writers {
+                    v.push(SawCell {
+                        device,
+                        rate,
+                        background,
+                        periodic,
+                    });
+                }
+            }
+        }
+        v
+    }
+
+    /// The finding name's part: "root.5mib_s.bg32mib.periodic_off".
+    pub fn key(&self) -> String {
+        format!(
+            "{}.{}mib_s.bg{}mib.periodic_{}",
+            self.device.name(),
+            self.rate / MIB,
+            self.background / MIB,
+            if self.periodic { "on" } else { "off" }
+        )
+    }
+
+    /// As a person reads it: "root disk, 5 MiB/s, background 32 MiB, periodic off".
+    pub fn label(&self) -> String {
+        format!(
+            "{}, {} MiB/s, background {} MiB, periodic {}",
+            match self.device {
+                SawDevice::Root => "root disk",
+                SawDevice::Testbed => "testbed",
+            },
+            self.rate / MIB,
+            self.background / MIB,
+            if self.periodic {
+                "on (expire 10 s)"
+            } else {
+                "off"
+            }
+        )
+    }
+
+    /// (dirty_writeback_centisecs, dirty_expire_centisecs) in force.
+    pub fn periodic_centisecs(&self) -> (u64, u64) {
+        if self.periodic {
+            PERIODIC_ON
+        } else {
+            (0, 3000)
+        }
+    }
+
+    /// The sysctls the cell sets (through the journal).
+    pub fn knobs(&self) -> Vec<(&'static str, String)> {
+        let (writeback, expire) = self.periodic_centisecs();
+        vec![
+            ("vm.dirty_bytes", HARD_LIMIT.to_string()),
+            ("vm.dirty_background_bytes", self.background.to_string()),
+            ("vm.dirty_writeback_centisecs", writeback.to_string()),
+            ("vm.dirty_expire_centisecs", expire.to_string()),
+        ]
+    }
+
+    /// Seconds of writing: the first fill plus five of the longest periods the
+    /// chunk rule allows (the limit and one 4 MiB poll step, written at the rate).
+    pub fn duration_s(&self) -> f64 {
+        let fill = self.background as f64 / self.rate as f64;
+        let period = (self.background + 4 * MIB) as f64 / self.rate as f64;
+        (fill + 5.2 * period).ceil()
+    }
+}
+
+/// One run of a cell.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SawRunRaw {
+    pub cell: SawCell,
+    pub run: usize,
+    pub saw: SawRaw,
+}
+
+/// The runs on one device, and what its probe measured before them.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SawDeviceRaw {
+    pub device: SawDevice,
+    /// Bytes per second: the testbed's own probe, or the root disk's direct-I/O
+    /// probe (the machine profile's device figure), taken before the cells.
+    pub measured_bytes_s: f64,
+    /// The testbed's cap, bytes per second (None on the root disk).
+    pub cap_bytes_s: Option<u64>,
+    pub runs: Vec<SawRunRaw>,
+    pub teardown_errors: Vec<String>,
+}

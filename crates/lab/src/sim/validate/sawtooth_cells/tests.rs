@@ -1,0 +1,153 @@
+use oslab_stats::sawtooth::Sawtooth;
+use oslab_wbsim::DeviceKind;
+
+use super::judge::{blind_config, compare};
+use super::*;
+use crate::sim::validate::figures::Fig;
+use crate::wb::common::sawtooth::model;
+
+fn cell(device: SawDevice, rate_mib: u64, bg_mib: u64, periodic: bool) -> SawCell {
+    SawCell {
+        device,
+        rate: rate_mib * MIB,
+        background: bg_mib * MIB,
+        periodic,
+    }
+}
+
+fn device(cap: Option<u64>, measured: f64) -> SawDeviceRaw {
+    SawDeviceRaw {
+        device: if cap.is_some() {
+            SawDevice::Testbed
+        } else {
+            SawDevice::Root
+        },
+        measured_bytes_s: measured,
+        cap_bytes_s: cap,
+        runs: Vec::new(),
+        teardown_errors: Vec::new(),
+    }
+}
+
+fn saw(peak: f64, trough: f64, period: Option<f64>) -> Sawtooth {
+    Sawtooth {
+        peak_median: Some(peak),
+        trough_median: Some(trough),
+        period,
+        ..Sawtooth::default()
+    }
+}
+
+#[test]
+fn the_matrix_is_the_issues_twelve_cells() {
+    let all = SawCell::matrix(&[SawDevice::Root, SawDevice::Testbed], &WRITERS);
+    assert_eq!(all.len(), 12);
+    let mut keys: Vec<String> = all.iter().map(SawCell::key).collect();
+    keys.sort();
+    keys.dedup();
+    assert_eq!(keys.len(), 12, "every cell has a key of its own");
+    assert_eq!(all[0].key(), "root.2mib_s.bg16mib.periodic_off");
+    assert_eq!(all[11].key(), "testbed.10mib_s.bg64mib.periodic_on");
+}
+
+#[test]
+fn knobs_set_the_limits_and_periodic_write_back() {
+    let off = cell(SawDevice::Root, 5, 32, false).knobs();
+    assert!(off.contains(&("vm.dirty_background_bytes", (32 * MIB).to_string())));
+    assert!(off.contains(&("vm.dirty_bytes", HARD_LIMIT.to_string())));
+    assert!(off.contains(&("vm.dirty_writeback_centisecs", "0".into())));
+    let on = cell(SawDevice::Root, 5, 32, true).knobs();
+    assert!(on.contains(&("vm.dirty_writeback_centisecs", "500".into())));
+    assert!(on.contains(&("vm.dirty_expire_centisecs", "1000".into())));
+}
+
+#[test]
+fn a_cell_lasts_the_first_fill_and_five_long_periods() {
+    // 32 MiB at 5 MiB/s: 6.4 s to fill; the longest period (32 + 4) / 5 = 7.2 s
+    assert_eq!(cell(SawDevice::Root, 5, 32, false).duration_s(), 44.0);
+    // 16 / 2 = 8 s; (16 + 4) / 2 = 10 s: 8 + 52
+    assert_eq!(cell(SawDevice::Root, 2, 16, true).duration_s(), 60.0);
+}
+
+#[test]
+fn figures_are_held_to_ten_percent_or_the_floor_against_the_runs() {
+    let c = cell(SawDevice::Root, 5, 32, false);
+    let real = [
+        saw(33.9, 0.2, Some(6.38)),
+        saw(34.5, 0.1, Some(6.5)),
+        saw(35.0, 0.3, Some(6.4)),
+    ];
+    let j = compare(c, &real, &[saw(35.9, 0.9, Some(7.2))]);
+    assert_eq!(j.len(), 3);
+    let by = |f: Fig| j.iter().find(|x| x.fig == f).unwrap();
+    // 35.9 is 1.4 above the median 34.5: inside 3.45
+    assert!(by(Fig::SawPeak).holds());
+    // 0.9 against 0.2: within the 1 MiB floor
+    assert!(by(Fig::SawTrough).holds());
+    // 7.2 against 6.4: 0.8 off, allowance 0.64, outside 6.38-6.5
+    assert!(!by(Fig::SawPeriod).holds());
+    assert_eq!(
+        by(Fig::SawPeriod).key(),
+        "saw.root.5mib_s.bg32mib.periodic_off.period_s"
+    );
+}
+
+#[test]
+fn a_figure_the_simulation_lacks_is_a_miss_and_one_the_runs_lack_is_not_judged() {
+    let c = cell(SawDevice::Testbed, 2, 16, false);
+    let j = compare(c, &[saw(18.0, 0.1, None)], &[saw(18.0, 0.1, None)]);
+    assert_eq!(j.len(), 2, "no real period: not judged");
+    let j = compare(c, &[saw(18.0, 0.1, Some(9.0))], &[saw(18.0, 0.1, None)]);
+    let period = j.iter().find(|x| x.fig == Fig::SawPeriod).unwrap();
+    assert!(!period.holds());
+    assert!(period.miss_text().contains("no sawtooth"));
+}
+
+#[test]
+fn the_blind_configuration_takes_the_probe_or_the_cap_and_the_cells_settings() {
+    let root = blind_config(
+        &device(None, 1.5e9),
+        &cell(SawDevice::Root, 5, 32, true),
+        250,
+    );
+    assert_eq!(root.device.bandwidth_bytes_s, 1.5e9);
+    assert_eq!(root.sysctls.dirty_background_bytes, 32 * MIB);
+    assert_eq!(root.sysctls.dirty_bytes, HARD_LIMIT);
+    assert_eq!(root.sysctls.dirty_writeback_centisecs, 500);
+    assert_eq!(root.sysctls.dirty_expire_centisecs, 1000);
+    let tb = blind_config(
+        &device(Some(40 * MIB), 39.0 * MIB as f64),
+        &cell(SawDevice::Testbed, 10, 64, false),
+        250,
+    );
+    assert_eq!(tb.device.kind, DeviceKind::Throttled);
+    assert_eq!(tb.device.bandwidth_bytes_s, (40 * MIB) as f64);
+    assert_eq!(tb.initial.write_bw_bytes_s, Some(39.0 * MIB as f64));
+    assert_eq!(tb.sysctls.dirty_writeback_centisecs, 0);
+}
+
+#[test]
+fn a_steady_writer_holds_the_estimate_at_its_own_rate_by_hand() {
+    // 10 MiB/s under background 64 MiB on a 40 MiB/s device. Suppose the write
+    // bandwidth estimate sits at the writer's 10 MiB/s: the chunk is
+    // round_down(min(10 / 2, 4 GiB / 8) + 4, 4) = 8 MiB, one chunk brings Dirty
+    // under the limit and the pass stops, so a pass comes every 8 / 10 = 0.8 s
+    // and lasts 8 / 40 = 0.2 s. The 0.6 s between passes is under a second, so
+    // the estimator counts it (it restarts only after an idle second) and
+    // measures 8 MiB per 0.8 s: 10 MiB/s again, a fixed point. Dirty saws 8 MiB
+    // deep (7 MiB at 10 Hz, the writer adding 1 MiB a sample) every 0.8 s.
+    let c = cell(SawDevice::Testbed, 10, 64, false);
+    let cfg = blind_config(&device(Some(40 * MIB), (40 * MIB) as f64), &c, 250);
+    let out = oslab_wbsim::simulate(&cfg);
+    let est = out.end_estimates.write_bw_bytes_s.unwrap() / MIB as f64;
+    assert!((est - 10.0).abs() < 1.5, "estimate {est} MiB/s");
+    let s = model::simulated(&cfg);
+    let (peak, trough, period) = (
+        s.peak_median.unwrap(),
+        s.trough_median.unwrap(),
+        s.period.unwrap(),
+    );
+    assert!((6.5..=8.5).contains(&(peak - trough)), "{peak} - {trough}");
+    assert!((period - 0.8).abs() < 0.06, "{period}");
+    assert!((64.0..66.5).contains(&peak), "{peak}");
+}
