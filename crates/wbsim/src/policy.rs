@@ -117,10 +117,26 @@ pub fn group_limits_in(
     hard: u64,
     reserved: u64,
 ) -> Vec<GroupLimit> {
+    (0..groups.len())
+        .map(|g| group_limit_in(policy, groups, bg, hard, reserved, g))
+        .collect()
+}
+
+/// Group `g`'s entry of [`group_limits_in`], computed alone and without
+/// allocating: the simulator asks it before every write when the policy decides
+/// per write.
+pub fn group_limit_in(
+    policy: Policy,
+    groups: &[GroupState],
+    bg: u64,
+    hard: u64,
+    reserved: u64,
+    g: usize,
+) -> GroupLimit {
     match policy {
-        Policy::Vanilla => vec![unlimited(bg, hard); groups.len()],
-        Policy::Wcall => wcall_limits(groups, bg, hard),
-        Policy::WcallFair => wcall_fair_limits(groups, bg, hard, reserved),
+        Policy::Vanilla => unlimited(bg, hard),
+        Policy::Wcall => wcall_limit(groups, bg, hard, g),
+        Policy::WcallFair => wcall_fair_limit(groups, bg, hard, reserved, g),
     }
 }
 
@@ -135,94 +151,86 @@ fn unlimited(bg: u64, hard: u64) -> GroupLimit {
 }
 
 /// wcall: shares in proportion to tasks x weight x dirty bytes.
-fn wcall_limits(groups: &[GroupState], bg: u64, hard: u64) -> Vec<GroupLimit> {
-    let totals: Vec<f64> = groups
-        .iter()
-        .map(|g| (g.tasks * g.weight) as f64 * g.dirty as f64)
-        .collect();
-    let base: f64 = totals.iter().sum();
+fn wcall_limit(groups: &[GroupState], bg: u64, hard: u64, g: usize) -> GroupLimit {
+    let total = |x: &GroupState| (x.tasks * x.weight) as f64 * x.dirty as f64;
+    let base: f64 = groups.iter().map(total).sum();
     if base == 0.0 {
-        return vec![unlimited(bg, hard); groups.len()];
+        return unlimited(bg, hard);
     }
-    totals
-        .iter()
-        .map(|t| {
-            let share = t / base;
-            GroupLimit {
-                share,
-                bg: (bg as f64 * share) as u64,
-                hard: (hard as f64 * share) as u64,
-                unlimited: false,
-            }
-        })
-        .collect()
+    let share = total(&groups[g]) / base;
+    GroupLimit {
+        share,
+        bg: (bg as f64 * share) as u64,
+        hard: (hard as f64 * share) as u64,
+        unlimited: false,
+    }
 }
 
 /// wcall-fair: shares in proportion to tasks x weight, each active group floored,
 /// RT-HIGH never held, the groups above a held one taken out of its room.
-fn wcall_fair_limits(groups: &[GroupState], bg: u64, hard: u64, reserved: u64) -> Vec<GroupLimit> {
-    let active: Vec<bool> = groups.iter().map(|g| g.tasks > 0).collect();
-    let n_active = active.iter().filter(|a| **a).count();
+fn wcall_fair_limit(
+    groups: &[GroupState],
+    bg: u64,
+    hard: u64,
+    reserved: u64,
+    g: usize,
+) -> GroupLimit {
+    let n_active = groups.iter().filter(|x| x.tasks > 0).count();
     if n_active == 0 {
-        return vec![unlimited(bg, hard); groups.len()];
+        return unlimited(bg, hard);
     }
     let floor = 1.0 / (4.0 * n_active as f64);
-    let raw: Vec<f64> = groups.iter().map(|g| (g.tasks * g.weight) as f64).collect();
-    let sum: f64 = raw.iter().sum();
+    let raw = |x: &GroupState| (x.tasks * x.weight) as f64;
+    let sum: f64 = groups.iter().map(raw).sum();
     // floor every active group, then scale so the shares add up to 1
-    let floored: Vec<f64> = raw
+    let floored = |x: &GroupState| {
+        if x.tasks > 0 {
+            (raw(x) / sum).max(floor)
+        } else {
+            0.0
+        }
+    };
+    let norm: f64 = groups.iter().map(floored).sum();
+    let me = &groups[g];
+    let share = floored(me) / norm;
+    if me.tasks > 0 && never_held(me) {
+        // RT-HIGH is never held back by the policy; what it occupies is taken
+        // from the others' room
+        return GroupLimit {
+            share,
+            bg,
+            hard,
+            unlimited: true,
+        };
+    }
+    if me.tasks == 0 {
+        // idle: whatever it still has dirty is allowed to drain
+        return GroupLimit {
+            share: 0.0,
+            bg: 0,
+            hard: u64::MAX,
+            unlimited: false,
+        };
+    }
+    let held_share: f64 = groups
         .iter()
-        .zip(&active)
-        .map(|(r, a)| if *a { (r / sum).max(floor) } else { 0.0 })
-        .collect();
-    let norm: f64 = floored.iter().sum();
-    let held_share: f64 = floored
-        .iter()
-        .zip(groups)
-        .filter(|(_, g)| g.tasks > 0 && !never_held(g))
-        .map(|(s, _)| s / norm)
+        .filter(|x| x.tasks > 0 && !never_held(x))
+        .map(|x| floored(x) / norm)
         .sum();
-    floored
+    let above: u64 = groups
         .iter()
-        .zip(groups)
-        .map(|(s, g)| {
-            let share = s / norm;
-            if g.tasks > 0 && never_held(g) {
-                // RT-HIGH is never held back by the policy; what it
-                // occupies is taken from the others' room
-                GroupLimit {
-                    share,
-                    bg,
-                    hard,
-                    unlimited: true,
-                }
-            } else if g.tasks == 0 {
-                // idle: whatever it still has dirty is allowed to drain
-                GroupLimit {
-                    share: 0.0,
-                    bg: 0,
-                    hard: u64::MAX,
-                    unlimited: false,
-                }
-            } else {
-                let above: u64 = groups
-                    .iter()
-                    .filter(|h| h.weight > g.weight)
-                    .map(|h| h.dirty + h.writeback)
-                    .sum();
-                let part = share / held_share;
-                let room = |basis: u64| {
-                    (basis.saturating_sub(above).saturating_sub(reserved) as f64 * part) as u64
-                };
-                GroupLimit {
-                    share,
-                    bg: room(bg),
-                    hard: room(hard),
-                    unlimited: false,
-                }
-            }
-        })
-        .collect()
+        .filter(|h| h.weight > me.weight)
+        .map(|h| h.dirty + h.writeback)
+        .sum();
+    let part = share / held_share;
+    let room =
+        |basis: u64| (basis.saturating_sub(above).saturating_sub(reserved) as f64 * part) as u64;
+    GroupLimit {
+        share,
+        bg: room(bg),
+        hard: room(hard),
+        unlimited: false,
+    }
 }
 
 /// The group the policy protects: the highest weight (RT-HIGH).
@@ -316,30 +324,39 @@ pub fn gates_in(
     room: &Room,
     wcall_block_ns: u64,
 ) -> Vec<Gate> {
+    (0..groups.len())
+        .map(|g| gate_in(policy, groups, room, wcall_block_ns, g))
+        .collect()
+}
+
+/// Group `g`'s entry of [`gates_in`], computed alone and without allocating.
+pub fn gate_in(
+    policy: Policy,
+    groups: &[GroupState],
+    room: &Room,
+    wcall_block_ns: u64,
+    g: usize,
+) -> Gate {
     let (basis, reserved) = match policy {
         Policy::WcallFair => (room.freerun, room.ungoverned.saturating_add(room.headroom)),
         _ => (room.hard, 0),
     };
-    group_limits_in(policy, groups, room.bg, basis, reserved)
-        .into_iter()
-        .zip(groups)
-        .map(|(limit, g)| {
-            let hold = policy != Policy::Vanilla && over_policy(policy, &limit, g);
-            let near = !limit.unlimited
-                && limit.hard != u64::MAX
-                && charged(policy, g) as f64 > limit.hard as f64 * PUSH_AT;
-            Gate {
-                limit,
-                hold,
-                push: (hold || near) && g.tasks > 0 && policy.targets_write_back(),
-                retry_ns: if policy.targets_write_back() {
-                    FAIR_RETRY_NS
-                } else {
-                    wcall_block_ns
-                },
-            }
-        })
-        .collect()
+    let limit = group_limit_in(policy, groups, room.bg, basis, reserved, g);
+    let state = &groups[g];
+    let hold = policy != Policy::Vanilla && over_policy(policy, &limit, state);
+    let near = !limit.unlimited
+        && limit.hard != u64::MAX
+        && charged(policy, state) as f64 > limit.hard as f64 * PUSH_AT;
+    Gate {
+        limit,
+        hold,
+        push: (hold || near) && state.tasks > 0 && policy.targets_write_back(),
+        retry_ns: if policy.targets_write_back() {
+            FAIR_RETRY_NS
+        } else {
+            wcall_block_ns
+        },
+    }
 }
 
 #[cfg(test)]

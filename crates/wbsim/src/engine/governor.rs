@@ -67,39 +67,48 @@ impl<'a> Sim<'a> {
     /// Each group's writers and page-cache bytes; active: seen writing within
     /// `active_ms` (the governor), or started and not finished (per write).
     fn group_states(&self, by_last_write: bool) -> Vec<GroupState> {
+        let mut out = Vec::new();
+        self.fill_group_states(by_last_write, &mut out);
+        out
+    }
+
+    /// [`Self::group_states`] into `out` (reused: this runs before every write
+    /// when the policy decides per write).
+    fn fill_group_states(&self, by_last_write: bool, out: &mut Vec<GroupState>) {
         let active_ns = (self.cfg.governor.active_ms * MS as f64) as u64;
-        (0..self.groups.len())
-            .map(|g| GroupState {
-                tasks: self
-                    .ws
-                    .iter()
-                    .enumerate()
-                    .filter(|(i, w)| {
-                        self.group_of_writer[*i] == g
-                            && if by_last_write {
-                                w.last_write
-                                    .is_some_and(|t| self.now.saturating_sub(t) <= active_ns)
-                            } else {
-                                w.started && !w.finished
-                            }
-                    })
-                    .count() as u64,
-                weight: policy::weight(&self.groups[g]),
-                dirty: self.group_dirty[g],
-                writeback: self.group_wb[g],
-            })
-            .collect()
+        out.clear();
+        out.extend((0..self.groups.len()).map(|g| GroupState {
+            tasks: 0,
+            weight: policy::weight(&self.groups[g]),
+            dirty: self.group_dirty[g],
+            writeback: self.group_wb[g],
+        }));
+        for (i, w) in self.ws.iter().enumerate() {
+            let active = if by_last_write {
+                w.last_write
+                    .is_some_and(|t| self.now.saturating_sub(t) <= active_ns)
+            } else {
+                w.started && !w.finished
+            };
+            if active {
+                out[self.group_of_writer[i]].tasks += 1;
+            }
+        }
+    }
+
+    /// The kernel's limits as the policy divides them, with `hard` as the hard one.
+    fn room(&self, hard: u64) -> policy::Room {
+        policy::Room {
+            bg: self.normal.bg,
+            hard,
+            freerun: self.normal.freerun(),
+            ungoverned: 0,
+            headroom: 0,
+        }
     }
 
     fn gates_for(&self, states: &[GroupState], hard: u64) -> Vec<Gate> {
-        policy::gates(
-            self.cfg.policy,
-            states,
-            self.normal.bg,
-            hard,
-            self.normal.freerun(),
-            self.block_ns(),
-        )
+        policy::gates_in(self.cfg.policy, states, &self.room(hard), self.block_ns())
     }
 
     /// Starts write back of every dirty file of group `g` (sync_file_range).
@@ -149,8 +158,11 @@ impl<'a> Sim<'a> {
         }
         let g = self.group_of_writer[w];
         if self.pass_ns() == 0 {
-            let states = self.group_states(false);
-            let gate = self.gates_for(&states, self.limits_of(w).hard)[g];
+            let mut states = std::mem::take(&mut self.states_buf);
+            self.fill_group_states(false, &mut states);
+            let room = self.room(self.limits_of(w).hard);
+            let gate = policy::gate_in(self.cfg.policy, &states, &room, self.block_ns(), g);
+            self.states_buf = states;
             if !gate.hold {
                 return None;
             }

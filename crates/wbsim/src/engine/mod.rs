@@ -158,6 +158,8 @@ struct Sim<'a> {
     fl: FlusherState,
     wb: Wb,
     gov: governor::Governor,
+    /// The groups' states, reused by the per-write policy check.
+    states_buf: Vec<crate::policy::GroupState>,
     ws: Vec<WriterState>,
     out: Outcome,
     end: u64,
@@ -308,6 +310,7 @@ fn start(cfg: &Config) -> Sim<'_> {
         fl: FlusherState::default(),
         wb: initial_wb(cfg, normal),
         gov: governor::Governor::new(groups.len()),
+        states_buf: Vec::new(),
         ws: cfg.writers.iter().map(|_| WriterState::default()).collect(),
         out: Outcome {
             writers: cfg
