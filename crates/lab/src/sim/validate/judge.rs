@@ -51,7 +51,14 @@ fn hz_of(raw: &Raw, env: &Environment) -> u64 {
         .iter()
         .flat_map(|s| &s.cells)
         .find_map(|c| c.cell.kernel.captured().map(|k| k.hz as u64))
-        .filter(|h| *h > 0)
+        .or_else(|| {
+            raw.sawtooth
+                .iter()
+                .flat_map(|d| &d.runs)
+                .find_map(|r| r.saw.kernel.captured().map(|k| k.hz as u64))
+        })
+        // a recorded tick rate is untrusted: the kernel's are 100 to 1000
+        .filter(|h| (100..=1000).contains(h))
         .or_else(|| env.machine.kernel.hz.value().map(|h| h.hz as u64))
         .unwrap_or(250)
 }
@@ -359,23 +366,45 @@ pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     }
     if !saw.empty.is_empty() {
         out.notes.push(format!(
-            "not judged, the real runs showing no sawtooth (no drop of Dirty of half a second of writing): {}",
+            "sawtooth cells not judged: {}",
             saw.empty.join("; ")
         ));
+    }
+    for d in &raw.sawtooth {
+        if let Some(e) = &d.error {
+            out.notes.push(format!(
+                "the sawtooth cells on the {} did not run: {e}",
+                d.device.name()
+            ));
+        }
+        if !d.teardown_errors.is_empty() {
+            out.notes.push(format!(
+                "taking the sawtooth cells' testbed down failed (`oslab restore` undoes what is left): {}",
+                d.teardown_errors.join("; ")
+            ));
+        }
     }
     out
 }
 
-/// A sawtooth cell's figure, named with `prefix` ("blind." or none): its error
-/// as a percentage of the real median.
+/// A sawtooth cell's figure, named with `prefix` ("blind." or none): predicted
+/// less the real median, in the figure's unit (a percentage of a trough near zero
+/// says nothing).
 fn saw_finding(prefix: &str, j: &SawJudged) -> oslab_model::Finding {
     let name = format!("{prefix}{}", j.key());
     match &j.verdict {
-        Some(v) => {
-            let (value, unit) = error_figure(j.fig, v);
-            finding(&name, value, unit, verdict_text(v, j.fig.unit()))
-        }
-        None => finding(&name, f64::NAN, "%", format!("{}; missed", j.miss_text())),
+        Some(v) => finding(
+            &name,
+            v.predicted - v.real_median,
+            j.fig.unit(),
+            verdict_text(v, j.fig.unit()),
+        ),
+        None => finding(
+            &name,
+            f64::NAN,
+            j.fig.unit(),
+            format!("{}; missed", j.miss_text(prefix)),
+        ),
     }
 }
 
@@ -400,7 +429,11 @@ fn blind_claim(groups: &[&Group], saw: &[SawJudged]) -> oslab_model::Claim {
     let misses: Vec<String> = TARGETED
         .iter()
         .flat_map(|f| missed(groups, *f, |g, x| g.compared_blind(x)))
-        .chain(saw.iter().filter(|j| !j.holds()).map(SawJudged::miss_text))
+        .chain(
+            saw.iter()
+                .filter(|j| !j.holds())
+                .map(|j| j.miss_text("blind.")),
+        )
         .collect();
     let cells = groups.len() + super::sawtooth_cells::judge::cells(saw);
     let condition = Condition::new(

@@ -158,7 +158,8 @@ pub struct Plan {
     pub policies: Vec<Policy>,
     pub sweep: bool,
     pub sweep_writes: u64,
-    /// The sawtooth cells, in the order they run (older plans have none).
+    /// The sawtooth cells (older plans have none); they run device by device,
+    /// every cell once per run.
     #[serde(default)]
     pub sawtooth: Vec<SawCell>,
     #[serde(default)]

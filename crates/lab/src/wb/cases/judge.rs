@@ -124,6 +124,22 @@ fn case_findings(c: &Case, r: &CaseFigures) -> Vec<Finding> {
 /// Each case simulated blind on the testbed (its cap, its probe, the case's
 /// limits, the writer's rate) beside its measured sawtooth, one claim for both.
 fn model_check(plan: &Plan, raw: &Raw, env: &Environment) -> (Vec<Finding>, Claim) {
+    // the raw file is untrusted: simulate only what the settings' bounds allow
+    let sane = (1 << 20..=1 << 30).contains(&plan.rate)
+        && plan.duration > 0.0
+        && plan.duration <= 3600.0
+        && (1..=10 << 30).contains(&raw.testbed.bandwidth_bytes_s)
+        && raw.testbed.measured_bytes_s.is_finite()
+        && raw.testbed.measured_bytes_s > 0.0;
+    if !sane {
+        return (
+            Vec::new(),
+            model::PREDICTS.not_judged(
+                "each case's peak, trough and period within 10 % or 1 MiB / 0.2 s",
+                "the recorded rate, duration or testbed bandwidth is outside the settings' bounds",
+            ),
+        );
+    }
     let hz = env.machine.kernel.hz.value().map_or(250, |h| h.hz as u64);
     let runs: Vec<(String, Config, Sawtooth)> = CASES
         .iter()

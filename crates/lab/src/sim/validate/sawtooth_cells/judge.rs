@@ -3,10 +3,10 @@
 //! median peak, trough and period beside the range of the real runs.
 
 use oslab_stats::sawtooth::Sawtooth;
+use oslab_wbsim::Config;
 use oslab_wbsim::config::Start;
-use oslab_wbsim::{Config, Sysctls};
 
-use super::{HARD_LIMIT, SawCell, SawDeviceRaw};
+use super::{SawCell, SawDeviceRaw};
 use crate::sim::validate::figures::{Compared, Fig, Verdict};
 use crate::wb::common::sawtooth::SawRaw;
 use crate::wb::common::sawtooth::model::{self, DIRTYABLE_FAR};
@@ -14,15 +14,7 @@ use crate::wb::common::sawtooth::sawtooth_of;
 
 /// The simulator's configuration for `cell` on the device of `dev`, blind.
 pub fn blind_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64) -> Config {
-    let (writeback, expire) = cell.periodic_centisecs();
-    let sysctls = Sysctls {
-        dirty_bytes: HARD_LIMIT,
-        dirty_background_bytes: cell.background,
-        dirty_ratio: 0,
-        dirty_background_ratio: 0,
-        dirty_writeback_centisecs: writeback,
-        dirty_expire_centisecs: expire,
-    };
+    let sysctls = cell.sysctls();
     let mut cfg = model::config(cell.rate as f64, cell.duration_s(), sysctls, DIRTYABLE_FAR);
     cfg.hz = hz;
     match dev.cap_bytes_s {
@@ -75,18 +67,19 @@ impl SawJudged {
         self.verdict.is_some_and(|v| v.holds())
     }
 
-    /// "saw.KEY: real 33.9, predicted 35.9" (the real median).
-    pub fn miss_text(&self) -> String {
+    /// "PREFIXsaw.KEY: real 33.9, predicted 35.9" (the real median), the finding
+    /// named with `prefix` ("blind." or none).
+    pub fn miss_text(&self, prefix: &str) -> String {
         let real = oslab_stats::median(&self.real).unwrap_or(f64::NAN);
         match self.verdict {
             Some(v) => format!(
-                "{}: real {}, predicted {}",
+                "{prefix}{}: real {}, predicted {}",
                 self.key(),
                 crate::harness::check::figure(v.real_median, ""),
                 crate::harness::check::figure(v.predicted, "")
             ),
             None => format!(
-                "{}: real {}, the simulation shows no sawtooth",
+                "{prefix}{}: real {}, the simulation shows no sawtooth",
                 self.key(),
                 crate::harness::check::figure(real, "")
             ),
@@ -131,7 +124,7 @@ pub fn compare(cell: SawCell, real: &[Sawtooth], predicted: &[Sawtooth]) -> Vec<
 }
 
 /// The sawtooth cells judged: blind (the headline) and seeded (the diagnosis),
-/// and the cells whose real runs show no sawtooth at all.
+/// and the cells not judged, with the reason.
 #[derive(Debug, Clone, Default)]
 pub struct SawVerdicts {
     pub blind: Vec<SawJudged>,
@@ -169,6 +162,16 @@ pub fn cells(judged: &[SawJudged]) -> usize {
 pub fn judge(devices: &[SawDeviceRaw], hz: u64) -> SawVerdicts {
     let mut out = SawVerdicts::default();
     for dev in devices {
+        let bandwidth_ok = |b: f64| b.is_finite() && b > 0.0;
+        let usable = bandwidth_ok(dev.measured_bytes_s)
+            && dev.cap_bytes_s.is_none_or(|c| bandwidth_ok(c as f64));
+        if !dev.runs.is_empty() && !usable {
+            out.empty.push(format!(
+                "{}: no usable device bandwidth recorded",
+                dev.device.name()
+            ));
+            continue;
+        }
         let mut cells: Vec<SawCell> = Vec::new();
         for r in &dev.runs {
             if !cells.contains(&r.cell) {
@@ -176,6 +179,13 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64) -> SawVerdicts {
             }
         }
         for cell in cells {
+            if !cell.is_known() {
+                out.empty.push(format!(
+                    "{}: not one of the cells sim.validate runs",
+                    cell.label()
+                ));
+                continue;
+            }
             let runs: Vec<&SawRaw> = dev
                 .runs
                 .iter()
@@ -186,7 +196,10 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64) -> SawVerdicts {
             let blind = model::simulated(&blind_config(dev, &cell, hz));
             let v = compare(cell, &real, &[blind]);
             if v.is_empty() {
-                out.empty.push(cell.label());
+                out.empty.push(format!(
+                    "{}: its runs show no sawtooth (no drop of Dirty of half a second of writing)",
+                    cell.label()
+                ));
             }
             out.blind.extend(v);
             let seeded: Vec<Sawtooth> = runs

@@ -80,6 +80,7 @@ fn on_root(
         cap_bytes_s: None,
         runs,
         teardown_errors: Vec::new(),
+        error: None,
     })
 }
 
@@ -96,12 +97,17 @@ fn on_testbed(
     let tb = up_for_run(&ctx.config.scratch_dir, size, cap)?;
     let result = run_cells(ctx, &tb.mount, cells, runs, done, total);
     let errors = down_for_run(&tb);
+    let (runs, error) = match result {
+        Ok(r) => (r, None),
+        Err(e) => (Vec::new(), Some(e.to_string())),
+    };
     Ok(SawDeviceRaw {
         device: SawDevice::Testbed,
         measured_bytes_s: tb.measured_bytes_s,
         cap_bytes_s: Some(cap),
-        runs: result?,
+        runs,
         teardown_errors: errors,
+        error,
     })
 }
 
@@ -124,10 +130,20 @@ pub fn measure(
         if mine.is_empty() {
             continue;
         }
-        out.push(match device {
-            SawDevice::Root => on_root(ctx, &mine, runs, done, total)?,
-            SawDevice::Testbed => on_testbed(ctx, &mine, runs, cap, done, total)?,
-        });
+        let result = match device {
+            SawDevice::Root => on_root(ctx, &mine, runs, done, total),
+            SawDevice::Testbed => on_testbed(ctx, &mine, runs, cap, done, total),
+        };
+        // a device that cannot be measured (no O_DIRECT on tmpfs, no testbed)
+        // costs its cells, not the contested cells measured before them
+        out.push(result.unwrap_or_else(|e| SawDeviceRaw {
+            device,
+            measured_bytes_s: 0.0,
+            cap_bytes_s: (device == SawDevice::Testbed).then_some(cap),
+            runs: Vec::new(),
+            teardown_errors: Vec::new(),
+            error: Some(e.to_string()),
+        }));
     }
     Ok(out)
 }

@@ -132,22 +132,50 @@ impl SawCell {
         }
     }
 
+    /// The cell's dirty settings, as the simulator takes them.
+    pub fn sysctls(&self) -> oslab_wbsim::Sysctls {
+        let (writeback, expire) = self.periodic_centisecs();
+        oslab_wbsim::Sysctls {
+            dirty_bytes: HARD_LIMIT,
+            dirty_background_bytes: self.background,
+            dirty_ratio: 0,
+            dirty_background_ratio: 0,
+            dirty_writeback_centisecs: writeback,
+            dirty_expire_centisecs: expire,
+        }
+    }
+
     /// The sysctls the cell sets (through the journal).
     pub fn knobs(&self) -> Vec<(&'static str, String)> {
-        let (writeback, expire) = self.periodic_centisecs();
+        let s = self.sysctls();
         vec![
-            ("vm.dirty_bytes", HARD_LIMIT.to_string()),
-            ("vm.dirty_background_bytes", self.background.to_string()),
-            ("vm.dirty_writeback_centisecs", writeback.to_string()),
-            ("vm.dirty_expire_centisecs", expire.to_string()),
+            ("vm.dirty_bytes", s.dirty_bytes.to_string()),
+            (
+                "vm.dirty_background_bytes",
+                s.dirty_background_bytes.to_string(),
+            ),
+            (
+                "vm.dirty_writeback_centisecs",
+                s.dirty_writeback_centisecs.to_string(),
+            ),
+            (
+                "vm.dirty_expire_centisecs",
+                s.dirty_expire_centisecs.to_string(),
+            ),
         ]
+    }
+
+    /// One of the cells ([`WRITERS`]): what a recorded cell must be to be
+    /// judged (a raw file is untrusted).
+    pub fn is_known(&self) -> bool {
+        WRITERS.contains(&(self.rate, self.background))
     }
 
     /// Seconds of writing: the first fill plus five of the longest periods the
     /// chunk rule allows (the limit and one 4 MiB poll step, written at the rate).
     pub fn duration_s(&self) -> f64 {
-        let fill = self.background as f64 / self.rate as f64;
-        let period = (self.background + 4 * MIB) as f64 / self.rate as f64;
+        let fill = self.background as f64 / self.rate.max(1) as f64;
+        let period = self.background.saturating_add(4 * MIB) as f64 / self.rate.max(1) as f64;
         (fill + 5.2 * period).ceil()
     }
 }
@@ -171,4 +199,7 @@ pub struct SawDeviceRaw {
     pub cap_bytes_s: Option<u64>,
     pub runs: Vec<SawRunRaw>,
     pub teardown_errors: Vec<String>,
+    /// Why the device's cells did not run (or stopped), if they did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }

@@ -26,6 +26,7 @@ fn device(cap: Option<u64>, measured: f64) -> SawDeviceRaw {
         cap_bytes_s: cap,
         runs: Vec::new(),
         teardown_errors: Vec::new(),
+        error: None,
     }
 }
 
@@ -100,7 +101,24 @@ fn a_figure_the_simulation_lacks_is_a_miss_and_one_the_runs_lack_is_not_judged()
     let j = compare(c, &[saw(18.0, 0.1, Some(9.0))], &[saw(18.0, 0.1, None)]);
     let period = j.iter().find(|x| x.fig == Fig::SawPeriod).unwrap();
     assert!(!period.holds());
-    assert!(period.miss_text().contains("no sawtooth"));
+    let text = period.miss_text("blind.");
+    assert!(text.starts_with("blind.saw.testbed.2mib_s"), "{text}");
+    assert!(text.contains("no sawtooth"), "{text}");
+}
+
+#[test]
+fn only_the_issues_cells_are_known_and_a_hostile_cell_cannot_overflow() {
+    assert!(cell(SawDevice::Root, 5, 32, false).is_known());
+    assert!(!cell(SawDevice::Root, 5, 16, false).is_known());
+    let hostile = SawCell {
+        device: SawDevice::Root,
+        rate: 0,
+        background: u64::MAX,
+        periodic: false,
+    };
+    assert!(!hostile.is_known());
+    // no overflow (a panic in a debug build), a plain figure
+    assert!(hostile.duration_s() > 1e12);
 }
 
 #[test]

@@ -52,8 +52,8 @@ pub fn config(rate: f64, duration: f64, sysctls: Sysctls, dirtyable: u64) -> Con
     }
 }
 
-/// `cfg` moved onto a device of `bandwidth` bytes per second (`cap`: a throttled
-/// testbed capped there, else a disk) whose probe measured `measured`: the
+/// `cfg` moved onto a device of `bandwidth` bytes per second (`throttled`: a
+/// testbed capped there by blk-throttle, else a disk) whose probe measured `measured`: the
 /// kernel's estimates start at the probe's figure, and the steady-state start
 /// settles them under the writer.
 pub fn on_device(mut cfg: Config, bandwidth: f64, throttled: bool, measured: f64) -> Config {
