@@ -47,8 +47,8 @@ pub fn seeded_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64, run: &SawRaw) 
     Some(cfg)
 }
 
-/// One figure of one cell, blind: its verdict, or None where the real runs show
-/// the figure and the simulation does not (a miss).
+/// One figure of one cell, blind or seeded: its verdict, or None where the real
+/// runs show the figure and the simulation does not (a miss).
 #[derive(Debug, Clone)]
 pub struct SawJudged {
     pub cell: SawCell,
