@@ -177,3 +177,34 @@ fn the_flushers_chunk_follows_the_bandwidth_estimate_down() {
         "{fresh:?}"
     );
 }
+
+/// The policies' per-write check was rewritten on 2026-11-27 to compute one
+/// group's gate without allocating; these figures were the same before and after
+/// (and are what the docs quote). A change to the policy's arithmetic moves them.
+#[test]
+fn the_papers_three_writers_under_each_policy_are_pinned() {
+    let base = scenario::find("paper-fig2").unwrap().config;
+    let mut got = Vec::new();
+    for p in [Policy::Vanilla, Policy::Wcall, Policy::WcallFair] {
+        let mut c = base.clone();
+        c.policy = p;
+        let o = simulate(&c);
+        let lat = &o.writers[0].latency_ms;
+        let max = lat.iter().copied().fold(0.0, f64::max);
+        let sum: f64 = lat.iter().sum();
+        got.push((o.events, o.start.warm_up_events, lat.len(), max, sum));
+    }
+    // (events, warm-up events, writes, the first writer's max and summed latency, ms)
+    let pinned = [
+        (6998, 8592, 700, 586.238573, 28952.715856000174),
+        (6998, 8592, 700, 586.238573, 28952.715856000174),
+        (13169, 15642, 700, 0.524288, 367.0016000000055),
+    ];
+    for (g, p) in got.iter().zip(pinned) {
+        assert_eq!((g.0, g.1, g.2), (p.0, p.1, p.2), "{got:?}");
+        assert!(
+            (g.3 - p.3).abs() < 1e-9 && (g.4 - p.4).abs() < 1e-6,
+            "{got:?}"
+        );
+    }
+}
