@@ -172,7 +172,8 @@ impl SawCell {
     }
 
     /// Seconds of writing: the first fill plus five of the longest periods the
-    /// chunk rule allows (the limit and one 4 MiB poll step, written at the rate).
+    /// chunk rule allows (the limit plus 4 MiB, written at the rate: more than the
+    /// 2 MiB a writer can overshoot under [`HARD_LIMIT`], so five periods fit).
     pub fn duration_s(&self) -> f64 {
         let fill = self.background as f64 / self.rate.max(1) as f64;
         let period = self.background.saturating_add(4 * MIB) as f64 / self.rate.max(1) as f64;
