@@ -170,6 +170,8 @@ pub struct IntervalSummary {
     pub seconds: f64,
     /// Watched calls at least the threshold long.
     pub stalls: usize,
+    /// Of those, how many of each call ("write", "fsync", "page fault", ...).
+    pub by_call: std::collections::BTreeMap<String, usize>,
     pub stall_ns: u64,
     pub p99_ns: u64,
     pub max_ns: u64,
@@ -190,8 +192,13 @@ pub struct StallLine {
     pub tgid: u32,
     pub pid: u32,
     pub comm: String,
+    /// The process's cgroup, or "-" with the reason it has no name.
+    pub cgroup: String,
+    /// What was slow: a system call's name, or "page fault".
     pub call: String,
     pub fd: i32,
+    /// The file: its path where it could be found, else "dev MAJ:MIN inode N".
+    pub file: String,
     pub bytes: u64,
     pub start_ns: u64,
     pub dur_ns: u64,
@@ -203,4 +210,11 @@ pub struct StallLine {
     pub on_cpu_ns: u64,
     pub pauses: u32,
     pub blocked_in: Vec<String>,
+    /// For a read that blocked: the most bytes of writes, and of reads, queued
+    /// at its file's device while it slept, and the processes that dirtied
+    /// files on that device since tracing began (whose write back those
+    /// writes are, unless the file system's own), as "comm (pid)".
+    pub queued_write_bytes: u64,
+    pub queued_read_bytes: u64,
+    pub writers_there: Vec<String>,
 }

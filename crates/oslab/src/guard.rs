@@ -1,7 +1,7 @@
 //! Undo of system changes on every way out: normal exit, signals, panics.
 
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
 use oslab_sys::journal;
 
@@ -27,6 +27,22 @@ pub fn on_interrupt(f: impl Fn() + Send + 'static) {
     if let Ok(mut v) = ON_INTERRUPT.lock() {
         v.push(Box::new(f));
     }
+}
+
+/// Whether the running command finishes its work on the first signal (writes
+/// what it has, then exits) instead of exiting at once; and whether it was asked.
+static FINISH_ON_SIGNAL: AtomicBool = AtomicBool::new(false);
+static FINISH_ASKED: AtomicBool = AtomicBool::new(false);
+
+/// From now on the first SIGINT or SIGTERM asks the command to finish (see
+/// [`finish_asked`]); a second one ends oslab at once, undoing its changes.
+pub fn finish_on_signal() {
+    FINISH_ON_SIGNAL.store(true, Ordering::SeqCst);
+}
+
+/// Whether a signal asked the command to finish.
+pub fn finish_asked() -> bool {
+    FINISH_ASKED.load(Ordering::SeqCst)
 }
 
 /// The process group of a command oslab runs for the user, while it runs: signals
@@ -76,6 +92,10 @@ fn on_signal(sig: i32) {
         eprintln!(
             "\noslab: passed signal {sig} on to the command (process group {pgid}); waiting for it"
         );
+        return;
+    }
+    if FINISH_ON_SIGNAL.load(Ordering::SeqCst) && !FINISH_ASKED.swap(true, Ordering::SeqCst) {
+        eprintln!("\noslab: finishing (signal {sig}); a second one stops at once");
         return;
     }
     if let Ok(v) = ON_INTERRUPT.lock() {

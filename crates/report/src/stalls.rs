@@ -16,14 +16,65 @@ fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / MIB)
 }
 
+/// The format of the JSON lines; 2 since calls other than writes are named
+/// (`call` may be "read", "fsync", "page fault", ...) and lines carry `file`
+/// and `cgroup`.
+pub const JSON_FORMAT: u32 = 2;
+
+/// A name from another process (command, cgroup, file) made safe for a
+/// terminal: control characters and the invisible formatting ones (direction
+/// overrides, zero-width characters) shown as `?`.
+pub fn shown(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_control() || is_format(c) {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+/// Unicode format characters that can make a name read as another.
+fn is_format(c: char) -> bool {
+    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{061C}')
+}
+
 fn cut(s: &str, width: usize) -> String {
+    let s = shown(s);
     if s.chars().count() <= width {
-        s.to_string()
+        s
     } else {
         let mut t: String = s.chars().take(width.saturating_sub(1)).collect();
         t.push('~');
         t
     }
+}
+
+/// "3 slow calls over 1 ms".
+fn calls_head(s: &IntervalSummary, threshold_ns: u64) -> String {
+    let n = s.stalls;
+    format!(
+        "{n} slow {} over {} ms",
+        if n == 1 { "call" } else { "calls" },
+        crate::num::fmt(threshold_ns as f64 / 1e6),
+    )
+}
+
+/// "  calls: fsync 1, write 2", wrapped to 80 columns.
+fn calls_text(o: &mut String, s: &IntervalSummary) {
+    let last = s.by_call.len().saturating_sub(1);
+    let mut line = String::from("  calls:");
+    for (i, (call, n)) in s.by_call.iter().enumerate() {
+        let piece = format!(" {} {n}{}", cut(call, 20), if i < last { "," } else { "" });
+        if line.chars().count() + piece.chars().count() > 80 {
+            let _ = writeln!(o, "{line}");
+            line = String::from("       ");
+        }
+        line.push_str(&piece);
+    }
+    let _ = writeln!(o, "{line}");
 }
 
 /// The block for one interval; `clock` is the wall-clock time to head it.
@@ -44,13 +95,9 @@ pub fn interval_text(
     } else {
         String::new()
     };
-    let _ = writeln!(
-        o,
-        "{clock}  {} writes over {} ms{head}",
-        s.stalls,
-        crate::num::fmt(threshold_ns as f64 / 1e6),
-    );
+    let _ = writeln!(o, "{clock}  {}{head}", calls_head(s, threshold_ns));
     if s.stalls > 0 {
+        calls_text(&mut o, s);
         causes_text(&mut o, s);
     }
     throttling_text(&mut o, s, page_size);
@@ -66,13 +113,13 @@ pub fn interval_text(
     o
 }
 
-/// Where the interval's stalled writes spent their time, and where blocked ones
+/// Where the interval's slow calls spent their time, and where blocked ones
 /// waited.
 fn causes_text(o: &mut String, s: &IntervalSummary) {
     let _ = writeln!(
         o,
         "  {:<19} {:>6} {:>10} {:>6} {:>9} {:>9}",
-        "where the time went", "writes", "total ms", "share", "p99 ms", "max ms"
+        "where the time went", "calls", "total ms", "share", "p99 ms", "max ms"
     );
     for r in &s.causes {
         let (p99, max) = if r.writes > 0 {
@@ -182,6 +229,7 @@ pub fn stall_json(line: &StallLine) -> String {
     let mut v = serde_json::to_value(line).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
         m.insert("type".into(), "stall".into());
+        m.insert("format".into(), JSON_FORMAT.into());
     }
     format!("{v}\n")
 }
@@ -191,9 +239,51 @@ pub fn interval_json(s: &IntervalSummary, unix_time: f64) -> String {
     let mut v = serde_json::to_value(s).unwrap_or_default();
     if let Some(m) = v.as_object_mut() {
         m.insert("type".into(), "interval".into());
+        m.insert("format".into(), JSON_FORMAT.into());
         m.insert("time".into(), unix_time.into());
     }
     format!("{v}\n")
+}
+
+/// The header of `--each`.
+pub fn each_header() -> String {
+    format!(
+        "{:<12} {:<16} {:>7} {:<15} {:>9} {:>9}  {:<17} {}\n",
+        "TIME", "COMM", "PID", "CALL", "BYTES", "LAT(ms)", "CAUSE", "FILE"
+    )
+}
+
+/// What a read waited behind at its device: "; behind 12.0 MiB of writes
+/// queued (dirtied there by dd (4242))".
+fn queue_text(l: &StallLine) -> String {
+    if l.queued_write_bytes == 0 {
+        return String::new();
+    }
+    let by = if l.writers_there.is_empty() {
+        String::new()
+    } else {
+        format!(" (dirtied there by {})", shown(&l.writers_there.join(", ")))
+    };
+    format!(
+        "; behind {} of writes queued{by}",
+        human_bytes(l.queued_write_bytes)
+    )
+}
+
+/// One slow call as `--each` prints it; `clock` is when it ended.
+pub fn each_line(clock: &str, l: &StallLine) -> String {
+    format!(
+        "{:<12} {:<16} {:>7} {:<15} {:>9} {:>9.1}  {:<17} {}{}\n",
+        clock,
+        cut(&l.comm, 16),
+        l.pid,
+        cut(&l.call, 15),
+        l.bytes,
+        l.dur_ns as f64 / 1e6,
+        l.main_cause.label(),
+        shown(&l.file),
+        queue_text(l)
+    )
 }
 
 #[cfg(test)]
@@ -206,6 +296,9 @@ mod tests {
             end_ns: 0,
             seconds: 1.0,
             stalls: 2,
+            by_call: [("fsync".to_string(), 1), ("write".to_string(), 1)]
+                .into_iter()
+                .collect(),
             stall_ns: 60_000_000,
             p99_ns: 40_000_000,
             max_ns: 40_000_000,
@@ -259,13 +352,54 @@ mod tests {
         assert!(text.contains("dirty throttle"));
         assert!(text.contains("FIFO 45"));
         assert!(text.contains("dirty 48.0 MiB, setpoint 56.0, limit 64.0"));
-        assert!(text.contains("2 writes over 10 ms: 60.0 ms in all, p99 40.0, max 40.0 ms"));
+        assert!(text.contains("2 slow calls over 10 ms: 60.0 ms in all, p99 40.0, max 40.0 ms"));
+        assert!(text.contains("\n  calls: fsync 1, write 1\n"), "{text}");
+    }
+
+    #[test]
+    fn each_line_names_the_call_and_shows_no_control_character() {
+        let l = StallLine {
+            tgid: 9,
+            pid: 10,
+            comm: "evil\x1b[2J\u{202E}".into(),
+            cgroup: "/".into(),
+            call: "page fault".into(),
+            fd: -1,
+            file: "/mnt/x\ny".into(),
+            bytes: 0,
+            start_ns: 0,
+            dur_ns: 86_400_000,
+            main_cause: Cause::DirtyThrottle,
+            throttle_ns: 86_000_000,
+            wbwait_ns: 0,
+            blocked_ns: 0,
+            runq_ns: 0,
+            on_cpu_ns: 400_000,
+            pauses: 1,
+            blocked_in: vec![],
+            queued_write_bytes: 0,
+            queued_read_bytes: 0,
+            writers_there: vec![],
+        };
+        let text = each_line("02:33:02.123", &l);
+        assert_eq!(text.lines().count(), 1);
+        assert!(!text.trim_end().chars().any(char::is_control), "{text:?}");
+        assert!(!text.contains('\u{202E}'), "{text:?}");
+        assert!(text.contains("page fault"), "{text}");
+        assert!(text.contains("86.4  dirty throttle"), "{text}");
+        assert!(text.contains("/mnt/x?y"), "{text}");
+        assert_eq!(
+            each_header().find("LAT(ms)").map(|i| i + 7),
+            text.find("86.4").map(|i| i + 4),
+            "the latency is right-aligned under its heading"
+        );
     }
 
     #[test]
     fn json_lines_carry_their_type() {
         let v: serde_json::Value = serde_json::from_str(&interval_json(&summary(), 1.5)).unwrap();
         assert_eq!(v["type"], "interval");
+        assert_eq!(v["format"], JSON_FORMAT);
         assert_eq!(v["causes"][0]["cause"], "dirty_throttle");
         assert_eq!(v["dirtiers"][0]["tgid"], 4242);
     }

@@ -82,15 +82,22 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 
 /// The local wall-clock time as HH:MM:SS (the time zone from the environment).
 pub fn local_hms() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() as libc::time_t)
-        .unwrap_or(0);
+    local_hms_at(unix_time_s().floor() as libc::time_t)
+}
+
+/// A Unix time as local HH:MM:SS.mmm.
+pub fn local_hms_ms(unix_s: f64) -> String {
+    let whole = unix_s.floor();
+    let ms = (((unix_s - whole) * 1000.0).floor() as u32).min(999);
+    format!("{}.{ms:03}", local_hms_at(whole as libc::time_t))
+}
+
+fn local_hms_at(t: libc::time_t) -> String {
     // SAFETY: an all-zero tm is valid output storage; localtime_r is thread-safe.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };
     // SAFETY: both pointers are valid for the call.
-    if unsafe { libc::localtime_r(&now, &mut tm) }.is_null() {
-        return rfc3339_utc(now as f64)[11..19].to_string();
+    if unsafe { libc::localtime_r(&t, &mut tm) }.is_null() {
+        return rfc3339_utc(t as f64)[11..19].to_string();
     }
     format!("{:02}:{:02}:{:02}", tm.tm_hour, tm.tm_min, tm.tm_sec)
 }
@@ -104,6 +111,15 @@ mod tests {
         assert_eq!(rfc3339_utc(0.0), "1970-01-01T00:00:00Z");
         assert_eq!(rfc3339_utc(951_782_400.0), "2000-02-29T00:00:00Z");
         assert_eq!(rfc3339_utc(1_795_342_800.5), "2026-11-22T10:20:00Z");
+    }
+
+    #[test]
+    fn milliseconds_follow_the_seconds() {
+        let t = 1_795_342_800.25;
+        let s = local_hms_ms(t);
+        assert_eq!(s.len(), 12, "{s}");
+        assert!(s.ends_with(".250"), "{s}");
+        assert_eq!(&s[..8], local_hms_at(t as libc::time_t));
     }
 
     #[test]

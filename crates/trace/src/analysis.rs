@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 use oslab_model::trace::{Bandwidth, BlockerRow, Cause, CauseRow, FlushReason, FlushRow};
 
 use crate::records::{
-    Dirtier, FlushPass, Limits, OffCpu, Pause, Switch, SwitchCounts, Wakeup, WriteCall,
+    DirtiedFile, Dirtier, FlushPass, Limits, OffCpu, Pause, Switch, SwitchCounts, Wakeup, WriteCall,
 };
 
 /// What a traced run kept: every record, the kernel-side counters, and how many
@@ -36,6 +36,10 @@ pub struct Captured {
     pub dirtiers: Vec<Dirtier>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub counts: Vec<SwitchCounts>,
+    /// Each (process, file) pair the first time the process dirtied the file
+    /// (with `per_file`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<DirtiedFile>,
     pub lost: u64,
     pub undecoded: u64,
     /// The kernel's tick rate, to turn jiffies into time.
@@ -62,6 +66,7 @@ impl Default for Captured {
             wakeups: Vec::new(),
             dirtiers: Vec::new(),
             counts: Vec::new(),
+            files: Vec::new(),
             lost: 0,
             undecoded: 0,
             hz: 0,
@@ -369,6 +374,8 @@ mod tests {
             runq_ns: runq,
             pauses: u32::from(throttle > 0),
             prio: 44,
+
+            ..WriteCall::default()
         }
     }
 

@@ -20,7 +20,7 @@ pub const EV_FILE: u32 = 9;
 
 /// The byte sizes pinned by `_Static_assert` in events.h.
 pub const SIZES: [(u32, usize); 9] = [
-    (EV_WRITE, 104),
+    (EV_WRITE, 200),
     (EV_PAUSE, 184),
     (EV_BANDWIDTH, 104),
     (EV_FLUSH, 96),
@@ -59,9 +59,10 @@ impl<'a> Fields<'a> {
     fn i64(&mut self) -> i64 {
         i64::from_ne_bytes(self.take())
     }
-    fn name(&mut self) -> String {
-        let raw: [u8; NAME_LEN] = self.take();
-        let end = raw.iter().position(|&b| b == 0).unwrap_or(NAME_LEN);
+    /// A NUL-padded name of N bytes.
+    fn name<const N: usize>(&mut self) -> String {
+        let raw: [u8; N] = self.take();
+        let end = raw.iter().position(|&b| b == 0).unwrap_or(N);
         String::from_utf8_lossy(&raw[..end]).into_owned()
     }
 }
@@ -122,6 +123,14 @@ fn write_call(f: &mut Fields) -> Event {
         runq_ns: f.u64(),
         pauses: f.u32(),
         prio: f.i32(),
+        cgroup_id: f.u64(),
+        memcg_id: f.u64(),
+        dev: f.u64(),
+        ino: f.u64(),
+        comm: f.name::<16>(),
+        file_name: f.name::<32>(),
+        queued_write_bytes: f.u64(),
+        queued_read_bytes: f.u64(),
     })
 }
 
@@ -185,7 +194,7 @@ fn bandwidth(f: &mut Fields, ts: u64) -> Event {
     Event::Bandwidth(Bandwidth {
         ts_ns: ts,
         bdi_id: f.u64(),
-        bdi: f.name(),
+        bdi: f.name::<NAME_LEN>(),
         write_bw: f.u64(),
         avg_write_bw: f.u64(),
         dirty_rate: f.u64(),
@@ -197,7 +206,7 @@ fn bandwidth(f: &mut Fields, ts: u64) -> Event {
 
 fn flush(f: &mut Fields, ts: u64) -> Event {
     let bdi_id = f.u64();
-    let bdi = f.name();
+    let bdi = f.name::<NAME_LEN>();
     let start_ns = f.u64();
     let pages = f.u64();
     let avg_write_bw = f.u64();
@@ -278,10 +287,21 @@ pub fn user_dev(kernel_dev: u64) -> u64 {
     libc::makedev(major, minor)
 }
 
-/// The write-like calls the program watches, by this architecture's numbers.
+/// Not a system call: a page fault on a file's mapping (events.h).
+pub const CALL_PAGE_FAULT: u32 = 0x10000;
+
+/// The calls the program watches, by this architecture's numbers.
 pub fn syscall_name(sysno: u32) -> &'static str {
+    if sysno == CALL_PAGE_FAULT {
+        return "page fault";
+    }
     #[cfg(target_arch = "x86_64")]
     let table: &[(u32, &str)] = &[
+        (0, "read"),
+        (17, "pread64"),
+        (19, "readv"),
+        (295, "preadv"),
+        (327, "preadv2"),
         (1, "write"),
         (18, "pwrite64"),
         (20, "writev"),
@@ -294,6 +314,11 @@ pub fn syscall_name(sysno: u32) -> &'static str {
     ];
     #[cfg(target_arch = "aarch64")]
     let table: &[(u32, &str)] = &[
+        (63, "read"),
+        (65, "readv"),
+        (67, "pread64"),
+        (69, "preadv"),
+        (286, "preadv2"),
         (64, "write"),
         (66, "writev"),
         (68, "pwrite64"),
@@ -335,7 +360,7 @@ mod tests {
 
     #[test]
     fn a_write_record_reads_back_field_by_field() {
-        let mut v = header(EV_WRITE, 104);
+        let mut v = header(EV_WRITE, 136);
         push32(&mut v, 10);
         push32(&mut v, 9);
         push32(&mut v, 1);
@@ -345,7 +370,17 @@ mod tests {
         }
         push32(&mut v, 2);
         push32(&mut v, 44);
-        assert_eq!(v.len(), 104);
+        // cgroup, memory cgroup, device (8:1 in the kernel's encoding), inode
+        for x in [77u64, 78, (8 << 20) | 1, 12] {
+            push64(&mut v, x);
+        }
+        v.extend_from_slice(b"dd\0\0\0\0\0\0\0\0\0\0\0\0\0\0");
+        let mut name = [0u8; 32];
+        name[..5].copy_from_slice(b"x.dat");
+        v.extend_from_slice(&name);
+        push64(&mut v, 3 << 20);
+        push64(&mut v, 4096);
+        assert_eq!(v.len(), 200);
         let Some(Event::Write(w)) = decode(&v) else {
             panic!("not a write")
         };
@@ -356,8 +391,13 @@ mod tests {
         assert_eq!((w.start_ns, w.dur_ns, w.throttle_ns), (1000, 250, 100));
         assert_eq!((w.wbwait_ns, w.blocked_ns, w.runq_ns), (20, 10, 5));
         assert_eq!((w.pauses, w.prio), (2, 44));
+        assert_eq!((w.cgroup_id, w.memcg_id, w.ino), (77, 78, 12));
+        assert_eq!((w.comm.as_str(), w.file_name.as_str()), ("dd", "x.dat"));
+        assert_eq!((w.queued_write_bytes, w.queued_read_bytes), (3 << 20, 4096));
+        assert_eq!(user_dev(w.dev), libc::makedev(8, 1));
         #[cfg(target_arch = "x86_64")]
         assert_eq!(w.call, "write");
+        assert_eq!(syscall_name(CALL_PAGE_FAULT), "page fault");
     }
 
     #[test]

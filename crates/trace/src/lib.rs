@@ -21,6 +21,7 @@
 pub mod analysis;
 pub mod chrome;
 pub mod decode;
+pub mod folded;
 #[cfg(oslab_bpf)]
 mod live;
 pub mod records;
@@ -82,6 +83,9 @@ pub struct WritebackOptions {
     /// Report each (process, file) pair the first time the process dirties the
     /// file ([`records::DirtiedFile`]).
     pub per_file: bool,
+    /// Watch reads and page faults on files' mappings too, and only calls on
+    /// regular files and block devices (`oslab stalls`).
+    pub file_calls: bool,
 }
 
 impl Default for WritebackOptions {
@@ -92,6 +96,7 @@ impl Default for WritebackOptions {
             write_threshold: Duration::from_millis(10),
             stack_threshold: Duration::from_millis(1),
             per_file: false,
+            file_calls: false,
         }
     }
 }
@@ -126,6 +131,8 @@ pub struct Tracer {
     events: Receiver<Event>,
     thread: Option<JoinHandle<()>>,
     symbols: Option<oslab_sys::parse::kallsyms::Kallsyms>,
+    /// What could not be traced on this kernel, one sentence each.
+    pub limits: Vec<String>,
 }
 
 impl Tracer {
@@ -158,12 +165,14 @@ impl Tracer {
         cmds: Sender<Cmd>,
         events: Receiver<Event>,
         thread: JoinHandle<()>,
+        limits: Vec<String>,
     ) -> Tracer {
         Tracer {
             cmds,
             events,
             thread: Some(thread),
             symbols: None,
+            limits,
         }
     }
 
@@ -261,7 +270,7 @@ impl Tracer {
             Event::Limits(l) => into.limits.push(l),
             Event::Switch(s) => into.switches.push(s),
             Event::Wakeup(w) => into.wakeups.push(w),
-            Event::File(_) => {}
+            Event::File(f) => into.files.push(f),
         }
     }
 

@@ -72,7 +72,7 @@ fn failure(what: &str, e: impl std::fmt::Display) -> String {
 /// Runs `body` on its own thread; returns once it reported its programs loaded.
 fn spawn<F>(name: &str, body: F) -> Result<Tracer, TraceError>
 where
-    F: FnOnce(Receiver<Cmd>, Sender<Event>, Sender<Result<(), String>>) + Send + 'static,
+    F: FnOnce(Receiver<Cmd>, Sender<Event>, Sender<Result<Vec<String>, String>>) + Send + 'static,
 {
     capture_libbpf_log();
     let (cmd_tx, cmd_rx) = channel();
@@ -83,7 +83,7 @@ where
         .spawn(move || body(cmd_rx, ev_tx, ready_tx))
         .map_err(|e| TraceError::Failed(format!("starting the tracer thread: {e}")))?;
     match ready_rx.recv() {
-        Ok(Ok(())) => Ok(Tracer::from_parts(cmd_tx, ev_rx, thread)),
+        Ok(Ok(limits)) => Ok(Tracer::from_parts(cmd_tx, ev_rx, thread, limits)),
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(TraceError::Failed(e))
@@ -106,7 +106,8 @@ fn add_watched(map: &dyn MapCore, tgid: u32) -> Result<(), String> {
 /// until told to stop. `counters` reads the kernel-side maps, given how many
 /// records could not be read.
 fn drive(
-    ready: Sender<Result<(), String>>,
+    ready: Sender<Result<Vec<String>, String>>,
+    limits: Vec<String>,
     cmds: Receiver<Cmd>,
     events: Sender<Event>,
     ring_map: &dyn MapCore,
@@ -140,7 +141,7 @@ fn drive(
             return;
         }
     };
-    let _ = ready.send(Ok(()));
+    let _ = ready.send(Ok(limits));
     loop {
         // The programs never wake the reader (BPF_RB_NO_WAKEUP): drain on a timer,
         // and at once when asked.
@@ -202,6 +203,7 @@ fn dirtiers(map: &dyn MapCore) -> Vec<Dirtier> {
             prio: u32_at(36) as i32,
             rt_priority: u32_at(40),
             comm: String::from_utf8_lossy(&v[48..48 + comm_end]).into_owned(),
+            memcg_id: if v.len() >= 72 { u64_at(64) } else { 0 },
         });
     }
     out.sort_by(|a, b| b.pages.cmp(&a.pages).then(a.tgid.cmp(&b.tgid)));
@@ -211,6 +213,7 @@ fn dirtiers(map: &dyn MapCore) -> Vec<Dirtier> {
 fn load_writeback<'o>(
     storage: &'o mut MaybeUninit<libbpf_rs::OpenObject>,
     opts: &WritebackOptions,
+    faults: bool,
 ) -> Result<writeback_skel::WritebackSkel<'o>, String> {
     let mut open = WritebackSkelBuilder::default()
         .open(storage)
@@ -225,6 +228,16 @@ fn load_writeback<'o>(
     rodata.write_threshold_ns = opts.write_threshold.as_nanos() as u64;
     rodata.stack_threshold_ns = opts.stack_threshold.as_nanos() as u64;
     rodata.per_file = opts.per_file;
+    rodata.file_calls = opts.file_calls;
+    if !faults {
+        open.progs.on_fault.set_autoload(false);
+    }
+    if !opts.file_calls {
+        // the device queue is only read for reads
+        open.progs.on_rq_issue.set_autoload(false);
+        open.progs.on_rq_complete.set_autoload(false);
+        open.progs.on_rq_requeue.set_autoload(false);
+    }
     match bdp_args() {
         Some(8) => open.progs.on_pause_args.set_autoload(false),
         Some(12) => open.progs.on_pause.set_autoload(false),
@@ -249,12 +262,26 @@ fn load_writeback<'o>(
 pub(crate) fn start_writeback(opts: WritebackOptions) -> Result<Tracer, TraceError> {
     spawn("oslab-trace-wb", move |cmds, events, ready| {
         let mut storage = MaybeUninit::uninit();
-        match load_writeback(&mut storage, &opts) {
+        let mut second = MaybeUninit::uninit();
+        let mut limits = Vec::new();
+        let loaded = match load_writeback(&mut storage, &opts, opts.file_calls) {
+            Err(e) if opts.file_calls => {
+                // page_fault_user is x86's: elsewhere everything but page
+                // faults is still traced.
+                limits.push(format!(
+                    "page faults are not traced on this kernel ({e}): stores through a mapping show only as dirtied pages"
+                ));
+                load_writeback(&mut second, &opts, false)
+            }
+            other => other,
+        };
+        match loaded {
             Err(e) => {
                 let _ = ready.send(Err(e));
             }
             Ok(skel) => drive(
                 ready,
+                limits,
                 cmds,
                 events,
                 &skel.maps.events,
@@ -324,6 +351,7 @@ pub(crate) fn start_sched(opts: SchedOptions) -> Result<Tracer, TraceError> {
             }
             Ok(skel) => drive(
                 ready,
+                Vec::new(),
                 cmds,
                 events,
                 &skel.maps.events,

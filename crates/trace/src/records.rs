@@ -5,8 +5,8 @@
 use oslab_model::trace::{Bandwidth, Cause, FlushReason};
 use serde::{Deserialize, Serialize};
 
-/// A watched write-like system call and where its time went off the CPU.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A watched system call (or page fault) and where its time went off the CPU.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WriteCall {
     pub pid: u32,
     pub tgid: u32,
@@ -27,6 +27,29 @@ pub struct WriteCall {
     /// balance_dirty_pages decisions with a pause during the call.
     pub pauses: u32,
     pub prio: i32,
+    /// The caller's cgroup v2 id and its memory cgroup's id (kernfs ids: the
+    /// inode numbers of their directories); 0 where not recorded.
+    #[serde(default)]
+    pub cgroup_id: u64,
+    #[serde(default)]
+    pub memcg_id: u64,
+    /// The file's device (the kernel's encoding) and inode; 0 where unknown.
+    #[serde(default)]
+    pub dev: u64,
+    #[serde(default)]
+    pub ino: u64,
+    /// The thread's name when the call ended.
+    #[serde(default)]
+    pub comm: String,
+    /// The file's last path component, where the call named a descriptor.
+    #[serde(default)]
+    pub file_name: String,
+    /// For a read that blocked: the most bytes of writes, and of reads, queued
+    /// at its file's device when it went to sleep.
+    #[serde(default)]
+    pub queued_write_bytes: u64,
+    #[serde(default)]
+    pub queued_read_bytes: u64,
 }
 
 impl WriteCall {
@@ -180,6 +203,9 @@ pub struct Dirtier {
     pub policy: u32,
     pub prio: i32,
     pub rt_priority: u32,
+    /// Its memory cgroup's id (v1 or v2; 0 where unknown).
+    #[serde(default)]
+    pub memcg_id: u64,
 }
 
 /// Per thread, switches as getrusage() counts them and time on the CPU.
@@ -332,6 +358,7 @@ pub(crate) mod tests {
             runq_ns: 50,
             pauses: 1,
             prio: 120,
+            ..WriteCall::default()
         };
         assert_eq!(w.on_cpu_ns(), 200);
         assert_eq!(w.end_ns(), 1100);

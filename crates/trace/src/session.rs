@@ -5,11 +5,14 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use oslab_sys::cgroup_names::CgroupNames;
 use oslab_sys::clock::monotonic_ns;
 use oslab_sys::fsread::Root;
 use oslab_sys::pidinfo;
 
 use crate::analysis::{Captured, hz_from_pauses};
+use crate::decode::user_dev;
+use crate::records::WriteCall;
 use crate::stalls::{Interval, ProcessInfo, dirtied_since, stall_lines, summarize};
 use crate::{TraceError, Tracer, WritebackOptions};
 use oslab_model::trace::{IntervalSummary, StallLine};
@@ -25,6 +28,8 @@ pub struct StallsOptions {
     pub top: usize,
     /// Name the threads of the slow calls (for a trace file).
     pub name_threads: bool,
+    /// Keep oslab's own calls and dirtied pages.
+    pub include_self: bool,
 }
 
 /// One interval: its summary, its slow calls and the records behind them.
@@ -37,6 +42,9 @@ pub struct Tick {
     pub page_size: u64,
     /// The name of each thread of `lines`, with `name_threads`.
     pub thread_names: HashMap<u32, String>,
+    /// Blocked stretches of this interval and the one before, where the
+    /// stretches of `lines` are (a call may end an interval after it blocked).
+    pub stacks: Vec<crate::records::OffCpu>,
 }
 
 /// A running session.
@@ -49,7 +57,13 @@ pub struct StallsSession {
     known_hz: Option<u32>,
     page_size: u64,
     names: HashMap<u32, ProcessInfo>,
+    cgroups: CgroupNames,
     pages_before: HashMap<u32, u64>,
+    /// Per device (user-space encoding), the processes that dirtied files on it
+    /// since tracing began.
+    dirtied_on: HashMap<u64, std::collections::BTreeSet<u32>>,
+    /// The previous interval's blocked stretches.
+    recent_offcpu: Vec<crate::records::OffCpu>,
 }
 
 impl StallsSession {
@@ -57,6 +71,7 @@ impl StallsSession {
     pub fn start(options: StallsOptions) -> Result<StallsSession, TraceError> {
         let tracer = Tracer::writeback(&options.tracing)?;
         let root = Root::live();
+        let cgroups = CgroupNames::live(&root);
         let release = root
             .read_trim("/proc/sys/kernel/osrelease")
             .unwrap_or_default();
@@ -67,11 +82,14 @@ impl StallsSession {
             tracer,
             options,
             own: std::process::id(),
-            root,
             known_hz,
             page_size: oslab_sys::machine::page_size(),
             names: HashMap::new(),
+            cgroups,
+            root,
             pages_before: HashMap::new(),
+            dirtied_on: HashMap::new(),
+            recent_offcpu: Vec::new(),
         })
     }
 
@@ -98,6 +116,11 @@ impl StallsSession {
         }
     }
 
+    /// What this kernel could not trace, one sentence each.
+    pub fn limits(&self) -> &[String] {
+        &self.tracer.limits
+    }
+
     /// Stops the tracer; how many kernel records were lost in all.
     pub fn stop(self) -> u64 {
         self.tracer.stop().1.lost
@@ -105,27 +128,32 @@ impl StallsSession {
 
     /// The interval that ends now.
     fn tick(&mut self, step: u64) -> Tick {
+        // The snapshot drains the ring buffer first, so the records of a command
+        // that has just ended are in this interval, not lost with the next.
+        let mut snap = self.tracer.snapshot();
         let mut cap = Captured::default();
         self.tracer.collect(&mut cap);
-        let snap = self.tracer.snapshot();
-        cap.writes.retain(|w| w.tgid != self.own);
-        cap.offcpu.retain(|o| o.tgid != self.own);
+        if !self.options.include_self {
+            cap.writes.retain(|w| w.tgid != self.own);
+            cap.offcpu.retain(|o| o.tgid != self.own);
+            snap.dirtiers.retain(|d| d.tgid != self.own);
+        }
         let hz = self
             .known_hz
             .or_else(|| hz_from_pauses(&cap.pauses))
             .unwrap_or(0);
-        let tgids: Vec<u32> = cap
+        let seen: Vec<(u32, u64, u64, &str)> = cap
             .writes
             .iter()
-            .map(|w| w.tgid)
-            .chain(snap.dirtiers.iter().map(|d| d.tgid))
+            .map(|w| (w.tgid, w.cgroup_id, w.memcg_id, w.comm.as_str()))
+            .chain(
+                snap.dirtiers
+                    .iter()
+                    .map(|d| (d.tgid, d.cgroup_id, d.memcg_id, d.comm.as_str())),
+            )
             .collect();
-        for tgid in tgids {
-            let root = &self.root;
-            self.names.entry(tgid).or_insert_with(|| ProcessInfo {
-                comm: pidinfo::comm(root, tgid).unwrap_or_default(),
-                cgroup: pidinfo::cgroup(root, tgid).unwrap_or_else(|| "?".into()),
-            });
+        for (tgid, cgroup_id, memcg_id, recorded) in seen {
+            self.learn(tgid, cgroup_id, memcg_id, recorded);
         }
         let info =
             |tgid: u32| -> ProcessInfo { self.names.get(&tgid).cloned().unwrap_or_default() };
@@ -144,8 +172,23 @@ impl StallsSession {
             page_size: self.page_size,
         };
         let summary = summarize(&iv, &dirtied, &info, self.options.top);
-        let lines = stall_lines(&cap.writes, &cap.offcpu, &info);
+        let root = &self.root;
+        let file = |w: &WriteCall| file_name(root, w);
+        // A call's blocked stretches may have been drained an interval before
+        // the call ended (a long fault): match against both intervals'.
+        let mut stacks = std::mem::take(&mut self.recent_offcpu);
+        stacks.extend(cap.offcpu.iter().cloned());
+        let mut lines = stall_lines(&cap.writes, &stacks, &info, &file);
         self.pages_before = snap.dirtiers.iter().map(|d| (d.tgid, d.pages)).collect();
+        for f in &cap.files {
+            self.dirtied_on.entry(f.dev).or_default().insert(f.tgid);
+        }
+        for (line, w) in lines.iter_mut().zip(&cap.writes) {
+            if w.queued_write_bytes > 0 {
+                line.writers_there = self.writers_on(user_dev(w.dev), w.tgid);
+            }
+        }
+        self.recent_offcpu = cap.offcpu.clone();
         let thread_names = if self.options.name_threads {
             self.thread_names(&lines)
         } else {
@@ -158,7 +201,45 @@ impl StallsSession {
             hz,
             page_size: self.page_size,
             thread_names,
+            stacks,
         }
+    }
+
+    /// Who dirtied files on device `dev`, other than `reader`, as "comm (pid)",
+    /// the most pages dirtied first.
+    fn writers_on(&self, dev: u64, reader: u32) -> Vec<String> {
+        let Some(tgids) = self.dirtied_on.get(&dev) else {
+            return Vec::new();
+        };
+        let pages = |t: u32| self.pages_before.get(&t).copied().unwrap_or(0);
+        let mut ranked: Vec<u32> = tgids
+            .iter()
+            .copied()
+            .filter(|&t| t != reader && (self.options.include_self || t != self.own))
+            .collect();
+        ranked.sort_by(|a, b| pages(*b).cmp(&pages(*a)).then(a.cmp(b)));
+        ranked
+            .into_iter()
+            .take(5)
+            .map(|t| {
+                let comm = self.names.get(&t).map_or("?", |p| p.comm.as_str());
+                format!("{comm} ({t})")
+            })
+            .collect()
+    }
+
+    /// Names a process the first time a record mentions it: from /proc while it
+    /// runs, else from what the kernel recorded.
+    fn learn(&mut self, tgid: u32, cgroup_id: u64, memcg_id: u64, recorded_comm: &str) {
+        if self.names.contains_key(&tgid) {
+            return;
+        }
+        let comm = pidinfo::comm(&self.root, tgid).unwrap_or_else(|| recorded_comm.to_string());
+        let cgroup = match self.cgroups.name(cgroup_id, memcg_id) {
+            Ok(name) => name,
+            Err(why) => pidinfo::cgroup(&self.root, tgid).unwrap_or_else(|| format!("- ({why})")),
+        };
+        self.names.insert(tgid, ProcessInfo { comm, cgroup });
     }
 
     /// Each slow call's thread by its name now (its process's where it is gone).
@@ -171,6 +252,32 @@ impl StallsSession {
             })
             .collect()
     }
+}
+
+/// A call's file: its path where the process still has it open (or mapped),
+/// else its device and inode, else its descriptor.
+fn file_name(root: &Root, w: &WriteCall) -> String {
+    if w.ino == 0 {
+        return if w.fd >= 0 {
+            format!("fd {}", w.fd)
+        } else {
+            "-".to_string()
+        };
+    }
+    let dev = user_dev(w.dev);
+    pidinfo::file_path(root, w.tgid, w.fd, dev, w.ino).unwrap_or_else(|| {
+        let place = format!(
+            "dev {}:{} inode {}",
+            libc::major(dev),
+            libc::minor(dev),
+            w.ino
+        );
+        if w.file_name.is_empty() {
+            place
+        } else {
+            format!("{} ({place})", w.file_name)
+        }
+    })
 }
 
 /// Sleeps until `target` (CLOCK_MONOTONIC ns), looking at `ended` every 20 ms;

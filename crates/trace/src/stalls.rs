@@ -53,20 +53,32 @@ pub fn dirtied_since(before: &HashMap<u32, u64>, now: &[Dirtier]) -> Vec<(Dirtie
     out
 }
 
-/// The stall lines of an interval, with where blocked stretches waited.
+/// The stall lines of an interval, with where blocked stretches waited;
+/// `file` names each call's file.
 pub fn stall_lines(
     writes: &[WriteCall],
     offcpu: &[OffCpu],
     info: &dyn Fn(u32) -> ProcessInfo,
+    file: &dyn Fn(&WriteCall) -> String,
 ) -> Vec<StallLine> {
     writes
         .iter()
-        .map(|w| StallLine {
+        .map(|w| {
+            let who = info(w.tgid);
+            (w, who)
+        })
+        .map(|(w, who)| StallLine {
             tgid: w.tgid,
             pid: w.pid,
-            comm: info(w.tgid).comm,
+            comm: if who.comm.is_empty() {
+                w.comm.clone()
+            } else {
+                who.comm
+            },
+            cgroup: who.cgroup,
             call: w.call.clone(),
             fd: w.fd,
+            file: file(w),
             bytes: w.count,
             start_ns: w.start_ns,
             dur_ns: w.dur_ns,
@@ -82,6 +94,9 @@ pub fn stall_lines(
                 .filter(|o| o.pid == w.pid && o.start_ns >= w.start_ns && o.start_ns < w.end_ns())
                 .map(|o| blocker(&o.stack))
                 .collect(),
+            queued_write_bytes: w.queued_write_bytes,
+            queued_read_bytes: w.queued_read_bytes,
+            writers_there: Vec::new(),
         })
         .collect()
 }
@@ -140,6 +155,10 @@ pub fn summarize(
         end_ns: iv.end_ns,
         seconds: iv.end_ns.saturating_sub(iv.start_ns) as f64 / 1e9,
         stalls: writes.len(),
+        by_call: writes.iter().fold(BTreeMap::new(), |mut m, w| {
+            *m.entry(w.call.clone()).or_insert(0) += 1;
+            m
+        }),
         stall_ns: durs.iter().sum(),
         p99_ns: p99,
         max_ns: durs.last().copied().unwrap_or(0),
@@ -194,6 +213,7 @@ mod tests {
             runq_ns: 0,
             pauses: 1,
             prio: 44,
+            ..WriteCall::default()
         }
     }
 
@@ -208,6 +228,7 @@ mod tests {
             policy,
             prio,
             rt_priority: 0,
+            memcg_id: 0,
         }
     }
 
@@ -288,7 +309,11 @@ mod tests {
         );
         assert_eq!(s.flusher[0].pages, 256);
         assert!(s.throttling.is_none());
-        let lines = stall_lines(&writes, &offcpu, &info);
+        let lines = stall_lines(&writes, &offcpu, &info, &|w| format!("fd {}", w.fd));
+        assert_eq!(
+            (lines[0].file.as_str(), lines[0].cgroup.as_str()),
+            ("fd 3", "/rt")
+        );
         assert_eq!(lines[0].main_cause, Cause::DirtyThrottle);
         assert_eq!(
             lines[0].blocked_in,

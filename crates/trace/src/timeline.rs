@@ -42,6 +42,8 @@ pub fn trace_events(
 fn stall_slice(s: &StallLine) -> TraceEvent {
     chrome::slice(&s.call, "stall", s.tgid, s.pid, s.start_ns, s.dur_ns)
         .arg("fd", s.fd)
+        .arg("file", s.file.as_str())
+        .arg("cgroup", s.cgroup.as_str())
         .arg("bytes", s.bytes)
         .arg("main_cause", Cause::label(s.main_cause))
         .arg("throttle_ms", s.throttle_ns as f64 / 1e6)
@@ -49,6 +51,8 @@ fn stall_slice(s: &StallLine) -> TraceEvent {
         .arg("blocked_ms", s.blocked_ns as f64 / 1e6)
         .arg("run_queue_ms", s.runq_ns as f64 / 1e6)
         .arg("on_cpu_ms", s.on_cpu_ns as f64 / 1e6)
+        .arg("queued_write_bytes", s.queued_write_bytes)
+        .arg("writers_there", s.writers_there.join(", "))
 }
 
 /// A pause as a slice on its thread (when it slept), and the dirty counter.
@@ -217,8 +221,10 @@ mod tests {
             tgid: 7,
             pid,
             comm: "writer".into(),
+            cgroup: "/".into(),
             call: "write".into(),
             fd: 3,
+            file: "/f".into(),
             bytes: 4096,
             start_ns: 1_000,
             dur_ns: 50_000_000,
@@ -230,11 +236,15 @@ mod tests {
             on_cpu_ns: 0,
             pauses: 1,
             blocked_in: Vec::new(),
+            queued_write_bytes: 0,
+            queued_read_bytes: 0,
+            writers_there: Vec::new(),
         }
     }
 
     fn tick(lines: Vec<StallLine>) -> Tick {
         Tick {
+            stacks: Vec::new(),
             summary: IntervalSummary::default(),
             thread_names: lines
                 .iter()

@@ -56,10 +56,12 @@ pub enum Command {
     /// Live sar-like view of memory, dirty pages, paging, devices, CPU and context
     /// switches; optionally served in OpenMetrics format for Prometheus
     Watch(watch::WatchArgs),
-    /// Slow writes explained by the kernel (eBPF, root): for every write, pwrite or
-    /// fsync over the threshold, how long it was throttled, waited for write back,
-    /// blocked elsewhere (with the kernel stack) or waited for a CPU; who dirtied
-    /// the pages, what the flusher did and the device's bandwidth estimate
+    /// Slow file calls explained by the kernel (eBPF, root): for every read, write,
+    /// sync or page fault on a file over the threshold, its file and cgroup, how
+    /// long it was throttled, waited for write back, blocked elsewhere (with the
+    /// kernel stack and, for reads, the writes queued at the device) or waited for
+    /// a CPU; who dirtied the pages, what the flusher did and the device's
+    /// bandwidth estimate
     Stalls(stalls::StallsArgs),
     /// Dirty-page write back: the limits the kernel applies, and tuning advice
     #[command(subcommand)]

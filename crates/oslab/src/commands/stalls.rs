@@ -1,4 +1,5 @@
-//! `oslab stalls`: slow writes explained by the kernel, live.
+//! `oslab stalls`: slow file calls (writes, syncs, reads, page faults on a
+//! file's mapping) explained by the kernel, live.
 
 use clap::Args;
 use oslab_arg_values::{duration, seconds, whole};
@@ -10,6 +11,7 @@ use std::time::Duration;
 use oslab_report::stalls as render;
 use oslab_sys::clock::{local_hms, unix_time_s};
 use oslab_sys::signals::{OnParentDeath, child_of_oslab};
+use oslab_trace::folded::Folded;
 use oslab_trace::session::{StallsOptions, StallsSession, Tick};
 use oslab_trace::timeline::TraceStream;
 use oslab_trace::{Watch, WritebackOptions};
@@ -26,9 +28,9 @@ pub struct StallsArgs {
     /// Report calls at least this long, e.g. 10ms, 1.5s (a bare number is ms)
     #[arg(long, value_name = "DURATION", default_value = "10ms", allow_negative_numbers = true, value_parser = duration(0.000_01, 60.0))]
     pub threshold: u64,
-    /// Seconds between summaries (0.1 to 3600)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
-    pub interval: f64,
+    /// Seconds between summaries (0.1 to 3600; default 1, or 0.2 with --each)
+    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
+    pub interval: Option<f64>,
     /// Stop after N intervals
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
     pub count: Option<u64>,
@@ -39,6 +41,17 @@ pub struct StallsArgs {
     /// Write a Chrome/Perfetto trace (real pids and tids, CLOCK_MONOTONIC time) to FILE
     #[arg(long, value_name = "FILE")]
     pub trace: Option<PathBuf>,
+    /// Print one line per slow call (time, command, pid, call, bytes, latency,
+    /// main cause, file) instead of the per-interval tables
+    #[arg(long)]
+    pub each: bool,
+    /// Write the slow calls' off-CPU time as folded stacks (nanoseconds) to
+    /// FILE, or `-` for standard output, for flamegraph.pl, inferno or speedscope
+    #[arg(long, value_name = "FILE")]
+    pub folded: Option<PathBuf>,
+    /// Count oslab's own calls and dirtied pages too
+    #[arg(long)]
+    pub include_self: bool,
     /// Rows per table (dirtiers, blocking places)
     #[arg(long, value_name = "N", default_value_t = 5, allow_negative_numbers = true, value_parser = whole(1, 1000))]
     pub top: u64,
@@ -58,7 +71,11 @@ fn check_args(a: &StallsArgs) -> Result<(), Failure> {
             return Err(Failure::usage(format!("--pid {pid}: no such process")));
         }
     }
-    for (flag, path) in [("--json", &a.json), ("--trace", &a.trace)] {
+    for (flag, path) in [
+        ("--json", &a.json),
+        ("--trace", &a.trace),
+        ("--folded", &a.folded),
+    ] {
         if let Some(p) = path
             && !is_stdout(p)
         {
@@ -67,6 +84,20 @@ fn check_args(a: &StallsArgs) -> Result<(), Failure> {
     }
     if a.trace.as_deref().is_some_and(is_stdout) {
         return Err(Failure::usage("--trace needs a file name"));
+    }
+    let to_stdout = [&a.json, &a.folded]
+        .iter()
+        .filter(|p| p.as_deref().is_some_and(is_stdout))
+        .count();
+    if to_stdout > 1 {
+        return Err(Failure::usage(
+            "only one of --json and --folded can write to standard output (-)",
+        ));
+    }
+    if a.each && to_stdout > 0 {
+        return Err(Failure::usage(
+            "--each prints to standard output: give --json or --folded a file name",
+        ));
     }
     Ok(())
 }
@@ -107,26 +138,39 @@ pub fn run(a: StallsArgs) -> CmdResult {
             all_writes: false,
             write_threshold: Duration::from_nanos(a.threshold),
             stack_threshold: Duration::from_nanos((a.threshold / 10).max(1_000_000)),
-            per_file: false,
+            // who dirtied files on which device, to name whose write back a
+            // slow read waited behind
+            per_file: true,
+            file_calls: true,
         },
-        interval_ns: (a.interval * 1e9) as u64,
+        interval_ns: (interval(&a) * 1e9) as u64,
         count: a.count,
         top: a.top as usize,
         name_threads: a.trace.is_some(),
+        include_self: a.include_self,
     };
     let mut session = StallsSession::start(options).map_err(|e| Failure::runtime(e.to_string()))?;
     let mut sinks = Sinks::open(&a)?;
     eprintln!(
-        "oslab: tracing write, pwrite, writev and fsync calls of {whom} over {} ms, every {} s; Ctrl-C to stop",
+        "oslab: tracing reads, writes, syncs and page faults on files of {whom} over {} ms, every {} s; Ctrl-C to stop",
         a.threshold as f64 / 1e6,
-        a.interval
+        interval(&a)
     );
+    for limit in session.limits() {
+        eprintln!("oslab: {limit}");
+    }
     let mut child = if a.command.is_empty() {
         None
     } else {
         Some(spawn(&a.command)?)
     };
+    // Ctrl-C (with no command to pass it to) ends the last interval and writes
+    // the files, as `perf record` does.
+    crate::guard::finish_on_signal();
     let ended = || {
+        if crate::guard::finish_asked() {
+            return Some(0);
+        }
         let status = child.as_mut()?.try_wait().ok()??;
         Some(crate::child::exit_code(status))
     };
@@ -142,6 +186,10 @@ pub fn run(a: StallsArgs) -> CmdResult {
     Ok(code.unwrap_or(0))
 }
 
+fn interval(a: &StallsArgs) -> f64 {
+    a.interval.unwrap_or(if a.each { 0.2 } else { 1.0 })
+}
+
 /// Who is watched, for the first line.
 fn whom(watch: &Watch, command: &[String]) -> String {
     match watch {
@@ -154,11 +202,14 @@ fn whom(watch: &Watch, command: &[String]) -> String {
     }
 }
 
-/// Where each interval goes: the tables, JSON lines, a trace file.
+/// Where each interval goes: the tables or one line per call, JSON lines, a
+/// trace file, folded stacks.
 struct Sinks {
     tables: bool,
+    each: bool,
     json: Option<Stream>,
     trace: Option<(Stream, TraceStream)>,
+    folded: Option<(Stream, Folded)>,
 }
 
 impl Sinks {
@@ -173,14 +224,37 @@ impl Sinks {
             .as_deref()
             .map(|p| Stream::open(p, "--trace"))
             .transpose()?;
+        let folded = a
+            .folded
+            .as_deref()
+            .map(|p| Stream::open(p, "--folded"))
+            .transpose()?;
+        let stdout_taken = [&a.json, &a.folded]
+            .iter()
+            .any(|p| p.as_deref().is_some_and(is_stdout));
+        if a.each {
+            print(&render::each_header());
+        }
         Ok(Sinks {
-            tables: !a.json.as_deref().is_some_and(is_stdout),
+            tables: !stdout_taken && !a.each,
+            each: a.each,
             json,
             trace: trace.map(|t| (t, TraceStream::default())),
+            folded: folded.map(|f| (f, Folded::default())),
         })
     }
 
     fn write(&mut self, tick: &Tick, threshold: u64) {
+        if self.each {
+            let mut lines: Vec<_> = tick.lines.iter().collect();
+            lines.sort_by_key(|l| l.start_ns + l.dur_ns);
+            for l in lines {
+                print(&render::each_line(&clock_at(l.start_ns + l.dur_ns), l));
+            }
+        }
+        if let Some((_, f)) = self.folded.as_mut() {
+            f.add(&tick.lines, &tick.stacks);
+        }
         if self.tables {
             print(&render::interval_text(
                 &local_hms(),
@@ -213,12 +287,28 @@ impl Sinks {
                 );
             }
         }
+        if let Some((mut out, f)) = self.folded {
+            out.put(&f.text());
+            out.close()?;
+            if let Some(p) = a.folded.as_deref().filter(|p| !is_stdout(p)) {
+                eprintln!(
+                    "oslab: folded stacks written: {} (render with flamegraph.pl or inferno-flamegraph)",
+                    p.display()
+                );
+            }
+        }
         if let Some(j) = self.json {
             j.close()?;
         }
-        if let (Some(p), true) = (&a.json, self.tables) {
+        if let Some(p) = a.json.as_deref().filter(|p| !is_stdout(p)) {
             eprintln!("oslab: JSON lines written: {}", p.display());
         }
         Ok(())
     }
+}
+
+/// The wall-clock time (HH:MM:SS.mmm) of a CLOCK_MONOTONIC instant in the past.
+fn clock_at(monotonic: u64) -> String {
+    let ago = oslab_sys::clock::monotonic_ns().saturating_sub(monotonic) as f64 / 1e9;
+    oslab_sys::clock::local_hms_ms(unix_time_s() - ago)
 }

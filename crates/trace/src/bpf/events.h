@@ -20,6 +20,7 @@
 
 #define MAX_FRAMES 24
 #define BDI_NAME_LEN 32
+#define FILE_NAME_LEN 32
 
 struct ev_header {
 	u32 kind;
@@ -27,9 +28,15 @@ struct ev_header {
 	u64 ts;
 };
 
+/* Not a system call number: a page fault on a file's mapping (the call's
+ * sysno in ev_write). */
+#define CALL_PAGE_FAULT 0x10000
+
 /* A watched system call that wrote or synced (write, pwrite64, writev,
- * pwritev, pwritev2, fsync, fdatasync, sync_file_range, msync), with where
- * its time went while it was off the CPU. */
+ * pwritev, pwritev2, fsync, fdatasync, sync_file_range, msync), with
+ * file_calls also one that read (read, pread64, readv, preadv, preadv2) or a
+ * page fault on a file's mapping, with where its time went while it was off
+ * the CPU. */
 struct ev_write {
 	struct ev_header h;
 	u32 pid;
@@ -46,6 +53,22 @@ struct ev_write {
 	u64 runq_ns;
 	u32 pauses;
 	s32 prio;
+	/* The caller's cgroup (v2, bpf_get_current_cgroup_id) and its memory
+	 * cgroup (v1 or v2): kernfs ids, the inode numbers of their directories. */
+	u64 cgroup_id;
+	u64 memcg_id;
+	/* The file: its device (kernel encoding) and inode; 0 where unknown. */
+	u64 dev;
+	u64 ino;
+	/* The thread's name, kept for a process gone before it is named. */
+	char comm[16];
+	/* The file's name (its last path component) where the call named a
+	 * descriptor, kept for a file closed before it is named. */
+	char fname[FILE_NAME_LEN];
+	/* For a read that blocked: the most bytes of writes, and of reads,
+	 * queued at its file's device when it went to sleep. */
+	u64 queued_write_bytes;
+	u64 queued_read_bytes;
 };
 
 /* balance_dirty_pages: one decision, pause > 0 means the task then slept. */
@@ -157,7 +180,7 @@ struct ev_file {
 
 _Static_assert(sizeof(struct ev_header) == 16, "ev_header");
 _Static_assert(sizeof(struct ev_file) == 48, "ev_file");
-_Static_assert(sizeof(struct ev_write) == 104, "ev_write");
+_Static_assert(sizeof(struct ev_write) == 200, "ev_write");
 _Static_assert(sizeof(struct ev_pause) == 184, "ev_pause");
 _Static_assert(sizeof(struct ev_bandwidth) == 104, "ev_bandwidth");
 _Static_assert(sizeof(struct ev_flush) == 96, "ev_flush");

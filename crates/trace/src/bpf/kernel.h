@@ -61,6 +61,8 @@ struct task_struct {
 	int nr_dirtied;
 	int nr_dirtied_pause;
 	unsigned long dirty_paused_when;
+	struct files_struct *files;
+	struct css_set *cgroups;
 } OSLAB_CORE;
 
 struct backing_dev_info {
@@ -103,9 +105,68 @@ struct super_block {
 } OSLAB_CORE;
 
 struct inode {
+	unsigned short i_mode;
+	dev_t i_rdev;
 	struct super_block *i_sb;
 	unsigned long i_ino;
 } OSLAB_CORE;
+
+struct qstr {
+	const unsigned char *name;
+} OSLAB_CORE;
+
+struct dentry {
+	struct qstr d_name;
+} OSLAB_CORE;
+
+struct path {
+	struct dentry *dentry;
+} OSLAB_CORE;
+
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
+} OSLAB_CORE;
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} OSLAB_CORE;
+
+struct files_struct {
+	struct fdtable *fdt;
+} OSLAB_CORE;
+
+struct block_device {
+	dev_t bd_dev;
+} OSLAB_CORE;
+
+struct request {
+	unsigned int cmd_flags;
+	unsigned int __data_len;
+	struct block_device *part;
+} OSLAB_CORE;
+
+struct kernfs_node {
+	u64 id;
+} OSLAB_CORE;
+
+struct cgroup {
+	struct kernfs_node *kn;
+} OSLAB_CORE;
+
+struct cgroup_subsys_state {
+	struct cgroup *cgroup;
+} OSLAB_CORE;
+
+struct css_set {
+	struct cgroup_subsys_state *subsys[16];
+} OSLAB_CORE;
+
+enum cgroup_subsys_id {
+	memory_cgrp_id = 4,
+	CGROUP_SUBSYS_COUNT = 16,
+};
 
 struct address_space {
 	struct inode *host;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (MIT OR GPL-2.0)
 /* Write stalls as the kernel sees them.
  *
- * For every watched write-like system call the program follows its task off
+ * For every watched write-like system call (with file_calls, `oslab stalls`:
+ * also reads and page faults, on files only) the program follows its task off
  * and on the CPU (sched_switch, sched_wakeup) and charges each off-CPU stretch
  * to a cause: a dirty-throttle pause (the task slept right after a
  * balance_dirty_pages decision with pause > 0), a wait on page write back
@@ -21,6 +22,15 @@
 #include <bpf/bpf_core_read.h>
 #include "events.h"
 #include "common.h"
+#include "calls.h"
+#include "files.h"
+#include "device_queue.h"
+
+/* Task states (include/linux/sched.h) after which a task may sleep outside
+ * any call: __TASK_STOPPED, __TASK_TRACED, TASK_FROZEN. */
+#define TASK_STOPPED_BIT 0x0004
+#define TASK_TRACED_BIT 0x0008
+#define TASK_FROZEN_BIT 0x8000
 
 /* Causes of an off-CPU stretch. */
 #define CAUSE_NONE 0
@@ -34,6 +44,9 @@ const volatile u64 write_threshold_ns = 10000000;
 const volatile u64 stack_threshold_ns = 1000000;
 /* Report each (process, file) pair the first time the process dirties the file. */
 const volatile bool per_file = false;
+/* Watch reads and page faults on files' mappings too, and only calls on
+ * regular files and block devices (not pipes, sockets or terminals). */
+const volatile bool file_calls = false;
 
 u64 last_limits_ns = 0;
 
@@ -47,12 +60,20 @@ struct task_state {
 	u64 runq_ns;
 	u64 count;
 	s64 fd;
+	u64 dev;
+	u64 ino;
 	u32 sysno;
 	u32 pauses;
 	u8 off_runnable;
 	u8 off_cause;
 	u8 pending;
 	u8 pad;
+	u64 fault_end;
+	/* run-queue time in an open fault not yet known to be the fault's */
+	u64 fault_runq;
+	u64 queued_write_bytes;
+	u64 queued_read_bytes;
+	char fname[FILE_NAME_LEN];
 	u32 nframes;
 	u64 frames[MAX_FRAMES];
 };
@@ -67,6 +88,7 @@ struct dirtier {
 	u32 rt_priority;
 	u32 pad;
 	char comm[16];
+	u64 memcg_id;
 };
 
 struct {
@@ -107,23 +129,6 @@ struct {
 	__type(value, struct ev_flush);
 } passes SEC(".maps");
 
-static __always_inline bool is_write_call(long id)
-{
-#if defined(__TARGET_ARCH_x86)
-	/* write, msync, writev, pwrite64, fsync, fdatasync, sync_file_range,
-	 * pwritev, pwritev2 */
-	return id == 1 || id == 26 || id == 20 || id == 18 || id == 74 ||
-	       id == 75 || id == 277 || id == 296 || id == 328;
-#elif defined(__TARGET_ARCH_arm64)
-	/* write, writev, pwrite64, pwritev, sync_file_range, fsync, fdatasync,
-	 * msync, pwritev2 */
-	return id == 64 || id == 66 || id == 68 || id == 70 || id == 84 ||
-	       id == 82 || id == 83 || id == 227 || id == 287;
-#else
-	return false;
-#endif
-}
-
 static __always_inline bool is_watched(u32 tgid)
 {
 	return watch_all || in_watched(tgid);
@@ -136,26 +141,10 @@ static __always_inline void bdi_name(char *dst, struct bdi_writeback *wb)
 		bpf_probe_read_kernel_str(dst, BDI_NAME_LEN, bdi->dev_name);
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+static __always_inline void begin(struct task_state *s, u32 call)
 {
-	if (!is_write_call(id))
-		return 0;
-	struct task_struct *t = bpf_get_current_task_btf();
-	if (!is_watched(t->tgid))
-		return 0;
-	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
-		return 0;
 	s->sys_start = bpf_ktime_get_ns();
-	s->sysno = id;
-#if defined(__TARGET_ARCH_x86)
-	s->fd = (s32)BPF_CORE_READ(regs, di);
-	s->count = BPF_CORE_READ(regs, dx);
-#elif defined(__TARGET_ARCH_arm64)
-	s->fd = (s32)BPF_CORE_READ(regs, regs[0]);
-	s->count = BPF_CORE_READ(regs, regs[2]);
-#endif
+	s->sysno = call;
 	s->off_since = 0;
 	s->woken_at = 0;
 	s->throttle_ns = 0;
@@ -164,17 +153,62 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	s->runq_ns = 0;
 	s->pauses = 0;
 	s->pending = CAUSE_NONE;
+	s->queued_write_bytes = 0;
+	s->queued_read_bytes = 0;
+}
+
+static __always_inline void close_fault(struct task_struct *t, struct task_state *s);
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (file_calls) {
+		struct task_state *open = bpf_task_storage_get(&tasks, t, 0, 0);
+		if (open)
+			close_fault(t, open);
+	}
+	bool reads = file_calls && is_read_call(id);
+	if (!reads && !is_write_call(id))
+		return 0;
+	if (!is_watched(t->tgid))
+		return 0;
+	long fd = -1;
+	u64 count = 0;
+	/* bytes: the third argument of reads, writes and sync_file_range, the
+	 * second of msync (its length); fsync and fdatasync name none */
+#if defined(__TARGET_ARCH_x86)
+	fd = (s32)BPF_CORE_READ(regs, di);
+	count = id == 26 ? BPF_CORE_READ(regs, si) : BPF_CORE_READ(regs, dx);
+	if (id == 74 || id == 75)
+		count = 0;
+#elif defined(__TARGET_ARCH_arm64)
+	fd = (s32)BPF_CORE_READ(regs, regs[0]);
+	count = id == 227 ? BPF_CORE_READ(regs, regs[1]) : BPF_CORE_READ(regs, regs[2]);
+	if (id == 82 || id == 83)
+		count = 0;
+#endif
+	if (!takes_fd(id))
+		fd = -1;
+	/* readv and the like give an iovec count: their bytes are what they
+	 * return */
+	if (is_vectored(id))
+		count = 0;
+	struct file *f = takes_fd(id) ? fd_file(t, fd) : NULL;
+	if (file_calls && takes_fd(id) && !is_file(f))
+		return 0;
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return 0;
+	file_identity(f, &s->dev, &s->ino, s->fname);
+	begin(s, id);
+	s->fd = fd;
+	s->count = count;
 	return 0;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+static __always_inline void end(struct task_struct *t, struct task_state *s, long ret, u64 now)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
-	if (!s || !s->sys_start)
-		return 0;
-	u64 now = bpf_ktime_get_ns();
 	u64 dur = now - s->sys_start;
 	if (all_writes || dur >= write_threshold_ns) {
 		struct ev_write *e = reserve(sizeof(*e));
@@ -184,7 +218,7 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 			e->tgid = t->tgid;
 			e->sysno = s->sysno;
 			e->fd = s->fd;
-			e->count = s->count;
+			e->count = s->count ? s->count : (ret > 0 ? ret : 0);
 			e->ret = ret;
 			e->start = s->sys_start;
 			e->dur = dur;
@@ -194,11 +228,82 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 			e->runq_ns = s->runq_ns;
 			e->pauses = s->pauses;
 			e->prio = t->prio;
+			e->cgroup_id = bpf_get_current_cgroup_id();
+			e->memcg_id = memcg_id(t);
+			e->dev = s->dev;
+			e->ino = s->ino;
+			bpf_get_current_comm(e->comm, sizeof(e->comm));
+			__builtin_memcpy(e->fname, s->fname, sizeof(e->fname));
+			e->queued_write_bytes = s->queued_write_bytes;
+			e->queued_read_bytes = s->queued_read_bytes;
 			bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 		}
 	}
 	s->sys_start = 0;
 	s->pending = CAUSE_NONE;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
+	if (!s || !s->sys_start || s->sysno == CALL_PAGE_FAULT)
+		return 0;
+	end(t, s, ret, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* Page faults: a store through a shared mapping is throttled in the fault
+ * that dirties the page, not in write(). No tracepoint marks a fault's end, so
+ * a fault counts from its start (page_fault_user, x86) to the last time its
+ * task came back on the CPU after sleeping in it; it is closed, and reported
+ * if slow, at the task's next fault, system call or exit. Sleeping in user
+ * mode is impossible, so every sleep before then is the fault's; a preemption
+ * may be in user mode after the fault returned, so it is not counted. */
+static __always_inline void close_fault(struct task_struct *t, struct task_state *s)
+{
+	if (s->sys_start && s->sysno == CALL_PAGE_FAULT) {
+		/* only a fault that dirtied a file's page (name_fault_file) is a
+		 * file call; one on anonymous memory is not */
+		if (s->fault_end && s->ino)
+			end(t, s, 0, s->fault_end);
+		s->sys_start = 0;
+	}
+}
+
+SEC("tp_btf/page_fault_user")
+int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned long error_code)
+{
+	if (!file_calls)
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (!is_watched(t->tgid))
+		return 0;
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return 0;
+	close_fault(t, s);
+	if (s->sys_start)
+		return 0;
+	begin(s, CALL_PAGE_FAULT);
+	s->fd = -1;
+	s->count = 0;
+	s->dev = 0;
+	s->ino = 0;
+	s->fname[0] = 0;
+	s->fault_end = 0;
+	s->fault_runq = 0;
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(on_exit, struct task_struct *p)
+{
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
+	if (s)
+		close_fault(t, s);
 	return 0;
 }
 
@@ -208,6 +313,11 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 {
 	u64 now = bpf_ktime_get_ns();
 	struct task_state *s = bpf_task_storage_get(&tasks, prev, 0, 0);
+	/* Stopped, traced or frozen: a sleep that may come after the fault
+	 * returned (SIGSTOP, a debugger, the cgroup freezer) ends it first. */
+	if (s && s->sys_start && s->sysno == CALL_PAGE_FAULT &&
+	    (prev_state & (TASK_STOPPED_BIT | TASK_TRACED_BIT | TASK_FROZEN_BIT)))
+		close_fault(prev, s);
 	if (s && s->sys_start) {
 		s->off_since = now;
 		s->woken_at = 0;
@@ -222,6 +332,9 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				long n = bpf_get_stack(ctx, s->frames, sizeof(s->frames), 0);
 				if (n > 0)
 					s->nframes = n / sizeof(u64);
+				if (file_calls && is_read_call(s->sysno))
+					queued_at(s->dev, &s->queued_write_bytes,
+						  &s->queued_read_bytes);
 			}
 		}
 	}
@@ -229,9 +342,18 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	s = bpf_task_storage_get(&tasks, next, 0, 0);
 	if (!s || !s->sys_start || !s->off_since)
 		return 0;
+	bool fault = s->sysno == CALL_PAGE_FAULT;
 	if (s->off_runnable) {
-		s->runq_ns += now - s->off_since;
+		if (fault)
+			s->fault_runq += now - s->off_since;
+		else
+			s->runq_ns += now - s->off_since;
 	} else {
+		if (fault) {
+			s->fault_end = now;
+			s->runq_ns += s->fault_runq;
+			s->fault_runq = 0;
+		}
 		u64 woke = s->woken_at ? s->woken_at : now;
 		u64 blocked = woke - s->off_since;
 		s->runq_ns += now - woke;
@@ -406,6 +528,8 @@ static __always_inline void report_file(struct task_struct *t, struct address_sp
 		return;
 	k.dev = BPF_CORE_READ(host, i_sb, s_dev);
 	k.ino = BPF_CORE_READ(host, i_ino);
+	if (bpf_map_lookup_elem(&files_seen, &k))
+		return;
 	u8 one = 1;
 	if (bpf_map_update_elem(&files_seen, &k, &one, BPF_NOEXIST) != 0)
 		return;
@@ -422,6 +546,19 @@ static __always_inline void report_file(struct task_struct *t, struct address_sp
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
+/* A fault that dirties a file's page is a fault on that file. */
+static __always_inline void name_fault_file(struct task_struct *t, struct address_space *mapping)
+{
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
+	if (!s || !s->sys_start || s->sysno != CALL_PAGE_FAULT || s->ino)
+		return;
+	struct inode *host = BPF_CORE_READ(mapping, host);
+	if (!host)
+		return;
+	s->dev = BPF_CORE_READ(host, i_sb, s_dev);
+	s->ino = BPF_CORE_READ(host, i_ino);
+}
+
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(on_dirty_folio, struct folio *folio, struct address_space *mapping)
 {
@@ -429,6 +566,8 @@ int BPF_PROG(on_dirty_folio, struct folio *folio, struct address_space *mapping)
 	u32 tgid = t->tgid;
 	if (per_file && mapping)
 		report_file(t, mapping);
+	if (file_calls && mapping)
+		name_fault_file(t, mapping);
 	u64 pages = folio_pages(folio);
 	u64 now = bpf_ktime_get_ns();
 	struct dirtier *d = bpf_map_lookup_elem(&dirtiers, &tgid);
@@ -442,6 +581,7 @@ int BPF_PROG(on_dirty_folio, struct folio *folio, struct address_space *mapping)
 	fresh.first_ns = now;
 	fresh.last_ns = now;
 	fresh.cgroup_id = bpf_get_current_cgroup_id();
+	fresh.memcg_id = memcg_id(t);
 	fresh.policy = t->policy;
 	fresh.prio = t->prio;
 	fresh.rt_priority = t->rt_priority;

@@ -227,6 +227,8 @@ mod tests {
             runq_ns: 0,
             pauses: 1,
             prio: 120,
+
+            ..WriteCall::default()
         }
     }
 

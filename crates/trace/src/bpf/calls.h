@@ -1,0 +1,100 @@
+/* Which system calls the write-back program watches, by this architecture's
+ * numbers (the Rust side names them in src/decode.rs). */
+#ifndef OSLAB_CALLS_H
+#define OSLAB_CALLS_H
+
+static __always_inline bool is_write_call(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* write, msync, writev, pwrite64, fsync, fdatasync, sync_file_range,
+	 * pwritev, pwritev2 */
+	return id == 1 || id == 26 || id == 20 || id == 18 || id == 74 ||
+	       id == 75 || id == 277 || id == 296 || id == 328;
+#elif defined(__TARGET_ARCH_arm64)
+	/* write, writev, pwrite64, pwritev, sync_file_range, fsync, fdatasync,
+	 * msync, pwritev2 */
+	return id == 64 || id == 66 || id == 68 || id == 70 || id == 84 ||
+	       id == 82 || id == 83 || id == 227 || id == 287;
+#else
+	return false;
+/* Calls whose third argument counts iovecs, not bytes. */
+static __always_inline bool is_vectored(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
+	return id == 19 || id == 20 || id == 295 || id == 296 || id == 327 || id == 328;
+#elif defined(__TARGET_ARCH_arm64)
+	return id == 65 || id == 66 || id == 69 || id == 70 || id == 286 || id == 287;
+#else
+	return false;
+#endif
+}
+
+#endif
+}
+
+static __always_inline bool is_read_call(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* read, pread64, readv, preadv, preadv2 */
+	return id == 0 || id == 17 || id == 19 || id == 295 || id == 327;
+#elif defined(__TARGET_ARCH_arm64)
+	/* read, readv, pread64, preadv, preadv2 */
+	return id == 63 || id == 65 || id == 67 || id == 69 || id == 286;
+#else
+	return false;
+/* Calls whose third argument counts iovecs, not bytes. */
+static __always_inline bool is_vectored(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
+	return id == 19 || id == 20 || id == 295 || id == 296 || id == 327 || id == 328;
+#elif defined(__TARGET_ARCH_arm64)
+	return id == 65 || id == 66 || id == 69 || id == 70 || id == 286 || id == 287;
+#else
+	return false;
+#endif
+}
+
+#endif
+}
+
+/* msync takes an address, every other watched call a file descriptor. */
+static __always_inline bool takes_fd(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	return id != 26;
+#elif defined(__TARGET_ARCH_arm64)
+	return id != 227;
+#else
+	return true;
+/* Calls whose third argument counts iovecs, not bytes. */
+static __always_inline bool is_vectored(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
+	return id == 19 || id == 20 || id == 295 || id == 296 || id == 327 || id == 328;
+#elif defined(__TARGET_ARCH_arm64)
+	return id == 65 || id == 66 || id == 69 || id == 70 || id == 286 || id == 287;
+#else
+	return false;
+#endif
+}
+
+#endif
+}
+
+/* Calls whose third argument counts iovecs, not bytes. */
+static __always_inline bool is_vectored(long id)
+{
+#if defined(__TARGET_ARCH_x86)
+	/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
+	return id == 19 || id == 20 || id == 295 || id == 296 || id == 327 || id == 328;
+#elif defined(__TARGET_ARCH_arm64)
+	return id == 65 || id == 66 || id == 69 || id == 70 || id == 286 || id == 287;
+#else
+	return false;
+#endif
+}
+
+#endif
