@@ -154,6 +154,9 @@ pub struct CgroupRow {
 /// The newest balance_dirty_pages figures and how often it paused tasks.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Throttling {
+    /// balance_dirty_pages decisions seen (each firing of its tracepoint).
+    pub decisions: usize,
+    /// Of those, the ones that paused the task.
     pub pauses: usize,
     pub max_pause_ns: i64,
     pub dirty_pages: u64,

@@ -330,6 +330,7 @@ mod tests {
             flusher: vec![],
             bandwidth: vec![],
             throttling: Some(Throttling {
+                decisions: 40,
                 pauses: 12,
                 max_pause_ns: 200_000_000,
                 dirty_pages: 12288,

@@ -177,6 +177,7 @@ fn throttling(pauses: &[Pause], hz: u32) -> Option<Throttling> {
     let last = pauses.iter().max_by_key(|p| p.ts_ns)?;
     let slept: Vec<&Pause> = pauses.iter().filter(|p| p.pause_jiffies > 0).collect();
     Some(Throttling {
+        decisions: pauses.len(),
         pauses: slept.len(),
         max_pause_ns: slept
             .iter()
