@@ -220,4 +220,7 @@ pub struct StallLine {
     pub queued_write_bytes: u64,
     pub queued_read_bytes: u64,
     pub writers_there: Vec<String>,
+    /// For a read: what its longest blocked stretch waited for, from the
+    /// kernel stack ("page-cache miss", "readahead"), where it tells.
+    pub read_wait: Option<String>,
 }

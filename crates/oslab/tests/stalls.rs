@@ -479,6 +479,10 @@ fn a_cold_read_behind_write_back_names_the_writer() {
     for r in &reads {
         assert!(r["file"].as_str().unwrap().contains("cold"), "{r}");
     }
+    assert!(
+        reads.iter().any(|r| r["read_wait"] == "page-cache miss"),
+        "a cold read waited for its pages from the device: {reads:?}"
+    );
     let behind: Vec<&&Value> = reads
         .iter()
         .filter(|r| r["queued_write_bytes"].as_u64().unwrap() > 0)

@@ -270,6 +270,14 @@ fn queue_text(l: &StallLine) -> String {
     )
 }
 
+/// The main cause, made precise for a read blocked on the device.
+fn cause_label(l: &StallLine) -> &str {
+    match (&l.read_wait, l.main_cause) {
+        (Some(w), oslab_model::trace::Cause::Blocked) => w.as_str(),
+        _ => l.main_cause.label(),
+    }
+}
+
 /// One slow call as `--each` prints it; `clock` is when it ended.
 pub fn each_line(clock: &str, l: &StallLine) -> String {
     format!(
@@ -280,7 +288,7 @@ pub fn each_line(clock: &str, l: &StallLine) -> String {
         cut(&l.call, 15),
         l.bytes,
         l.dur_ns as f64 / 1e6,
-        l.main_cause.label(),
+        cause_label(l),
         shown(&l.file),
         queue_text(l)
     )
@@ -381,6 +389,7 @@ mod tests {
             queued_write_bytes: 0,
             queued_read_bytes: 0,
             writers_there: vec![],
+            read_wait: None,
         };
         let text = each_line("02:33:02.123", &l);
         assert_eq!(text.lines().count(), 1);

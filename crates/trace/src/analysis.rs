@@ -238,6 +238,40 @@ pub fn blocker(stack: &[String]) -> String {
     }
 }
 
+/// What a blocked stretch of a read waited for, from its kernel stack:
+/// "readahead" while submitting read-ahead I/O (the request queue full, a
+/// throttle), "page-cache miss" while waiting for a page being read in (the
+/// device); None for anything else (a lock, memory).
+pub fn read_wait(stack: &[String]) -> Option<&'static str> {
+    let base = |s: &String| s.split('+').next().unwrap_or(s).to_string();
+    let frames: Vec<String> = stack.iter().map(base).collect();
+    let has = |names: &[&str]| frames.iter().any(|f| names.contains(&f.as_str()));
+    if has(&[
+        "page_cache_ra_unbounded",
+        "page_cache_ra_order",
+        "page_cache_sync_ra",
+        "page_cache_async_ra",
+        "ondemand_readahead",
+        "force_page_cache_ra",
+        "read_pages",
+    ]) {
+        Some("readahead")
+    } else if has(&[
+        "folio_wait_bit_common",
+        "__folio_lock_killable",
+        "folio_wait_locked",
+    ]) && has(&[
+        "filemap_get_pages",
+        "filemap_update_page",
+        "filemap_read",
+        "filemap_fault",
+    ]) {
+        Some("page-cache miss")
+    } else {
+        None
+    }
+}
+
 /// Blocked stretches grouped by where they waited, most time first.
 pub fn blockers(offcpu: &[&OffCpu]) -> Vec<BlockerRow> {
     let mut by: BTreeMap<String, BlockerRow> = BTreeMap::new();
@@ -377,6 +411,36 @@ mod tests {
 
             ..WriteCall::default()
         }
+    }
+
+    #[test]
+    fn a_reads_wait_is_told_from_its_stack() {
+        let stack = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let miss = stack(&[
+            "__schedule",
+            "io_schedule",
+            "folio_wait_bit_common+0x13c",
+            "filemap_get_pages",
+            "filemap_read",
+            "vfs_read",
+        ]);
+        assert_eq!(read_wait(&miss), Some("page-cache miss"));
+        let ra = stack(&[
+            "__schedule",
+            "io_schedule",
+            "blk_mq_get_tag",
+            "submit_bio_noacct_nocheck",
+            "read_pages",
+            "page_cache_ra_unbounded",
+            "filemap_get_pages",
+        ]);
+        assert_eq!(read_wait(&ra), Some("readahead"));
+        let lock = stack(&[
+            "__schedule",
+            "rwsem_down_read_slowpath",
+            "ext4_file_read_iter",
+        ]);
+        assert_eq!(read_wait(&lock), None);
     }
 
     #[test]

@@ -105,6 +105,7 @@ mod tests {
             queued_write_bytes: 0,
             queued_read_bytes: 0,
             writers_there: Vec::new(),
+            read_wait: None,
         }
     }
 

@@ -11,7 +11,8 @@ use oslab_model::trace::{
 };
 
 use crate::analysis::{
-    blocker, blockers, flusher_table, jiffies_ns, latest_bandwidth, main_cause, stall_table,
+    blocker, blockers, flusher_table, jiffies_ns, latest_bandwidth, main_cause, read_wait,
+    stall_table,
 };
 use crate::records::{Dirtier, FlushPass, OffCpu, Pause, WriteCall, class_label};
 
@@ -53,6 +54,13 @@ pub fn dirtied_since(before: &HashMap<u32, u64>, now: &[Dirtier]) -> Vec<(Dirtie
     out
 }
 
+/// The blocked stretches of call `w`.
+fn own_stretches<'a>(w: &'a WriteCall, offcpu: &'a [OffCpu]) -> impl Iterator<Item = &'a OffCpu> {
+    offcpu
+        .iter()
+        .filter(|o| o.pid == w.pid && o.start_ns >= w.start_ns && o.start_ns < w.end_ns())
+}
+
 /// The stall lines of an interval, with where blocked stretches waited;
 /// `file` names each call's file.
 pub fn stall_lines(
@@ -89,11 +97,13 @@ pub fn stall_lines(
             runq_ns: w.runq_ns,
             on_cpu_ns: w.on_cpu_ns(),
             pauses: w.pauses,
-            blocked_in: offcpu
-                .iter()
-                .filter(|o| o.pid == w.pid && o.start_ns >= w.start_ns && o.start_ns < w.end_ns())
+            blocked_in: own_stretches(w, offcpu)
                 .map(|o| blocker(&o.stack))
                 .collect(),
+            read_wait: own_stretches(w, offcpu)
+                .max_by_key(|o| o.dur_ns)
+                .and_then(|o| read_wait(&o.stack))
+                .map(String::from),
             queued_write_bytes: w.queued_write_bytes,
             queued_read_bytes: w.queued_read_bytes,
             writers_there: Vec::new(),

@@ -53,6 +53,7 @@ fn stall_slice(s: &StallLine) -> TraceEvent {
         .arg("on_cpu_ms", s.on_cpu_ns as f64 / 1e6)
         .arg("queued_write_bytes", s.queued_write_bytes)
         .arg("writers_there", s.writers_there.join(", "))
+        .arg("read_wait", s.read_wait.clone().unwrap_or_default())
 }
 
 /// A pause as a slice on its thread (when it slept), and the dirty counter.
@@ -239,6 +240,7 @@ mod tests {
             queued_write_bytes: 0,
             queued_read_bytes: 0,
             writers_there: Vec::new(),
+            read_wait: None,
         }
     }
 
