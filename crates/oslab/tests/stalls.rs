@@ -265,18 +265,21 @@ fn three_modes_see_the_same_slow_calls_and_faults_show_their_throttling() {
     let w = workload.display();
     let dd = d.display();
     // System-wide first, then the command, then --pid on the command's pid
-    // once it has written it; the workload starts when all three trace it. A
-    // bulk writer keeps Dirty at the limit. SIGTERM (a background job of a
-    // script ignores SIGINT) asks the other two to finish.
+    // once it has written it; each is waited for until it says it traces (its
+    // programs are attached by then), and the workload starts when all three
+    // trace it. A bulk writer keeps Dirty at the limit. SIGTERM (a background
+    // job of a script ignores SIGINT) asks the other two to finish: their last
+    // interval drains the ring buffer first, so nothing of the workload is cut.
     let script = format!(
         "S='stalls --threshold 5ms --interval 0.5'; \
-         {o} $S --json {dd}/all.jsonl 2>{dd}/all.err & A=$!; \
-         dd if=/dev/zero of={m}/bulk bs=1M count=600 2>/dev/null & B=$!; sleep 2; \
+         ready() {{ until grep -q 'oslab: tracing' $1; do sleep 0.05; done; }}; \
+         {o} $S --json {dd}/all.jsonl 2>{dd}/all.err & A=$!; ready {dd}/all.err; \
+         dd if=/dev/zero of={m}/bulk bs=1M count=600 2>/dev/null & B=$!; \
          {o} $S --json {dd}/cmd.jsonl --folded {dd}/cmd.folded --each -- {w} {m} {dd}/go {dd}/pid \
             >{dd}/cmd.each 2>{dd}/cmd.err & C=$!; \
          while [ ! -s {dd}/pid ]; do sleep 0.05; done; \
          {o} $S --pid $(cat {dd}/pid) --json {dd}/pid.jsonl 2>{dd}/pid.err & P=$!; \
-         sleep 2; touch {dd}/go; wait $C; RC=$?; sleep 1.5; \
+         ready {dd}/cmd.err; ready {dd}/pid.err; touch {dd}/go; wait $C; RC=$?; \
          kill -TERM $A $P; kill $B; wait $A; RA=$?; wait $P; RP=$?; wait; \
          echo \"cmd $RC all $RA pid $RP\"; test $RC -eq 0 -a $RA -eq 0 -a $RP -eq 0"
     );
