@@ -49,6 +49,7 @@ impl Default for Registry {
                 Box::new(crate::wb::throttle::Throttle),
                 Box::new(crate::wb::wcall::WbWcall),
                 Box::new(crate::wb::wcall_overhead::WcallOverhead),
+                Box::new(crate::wb::database::Database),
                 Box::new(crate::sim::validate::SimValidate),
                 Box::new(crate::null::Null),
             ],
@@ -68,6 +69,17 @@ impl Registry {
     /// Resolves command-line ids: `all` is every non-internal experiment, a family
     /// prefix such as `cpu` selects its members; duplicates are dropped.
     pub fn resolve(&self, ids: &[String]) -> Result<Vec<&dyn AnyExperiment>, UnknownId> {
+        self.resolve_for(ids, false)
+    }
+
+    /// [`Registry::resolve`] for a run: a quick run of `all` or of a family leaves
+    /// out the experiments that run only in the full lab (named, they run).
+    pub fn resolve_for(
+        &self,
+        ids: &[String],
+        quick: bool,
+    ) -> Result<Vec<&dyn AnyExperiment>, UnknownId> {
+        let in_group = |e: &&dyn AnyExperiment| !(quick && e.meta().full_lab_only);
         let mut out: Vec<&dyn AnyExperiment> = Vec::new();
         fn push<'a>(e: &'a dyn AnyExperiment, out: &mut Vec<&'a dyn AnyExperiment>) {
             if !out.iter().any(|o| o.meta().id == e.meta().id) {
@@ -78,6 +90,7 @@ impl Registry {
             if id == "all" {
                 self.all()
                     .filter(|e| !e.meta().internal)
+                    .filter(in_group)
                     .for_each(|e| push(e, &mut out));
             } else if let Some(e) = self.get(id) {
                 push(e, &mut out);
@@ -86,6 +99,11 @@ impl Registry {
                     .all()
                     .filter(|e| e.meta().id.split('.').next() == Some(id.as_str()))
                     .collect();
+                let family: Vec<_> = if family.iter().any(in_group) {
+                    family.into_iter().filter(in_group).collect()
+                } else {
+                    family
+                };
                 if family.is_empty() {
                     return Err(UnknownId {
                         id: id.clone(),

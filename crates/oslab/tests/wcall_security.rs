@@ -13,6 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use common::governor::{Reaped, stop};
+use common::users::{TestUser, shared_copies};
+
 fn oslab() -> Command {
     let mut c = common::oslab();
     c.env("OSLAB_WCALL_LIB", common::preload_lib());
@@ -68,63 +71,12 @@ fn compile_fixture(dir: &Path, name: &str) -> PathBuf {
     exe
 }
 
-/// A child killed when the test ends, also when it fails: a daemon left behind
-/// would hold the test's output open.
-struct Reaped(std::process::Child);
-
-impl Drop for Reaped {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 fn start_daemon(name: &str, extra: &[&str]) -> Reaped {
-    let d = Reaped(
-        oslab()
-            .args(["wcall", "daemon", "--every", "0", "--name", name])
-            .args(extra)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    wait_for_governor(name);
-    d
-}
-
-fn wait_for_governor(name: &str) -> oslab_wcall::rendezvous::Found {
-    let start = Instant::now();
-    loop {
-        if let Some(f) = oslab_wcall::rendezvous::discover()
-            .into_iter()
-            .find(|f| f.name == name)
-        {
-            return f;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "governor {name} did not show up"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
+    common::governor::start_daemon(oslab(), name, extra)
 }
 
 fn status_of(name: &str) -> serde_json::Value {
-    let o = oslab()
-        .args(["wcall", "status", "--json", "--name", name])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    v[0]["status"].clone()
-}
-
-fn stop(mut daemon: Reaped) {
-    // stopped as Ctrl-C would: it removes its cgroups and socket itself
-    let _ = Command::new("kill")
-        .args(["-TERM", &daemon.0.id().to_string()])
-        .status();
-    let _ = daemon.0.wait();
+    common::governor::status_of(oslab(), name)
 }
 
 /// A program under a governor asks for the board and tries to write, resize,
@@ -425,75 +377,6 @@ fn a_program_that_drops_root_moves_and_lifts_nothing() {
         "a check of the attacker failed: {err}"
     );
     stop(daemon);
-}
-
-/// oslab and its interposer copied where every user can read and run them (the
-/// build folder may be under a home another user cannot enter).
-fn shared_copies() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    for (from, to) in [
-        (PathBuf::from(env!("CARGO_BIN_EXE_oslab")), "oslab"),
-        (common::preload_lib(), "liboslab_wcall.so"),
-    ] {
-        std::fs::copy(&from, d.path().join(to)).unwrap();
-        std::fs::set_permissions(d.path().join(to), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
-    }
-    d
-}
-
-/// A user made for one test and removed after it, also when the test fails.
-struct TestUser {
-    name: String,
-    uid: u32,
-}
-
-impl TestUser {
-    fn new(tag: &str) -> Option<TestUser> {
-        let name = format!("oslabt-{tag}-{}", std::process::id() % 100_000);
-        let ok = Command::new("useradd")
-            .args(["--no-create-home", "--shell", "/usr/sbin/nologin", &name])
-            .status()
-            .is_ok_and(|s| s.success());
-        if !ok {
-            return None;
-        }
-        let out = Command::new("id").args(["-u", &name]).output().ok()?;
-        let uid = String::from_utf8_lossy(&out.stdout).trim().parse().ok()?;
-        Some(TestUser { name, uid })
-    }
-
-    /// A command run as this user, with an empty environment but for PATH and
-    /// `vars` (each NAME=VALUE).
-    fn command(&self, program: &Path, vars: &[&str]) -> Command {
-        let mut c = Command::new("runuser");
-        c.args(["-u", &self.name, "--", "env", "-i", "PATH=/usr/bin:/bin"])
-            .args(vars)
-            .arg(program);
-        c
-    }
-}
-
-impl Drop for TestUser {
-    fn drop(&mut self) {
-        let _ = Command::new("pkill")
-            .args(["-KILL", "-u", &self.name])
-            .status();
-        let _ = Command::new("userdel").arg(&self.name).status();
-        // what oslab keeps for an ordinary user under TMPDIR=/tmp (its journal
-        // folder, its governors' socket folder) outlives the user otherwise
-        for folder in [
-            format!("/tmp/oslab-{}", self.uid),
-            format!("/tmp/oslab-wcall-{}", self.uid),
-        ] {
-            let owned_by_it = std::fs::symlink_metadata(&folder)
-                .is_ok_and(|m| m.is_dir() && std::os::unix::fs::MetadataExt::uid(&m) == self.uid);
-            if owned_by_it {
-                let _ = std::fs::remove_dir_all(&folder);
-            }
-        }
-    }
 }
 
 /// Another user finds root's daemon, joins it (as PostgreSQL under its own user

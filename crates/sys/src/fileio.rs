@@ -159,6 +159,17 @@ pub fn drop_clean_start(file: &File, page: u64) -> SysResult<u64> {
     Ok(len)
 }
 
+/// Where the file's first hole starts (lseek SEEK_HOLE from 0): its length when it
+/// has none. It moves the file's offset there.
+pub fn first_hole(file: &File) -> SysResult<u64> {
+    // SAFETY: a valid descriptor; SEEK_HOLE only reads the file's extent map.
+    let at = unsafe { libc::lseek(file.as_raw_fd(), 0, libc::SEEK_HOLE) };
+    if at < 0 {
+        return Err(SysError::last_os("lseek"));
+    }
+    Ok(at as u64)
+}
+
 /// fdatasync(2).
 pub fn fdatasync(file: &File) -> SysResult<()> {
     // SAFETY: a valid fd.

@@ -37,6 +37,12 @@ pub struct WcallPolicyArgs {
     /// machine hands free memory back to its hypervisor) [default: auto]
     #[arg(long, value_name = "on|off|auto")]
     pub recycle: Option<String>,
+    /// While an rt-high process is governed, hold every other group's dirty and
+    /// write-back memory within SIZE and write it back itself, one chunk at a time
+    /// and only as fast as the device has room, so an rt-high fsync (a database's
+    /// commit) never queues behind a bulk writer's write back, e.g. 8MiB [default: off]
+    #[arg(long, value_name = "SIZE")]
+    pub sync_guard: Option<String>,
     /// Do not place governed processes in per-group memory cgroups (as root they are,
     /// where a memory controller is available, to show the kernel's own dirty counts)
     #[arg(long)]
@@ -59,6 +65,7 @@ impl WcallPolicyArgs {
             (self.interval_ms.is_some(), "--interval-ms"),
             (self.headroom.is_some(), "--headroom"),
             (self.recycle.is_some(), "--recycle"),
+            (self.sync_guard.is_some(), "--sync-guard"),
             (self.no_cgroups, "--no-cgroups"),
             (!self.memory_high.is_empty(), "--memory-high"),
         ] {
@@ -218,6 +225,7 @@ impl WcallPolicyArgs {
             interval_ms,
             headroom,
             recycle,
+            sync_guard,
             no_cgroups,
             memory_high,
         } = self;
@@ -226,6 +234,7 @@ impl WcallPolicyArgs {
         v.option("--interval-ms", interval_ms);
         v.option("--headroom", headroom);
         v.option("--recycle", recycle);
+        v.option("--sync-guard", sync_guard);
         v.flag("--no-cgroups", *no_cgroups);
         v.each("--memory-high", memory_high);
     }

@@ -31,7 +31,8 @@ use crate::pusher::Pusher;
 use crate::registry::Registry;
 use crate::roster::{self, counts};
 use crate::shm::board::{MONITOR_CACHESTAT, MONITOR_KERNEL};
-use crate::shm::{Board, BoardMap, GROUPS};
+use crate::shm::{Board, BoardMap, GROUPS, RT_HIGH};
+use crate::trickle::Trickle;
 use crate::trust::{Budget, PASS_PROC_BYTES};
 
 /// A writer counts as an active task of its group for this long after a write.
@@ -80,6 +81,11 @@ pub struct Tuning {
     /// Drop governed files' written-back pages from the page cache every 100 ms,
     /// so new writes reuse memory the machine already backs (see docs/wcall.md).
     pub recycle: bool,
+    /// While an rt-high process is governed, every other group's dirty and
+    /// write-back bytes are held within this many bytes and written back by the
+    /// governor in small chunks (`crate::trickle`), so that an rt-high fsync
+    /// never queues behind a long run of their write back.
+    pub sync_guard: Option<u64>,
 }
 
 pub struct Coordinator {
@@ -95,6 +101,7 @@ pub struct Coordinator {
     cgroups: Option<crate::cgroups::GroupCgroups>,
     files: Files,
     pusher: Option<Pusher>,
+    trickle: Option<Trickle>,
     monitor: Option<KernelMonitor>,
     recycled_at: u64,
     dirtiers_at: u64,
@@ -146,6 +153,7 @@ impl Coordinator {
             cgroups: None,
             files: Files::default(),
             pusher: Pusher::start().ok(),
+            trickle: tuning.sync_guard.and_then(|_| Trickle::start().ok()),
             monitor: None,
             recycled_at: 0,
             dirtiers_at: 0,
@@ -239,8 +247,10 @@ impl Coordinator {
         members: &[u32; GROUPS],
         room: &Room,
     ) -> Vec<std::sync::Arc<std::fs::File>> {
-        let gates = self.gates(states, room);
+        let guard = self.guard_on(members);
+        let gates = self.guarded_gates(states, room, guard);
         let mut to_push = Vec::new();
+        let mut to_trickle = Vec::new();
         for (g, gate) in gates.iter().enumerate() {
             let slot = &b.groups[g];
             slot.tasks.store(states[g].tasks as u32, Ordering::Relaxed);
@@ -249,12 +259,14 @@ impl Coordinator {
             slot.writeback_bytes
                 .store(states[g].writeback, Ordering::Relaxed);
             slot.charged_bytes
-                .store(policy::charged(self.policy, &states[g]), Ordering::Relaxed);
+                .store(self.charged(guard, g, &states[g]), Ordering::Relaxed);
             slot.share_ppm
                 .store((gate.limit.share * 1e6) as u64, Ordering::Relaxed);
             slot.limit_bytes.store(limit_of(gate), Ordering::Relaxed);
-            slot.limit_if_active
-                .store(self.limit_if_active(states, g, room), Ordering::Relaxed);
+            slot.limit_if_active.store(
+                self.limit_if_active(states, g, room, guard),
+                Ordering::Relaxed,
+            );
             slot.retry_ns.store(gate.retry_ns, Ordering::Relaxed);
             slot.hold.store(gate.hold as u32, Ordering::Release);
             if gate.push {
@@ -266,9 +278,46 @@ impl Coordinator {
                     b.members[s].pushes.fetch_add(1, Ordering::Relaxed);
                 }
             }
+            // rt-high's own files stay the flusher's: trickling them too was
+            // tried (its data files' early write back took the WAL's device time)
+            if guard.is_some() && g != RT_HIGH as usize {
+                to_trickle.extend(self.files.of_group(g));
+            }
             slot.pass_done();
         }
+        if let Some(t) = &self.trickle {
+            t.set(to_trickle);
+        }
         to_push
+    }
+
+    /// The guard's budget while it acts: set, and an rt-high process governed.
+    fn guard_on(&self, members: &[u32; GROUPS]) -> Option<u64> {
+        self.tuning
+            .sync_guard
+            .filter(|_| self.policy != Policy::Vanilla && members[RT_HIGH as usize] > 0)
+    }
+
+    /// The bytes group `g` is held against: under the guard its whole footprint.
+    fn charged(&self, guard: Option<u64>, g: usize, s: &GroupState) -> u64 {
+        match guard {
+            Some(_) if g != RT_HIGH as usize => s.dirty + s.writeback,
+            _ => policy::charged(self.policy, s),
+        }
+    }
+
+    /// The policy's gates, with the sync guard's where it acts.
+    fn guarded_gates(
+        &self,
+        states: &[GroupState; GROUPS],
+        room: &Room,
+        guard: Option<u64>,
+    ) -> Vec<policy::Gate> {
+        let mut gates = self.gates(states, room);
+        if let Some(budget) = guard {
+            apply_sync_guard(&mut gates, states, budget);
+        }
+        gates
     }
 
     fn publish_global(&self, b: &Board, global: &Global, room: &Room, start: u64) {
@@ -312,13 +361,19 @@ impl Coordinator {
     }
 
     /// The limit group `g` would have with one writer (it has none now).
-    fn limit_if_active(&self, states: &[GroupState; GROUPS], g: usize, room: &Room) -> u64 {
+    fn limit_if_active(
+        &self,
+        states: &[GroupState; GROUPS],
+        g: usize,
+        room: &Room,
+        guard: Option<u64>,
+    ) -> u64 {
         if states[g].tasks > 0 {
-            return limit_of(&self.gates(states, room)[g]);
+            return limit_of(&self.guarded_gates(states, room, guard)[g]);
         }
         let mut with = *states;
         with[g].tasks = 1;
-        limit_of(&self.gates(&with, room)[g])
+        limit_of(&self.guarded_gates(&with, room, guard)[g])
     }
 
     fn gates(&self, states: &[GroupState], room: &Room) -> Vec<policy::Gate> {
@@ -354,6 +409,26 @@ impl Coordinator {
     }
 }
 
+/// The sync guard on the policy's gates: every group below rt-high is limited to
+/// `budget` bytes of dirty and write-back memory (or its own tighter limit),
+/// held above it, and written back by the trickle rather than pushed whole (a
+/// whole-file push makes the large requests the guard keeps off the device).
+pub fn apply_sync_guard(gates: &mut [policy::Gate], states: &[GroupState], budget: u64) {
+    for (g, (gate, s)) in gates.iter_mut().zip(states).enumerate() {
+        if g == RT_HIGH as usize {
+            continue;
+        }
+        if gate.limit.unlimited || gate.limit.hard > budget {
+            gate.limit.unlimited = false;
+            gate.limit.hard = budget;
+            gate.limit.bg = gate.limit.bg.min(budget);
+        }
+        gate.hold = gate.hold || s.dirty + s.writeback > gate.limit.hard;
+        gate.push = false;
+        gate.retry_ns = policy::FAIR_RETRY_NS;
+    }
+}
+
 /// The limit a gate sets, u64::MAX for none (vanilla, a top or an idle group).
 fn limit_of(gate: &policy::Gate) -> u64 {
     if gate.limit.unlimited || gate.limit.hard == u64::MAX {
@@ -373,6 +448,42 @@ mod tests {
     use std::io::Write;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn the_sync_guard_holds_the_lower_groups_within_its_budget() {
+        let st = |dirty, writeback| GroupState {
+            tasks: 1,
+            weight: 1,
+            dirty,
+            writeback,
+        };
+        // rt-high idle, rt-low at 3 MiB, normal at 6 + 3 MiB: the policy alone
+        // would let both run (a free-run ceiling of 48 MiB)
+        let states = [st(0, 0), st(2 << 20, 1 << 20), st(6 << 20, 3 << 20)];
+        let room = Room {
+            bg: 32 << 20,
+            hard: 64 << 20,
+            freerun: 48 << 20,
+            ungoverned: 0,
+            headroom: 6 << 20,
+        };
+        let mut gates = policy::gates_in(Policy::WcallFair, &states, &room, WCALL_BLOCK_NS);
+        assert!(!gates[NORMAL as usize].hold);
+        let top = gates[RT_HIGH as usize];
+        apply_sync_guard(&mut gates, &states, 8 << 20);
+        assert_eq!(gates[RT_HIGH as usize], top, "rt-high is never guarded");
+        let (low, normal) = (gates[1], gates[NORMAL as usize]);
+        assert_eq!((low.limit.hard, low.hold), (8 << 20, false));
+        assert_eq!((normal.limit.hard, normal.hold), (8 << 20, true));
+        assert!(!normal.limit.unlimited && !normal.push && !low.push);
+        assert_eq!(normal.retry_ns, policy::FAIR_RETRY_NS);
+        // a tighter limit of the policy's own stays
+        let mut tight = policy::gates_in(Policy::WcallFair, &states, &room, WCALL_BLOCK_NS);
+        tight[1].limit.hard = 1 << 20;
+        tight[1].limit.unlimited = false;
+        apply_sync_guard(&mut tight, &states, 8 << 20);
+        assert_eq!((tight[1].limit.hard, tight[1].hold), (1 << 20, true));
+    }
 
     #[test]
     fn a_pass_charges_a_files_dirty_pages_to_its_group() {

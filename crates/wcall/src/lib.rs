@@ -20,6 +20,7 @@ pub mod registry;
 pub mod rendezvous;
 pub mod roster;
 pub mod service;
+pub mod trickle;
 pub mod trust;
 pub mod view;
 

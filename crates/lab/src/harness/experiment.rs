@@ -49,6 +49,9 @@ pub struct Meta {
     pub full_s: f64,
     /// Internal experiments (the null pipeline test) are left out of `all`.
     pub internal: bool,
+    /// Left out of a quick run of `all` or of its family (wb.database: minutes of
+    /// a real database); it runs when named, and in the full lab.
+    pub full_lab_only: bool,
 }
 
 /// What `measure` produced.

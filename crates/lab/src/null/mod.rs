@@ -33,6 +33,7 @@ static META: Meta = Meta {
     quick_s: 0.0,
     full_s: 0.0,
     internal: true,
+    full_lab_only: false,
 };
 
 #[derive(Debug, Clone, Serialize, Deserialize)]

@@ -6,6 +6,7 @@
 //!   record, the kernel's account of it and the simulator's configuration for it;
 //! - `timed_writer`: a writer that times its writes and the 10 Hz poller beside it
 //!   (`oslab wcall writer` and the write-back experiments);
+//! - `daemon`: a governor daemon for a cell (wb.wcall, wb.database);
 //! - `knobs`: sysctls set for the length of a run, through the journal;
 //! - `write_latency`: the latency figures of one writer;
 //! - `dirty_rules`: the kernel's write-back rules as predictions of Dirty (the
@@ -14,6 +15,7 @@
 //! - `sim_advice`, `sim_sweep`: `oslab sim advise|sweep`.
 
 pub mod cells;
+pub mod daemon;
 pub mod dirty_advice;
 pub mod dirty_explain;
 pub mod dirty_rules;

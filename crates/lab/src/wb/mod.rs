@@ -3,6 +3,7 @@
 pub mod background;
 pub mod cases;
 pub mod common;
+pub mod database;
 pub mod periodic;
 pub mod throttle;
 pub mod wcall;

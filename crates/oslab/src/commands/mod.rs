@@ -161,6 +161,7 @@ mod launch_tests {
             interval_ms: Some(7.5),
             headroom: Some("8MiB".into()),
             recycle: Some("off".into()),
+            sync_guard: Some("8MiB".into()),
             no_cgroups: true,
             memory_high: vec!["normal=2GiB".into(), "rt-low=1GiB".into()],
         }

@@ -67,7 +67,7 @@ pub fn run(a: RunArgs) -> CmdResult {
     crate::pending::warn_if_pending();
     let registry = Registry::default();
     let experiments = registry
-        .resolve(&a.ids)
+        .resolve_for(&a.ids, a.quick)
         .map_err(|e| Failure::usage(e.to_string()))?;
     let scratch = scratch_base(a.scratch.as_deref())?;
     let sets = check_sets(&a.sets, &experiments)?;

@@ -195,5 +195,7 @@ impl Drop for Testbed {
     }
 }
 
+pub mod governor;
 pub mod svg_layout;
 pub mod trace_format;
+pub mod users;

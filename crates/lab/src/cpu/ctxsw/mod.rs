@@ -111,6 +111,7 @@ static META: Meta = Meta {
     quick_s: 12.0,
     full_s: 200.0,
     internal: false,
+    full_lab_only: false,
 };
 
 /// perf bench runs at least this many times, so its spread can be seen.

@@ -66,6 +66,7 @@ static META: Meta = Meta {
     quick_s: 8.0,
     full_s: 90.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static MAX_WS: Setting<Bytes> = Setting {

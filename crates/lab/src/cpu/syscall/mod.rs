@@ -57,6 +57,7 @@ static META: Meta = Meta {
     quick_s: 2.0,
     full_s: 10.0,
     internal: false,
+    full_lab_only: false,
 };
 
 const WARMUP_ROUNDS: usize = 3;

@@ -61,6 +61,7 @@ static META: Meta = Meta {
     quick_s: 6.0,
     full_s: 30.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static SIZE: Setting<Bytes> = Setting {

@@ -49,6 +49,7 @@ static META: Meta = Meta {
     quick_s: 5.0,
     full_s: 30.0,
     internal: false,
+    full_lab_only: false,
 };
 
 /// A sample lasts at least this long.

@@ -78,6 +78,7 @@ static META: Meta = Meta {
     quick_s: 15.0,
     full_s: 240.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static MAX_SIZE: Setting<Bytes> = Setting {

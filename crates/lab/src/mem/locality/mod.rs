@@ -45,6 +45,7 @@ static META: Meta = Meta {
     quick_s: 4.0,
     full_s: 12.0,
     internal: false,
+    full_lab_only: false,
 };
 
 /// Elements on a side: 16 KiB, 1 MiB, 16 MiB and 256 MiB of u32.

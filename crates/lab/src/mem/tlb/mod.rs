@@ -52,6 +52,7 @@ static META: Meta = Meta {
     quick_s: 6.0,
     full_s: 40.0,
     internal: false,
+    full_lab_only: false,
 };
 
 pub const PAGE: usize = 4096;

@@ -57,6 +57,7 @@ static META: Meta = Meta {
     quick_s: 4.0,
     full_s: 13.0,
     internal: false,
+    full_lab_only: false,
 };
 
 /// The share of the nice-0 task the weight table predicts against nice k.

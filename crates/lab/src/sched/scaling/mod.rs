@@ -58,6 +58,7 @@ static META_MULTILOAD: Meta = Meta {
     quick_s: 4.0,
     full_s: 20.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static META: Meta = Meta {
@@ -73,6 +74,7 @@ static META: Meta = Meta {
     quick_s: 8.0,
     full_s: 40.0,
     internal: false,
+    full_lab_only: false,
 };
 
 /// Most gaps a worker records.

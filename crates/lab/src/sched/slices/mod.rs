@@ -67,6 +67,7 @@ static META: Meta = Meta {
     quick_s: 6.0,
     full_s: 25.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static TRACE: Setting<FilePath> = Setting {

@@ -49,6 +49,7 @@ static META: Meta = Meta {
     quick_s: 3.0,
     full_s: 8.0,
     internal: false,
+    full_lab_only: false,
 };
 
 /// Two CPUs to pin a pair of workers to.

@@ -51,6 +51,7 @@ static META: Meta = Meta {
     quick_s: 50.0,
     full_s: 120.0,
     internal: false,
+    full_lab_only: false,
 };
 
 /// The real experiments it runs, in order.

@@ -62,6 +62,7 @@ impl SimScenario {
                 quick_s: 0.1,
                 full_s: 0.1,
                 internal: false,
+                full_lab_only: false,
             },
             config,
             policies,

@@ -72,6 +72,7 @@ static META: Meta = Meta {
     full_s: 2540.0,
     // a long real run that `oslab sim validate` starts; `all` leaves it out
     internal: true,
+    full_lab_only: false,
 };
 
 const SCENARIO_NAMES: &[&str] = &["alone", "rt45x2", "bulkx2"];

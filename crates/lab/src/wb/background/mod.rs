@@ -45,6 +45,7 @@ static META: Meta = Meta {
     quick_s: 25.0,
     full_s: 60.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static BACKGROUND: Setting<Bytes> = Setting {

@@ -61,6 +61,7 @@ static META: Meta = Meta {
     quick_s: 55.0,
     full_s: 130.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static RATE: Setting<Bytes> = Setting {

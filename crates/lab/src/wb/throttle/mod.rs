@@ -54,6 +54,7 @@ static META: Meta = Meta {
     quick_s: 20.0,
     full_s: 50.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static BANDWIDTH: Setting<Bytes> = Setting {

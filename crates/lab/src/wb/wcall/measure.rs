@@ -4,12 +4,10 @@
 //! trace, and afterwards a check of every byte. Nothing here judges.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use oslab_sys::clock::monotonic_ns;
 use oslab_wbsim::policy::Policy;
-use oslab_wcall::rendezvous;
 
 use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
 use super::{FirstTouch, META, Plan, Raw};
@@ -17,6 +15,7 @@ use crate::harness::Measured;
 use crate::harness::kernel_trace::KernelTrace;
 use crate::harness::{Context, LabError};
 use crate::services::cells::record::{Cell, Scenario, Start, WriterRaw};
+use crate::services::daemon::Daemon;
 use crate::services::knobs::Knobs;
 use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
 use crate::services::timed_writer::{self, WriterTrace};
@@ -34,66 +33,13 @@ pub struct Env<'a> {
     pub plan: &'a Plan,
 }
 
-/// A governor daemon of a cell, stopped (SIGTERM: it releases its writers and
-/// removes its cgroups) when dropped.
-struct Daemon {
-    child: Child,
-    name: String,
-    /// Its board, read-only, once it answered.
-    board: Option<oslab_wcall::shm::BoardView>,
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        oslab_sys::process::signal_process(self.child.id(), oslab_sys::signals::TERM).ok();
-        let _ = self.child.wait();
-    }
-}
-
 fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError> {
     let name = format!("wb-wcall-{}-{cell}", std::process::id());
-    use oslab_wcall::cli::{Launch, WcallDaemonArgs, WcallPolicyArgs};
-    let mut cmd = Launch::Daemon(WcallDaemonArgs {
-        name: name.clone(),
-        policy: WcallPolicyArgs {
-            policy: Some(policy.name().to_string()),
-            ..WcallPolicyArgs::default()
-        },
-        duration: None,
-        every: 0.0,
-    })
-    .command(&e.exe);
-    cmd.stdout(Stdio::null()).stderr(Stdio::null());
-    let child =
-        oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
-            .spawn()
-            .map_err(|err| {
-                LabError::Failed(format!("cannot start the governor's daemon: {err}"))
-            })?;
-    let mut d = Daemon {
-        child,
-        name,
-        board: None,
+    let policy = oslab_wcall::cli::WcallPolicyArgs {
+        policy: Some(policy.name().to_string()),
+        ..Default::default()
     };
-    for _ in 0..200 {
-        if let Some(f) = rendezvous::discover()
-            .into_iter()
-            .find(|f| f.name == d.name && f.pid == d.child.id())
-            && let Ok(b) = f.board()
-        {
-            d.board = Some(b);
-            return Ok(d);
-        }
-        if let Ok(Some(status)) = d.child.try_wait() {
-            return Err(LabError::Failed(format!(
-                "the governor's daemon exited at once ({status})"
-            )));
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    Err(LabError::Failed(
-        "the governor's daemon did not come up in 5 s".into(),
-    ))
+    Daemon::start(&e.exe, name, policy)
 }
 
 /// The governor's table, read now (None without a governor or once it is gone).

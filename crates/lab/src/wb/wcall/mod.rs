@@ -83,6 +83,7 @@ static META: Meta = Meta {
     quick_s: 100.0,
     full_s: 900.0,
     internal: false,
+    full_lab_only: false,
 };
 
 static SCENARIO_CHOICE: Setting<Choices> = Setting {

@@ -49,6 +49,7 @@ static META: Meta = Meta {
     quick_s: 3.0,
     full_s: 10.0,
     internal: false,
+    full_lab_only: false,
 };
 
 /// Untimed pwrite() calls each child makes first.

@@ -28,6 +28,19 @@ pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
             Failure::usage(format!("--headroom {h}: {e} (give a size such as 8MiB)"))
         })?),
     };
+    let sync_guard = match &p.sync_guard {
+        None => None,
+        Some(h) => Some(
+            parse_human_size(h)
+                .ok()
+                .filter(|b| *b >= 1 << 20)
+                .ok_or_else(|| {
+                    Failure::usage(format!(
+                        "--sync-guard {h}: give a size of at least 1MiB, such as 8MiB"
+                    ))
+                })?,
+        ),
+    };
     let recycle = match p.recycle.as_deref().unwrap_or("auto") {
         "on" => true,
         "off" => false,
@@ -46,7 +59,11 @@ pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
         fifo_priority: is_root.then_some(oslab_wcall::service::COORDINATOR_FIFO),
         cgroups: !p.no_cgroups,
         cgroup_limits: cgroup_limits(&p.memory_high)?,
-        tuning: oslab_wcall::coordinator::Tuning { headroom, recycle },
+        tuning: oslab_wcall::coordinator::Tuning {
+            headroom,
+            recycle,
+            sync_guard,
+        },
         kernel_monitor: true,
     })
 }
@@ -58,7 +75,18 @@ pub fn described(g: &Governor, o: &Options) -> String {
     } else {
         "written-back pages stay in the page cache"
     };
-    format!("{}; {}; {recycle}", g.monitor(), g.cgroups().describe())
+    let guard = match o.tuning.sync_guard {
+        Some(b) => format!(
+            "; sync guard: while an rt-high process is governed, the other groups are held within {} and written back by the governor as fast as the device has room",
+            oslab_units::human_bytes(b)
+        ),
+        None => String::new(),
+    };
+    format!(
+        "{}; {}; {recycle}{guard}",
+        g.monitor(),
+        g.cgroups().describe()
+    )
 }
 
 /// The policy's io weights and the `--memory-high GROUP=SIZE` values.

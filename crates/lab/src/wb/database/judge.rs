@@ -1,0 +1,287 @@
+//! Judging wb.database from its raw cells: commit latencies from pgbench's log,
+//! the copy's share of what the database leaves, and that nothing was lost.
+
+use oslab_model::Claim;
+
+use super::{CellRaw, Mode, Plan, Raw};
+use crate::harness::check::{Check, Condition, Rule};
+use crate::harness::{Output, finding, measurement};
+
+pub const GUARDED: Check = Check {
+    id: "commits-guarded",
+    text: "Under the sync guard a database's commits beside a bulk copy stay within 20 ms at p99 and 10x their p99 alone, none over 200 ms",
+    source: "issue 31 (the governor protects a real database's commits from a bulk copy on the same disk)",
+};
+pub const SHARE: Check = Check {
+    id: "copy-share",
+    text: "Under the sync guard the copy still gets at least 70 % of the bandwidth the database leaves",
+    source: "issue 31",
+};
+pub const INTACT: Check = Check {
+    id: "nothing-lost",
+    text: "No byte of either is lost: a history row per transaction, balances that add up, indexes amcheck accepts, the copy's every byte",
+    source: "issue 31",
+};
+pub const VANILLA: Check = Check {
+    id: "copy-stalls-commits",
+    text: "Without a governor, a bulk copy on the same disk stalls the database's commits (p99 over 10x alone)",
+    source: "issue 31 (1.5-3.6 s commits measured beside dd)",
+};
+
+/// The issue's bounds: p99, p99 against alone, the slowest commit, the copy's share.
+const P99_MS: f64 = 20.0;
+const P99_TIMES_ALONE: f64 = 10.0;
+const MAX_MS: f64 = 200.0;
+const SHARE_MIN: f64 = 0.7;
+
+/// Latency at quantile `q` (0..1) of counted values, nearest rank.
+pub fn quantile(counts: &[(u64, u64)], q: f64) -> Option<u64> {
+    let n: u64 = counts.iter().map(|c| c.1).sum();
+    if n == 0 {
+        return None;
+    }
+    let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
+    let mut seen = 0;
+    counts.iter().find_map(|(v, c)| {
+        seen += c;
+        (seen >= rank).then_some(*v)
+    })
+}
+
+fn ms(us: Option<u64>) -> f64 {
+    us.map_or(f64::NAN, |u| u as f64 / 1000.0)
+}
+
+/// Commits over `limit_ms`.
+fn over(counts: &[(u64, u64)], limit_ms: f64) -> u64 {
+    counts
+        .iter()
+        .filter(|(v, _)| *v as f64 > limit_ms * 1000.0)
+        .map(|c| c.1)
+        .sum()
+}
+
+/// The copy's bytes over what the device had left after the database's own:
+/// measured bandwidth x span less (device bytes less the copy's).
+pub fn copy_share(c: &CellRaw, device_bytes_s: f64) -> Option<f64> {
+    let database = c.device_bytes.saturating_sub(c.copy_bytes) as f64;
+    let left = device_bytes_s * c.span_s - database;
+    (left > 0.0).then(|| c.copy_bytes as f64 / left)
+}
+
+fn cells(raw: &Raw, mode: Mode) -> Vec<&CellRaw> {
+    raw.cells.iter().filter(|c| c.mode == mode).collect()
+}
+
+fn alone_p99(raw: &Raw, run: u64) -> Option<f64> {
+    raw.cells
+        .iter()
+        .find(|c| c.mode == Mode::Alone && c.run == run)
+        .map(|c| ms(quantile(&c.latency_counts, 0.99)))
+}
+
+pub fn judge(plan: &Plan, raw: &Raw) -> Output {
+    let mut out = Output::default();
+    for mode in Mode::ALL {
+        let of = cells(raw, mode);
+        let per = |f: &dyn Fn(&CellRaw) -> f64| of.iter().map(|c| f(c)).collect::<Vec<_>>();
+        let m = mode.name();
+        out.measurements.push(measurement(
+            &format!("{m}.commit_p99"),
+            &format!("{m}: pgbench commit latency p99, per run"),
+            "ms",
+            per(&|c| ms(quantile(&c.latency_counts, 0.99))),
+            1,
+            None,
+        ));
+        out.measurements.push(measurement(
+            &format!("{m}.commit_max"),
+            &format!("{m}: the slowest commit, per run"),
+            "ms",
+            per(&|c| ms(c.latency_counts.last().map(|l| l.0))),
+            2,
+            None,
+        ));
+        out.measurements.push(measurement(
+            &format!("{m}.commits"),
+            &format!("{m}: transactions pgbench processed, per run"),
+            "commits",
+            per(&|c| c.transactions as f64),
+            3,
+            None,
+        ));
+        if mode != Mode::Alone {
+            out.measurements.push(measurement(
+                &format!("{m}.copy_rate"),
+                &format!("{m}: the copy's bytes on the device over the span, per run"),
+                "MiB/s",
+                per(&|c| c.copy_bytes as f64 / c.span_s.max(1e-9) / (1 << 20) as f64),
+                4,
+                None,
+            ));
+        }
+    }
+    out.findings.push(finding(
+        "testbed_bandwidth",
+        raw.testbed_measured_bytes_s / (1 << 20) as f64,
+        "MiB/s",
+        format!(
+            "measured on {} (cap {} MiB/s); PostgreSQL {}",
+            raw.testbed_device,
+            plan.bandwidth >> 20,
+            raw.postgres
+        ),
+    ));
+    out.claims = vec![guarded(raw), share(raw), intact(raw), vanilla(raw)];
+    out.notes.push(format!(
+        "pgbench -N -c 2 -j 2 -T {} at scale {}, synchronous_commit on, PostgreSQL as shipped; dd if=/dev/zero bs=1M beside it; dirty_bytes 64 MiB, background 32 MiB; governed: oslab wcall daemon --sync-guard {} MiB, PostgreSQL in rt-high, dd in normal. Steal over the cells: {}.",
+        plan.duration,
+        plan.scale,
+        plan.guard >> 20,
+        raw.cells
+            .iter()
+            .map(|c| format!("{:.1} %", c.steal_pct))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    out
+}
+
+fn guarded(raw: &Raw) -> Claim {
+    let g = cells(raw, Mode::Governed);
+    let worst_p99 = g
+        .iter()
+        .map(|c| ms(quantile(&c.latency_counts, 0.99)))
+        .fold(f64::NAN, f64::max);
+    let worst_ratio = g
+        .iter()
+        .filter_map(|c| Some(ms(quantile(&c.latency_counts, 0.99)) / alone_p99(raw, c.run)?))
+        .fold(f64::NAN, f64::max);
+    let slow: u64 = g.iter().map(|c| over(&c.latency_counts, MAX_MS)).sum();
+    let none = || "no governed cell was measured".to_string();
+    let conditions = [
+        Condition::from_option(
+            "worst governed p99",
+            "ms",
+            Rule::AtMost(P99_MS),
+            finite(worst_p99),
+            none(),
+        ),
+        Condition::from_option(
+            "worst governed p99 over the same run's alone p99",
+            "x",
+            Rule::AtMost(P99_TIMES_ALONE),
+            finite(worst_ratio),
+            none(),
+        ),
+        Condition::new(
+            "governed commits over 200 ms",
+            "",
+            Rule::AtMost(0.0),
+            slow as f64,
+        ),
+    ];
+    let context = format!("{} governed runs", g.len());
+    GUARDED.judge(&conditions, &context, |o| {
+        if o.holds() {
+            "the copy's pages never reach the flusher's long queues and its own write back yields whenever its requests wait at the device, so a commit queues behind at most one of its chunks".into()
+        } else {
+            "a commit still met a full device: the copy's chunks (whole folios, 1 MiB for dd bs=1M) or the database's own bursts (a checkpoint, a new WAL segment) filled it".into()
+        }
+    })
+}
+
+fn finite(x: f64) -> Option<f64> {
+    x.is_finite().then_some(x)
+}
+
+fn share(raw: &Raw) -> Claim {
+    let g = cells(raw, Mode::Governed);
+    let worst = g
+        .iter()
+        .filter_map(|c| copy_share(c, raw.testbed_measured_bytes_s))
+        .fold(f64::NAN, f64::min);
+    let conditions = [Condition::from_option(
+        "the copy's lowest share of what the database left",
+        "",
+        Rule::AtLeast(SHARE_MIN),
+        finite(worst),
+        "no governed cell left the copy any bandwidth to share",
+    )];
+    SHARE.judge(&conditions, &format!("{} governed runs", g.len()), |o| {
+        if o.holds() {
+            "the guard's write back rests only while its chunks wait, so it fills what the device has left".into()
+        } else {
+            "the guard's write back rested more than the device needed".into()
+        }
+    })
+}
+
+fn intact(raw: &Raw) -> Claim {
+    let mut wrong = Vec::new();
+    for c in &raw.cells {
+        let at = format!("run {} {}", c.run + 1, c.mode.name());
+        if c.data.history_rows != c.transactions {
+            wrong.push(format!(
+                "{at}: {} history rows for {} transactions",
+                c.data.history_rows, c.transactions
+            ));
+        }
+        if !c.data.balances_match {
+            wrong.push(format!("{at}: balances do not add up to the history"));
+        }
+        if c.data.indexes_checked < 3 {
+            wrong.push(format!(
+                "{at}: {} indexes checked of 3",
+                c.data.indexes_checked
+            ));
+        }
+        if c.data.copy_intact == Some(false) {
+            wrong.push(format!("{at}: the copy does not read back as written"));
+        }
+    }
+    let conditions = [
+        Condition::from_option(
+            "cells checked",
+            "",
+            Rule::AtLeast(1.0),
+            (!raw.cells.is_empty()).then_some(raw.cells.len() as f64),
+            "no cell was measured",
+        ),
+        Condition::new(
+            "cells with lost or damaged data",
+            "",
+            Rule::AtMost(0.0),
+            wrong.len() as f64,
+        ),
+    ];
+    INTACT.judge(&conditions, "", |o| {
+        if o.holds() {
+            "the guard only delays the copy's write() calls and writes back what they wrote; the database's commits are its own".into()
+        } else {
+            wrong.join("; ")
+        }
+    })
+}
+
+fn vanilla(raw: &Raw) -> Claim {
+    let v = cells(raw, Mode::Vanilla);
+    let least = v
+        .iter()
+        .filter_map(|c| Some(ms(quantile(&c.latency_counts, 0.99)) / alone_p99(raw, c.run)?))
+        .fold(f64::NAN, f64::min);
+    let conditions = [Condition::from_option(
+        "least vanilla p99 over the same run's alone p99",
+        "x",
+        Rule::AtLeast(P99_TIMES_ALONE),
+        finite(least),
+        "no vanilla cell was measured",
+    )];
+    VANILLA.judge(&conditions, &format!("{} vanilla runs", v.len()), |o| {
+        if o.holds() {
+            "each commit's fdatasync queues at the device behind the copy's write back, which the flusher sends in long runs of large requests".into()
+        } else {
+            "the copy did not fill the device's queue in this run".into()
+        }
+    })
+}

@@ -1,0 +1,210 @@
+//! `wb.database`: a real database's commits beside a bulk copy on the same disk,
+//! alone, beside the copy with no governor, and under `oslab wcall daemon
+//! --sync-guard` (PostgreSQL as rt-high, the copy as normal).
+//!
+//! What: PostgreSQL from the distribution, as shipped (its own user, started with
+//! pg_ctl, its data and WAL on the testbed's file system, no setting changed),
+//! `pgbench -N -c 2 -j 2` at scale 10 with `--log`, and `dd if=/dev/zero bs=1M`
+//! to the same file system for the whole run, on the testbed (a loop device
+//! throttled to 40 MiB/s, dirty_bytes 64 MiB, background 32 MiB). Latencies are
+//! pgbench's own, from its log; the copy's bytes are its file's size after a final
+//! sync; the device's bytes are its diskstats. After each cell the data is
+//! checked: a history row per transaction, the balances against the history,
+//! amcheck's bt_index_check on every pgbench index, and every byte of the copy.
+//!
+//! Method: per run three cells, each with the server restarted (under the
+//! governor for the governed cell, started by root through `oslab wcall run
+//! --group rt-high -- runuser -u postgres -- ... pg_ctl start`, as a service would
+//! be), the copy started with pgbench and stopped when it ends, then a sync. No
+//! warm-up and no cache drop: the database keeps its state from cell to cell, as a
+//! server does. It is not in a quick run of `all` (minutes of a real database);
+//! `--quick` when named runs one run of 20 s cells.
+//!
+//! Pitfalls: pgbench empties pgbench_history before each run, so the balances are
+//! checked against the change of sum(abalance) over the cell. The database's own
+//! write back (backends evicting dirty buffers, checkpoints) goes through the
+//! flusher, not the guard, and stalls its own commits now and then, alone too
+//! (commits of 100-400 ms seen here with no copy at all): the claims compare with
+//! the same run's alone cell. blk-throttle, the testbed's device, holds a request
+//! that finds its budget spent to the end of a 100 ms slice, which a real disk does
+//! not. The copy is of /dev/zero: its check also requires no hole in the file.
+//!
+//! References: docs/wcall.md ("The sync guard"); issue 31; PostgreSQL's pgbench
+//! documentation (the per-transaction log's third field is the latency in µs).
+
+mod judge;
+mod measure;
+mod server;
+
+use oslab_model::Environment;
+use serde::{Deserialize, Serialize};
+
+use crate::harness::{Context, LabError, Meta, Needs, Output};
+use crate::harness::{Experiment, Measured, Planner};
+use crate::services::cells::settings::BANDWIDTH;
+use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
+
+pub struct Database;
+
+pub(crate) static META: Meta = Meta {
+    id: "wb.database",
+    title: "A database's commits beside a bulk copy, with and without the sync guard",
+    section: "7",
+    summary: "PostgreSQL pgbench commits alone, beside dd, and under wcall --sync-guard: p99, max, the copy's share, no byte lost",
+    needs: Needs {
+        root: true,
+        min_cpus: 1,
+        free_disk_bytes: 0,
+    },
+    quick_s: 120.0,
+    full_s: 1200.0,
+    internal: false,
+    full_lab_only: true,
+};
+
+static DURATION: Setting<Seconds> = Setting {
+    name: "duration",
+    help: "seconds of pgbench per cell",
+    quick: 20.0,
+    full: 60.0,
+    bounds: Some((5.0, 3600.0)),
+    names: &[],
+};
+static RUNS: Setting<Count> = Setting {
+    name: "runs",
+    help: "repetitions of the three cells (alone, vanilla, governed)",
+    quick: 1,
+    full: 5,
+    bounds: Some((1, 20)),
+    names: &[],
+};
+static GUARD: Setting<Bytes> = Setting {
+    name: "guard",
+    help: "the governor's --sync-guard: what the copy's group may hold dirty and under write back",
+    quick: 8 << 20,
+    full: 8 << 20,
+    bounds: Some((1 << 20, 1 << 30)),
+    names: &[],
+};
+static SCALE: Setting<Count> = Setting {
+    name: "scale",
+    help: "pgbench's scale factor (100,000 accounts each)",
+    quick: 10,
+    full: 10,
+    bounds: Some((1, 1000)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 5] = [&DURATION, &RUNS, &GUARD, &SCALE, &BANDWIDTH];
+
+/// dirty_bytes and dirty_background_bytes during the run.
+pub const DIRTY: u64 = 64 << 20;
+pub const BACKGROUND: u64 = 32 << 20;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub duration: f64,
+    pub runs: u64,
+    pub guard: u64,
+    pub scale: u64,
+    pub bandwidth: u64,
+}
+
+/// The three cells of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Mode {
+    /// PostgreSQL alone.
+    Alone,
+    /// Beside the copy, no governor.
+    Vanilla,
+    /// Beside the copy, under the governor with the sync guard.
+    Governed,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Alone, Mode::Vanilla, Mode::Governed];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Alone => "alone",
+            Mode::Vanilla => "vanilla",
+            Mode::Governed => "governed",
+        }
+    }
+}
+
+/// What the data looked like after a cell.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DataCheck {
+    /// Rows of pgbench_history (pgbench empties it before each run).
+    pub history_rows: u64,
+    /// sum(abalance) moved by exactly sum(delta) of the history.
+    pub balances_match: bool,
+    /// pgbench indexes bt_index_check went through without an error.
+    pub indexes_checked: u64,
+    /// The copy's bytes all read back as written (None: no copy in this cell).
+    pub copy_intact: Option<bool>,
+}
+
+/// One cell, raw.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CellRaw {
+    pub run: u64,
+    pub mode: Mode,
+    /// Each commit latency pgbench logged (µs) with how many had it, ascending.
+    pub latency_counts: Vec<(u64, u64)>,
+    /// pgbench's "number of transactions actually processed".
+    pub transactions: u64,
+    /// From the copy's start (the cell's start) to the end of the final sync, s.
+    pub span_s: f64,
+    /// Bytes written to the testbed's device over the span (diskstats).
+    pub device_bytes: u64,
+    /// The copy's file size after the final sync.
+    pub copy_bytes: u64,
+    pub data: DataCheck,
+    /// CPU time the hypervisor stole over the cell, percent.
+    pub steal_pct: f64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Raw {
+    pub postgres: String,
+    pub testbed_device: String,
+    pub testbed_measured_bytes_s: f64,
+    pub cells: Vec<CellRaw>,
+    pub teardown_errors: Vec<String>,
+}
+
+impl Experiment for Database {
+    type Plan = Plan;
+    type Raw = Raw;
+
+    fn meta(&self) -> &Meta {
+        &META
+    }
+
+    fn settings(&self) -> Declared {
+        &SETTINGS
+    }
+
+    fn plan(&self, p: &mut Planner) -> Plan {
+        Plan {
+            duration: p.get(&DURATION),
+            runs: p.get(&RUNS),
+            guard: p.get(&GUARD),
+            scale: p.get(&SCALE),
+            bandwidth: p.get(&BANDWIDTH),
+        }
+    }
+
+    fn measure(&self, plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
+        measure::measure(plan, ctx)
+    }
+
+    fn judge(&self, plan: &Plan, raw: &Raw, _env: &Environment) -> Output {
+        judge::judge(plan, raw)
+    }
+}
+
+#[cfg(test)]
+mod tests;

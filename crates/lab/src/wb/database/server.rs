@@ -1,0 +1,234 @@
+//! The PostgreSQL cluster wb.database measures: the distribution's binaries, run as
+//! its own user (`postgres`), its data on the testbed, started with pg_ctl as a
+//! service would be, and tied to oslab's life: a small shell started as the
+//! server's user keeps the server up until its standard input (a pipe only oslab
+//! holds) closes, then stops it, so the server goes when oslab does, even by
+//! SIGKILL.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::harness::LabError;
+
+/// `$1` the binaries, `$2` the data folder, `$3` the socket folder; standard input
+/// is oslab's pipe. TERM is ignored: oslab's death closes the pipe, which stops it.
+const SUPERVISOR: &str = r#"
+trap '' TERM
+bin=$1; data=$2; sock=$3
+"$bin/pg_ctl" -D "$data" -l "$data/../server.log" -w -t 60 \
+  -o "-k $sock -c listen_addresses=''" start >/dev/null || exit 1
+echo up
+cat >/dev/null
+"$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null
+"#;
+
+/// The user the distribution runs PostgreSQL as.
+pub const USER: &str = "postgres";
+
+/// What a cluster needs that the machine may not have, or why it cannot run.
+pub fn unavailable() -> Option<String> {
+    let Some(bin) = binaries() else {
+        return Some(
+            "no PostgreSQL server here (pg_ctl, initdb, pgbench and psql under /usr/lib/postgresql/VERSION/bin): install the Debian package postgresql".into(),
+        );
+    };
+    if user_ids(USER).is_none() {
+        return Some(format!(
+            "no user '{USER}' to run PostgreSQL as ({} is installed without it)",
+            bin.display()
+        ));
+    }
+    None
+}
+
+/// The newest /usr/lib/postgresql/VERSION/bin that has every program used here.
+pub fn binaries() -> Option<PathBuf> {
+    let wanted = ["pg_ctl", "initdb", "pgbench", "psql", "postgres"];
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .flatten()
+        .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
+        .filter(|(_, bin): &(u32, PathBuf)| wanted.iter().all(|p| bin.join(p).is_file()))
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+/// (uid, gid) of a user, from the system's user database.
+fn user_ids(name: &str) -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|l| {
+        let mut f = l.split(':');
+        if f.next()? != name {
+            return None;
+        }
+        let (_, uid, gid) = (f.next()?, f.next()?, f.next()?);
+        Some((uid.parse().ok()?, gid.parse().ok()?))
+    })
+}
+
+/// A cluster made on the testbed: `home` holds the data and the socket.
+pub struct Cluster {
+    pub bin: PathBuf,
+    pub home: PathBuf,
+}
+
+fn failed(what: &str, out: &std::process::Output) -> LabError {
+    let err = String::from_utf8_lossy(&out.stderr);
+    LabError::Failed(format!(
+        "{what}: {}",
+        err.lines().last().unwrap_or("(no message)")
+    ))
+}
+
+impl Cluster {
+    /// Makes `home` (the server user's) and a cluster in it.
+    pub fn create(home: &Path) -> Result<Cluster, LabError> {
+        let bin = binaries().ok_or_else(|| LabError::Failed("PostgreSQL vanished".into()))?;
+        let (uid, gid) =
+            user_ids(USER).ok_or_else(|| LabError::Failed(format!("no user '{USER}'")))?;
+        std::fs::create_dir(home)
+            .and_then(|()| std::os::unix::fs::chown(home, Some(uid), Some(gid)))
+            .map_err(|e| LabError::Failed(format!("{}: {e}", home.display())))?;
+        let c = Cluster {
+            bin,
+            home: home.to_path_buf(),
+        };
+        let out = c
+            .as_user("initdb")
+            .arg("-D")
+            .arg(c.data())
+            .args(["-A", "trust", "-E", "UTF8", "--no-locale"])
+            .output()
+            .map_err(|e| LabError::Failed(format!("initdb: {e}")))?;
+        if !out.status.success() {
+            return Err(failed("initdb", &out));
+        }
+        Ok(c)
+    }
+
+    pub fn data(&self) -> PathBuf {
+        self.home.join("data")
+    }
+
+    /// A program of the server's, run as its user.
+    pub fn as_user(&self, program: &str) -> Command {
+        let mut c = Command::new("runuser");
+        c.args(["-u", USER, "--"]).arg(self.bin.join(program));
+        c
+    }
+
+    /// The supervisor's command line (after `runuser -u postgres --`).
+    pub fn supervisor_args(&self) -> Vec<String> {
+        let text = |p: &Path| p.to_string_lossy().into_owned();
+        vec![
+            "sh".into(),
+            "-c".into(),
+            SUPERVISOR.into(),
+            "oslab-postgres".into(),
+            text(&self.bin),
+            text(&self.data()),
+            text(&self.home),
+        ]
+    }
+
+    /// Output of psql running `sql` on database postgres, trimmed.
+    pub fn query(&self, sql: &str) -> Result<String, LabError> {
+        let out = self
+            .as_user("psql")
+            .arg("-h")
+            .arg(&self.home)
+            .args(["-d", "postgres", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .map_err(|e| LabError::Failed(format!("psql: {e}")))?;
+        if !out.status.success() {
+            return Err(failed(&format!("psql '{sql}'"), &out));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    }
+
+    /// pgbench with `args` on database postgres; its standard output.
+    pub fn pgbench(&self, args: &[String]) -> Result<String, LabError> {
+        let out = self
+            .as_user("pgbench")
+            .arg("-h")
+            .arg(&self.home)
+            .args(args)
+            .arg("postgres")
+            .current_dir(&self.home)
+            .output()
+            .map_err(|e| LabError::Failed(format!("pgbench: {e}")))?;
+        if !out.status.success() {
+            return Err(failed("pgbench", &out));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+}
+
+/// A running server: stopped when dropped (its supervisor's pipe closes).
+pub struct Running {
+    supervisor: Child,
+    pipe: Option<ChildStdin>,
+}
+
+impl Running {
+    /// Starts the supervisor `cmd` (the cluster's, maybe behind `oslab wcall run`)
+    /// and waits until the server is up.
+    pub fn start(mut cmd: Command) -> Result<Running, LabError> {
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        let mut child = oslab_sys::signals::child_of_oslab(
+            &mut cmd,
+            oslab_sys::signals::OnParentDeath::Terminate,
+        )
+        .spawn()
+        .map_err(|e| LabError::Failed(format!("cannot start PostgreSQL: {e}")))?;
+        let pipe = child.stdin.take();
+        let mut out = child.stdout.take();
+        let mut r = Running {
+            supervisor: child,
+            pipe,
+        };
+        let mut word = [0u8; 3];
+        let up = out
+            .as_mut()
+            .is_some_and(|o| std::io::Read::read_exact(o, &mut word).is_ok() && &word == b"up\n");
+        if !up {
+            return Err(LabError::Failed(
+                "PostgreSQL did not start (its log is server.log beside the data folder)".into(),
+            ));
+        }
+        r.pipe.as_mut().map(|p| p.flush());
+        Ok(r)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.pipe.take();
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.supervisor.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = self.supervisor.kill();
+        let _ = self.supervisor.wait();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_user_is_found_by_name_only() {
+        // root is in every user database; a name that is a prefix of it is not
+        assert_eq!(user_ids("root"), Some((0, 0)));
+        assert_eq!(user_ids("roo"), None);
+    }
+}

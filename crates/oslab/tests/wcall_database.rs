@@ -1,0 +1,261 @@
+//! The governor and a real database (issue 31): root starts PostgreSQL under a
+//! user of its own with pg_ctl, through `oslab wcall run --group rt-high`, as a
+//! service manager would, beside a `dd` in the normal group, under a daemon with
+//! the sync guard. The user's server processes are governed in rt-high and placed
+//! in its cgroups, the guard limits the normal group while they are there, and
+//! afterwards pgbench's data is checked: a history row per transaction, the
+//! balances, amcheck on every pgbench index, the copy's bytes. No latency is
+//! asserted (a shared machine); the figures are the experiment's and the note's.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use common::governor::{start_daemon, status_of, stop};
+use common::users::{TestUser, shared_copies};
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// A server of the test user's, stopped (immediately) when the test ends.
+struct Server<'a> {
+    user: &'a TestUser,
+    bin: PathBuf,
+    data: PathBuf,
+    socket: PathBuf,
+}
+
+impl Server<'_> {
+    fn as_user(&self, program: &str) -> Command {
+        let mut c = Command::new("runuser");
+        c.args(["-u", &self.user.name, "--"])
+            .arg(self.bin.join(program));
+        c
+    }
+
+    /// One value from psql, as the user, on database postgres.
+    fn query(&self, sql: &str) -> String {
+        let o = self
+            .as_user("psql")
+            .arg("-h")
+            .arg(&self.socket)
+            .args(["-d", "postgres", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{sql}: {}", stderr(&o));
+        String::from_utf8_lossy(&o.stdout).trim().to_string()
+    }
+}
+
+impl Drop for Server<'_> {
+    fn drop(&mut self) {
+        let _ = self
+            .as_user("pg_ctl")
+            .arg("-D")
+            .arg(&self.data)
+            .args(["-m", "immediate", "-w", "stop"])
+            .output();
+    }
+}
+
+fn succeed(cmd: &mut Command) -> Output {
+    let o = cmd.output().unwrap();
+    assert!(o.status.success(), "{:?}: {}", cmd, stderr(&o));
+    o
+}
+
+/// pgbench's "number of transactions actually processed: N".
+fn transactions(pgbench_out: &str) -> u64 {
+    pgbench_out
+        .lines()
+        .find_map(|l| l.strip_prefix("number of transactions actually processed: "))
+        .and_then(|n| n.split_whitespace().next()?.parse().ok())
+        .unwrap_or_else(|| panic!("no transaction count in:\n{pgbench_out}"))
+}
+
+fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+    let start = Instant::now();
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "{what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn postgres_of_another_user_is_governed_in_rt_high_and_loses_nothing() {
+    if !common::is_root() {
+        eprintln!("skipped: root's daemon, a second user and PostgreSQL need root");
+        return;
+    }
+    let Some(bin) = oslab_store::testing::find_binaries().filter(|b| {
+        ["pg_ctl", "pgbench", "psql"]
+            .iter()
+            .all(|p| b.join(p).is_file())
+    }) else {
+        eprintln!("skipped: no PostgreSQL server with pg_ctl, pgbench and psql here");
+        return;
+    };
+    let Some(user) = TestUser::new("pg") else {
+        eprintln!("skipped: useradd is not available");
+        return;
+    };
+    let shared = shared_copies();
+    let oslab = || {
+        let mut c = Command::new(shared.path().join("oslab"));
+        c.env("OSLAB_WCALL_LIB", shared.path().join("liboslab_wcall.so"))
+            .env(
+                "OSLAB_JOURNAL_DIR",
+                common::journal_dir("oslab-wcall-database-tests"),
+            );
+        c
+    };
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let home = dir.path().join("pg");
+    std::fs::create_dir(&home).unwrap();
+    std::os::unix::fs::chown(&home, Some(user.uid), None).unwrap();
+    let server = Server {
+        user: &user,
+        bin: bin.clone(),
+        data: home.join("data"),
+        socket: home.clone(),
+    };
+    succeed(
+        server
+            .as_user("initdb")
+            .arg("-D")
+            .arg(&server.data)
+            .args(["-A", "trust", "--no-sync"])
+            .stdout(Stdio::null()),
+    );
+
+    let name = format!("db-{}", std::process::id());
+    let daemon = start_daemon(oslab(), &name, &["--sync-guard", "4MiB"]);
+    // root starts the server as the user, in rt-high, as a service is started
+    let started = oslab()
+        .args(["wcall", "run", "--name", &name, "--group", "rt-high", "--"])
+        .args(["runuser", "-u", &user.name, "--"])
+        .arg(bin.join("pg_ctl"))
+        .arg("-D")
+        .arg(&server.data)
+        .arg("-l")
+        .arg(home.join("log"))
+        .arg("-o")
+        .arg(format!("-k {} -c listen_addresses=''", home.display()))
+        .args(["-w", "start"])
+        .output()
+        .unwrap();
+    assert!(started.status.success(), "{}", stderr(&started));
+    let pgbench = |args: &[&str]| {
+        succeed(
+            server
+                .as_user("pgbench")
+                .arg("-h")
+                .arg(&home)
+                .args(args)
+                .arg("postgres"),
+        )
+    };
+    pgbench(&["-i", "-s", "1", "-q"]);
+    let before: i64 = server
+        .query("select sum(abalance) from pgbench_accounts")
+        .parse()
+        .unwrap();
+
+    let status = wait_for("the server's processes are governed", || {
+        let s = status_of(oslab(), &name);
+        let of_user = s["processes"]
+            .as_array()?
+            .iter()
+            .filter(|p| p["uid"] == user.uid)
+            .count();
+        (of_user >= 2).then_some(s)
+    });
+    // the copy, in the normal group, while pgbench runs
+    let copy = dir.path().join("copy");
+    let dd = oslab()
+        .args(["wcall", "run", "--name", &name, "--group", "normal", "--"])
+        .arg("dd")
+        .arg("if=/dev/zero")
+        .arg(format!("of={}", copy.display()))
+        .args(["bs=1M", "count=256", "status=none"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let bench = pgbench(&["-N", "-c", "2", "-j", "2", "-T", "4"]);
+    let dd = dd.wait_with_output().unwrap();
+    assert!(dd.status.success(), "{}", stderr(&dd));
+    assert!(
+        stderr(&dd).contains(&format!("joining governor '{name}'")),
+        "{}",
+        stderr(&dd)
+    );
+
+    let procs = status["processes"].as_array().unwrap();
+    for p in procs.iter().filter(|p| p["uid"] == user.uid) {
+        assert_eq!(p["group"], "rt-high", "root's launch stands: {p}");
+    }
+    let normal = status["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|g| g["group"] == "normal")
+        .unwrap();
+    assert!(
+        normal["limit_bytes"].as_u64().is_some_and(|l| l <= 4 << 20),
+        "the guard limits the normal group while rt-high is governed: {normal}"
+    );
+    // the server's processes sit in the rt-high memory cgroup
+    let postmaster: u32 = std::fs::read_to_string(server.data.join("postmaster.pid"))
+        .unwrap()
+        .lines()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let memcg = oslab_sys::parse::memcg::own_cgroup(&oslab_sys::fsread::Root::live());
+    wait_for("the server is placed", || {
+        if memcg.is_none() {
+            return Some(());
+        }
+        let c = std::fs::read_to_string(format!("/proc/{postmaster}/cgroup")).ok()?;
+        c.contains(&format!("/oslab-wcall-{}/rt-high", daemon.0.id()))
+            .then_some(())
+    });
+
+    // nothing lost: a history row per transaction, balances that add up, indexes
+    // amcheck accepts, and the copy's bytes
+    let tx = transactions(&String::from_utf8_lossy(&bench.stdout));
+    assert!(tx > 0);
+    assert_eq!(
+        server.query("select count(*) from pgbench_history"),
+        tx.to_string()
+    );
+    assert_eq!(
+        server.query(&format!(
+            "select (select sum(abalance) from pgbench_accounts) - {before} = \
+             (select coalesce(sum(delta), 0) from pgbench_history)"
+        )),
+        "t"
+    );
+    server.query("create extension if not exists amcheck");
+    assert_eq!(
+        server.query(
+            "select count(bt_index_check(i.indexrelid)) from pg_index i \
+             join pg_class c on c.oid = i.indexrelid where c.relname like 'pgbench_%'"
+        ),
+        "3"
+    );
+    let written = std::fs::read(&copy).unwrap();
+    assert_eq!(written.len(), 256 << 20);
+    assert!(written.iter().all(|b| *b == 0), "the copy's bytes changed");
+    drop(server);
+    stop(daemon);
+}
