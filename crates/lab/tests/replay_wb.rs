@@ -154,23 +154,26 @@ fn the_sawtooth_runs_check_the_simulator_blind() {
 
 #[test]
 fn wb_database() {
-    // PostgreSQL 15 beside dd on the 40 MiB/s testbed, 20 s cells: alone p99
-    // 1.3 ms, beside the copy 3.6 s with 18 commits in 20 s, under the sync guard
-    // 2.8 ms with the copy taking what the database left
+    // the full run of 2026-11-27 (5 runs of 60 s cells): PostgreSQL 15 beside dd
+    // on the 40 MiB/s testbed. Governed p99 3.6-3.7 ms against 1.3-1.7 alone and
+    // 3.6-4.2 s beside the copy with no governor; but 10 governed commits over
+    // 200 ms (34 alone, with no copy: the database's own write back)
     let r = judged("wb.database");
-    for id in [
-        "commits-guarded",
-        "copy-share",
-        "nothing-lost",
-        "copy-stalls-commits",
-    ] {
+    for id in ["copy-share", "nothing-lost", "copy-stalls-commits"] {
         assert_eq!(verdict(&r, id), Verdict::Holds, "{id}");
     }
+    assert_eq!(verdict(&r, "commits-guarded"), Verdict::Differs);
+    let c = r.claim("commits-guarded").unwrap();
+    assert!(c.why.contains("the p99 bounds hold"), "{}", c.why);
+    assert!(c.observed.contains("with no copy: 34"), "{}", c.observed);
     let p99 = |mode: &str| {
         r.measurement(&format!("{mode}.commit_p99"))
             .unwrap()
-            .samples[0]
+            .samples
+            .clone()
     };
-    assert!(p99("governed") < 20.0 && p99("vanilla") > 1000.0);
+    assert!(p99("governed").iter().all(|x| *x < 20.0));
+    assert!(p99("vanilla").iter().all(|x| *x > 1000.0));
+    assert_eq!(p99("alone").len(), 5);
     assert!((39.0..41.0).contains(&finding(&r, "testbed_bandwidth")));
 }

@@ -43,7 +43,16 @@ impl Server<'_> {
             .as_user("psql")
             .arg("-h")
             .arg(&self.socket)
-            .args(["-d", "postgres", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .args([
+                "-X",
+                "-d",
+                "postgres",
+                "-Atq",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ])
             .output()
             .unwrap();
         assert!(o.status.success(), "{sql}: {}", stderr(&o));
@@ -121,6 +130,12 @@ fn postgres_of_another_user_is_governed_in_rt_high_and_loses_nothing() {
     let home = dir.path().join("pg");
     std::fs::create_dir(&home).unwrap();
     std::os::unix::fs::chown(&home, Some(user.uid), None).unwrap();
+    // the socket's folder: the user's alone
+    std::fs::set_permissions(&home, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let name = format!("db-{}", std::process::id());
+    // started before the server's guard, so a failing test stops the server
+    // before the daemon
+    let daemon = start_daemon(oslab(), &name, &["--sync-guard", "4MiB"]);
     let server = Server {
         user: &user,
         bin: bin.clone(),
@@ -132,12 +147,10 @@ fn postgres_of_another_user_is_governed_in_rt_high_and_loses_nothing() {
             .as_user("initdb")
             .arg("-D")
             .arg(&server.data)
-            .args(["-A", "trust", "--no-sync"])
+            .args(["--auth-local=peer", "--auth-host=reject", "--no-sync"])
             .stdout(Stdio::null()),
     );
 
-    let name = format!("db-{}", std::process::id());
-    let daemon = start_daemon(oslab(), &name, &["--sync-guard", "4MiB"]);
     // root starts the server as the user, in rt-high, as a service is started
     let started = oslab()
         .args(["wcall", "run", "--name", &name, "--group", "rt-high", "--"])

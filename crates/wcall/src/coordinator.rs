@@ -291,11 +291,14 @@ impl Coordinator {
         to_push
     }
 
-    /// The guard's budget while it acts: set, and an rt-high process governed.
+    /// The guard's budget while it acts: set, its write-back thread running, and
+    /// an rt-high process governed. Without the thread the policy's own pushes stay.
     fn guard_on(&self, members: &[u32; GROUPS]) -> Option<u64> {
-        self.tuning
-            .sync_guard
-            .filter(|_| self.policy != Policy::Vanilla && members[RT_HIGH as usize] > 0)
+        self.tuning.sync_guard.filter(|_| {
+            self.trickle.is_some()
+                && self.policy != Policy::Vanilla
+                && members[RT_HIGH as usize] > 0
+        })
     }
 
     /// The bytes group `g` is held against: under the guard its whole footprint.

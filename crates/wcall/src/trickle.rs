@@ -69,9 +69,9 @@ struct Cursor {
     at: u64,
 }
 
-fn sync_range(f: &File, off: u64, len: u64, flags: libc::c_uint) {
+fn sync_range(f: &File, off: u64, len: u64, flags: libc::c_uint) -> bool {
     // SAFETY: a valid descriptor; the kernel checks the range.
-    unsafe { libc::sync_file_range(f.as_raw_fd(), off as i64, len as i64, flags) };
+    unsafe { libc::sync_file_range(f.as_raw_fd(), off as i64, len as i64, flags) == 0 }
 }
 
 fn dirty_in(f: &File, off: u64, len: u64) -> u64 {
@@ -138,7 +138,7 @@ impl Pace {
 }
 
 fn run(work: &(Mutex<Work>, Condvar)) {
-    let (lock, cv) = work;
+    let (lock, _) = work;
     let mut cursors: Vec<Cursor> = Vec::new();
     let mut pace = Pace::default();
     loop {
@@ -163,18 +163,37 @@ fn run(work: &(Mutex<Work>, Condvar)) {
                 continue;
             };
             let t = std::time::Instant::now();
-            sync_range(&c.file, off, CHUNK, libc::SYNC_FILE_RANGE_WRITE);
-            sync_range(&c.file, off, CHUNK, libc::SYNC_FILE_RANGE_WAIT_AFTER);
-            std::thread::sleep(pace.after(t.elapsed()));
-            wrote = true;
-        }
-        if !wrote {
-            let Ok(w) = lock.lock() else { return };
-            if w.stop {
+            let ok = sync_range(&c.file, off, CHUNK, libc::SYNC_FILE_RANGE_WRITE)
+                && sync_range(&c.file, off, CHUNK, libc::SYNC_FILE_RANGE_WAIT_AFTER);
+            // a chunk the kernel refused (the file system full, say) stays dirty:
+            // rest at least a little, or the loop would spin on it
+            let rest = pace
+                .after(t.elapsed())
+                .max(if ok { Duration::ZERO } else { IDLE });
+            if rest_or_stop(work, rest) {
                 return;
             }
-            let _ = cv.wait_timeout(w, IDLE);
+            wrote = true;
         }
+        if !wrote && rest_or_stop(work, IDLE) {
+            return;
+        }
+    }
+}
+
+/// Waits `d` unless told to stop first; true when told to stop.
+fn rest_or_stop(work: &(Mutex<Work>, Condvar), d: Duration) -> bool {
+    let (lock, cv) = work;
+    let Ok(w) = lock.lock() else { return true };
+    if w.stop {
+        return true;
+    }
+    if d.is_zero() {
+        return false;
+    }
+    match cv.wait_timeout_while(w, d, |w| !w.stop) {
+        Ok((w, _)) => w.stop,
+        Err(_) => true,
     }
 }
 

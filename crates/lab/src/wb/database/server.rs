@@ -14,11 +14,15 @@ use crate::harness::LabError;
 
 /// `$1` the binaries, `$2` the data folder, `$3` the socket folder; standard input
 /// is oslab's pipe. TERM is ignored: oslab's death closes the pipe, which stops it.
+/// A start that fails or times out is stopped too, so no half-started server stays.
 const SUPERVISOR: &str = r#"
 trap '' TERM
 bin=$1; data=$2; sock=$3
 "$bin/pg_ctl" -D "$data" -l "$data/../server.log" -w -t 60 \
-  -o "-k $sock -c listen_addresses=''" start >/dev/null || exit 1
+  -o "-k $sock -c listen_addresses=''" start >/dev/null || {
+  "$bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1
+  exit 1
+}
 echo up
 cat >/dev/null
 "$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null
@@ -56,6 +60,11 @@ pub fn binaries() -> Option<PathBuf> {
     found.pop().map(|(_, bin)| bin)
 }
 
+/// The server user's uid.
+pub fn uid() -> Option<u32> {
+    user_ids(USER).map(|(u, _)| u)
+}
+
 /// (uid, gid) of a user, from the system's user database.
 fn user_ids(name: &str) -> Option<(u32, u32)> {
     let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
@@ -89,8 +98,13 @@ impl Cluster {
         let bin = binaries().ok_or_else(|| LabError::Failed("PostgreSQL vanished".into()))?;
         let (uid, gid) =
             user_ids(USER).ok_or_else(|| LabError::Failed(format!("no user '{USER}'")))?;
+        // the socket lives here: nobody but the server's user (and root) may reach it
         std::fs::create_dir(home)
             .and_then(|()| std::os::unix::fs::chown(home, Some(uid), Some(gid)))
+            .and_then(|()| {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))
+            })
             .map_err(|e| LabError::Failed(format!("{}: {e}", home.display())))?;
         let c = Cluster {
             bin,
@@ -100,7 +114,14 @@ impl Cluster {
             .as_user("initdb")
             .arg("-D")
             .arg(c.data())
-            .args(["-A", "trust", "-E", "UTF8", "--no-locale"])
+            // only the server's own user, by the kernel's word (peer), and no TCP
+            .args([
+                "--auth-local=peer",
+                "--auth-host=reject",
+                "-E",
+                "UTF8",
+                "--no-locale",
+            ])
             .output()
             .map_err(|e| LabError::Failed(format!("initdb: {e}")))?;
         if !out.status.success() {
@@ -120,10 +141,17 @@ impl Cluster {
         c
     }
 
-    /// The supervisor's command line (after `runuser -u postgres --`).
+    /// The supervisor's command line, run as the server's user. setpriv changes
+    /// the ids and runs the shell in its own place (runuser would stay as its
+    /// parent and SIGKILL it on a TERM, leaving the server with nobody to stop it).
     pub fn supervisor_args(&self) -> Vec<String> {
         let text = |p: &Path| p.to_string_lossy().into_owned();
         vec![
+            "setpriv".into(),
+            format!("--reuid={USER}"),
+            format!("--regid={USER}"),
+            "--init-groups".into(),
+            "--".into(),
             "sh".into(),
             "-c".into(),
             SUPERVISOR.into(),
@@ -140,7 +168,16 @@ impl Cluster {
             .as_user("psql")
             .arg("-h")
             .arg(&self.home)
-            .args(["-d", "postgres", "-Atq", "-v", "ON_ERROR_STOP=1", "-c", sql])
+            .args([
+                "-X",
+                "-d",
+                "postgres",
+                "-Atq",
+                "-v",
+                "ON_ERROR_STOP=1",
+                "-c",
+                sql,
+            ])
             .output()
             .map_err(|e| LabError::Failed(format!("psql: {e}")))?;
         if !out.status.success() {

@@ -131,6 +131,27 @@ fn one_slow_commit_a_lost_row_or_a_starved_copy_each_differ() {
 }
 
 #[test]
+fn a_governed_run_without_a_commit_is_not_dropped_from_the_worst_case() {
+    let mut r = raw();
+    let mut stalled = r.cells[2].clone();
+    stalled.run = 1;
+    stalled.latency_counts.clear();
+    stalled.transactions = 0;
+    stalled.data.history_rows = 0;
+    let mut alone = r.cells[0].clone();
+    alone.run = 1;
+    r.cells.extend([alone, stalled]);
+    let out = judge(&plan(), &r);
+    let claim = out
+        .claims
+        .iter()
+        .find(|c| c.id == "commits-guarded")
+        .unwrap();
+    assert_eq!(claim.verdict, Verdict::Differs, "{}", claim.observed);
+    assert!(claim.observed.contains("without a commit logged = 1"));
+}
+
+#[test]
 fn without_governed_cells_nothing_is_judged_about_them() {
     let mut r = raw();
     r.cells.retain(|c| c.mode != Mode::Governed);
