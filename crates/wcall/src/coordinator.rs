@@ -279,7 +279,7 @@ impl Coordinator {
                 }
             }
             // rt-high's own files stay the flusher's: trickling them too was
-            // tried (its data files' early write back took the WAL's device time)
+            // tried and gave no steady gain (docs/wcall.md, "The sync guard")
             if guard.is_some() && g != RT_HIGH as usize {
                 to_trickle.extend(self.files.of_group(g));
             }
