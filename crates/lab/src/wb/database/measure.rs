@@ -248,7 +248,8 @@ pub fn transactions(pgbench_out: &str) -> u64 {
 /// Every latency (µs, the third field) in the logs `PREFIX.PID[.N]`, counted by
 /// value; the logs are removed.
 fn read_pgbench_logs(prefix: &Path) -> Vec<(u64, u64)> {
-    let (Some(dir), Some(stem)) = (prefix.parent(), prefix.file_name()) else {
+    let (Some(dir), Some(stem), Some(owner)) = (prefix.parent(), prefix.file_name(), server::uid())
+    else {
         return Vec::new();
     };
     let stem = format!("{}.", stem.to_string_lossy());
@@ -257,7 +258,7 @@ fn read_pgbench_logs(prefix: &Path) -> Vec<(u64, u64)> {
         if !entry.file_name().to_string_lossy().starts_with(&stem) {
             continue;
         }
-        if let Some(text) = server::uid().and_then(|u| read_log(&entry.path(), u)) {
+        if let Some(text) = read_log(&entry.path(), owner) {
             for us in latencies(&text) {
                 *counts.entry(us).or_insert(0u64) += 1;
             }
