@@ -86,6 +86,12 @@ pub struct WritebackOptions {
     /// Watch reads and page faults on files' mappings too, and only calls on
     /// regular files and block devices (`oslab stalls`).
     pub file_calls: bool,
+    /// Trace only who dirties what (the governor's monitor): no system call,
+    /// fault, sleep or throttling decision is followed. The other programs run
+    /// on every system call and context switch of the machine, watched or not,
+    /// so leaving them out is what keeps the monitor off every other program's
+    /// path.
+    pub dirtiers_only: bool,
 }
 
 impl Default for WritebackOptions {
@@ -97,6 +103,7 @@ impl Default for WritebackOptions {
             stack_threshold: Duration::from_millis(1),
             per_file: false,
             file_calls: false,
+            dirtiers_only: false,
         }
     }
 }

@@ -238,6 +238,14 @@ fn load_writeback<'o>(
         open.progs.on_rq_complete.set_autoload(false);
         open.progs.on_rq_requeue.set_autoload(false);
     }
+    if opts.dirtiers_only {
+        for mut prog in open.open_object_mut().progs_mut() {
+            if prog.name() != "on_dirty_folio" {
+                prog.set_autoload(false);
+            }
+        }
+        return load_and_attach(open, opts);
+    }
     match bdp_args() {
         Some(8) => open.progs.on_pause_args.set_autoload(false),
         Some(12) => open.progs.on_pause.set_autoload(false),
@@ -246,6 +254,13 @@ fn load_writeback<'o>(
             open.progs.on_pause_args.set_autoload(false);
         }
     }
+    load_and_attach(open, opts)
+}
+
+fn load_and_attach<'o>(
+    open: writeback_skel::OpenWritebackSkel<'o>,
+    opts: &WritebackOptions,
+) -> Result<writeback_skel::WritebackSkel<'o>, String> {
     let mut skel = open
         .load()
         .map_err(|e| failure("loading the write-back programs", e))?;

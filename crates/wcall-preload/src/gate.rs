@@ -10,7 +10,7 @@ use std::ffi::c_int;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 
 use libc::{iovec, ssize_t};
-use oslab_wcall_table::{GroupSlot, MAX_SILENCE_NS, Own, monotonic_ns};
+use oslab_wcall_table::{GroupSlot, MAX_SILENCE_NS, Own, monotonic_coarse_ns, monotonic_ns};
 
 use crate::join::{Joined, joined};
 use crate::say;
@@ -104,19 +104,21 @@ pub fn before(fd: c_int, n: u64) -> Option<&'static Own> {
     }
     crate::join::follow_scheduling(&j);
     let group = j.board.group_of(j.index);
-    let now = monotonic_ns();
-    j.own.header.last_write_ns.store(now, Ordering::Relaxed);
+    let stamp = monotonic_coarse_ns();
+    j.own.header.last_write_ns.store(stamp, Ordering::Relaxed);
     if WARNED_GONE.load(Ordering::Relaxed) {
         return Some(j.own);
     }
     if !group.must_wait(n, own_pending(&j)) {
         if j.own.header.writes.load(Ordering::Relaxed) % 64 == 0
-            && !j.board.coordinator_alive(now, MAX_SILENCE_NS)
+            && !j.board.coordinator_alive(stamp, MAX_SILENCE_NS)
         {
             warn_ungoverned(&j);
         }
         return Some(j.own);
     }
+    // a held write's time is measured with the precise clock
+    let now = monotonic_ns();
     j.own.header.delayed_writes.fetch_add(1, Ordering::Relaxed);
     let end = wait_while_held(&j, group, n, now);
     j.own

@@ -139,10 +139,19 @@ fn thread_class() -> u32 {
 /// this process again (it decides from the kernel's word, so asking changes
 /// nothing it would not see itself a pass later; a writer that turned SCHED_FIFO
 /// just before its first write is not held in its old group meanwhile).
+#[inline]
 pub fn follow_scheduling(j: &Joined) {
-    if CALLS.fetch_add(1, Ordering::Relaxed) % 256 != 0 {
-        return;
+    // a sample, not a count: threads racing may lose an increment, which costs
+    // nothing where a locked add would cost every write
+    let calls = CALLS.load(Ordering::Relaxed);
+    CALLS.store(calls.wrapping_add(1), Ordering::Relaxed);
+    if calls % 256 == 0 {
+        ask_if_regrouped(j);
     }
+}
+
+#[cold]
+fn ask_if_regrouped(j: &Joined) {
     let class = thread_class();
     if class == j.member().group.load(Ordering::Relaxed)
         || ASKED.swap(class, Ordering::Relaxed) == class

@@ -18,9 +18,10 @@ impl KernelMonitor {
     /// Starts tracing; the reason when it cannot.
     pub fn start() -> Result<KernelMonitor, String> {
         let opts = WritebackOptions {
-            // no system call is followed: only who dirties what
+            // only who dirties what: no program on anyone's system calls
             watch: Watch::Pids(Vec::new()),
             per_file: true,
+            dirtiers_only: true,
             ..WritebackOptions::default()
         };
         Tracer::writeback(&opts)

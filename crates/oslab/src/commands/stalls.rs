@@ -142,6 +142,7 @@ pub fn run(a: StallsArgs) -> CmdResult {
             // slow read waited behind
             per_file: true,
             file_calls: true,
+            dirtiers_only: false,
         },
         interval_ns: (interval(&a) * 1e9) as u64,
         count: a.count,
