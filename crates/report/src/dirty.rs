@@ -54,7 +54,10 @@ pub fn explain(e: &Explained) -> String {
         "real-time tasks: both limits + 1/4 + 1/32 of the hard limit (every RT priority alike)\n",
     );
     out.push_str(&flusher_text(e));
-    out.push_str("\nRules from the material (section 4)\n");
+    out.push_str(
+        "\nRules from Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" \
+         (in Korean, Insight 2017), ch. 10\n",
+    );
     for c in e.rules {
         out.push_str(&format!(
             "  [{}] {}\n      expected: {}\n      observed: {}\n      why: {}\n",
@@ -220,7 +223,10 @@ mod tests {
         assert!(text.contains("hard limit (real-time task)"));
         assert!(text.contains("not in /proc/vmstat on this kernel"));
         assert!(text.contains("off (dirty_writeback_centisecs = 0)"));
-        assert!(text.ends_with("Rules from the material (section 4)\n"));
+        assert!(text.ends_with(
+            "Rules from Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" \
+             (in Korean, Insight 2017), ch. 10\n"
+        ));
     }
 
     #[test]

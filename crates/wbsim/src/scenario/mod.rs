@@ -213,25 +213,25 @@ fn material_scenarios() -> Vec<Scenario> {
     vec![
         scenario(
             "material-a",
-            "Background sync (material 4, experiment A)",
+            "Background sync (Kang Jin-woo, ch. 10, background sync test)",
             "periodic write back off, background 1 %, 1 MiB/s writer, 8 GiB box",
             material_box(a, vec![rate("writer", MIB as f64)], 240.0),
         ),
         scenario(
             "material-b",
-            "Periodic sync (material 4, experiment B)",
+            "Periodic sync (Kang Jin-woo, ch. 10, periodic sync test)",
             "background 20 %, hard 40 %, writeback 5 s, expire 10 s, 1 MiB/s writer",
             material_box(b, vec![rate("writer", MIB as f64)], 60.0),
         ),
         scenario(
             "material-c1",
-            "Case 1 (material 4, experiment C)",
+            "Case 1 (Kang Jin-woo, ch. 10, case 1 vs case 2)",
             "background 10 %, hard 20 %, expire 30 s, a 100 MiB/s writer for 30 s",
             material_box(c1, vec![rate("writer", 100.0 * MIB as f64)], 60.0),
         ),
         scenario(
             "material-c2",
-            "Case 2 (material 4, experiment C)",
+            "Case 2 (Kang Jin-woo, ch. 10, case 1 vs case 2)",
             "background 1 %, hard 20 %, expire 10 s, a 100 MiB/s writer for 30 s",
             material_box(c2, vec![rate("writer", 100.0 * MIB as f64)], 60.0),
         ),
@@ -278,7 +278,7 @@ fn testbed_scenarios() -> Vec<Scenario> {
         scenario(
             "testbed-fig2",
             "RT-55 vs two RT-45 on this machine's testbed",
-            "linux-6 rules; writeback-kernel.md saw p99 216 ms for the RT-55 writer",
+            "linux-6 rules; real 6.18 kernel on oslab's own testbed: RT-55 p99 216 ms",
             testbed_box(vec![
                 periodic("rt55", rt(55), 700),
                 periodic("rt45a", rt(45), 700),
@@ -288,7 +288,7 @@ fn testbed_scenarios() -> Vec<Scenario> {
         scenario(
             "testbed-bulk",
             "RT-55 vs two non-RT bulk writers on the testbed",
-            "linux-6 rules; writeback-kernel.md saw p99 219 ms",
+            "linux-6 rules; real 6.18 kernel on oslab's own testbed: RT-55 p99 219 ms",
             testbed_box(vec![
                 periodic("rt55", rt(55), 700),
                 bulk("bulk1"),

@@ -10,19 +10,19 @@ use crate::harness::check::{Check, Condition, Outcome, Rule};
 const PINNING: Check = Check {
     id: "pinning-cheaper",
     text: "Pinning both tasks to one CPU makes switches 45-70 % cheaper",
-    source: "material 5 (seed 002: 45-70 % on 2006-2013 Xeons)",
+    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010: 45-70 % on 2006-2013 Xeons)",
 };
 
 const THREADS: Check = Check {
     id: "threads-cheaper",
     text: "A thread switch is 5-20 % cheaper than a process switch",
-    source: "material 5 (seed 002)",
+    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010)",
 };
 
 const VM: Check = Check {
     id: "vm-dearer",
     text: "Under a hypervisor context switches cost 2.5-3x more",
-    source: "material 5 (seed 002, VMware ESX)",
+    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010, VMware ESX)",
 };
 
 /// The material's band, in per cent saved.

@@ -18,13 +18,13 @@ pub(super) const SWITCHES_PER_MILLION: f64 = 10.0;
 pub(super) const MODE_SWITCH: Check = Check {
     id: "syscall-is-mode-switch",
     text: "A system call is a mode switch, not a context switch",
-    source: "material 5 (seed 002)",
+    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010)",
 };
 
 pub(super) const COST: Check = Check {
     id: "syscall-cost-tens-of-ns",
     text: "The cheapest system call (gettid) costs tens to about a hundred nanoseconds",
-    source: "material 5 (seed 002, 2006-2013 Xeons; 'about 100' read as up to 150 ns)",
+    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010: 2006-2013 Xeons; 'about 100' read as up to 150 ns)",
 };
 
 pub(super) fn mode_switch_claim(raw: &Raw, calls: &Calls) -> oslab_model::Claim {

@@ -18,7 +18,7 @@ pub const MIN_PLATEAUS: f64 = 3.0;
 pub const JUMPS: Check = Check {
     id: "latency-jumps-per-level",
     text: "Access time jumps each time the working set outgrows a cache level",
-    source: "material 1 (the book's memory mountain; seed 000)",
+    source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (the cache-size sweep)",
 };
 
 /// One condition of the claim and what to say when it fails.

@@ -17,7 +17,7 @@ pub const BEYOND_LLC: f64 = 2.0;
 pub const ORDER: Check = Check {
     id: "loop-order-matters-out-of-cache",
     text: "Loop order hardly matters while the array fits in the cache and matters a lot once it does not",
-    source: "material 1 (locality; seed 000)",
+    source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (locality of reference)",
 };
 
 /// The claim on the ratios (bytes, ratio), smallest array first, with the

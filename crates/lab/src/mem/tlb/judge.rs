@@ -19,7 +19,7 @@ const GRANTED_FROM_PAGES: u64 = 1024;
 pub const REACH: Check = Check {
     id: "huge-pages-extend-reach",
     text: "Huge pages extend the TLB's reach",
-    source: "material 2 (TLB, seed 000)",
+    source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (TLB)",
 };
 
 /// The curves and what was found in them.

@@ -20,7 +20,7 @@ pub const RATIO_TOLERANCE: f64 = 0.15;
 const SHARES: Check = Check {
     id: "nice-shares-follow-weights",
     text: "Nice values divide the CPU by the kernel's weights (about 1.25x per step)",
-    source: "material 6 (seed 003); kernel/sched/core.c sched_prio_to_weight",
+    source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Process scheduler\"; kernel/sched/core.c sched_prio_to_weight",
 };
 
 /// What one pair showed.

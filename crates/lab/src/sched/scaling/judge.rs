@@ -17,7 +17,7 @@ const THROUGHPUT_KEPT: f64 = 0.7;
 const PAST_THE_CPUS: Check = Check {
     id: "past-the-cpus-only-turnaround-grows",
     text: "On one CPU real time grows as N x alone; on all CPUs it stays flat up to the CPU count, and past it only turnaround grows while throughput stays",
-    source: "material 6 (seed 003: multiload and the scaling curves)",
+    source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Process scheduler\" (multiload and the scaling curves)",
 };
 
 /// One N's outcome: mean and max turnaround (s), mean user and sys (s), throughput.

@@ -17,7 +17,7 @@ const SLICE_TOLERANCE: f64 = 0.5;
 const SLICE_IS_TICK_BOUND: Check = Check {
     id: "slice-is-tick-bound",
     text: "Each of N CPU-bound processes on one CPU runs a slice of max(kernel slice, one tick) per turn and waits (N - 1) slices",
-    source: "material 6 (seed 003), checked against EEVDF on 6.6+ kernels",
+    source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Process scheduler\"; checked against EEVDF on 6.6+ kernels",
 };
 
 /// What one N showed.

@@ -13,7 +13,7 @@ pub(super) const CORE_GAIN: f64 = 0.70;
 pub(super) const SMT: Check = Check {
     id: "smt-gives-20-30-percent",
     text: "A second hardware thread adds about 20-30 % throughput, far less than a second core",
-    source: "material 6 (seed 000: kernel build 93 s -> 73 s; 'about 20-30 %' read as 10-40 %)",
+    source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (kernel build 93 s -> 73 s with SMT; 'about 20-30 %' read as 10-40 %)",
 };
 
 pub(super) fn smt_claim(gain: f64, cores: f64, env: &Environment) -> Claim {
@@ -38,10 +38,10 @@ pub(super) fn smt_claim(gain: f64, cores: f64, env: &Environment) -> Claim {
                 "the two threads of a core share its execution units; a second core brings its own"
                     .into()
             } else if o.failed(0) && gain > SMT_GAIN.1 {
-                "the sibling gave more than the material's 20-30 %: a clock-reading loop leaves most execution units idle for the other thread".into()
+                "the sibling gave more than the book's 20-30 %: a clock-reading loop leaves most execution units idle for the other thread".into()
             } else if o.failed(0) {
                 format!(
-                    "the sibling gave less than the material's 20-30 %{}",
+                    "the sibling gave less than the book's 20-30 %{}",
                     match &env.machine.hypervisor.name {
                         Some(h) => format!(": under {h} the vCPUs shown as siblings need not share a core on the host"),
                         None => ": the two threads compete for the same execution units".into(),

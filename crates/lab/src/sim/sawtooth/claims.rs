@@ -7,7 +7,7 @@ use crate::harness::check::{Check, Condition, Rule};
 const MATCHES: Check = Check {
     id: "simulator-matches-kernel",
     text: "The simulator's Dirty curve matches the real kernel's within 10 % in peak, trough and period",
-    source: "oslab design (issue: the write-back simulator)",
+    source: "oslab's target for its simulator: docs/sim-scenarios.md, \"The sawtooth cells\"",
 };
 
 /// The worst relative error of `compared` figures (peak, trough, period), held

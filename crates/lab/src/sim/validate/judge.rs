@@ -19,20 +19,20 @@ use crate::services::cells::traced::{Traced, traced};
 const PREDICTS: Check = Check {
     id: "sim-predicts-testbed",
     text: "The simulator predicts the contested writers' write() latency on the testbed: p50, p90, p99 within 30 % (1 ms below 3 ms), writes over 200 ms within max(3, 30 %), the competitors' throughput within 15 %, for every workload and policy",
-    source: "issue 20 (the simulator's validation targets)",
+    source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the targets)",
 };
 
 /// The headline: the prediction a user gets, made before the cell's run is read.
 const BLIND: Check = Check {
     id: "sim-predicts-testbed-blind",
     text: "The simulator predicts this machine blind (from the writers, the limits, the device's probed bandwidth and the page costs, nothing of the cell's run): at least 95 % of the targeted figures of every cell (contested writers, main setting and sweep, and one writer's Dirty sawtooth on the root disk and the testbed) within target",
-    source: "issue 29 (the blind simulator's targets)",
+    source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the blind prediction's targets)",
 };
 
 const SWEEP: Check = Check {
     id: "sim-predicts-sweep",
     text: "The same targets hold at settings no test names (device 10 and 80 MiB/s, dirty_bytes 32 and 256 MiB)",
-    source: "issue 20 (settings not named in any test)",
+    source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the sweep: settings not named in any test)",
 };
 
 /// One cell simulated twice: from the state the kernel carried into it, and

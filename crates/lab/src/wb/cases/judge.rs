@@ -19,7 +19,7 @@ use oslab_wbsim::Config;
 const FLUSH_OFTEN: Check = Check {
     id: "flush-often-lowers-peak",
     text: "Flushing more often lowers the peak device load but wakes the flusher more",
-    source: "material 4 (seed 001, case comparison: 800 MB vs 80 MB peaks, util 100 % vs 98 %)",
+    source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (case 1 vs case 2: 800 MB vs 80 MB peaks, util 100 % vs 98 %)",
 };
 
 /// The device counts as writing above this share of the cap.

@@ -52,7 +52,7 @@ static META: Meta = Meta {
     id: "wb.cases",
     title: "Flush early and often vs late and big (case 1 vs case 2)",
     section: "4",
-    summary: "material's case comparison scaled to a testbed: peak Dirty, device load, flush count",
+    summary: "Kang Jin-woo's case comparison scaled to a testbed: peak Dirty, device load, flush count",
     needs: Needs {
         root: true,
         min_cpus: 1,

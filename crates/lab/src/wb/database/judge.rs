@@ -10,22 +10,22 @@ use crate::harness::{Output, finding, measurement};
 pub const GUARDED: Check = Check {
     id: "commits-guarded",
     text: "Under the sync guard a database's commits beside a bulk copy stay within 20 ms at p99 and 10x their p99 alone, none over 200 ms",
-    source: "issue 31 (the governor protects a real database's commits from a bulk copy on the same disk)",
+    source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const SHARE: Check = Check {
     id: "copy-share",
     text: "Under the sync guard the copy still gets at least 70 % of the bandwidth the database leaves",
-    source: "issue 31",
+    source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const INTACT: Check = Check {
     id: "nothing-lost",
     text: "No byte of either is lost: a history row per transaction, balances that add up, indexes amcheck accepts, the copy's every byte",
-    source: "issue 31",
+    source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const VANILLA: Check = Check {
     id: "copy-stalls-commits",
     text: "Without a governor, a bulk copy on the same disk stalls the database's commits (p99 over 10x alone)",
-    source: "issue 31 (1.5-3.6 s commits measured beside dd)",
+    source: "docs/wcall.md, \"How it works\", the sync guard (1.5-3.6 s commits measured beside dd)",
 };
 
 /// The issue's bounds: p99, p99 against alone, the slowest commit, the copy's share.

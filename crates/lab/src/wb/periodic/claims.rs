@@ -10,7 +10,7 @@ use crate::wb::common::sawtooth::{SawRaw, TOLERANCE, others_text};
 pub(super) const EXPIRY: Check = Check {
     id: "periodic-expiry",
     text: "The flusher wakes every dirty_writeback_centisecs and writes pages older than dirty_expire_centisecs, so Dirty drops to ~0 periodically",
-    source: "material 4 (seed 001, experiment B: ~9.5 MB peaks with expire 10 s)",
+    source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (periodic sync test: ~9.5 MB peaks with expire 10 s)",
 };
 
 pub(super) fn expiry_why(

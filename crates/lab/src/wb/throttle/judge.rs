@@ -20,7 +20,7 @@ const P99_MS: f64 = 20.0;
 const THROTTLED: Check = Check {
     id: "writers-throttled",
     text: "A writer that pushes dirty memory past the limit is made to wait inside write(): the moment write latency explodes",
-    source: "material 4 (seed 004)",
+    source: "Kim and Park, \"A Dynamic Allocation of Write Cache to Improve I/O Real-Time Responsiveness in Linux\" (2009)",
 };
 
 fn plots(raw: &Raw) -> Vec<Plot> {

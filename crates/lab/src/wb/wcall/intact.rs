@@ -12,7 +12,7 @@ use crate::services::cells::record::{Cell, Content};
 pub const NO_BYTE_LOST: Check = Check {
     id: "no-byte-lost",
     text: "Every byte a governed writer writes reaches its file, also when the governor is killed mid-write",
-    source: "issue 19 (the governor may delay writes, never drop them)",
+    source: "oslab's rule for its governor: it may delay writes, never drop them (docs/wcall.md, \"What it cannot do, and says so\")",
 };
 
 fn label(c: &Cell, writer: &str) -> String {

@@ -12,7 +12,7 @@ pub(super) const BOUND_NS: f64 = 1000.0;
 pub(super) const OVERHEAD: Check = Check {
     id: "overhead-under-1us",
     text: "The governor adds well under a microsecond to a write() it does not hold",
-    source: "design.md, the governor; issue 6",
+    source: "oslab's target for its governor (its cost: docs/wcall.md, \"How it works\", Control)",
 };
 
 /// The claim: the overhead below a microsecond and every write counted; the
