@@ -22,24 +22,36 @@ pub fn whole(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone +
     }
 }
 
-/// A number of seconds (or milliseconds: `unit`) from `lo` to `hi`.
-pub fn number(
+/// A duration from `lo` to `hi` seconds, in seconds: a bare number is seconds,
+/// and a unit may be given as for every other duration (`200ms`, `1.5s`).
+pub fn seconds(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    in_unit(lo, hi, TimeUnit::Seconds, "seconds", "2.5 or 200ms")
+}
+
+/// A duration from `lo` to `hi` milliseconds, in milliseconds: a bare number is
+/// milliseconds, and a unit may be given (`100ms`, `0.5s`).
+pub fn millis(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
+    in_unit(lo, hi, TimeUnit::Millis, "ms", "100 or 0.5s")
+}
+
+fn in_unit(
     lo: f64,
     hi: f64,
-    unit: &'static str,
+    unit: TimeUnit,
+    name: &'static str,
+    example: &'static str,
 ) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
     move |text: &str| {
-        let range = format!("give {lo} to {hi} {unit}");
-        match text.trim().parse::<f64>() {
-            Ok(v) if v.is_finite() && v >= lo && v <= hi => Ok(v),
+        let range = format!("give {lo} to {hi} {name}, e.g. {example}");
+        match parse_duration(text, unit) {
+            Ok(d) if (lo..=hi).contains(&d.in_unit(unit)) => Ok(d.in_unit(unit)),
             Ok(_) => Err(format!("out of range: {range}")),
+            Err(UnitError::UnknownTimeUnit { unit, .. }) => {
+                Err(format!("unknown unit '{unit}': {range}"))
+            }
             Err(_) => Err(format!("not a number: {range}")),
         }
     }
-}
-
-pub fn seconds(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
-    number(lo, hi, "seconds")
 }
 
 /// A duration such as `10ms`, `1.5s`, `250us` or `2000000ns` (a bare number is
@@ -124,8 +136,15 @@ mod tests {
         assert_eq!(s("2.5"), Ok(2.5));
         assert_eq!(
             s("-5").unwrap_err(),
-            "out of range: give 0.5 to 600 seconds"
+            "out of range: give 0.5 to 600 seconds, e.g. 2.5 or 200ms"
         );
+        assert_eq!(s("750ms"), Ok(0.75), "a duration's units, as everywhere");
+        assert_eq!(s("2s"), Ok(2.0));
+        assert!(s("200ms").unwrap_err().starts_with("out of range"));
+        assert!(s("3 fortnights").unwrap_err().starts_with("unknown unit"));
+        let ms = millis(1.0, 10_000.0);
+        assert_eq!(ms("100"), Ok(100.0));
+        assert_eq!(ms("0.5s"), Ok(500.0));
         assert!(s("inf").is_err());
         assert!(s("NaN").is_err());
     }
@@ -181,7 +200,8 @@ mod props {
         #[test]
         fn any_text_never_panics(text in "\\PC{0,40}", lo in any::<u64>(), hi in any::<u64>()) {
             let _ = whole(lo, hi)(&text);
-            let _ = number(0.5, 600.0, "seconds")(&text);
+            let _ = seconds(0.5, 600.0)(&text);
+            let _ = millis(1.0, 10_000.0)(&text);
             let _ = rate("--rate", &text);
         }
 

@@ -11,6 +11,7 @@ mod db;
 mod exports;
 mod failure;
 mod guard;
+mod manual;
 mod output;
 mod pending;
 mod progress;

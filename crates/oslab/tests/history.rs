@@ -188,11 +188,14 @@ fn kept_listed_compared_exported_and_reported(db: &OsStr, dir: &Path) {
     assert_eq!(json["runs"][1]["results"][0]["experiment"], "null");
 
     let page = dir.join("report.html");
-    ok(oslab_db(db)
+    let o = oslab_db(db)
         .args(["report", "2", "--html"])
         .arg(&page)
         .output()
-        .unwrap());
+        .unwrap();
+    let said = String::from_utf8_lossy(&o.stderr).matches("wrote ").count();
+    assert_eq!(said, 1, "where the page went, said once");
+    ok(o);
     let page = std::fs::read_to_string(&page).unwrap();
     assert!(page.contains("id=\"null\"") && page.contains("run 2"));
     let latest: serde_json::Value = serde_json::from_str(&ok(oslab_db(db)

@@ -174,3 +174,126 @@ fn the_experiment_list_fits_the_terminal() {
         );
     }
 }
+
+/// Every environment variable the product's code reads: the names in
+/// `var("X")`, `var_os("X")`, `getenv(c"X")` and in constants passed to them,
+/// and TMPDIR wherever the temporary folder is asked for; test code (files
+/// `tests.rs` and `testing.rs`, and everything after `#[cfg(test)]`) left out.
+fn variables_read_by_the_code() -> std::collections::BTreeSet<String> {
+    fn rs_files(dir: &std::path::Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                rs_files(&p, out);
+            } else if p.extension().is_some_and(|x| x == "rs") {
+                out.push(p);
+            }
+        }
+    }
+    /// The quoted upper-case name right after `open` in `text`, if any.
+    fn quoted_name(text: &str) -> Option<String> {
+        let t = text
+            .trim_start()
+            .strip_prefix('c')
+            .unwrap_or(text.trim_start());
+        let name: String = t
+            .strip_prefix('"')?
+            .chars()
+            .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+            .collect();
+        (name.len() > 1 && t[1 + name.len()..].starts_with('"')).then_some(name)
+    }
+    let crates = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut files = Vec::new();
+    for c in std::fs::read_dir(&crates).unwrap().flatten() {
+        if c.path().join("src").is_dir() {
+            rs_files(&c.path().join("src"), &mut files);
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for f in files {
+        let stem = f.file_stem().unwrap().to_string_lossy().into_owned();
+        if stem == "tests" || stem == "testing" {
+            continue;
+        }
+        let text = std::fs::read_to_string(&f).unwrap();
+        let code = text.split("#[cfg(test)]").next().unwrap();
+        for call in ["var(", "var_os(", "getenv("] {
+            for (at, _) in code.match_indices(call) {
+                let rest = &code[at + call.len()..];
+                if let Some(n) = quoted_name(rest) {
+                    names.insert(n);
+                    continue;
+                }
+                // a constant: `const IDENT: &str = "NAME";` in the same file
+                let ident: String = rest
+                    .trim_start()
+                    .chars()
+                    .take_while(|c| c.is_ascii_uppercase() || *c == '_')
+                    .collect();
+                if ident.len() > 1
+                    && let Some(def) = code.find(&format!("const {ident}: &str = "))
+                    && let Some(n) = quoted_name(&code[def + ident.len() + 15..])
+                {
+                    names.insert(n);
+                }
+            }
+        }
+        if code.contains("temp_dir()") {
+            names.insert("TMPDIR".into());
+        }
+    }
+    names
+}
+
+#[test]
+fn the_manual_names_every_variable_the_code_reads_and_how_oslab_exits() {
+    let names = variables_read_by_the_code();
+    for expected in [
+        "OSLAB_DB",
+        "OSLAB_MACHINE",
+        "OSLAB_JOURNAL_DIR",
+        "OSLAB_WCALL_LIB",
+    ] {
+        assert!(
+            names.contains(expected),
+            "the scan finds {expected}: {names:?}"
+        );
+    }
+    let out = run(&["man"]);
+    assert!(out.status.success());
+    let page = String::from_utf8(out.stdout).unwrap();
+    let section = |title: &str| -> String {
+        let start = page
+            .find(&format!(".SH \"{title}\""))
+            .unwrap_or_else(|| panic!("no {title} in oslab(1)"));
+        let rest = &page[start + 4..];
+        rest[..rest.find(".SH ").unwrap_or(rest.len())].to_string()
+    };
+    let environment = section("ENVIRONMENT");
+    for name in &names {
+        assert!(
+            environment.contains(&format!("\\fB{name}\\fR")),
+            "ENVIRONMENT does not name {name}, which the code reads"
+        );
+    }
+    let status = section("EXIT STATUS");
+    for code in ["0", "1", "2", "3"] {
+        assert!(status.contains(&format!("\\fB{code}\\fR")), "{status}");
+    }
+    assert!(section("FILES").contains("results.db"));
+    assert!(section("EXAMPLES").contains("oslab run all \\-\\-quick"));
+    let tmp = tempfile::tempdir().unwrap();
+    let out = common::oslab()
+        .args(["man", "--dir"])
+        .arg(tmp.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let run_page = std::fs::read_to_string(tmp.path().join("oslab-run.1")).unwrap();
+    assert!(run_page.contains(".SH \"EXIT STATUS\"") && run_page.contains(".SH \"ENVIRONMENT\""));
+    assert!(
+        !run_page.contains(".SH \"EXAMPLES\""),
+        "examples are oslab(1)'s"
+    );
+}

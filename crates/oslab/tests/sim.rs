@@ -133,8 +133,10 @@ fn a_sweep_returns_every_point_in_order() {
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let pts = v.as_array().unwrap();
     assert_eq!(pts.len(), 8);
-    assert_eq!(pts[0]["value"], (16u64 << 20).to_string());
-    assert_eq!(pts[7]["value"], (128u64 << 20).to_string());
+    // the points keep the unit the range was given in
+    assert_eq!(pts[0]["value"], "16MiB");
+    assert_eq!(pts[1]["value"], "32MiB");
+    assert_eq!(pts[7]["value"], "128MiB");
 }
 
 /// `sim list --settings` prints every `--set` key from its declaration, and

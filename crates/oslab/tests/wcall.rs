@@ -542,3 +542,31 @@ fn status_lists_a_governor_once_however_many_processes_it_governs() {
     let _ = run.wait();
     assert_eq!(count, 1, "{name} listed {count} times");
 }
+
+#[test]
+fn status_of_a_governor_that_is_not_running_fails_and_says_so() {
+    let name = format!("not-running-{}", std::process::id());
+    let o = oslab()
+        .args(["wcall", "status", "--name", &name])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains(&format!("no governor named '{name}' is running")),
+        "{}",
+        stderr(&o)
+    );
+    let o = oslab()
+        .args(["wcall", "status", "--json", "--name", &name])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v,
+        serde_json::json!([]),
+        "JSON still lists what runs: nothing"
+    );
+    let o = oslab().args(["wcall", "status"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "listing all is never a failure");
+}

@@ -21,7 +21,7 @@ pub fn parse_human_rate(text: &str) -> Result<u64, UnitError> {
 /// figures (`1 B/s`, `512 KiB/s`, `1.50 MiB/s`), so a small rate is never shown as
 /// `0.00 MiB/s`.
 pub fn human_rate(bytes_s: f64) -> String {
-    const UNITS: [&str; 5] = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s"];
+    const UNITS: [&str; 7] = ["B/s", "KiB/s", "MiB/s", "GiB/s", "TiB/s", "PiB/s", "EiB/s"];
     let mut v = bytes_s;
     let mut u = 0;
     while v.abs() >= 1024.0 && u < UNITS.len() - 1 {

@@ -2,8 +2,8 @@
 
 use crate::UnitError;
 
-/// Parses a size a person typed: `4096`, `64K`, `256MiB`, `1.5G`, `2GB` (K, M, G and
-/// T are powers of 1024 with or without `i`/`B`).
+/// Parses a size a person typed: `4096`, `64K`, `256MiB`, `1.5G`, `2GB` (K, M, G,
+/// T, P and E are powers of 1024 with or without `i`/`B`).
 pub fn parse_human_size(text: &str) -> Result<u64, UnitError> {
     let t = text.trim();
     let split = t
@@ -22,6 +22,8 @@ pub fn parse_human_size(text: &str) -> Result<u64, UnitError> {
         "m" => 1 << 20,
         "g" => 1 << 30,
         "t" => 1 << 40,
+        "p" => 1 << 50,
+        "e" => 1 << 60,
         _ => return Err(UnitError::UnknownSizeUnit(t.into())),
     };
     let bytes = (value * mult as f64).round();
@@ -34,7 +36,7 @@ pub fn parse_human_size(text: &str) -> Result<u64, UnitError> {
 
 /// Formats bytes with binary units: `48 KiB`, `2 MiB`, `1.5 GiB`.
 pub fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let mut v = bytes as f64;
     let mut u = 0;
     while v >= 1024.0 && u < UNITS.len() - 1 {
@@ -81,6 +83,19 @@ mod tests {
     }
 
     #[test]
+    fn petabytes_and_exabytes_are_sizes_too() {
+        assert_eq!(parse_human_size("1PiB").unwrap(), 1 << 50);
+        assert_eq!(parse_human_size("2E").unwrap(), 2 << 60);
+        assert_eq!(human_bytes(3 << 50), "3 PiB");
+        assert_eq!(human_bytes(1 << 60), "1 EiB");
+        assert_eq!(crate::parse_human_rate("1PiB/s").unwrap(), 1 << 50);
+        assert!(matches!(
+            parse_human_size("16E"),
+            Err(UnitError::TooLarge(_))
+        ));
+    }
+
+    #[test]
     fn human_sizes_too_large_for_u64_are_errors() {
         assert!(matches!(
             parse_human_size("16777216TiB"),
@@ -110,7 +125,7 @@ mod props {
                 Just(String::new()),
                 proptest::sample::select(vec![
                     "K", "k", "M", "m", "G", "g", "T", "t", "KiB", "MiB", "GiB", "TiB", "KB", "MB",
-                    "GB", "TB", "B", "b", "iB", "Ki", "/s", "P", "PiB", "é", "K\u{301}",
+                    "GB", "TB", "B", "b", "iB", "Ki", "/s", "P", "PiB", "E", "X", "é", "K\u{301}",
                 ])
                 .prop_map(String::from),
                 ".{0,4}",
@@ -121,7 +136,7 @@ mod props {
 
     /// Which power of 1024 human_bytes chose, from its unit.
     fn human_unit(text: &str) -> u32 {
-        ["B", "KiB", "MiB", "GiB", "TiB"]
+        ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]
             .iter()
             .position(|u| text.ends_with(&format!(" {u}")))
             .expect("a unit") as u32

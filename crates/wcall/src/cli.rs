@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Args;
-use oslab_arg_values::{number, seconds};
+use oslab_arg_values::{millis, seconds};
 
 /// How a governor is set up. Each is optional so that `wcall run` can tell an
 /// option given for a governor it joins (which it refuses) from the defaults.
@@ -23,10 +23,10 @@ pub struct WcallPolicyArgs {
     pub policy: Option<String>,
     /// How long a held writer waits before it looks again under wcall (the paper's
     /// HZ/10) [default: 100]
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = millis(1.0, 10_000.0))]
     pub block_ms: Option<f64>,
     /// Milliseconds between the coordinator's passes [default: 10]
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = number(1.0, 10_000.0, "ms"))]
+    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = millis(1.0, 10_000.0))]
     pub interval_ms: Option<f64>,
     /// wcall-fair: room kept free under the free-run ceiling for rt-high writers,
     /// e.g. 8MiB [default: an eighth of the free-run ceiling]

@@ -110,7 +110,7 @@ fn reasons(f: &Figures) -> Vec<String> {
     };
     let expire_reason = if f.r <= 0.0 {
         format!(
-            "dirty_expire_centisecs {}: no dirtying was measured, so the longest the kernel allows",
+            "dirty_expire_centisecs {}: at a dirtying rate of 0 no data grows old waiting for a background flush, so the longest the kernel allows",
             (f.expire_s * 100.0).round()
         )
     } else if f.expire_wanted > MAX_EXPIRE_S {
@@ -334,7 +334,11 @@ mod tests {
         assert!(a.reasons[0].contains("the floor"), "{}", a.reasons[0]);
         assert!(a.reasons[0].contains("device's 1 B/s"), "{}", a.reasons[0]);
         assert!(a.reasons[1].contains("twice the background limit"));
-        assert!(a.reasons[2].contains("no dirtying"));
+        assert!(
+            a.reasons[2].contains("a dirtying rate of 0"),
+            "{}",
+            a.reasons[2]
+        );
     }
 
     /// Regression: a slow dirtying rate and the Dirty levels it gives were printed

@@ -65,34 +65,46 @@ fn with_sysctls<T>(settings: &[(&str, String)], f: impl FnOnce() -> T) -> Result
 const RULE_A: Check = Check {
     id: "rule-a-min-ratio",
     text: "dirty_ratio has a minimum of 5: smaller values are raised to 5",
-    source: "material 4 (seed 001; 2.6-era get_dirty_limits)",
+    source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10; 2.6-era mm/page-writeback.c get_dirty_limits",
 };
 const RULE_B: Check = Check {
     id: "rule-b-bg-halved",
     text: "If dirty_background_ratio >= dirty_ratio, the background limit becomes half of dirty_ratio",
-    source: "material 4 (seed 001)",
+    source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10",
 };
 const RULE_C: Check = Check {
     id: "rule-c-bytes-override",
     text: "A non-zero *_bytes overrides the matching *_ratio; writing one zeroes the other",
-    source: "material 4 (seed 001)",
+    source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10",
 };
 const RULE_D: Check = Check {
     id: "rule-d-writeback-zero",
     text: "dirty_writeback_centisecs = 0 disables periodic write back",
-    source: "material 4 (seed 001)",
+    source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10",
 };
 const RULE_E: Check = Check {
     id: "rule-e-dirtyable",
     text: "The ratios are percentages of total memory",
-    source: "material 4 (seed 001 notes)",
+    source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (its wording)",
 };
 
 const NEEDS_ROOT: &str = "needs root to change the sysctls (run as root to test live)";
+const NOT_ASKED: &str = "--no-live: not tested live (drop --no-live to test it by changing the sysctls for a few seconds)";
 
-fn rule_a(root: bool) -> Result<Claim, LabError> {
-    if !root {
-        return Ok(RULE_A.not_testable("writing vm.dirty_ratio = 3 reads back 5", NEEDS_ROOT));
+/// Why the rules are not tested live, if they are not.
+fn not_live(live_tests: bool) -> Option<&'static str> {
+    if !live_tests {
+        Some(NOT_ASKED)
+    } else if !process::is_root() {
+        Some(NEEDS_ROOT)
+    } else {
+        None
+    }
+}
+
+fn rule_a(skip: Option<&str>) -> Result<Claim, LabError> {
+    if let Some(why) = skip {
+        return Ok(RULE_A.not_testable("writing vm.dirty_ratio = 3 reads back 5", why));
     }
     let (kept, thresh) = with_sysctls(&[("vm.dirty_ratio", "3".into())], || {
         (vm("dirty_ratio").ok(), vmstat_value("nr_dirty_threshold"))
@@ -119,11 +131,11 @@ fn rule_a(root: bool) -> Result<Claim, LabError> {
     ))
 }
 
-fn rule_b(root: bool) -> Result<Claim, LabError> {
-    if !root {
+fn rule_b(skip: Option<&str>) -> Result<Claim, LabError> {
+    if let Some(why) = skip {
         return Ok(RULE_B.not_testable(
             "with background 15 % and hard 10 %, nr_dirty_background_threshold = nr_dirty_threshold / 2",
-            NEEDS_ROOT,
+            why,
         ));
     }
     let (t, b) = with_sysctls(
@@ -163,11 +175,11 @@ fn rule_b(root: bool) -> Result<Claim, LabError> {
     ))
 }
 
-fn rule_c(root: bool) -> Result<Claim, LabError> {
-    if !root {
+fn rule_c(skip: Option<&str>) -> Result<Claim, LabError> {
+    if let Some(why) = skip {
         return Ok(RULE_C.not_testable(
             "after vm.dirty_bytes = 64 MiB: dirty_ratio reads 0 and nr_dirty_threshold = 64 MiB in pages",
-            NEEDS_ROOT,
+            why,
         ));
     }
     let page = oslab_sys::machine::page_size();
@@ -204,10 +216,10 @@ fn rule_c(root: bool) -> Result<Claim, LabError> {
     ))
 }
 
-fn rule_d(root: bool, scratch: &std::path::Path) -> Result<Claim, LabError> {
+fn rule_d(skip: Option<&str>, scratch: &std::path::Path) -> Result<Claim, LabError> {
     let exp = "with writeback 0 and expire 1 s, a 1 MiB file stays dirty for 3 s";
-    if !root {
-        return Ok(RULE_D.not_testable(exp, NEEDS_ROOT));
+    if let Some(why) = skip {
+        return Ok(RULE_D.not_testable(exp, why));
     }
     // a fresh private folder, journaled: never a name another user could plant
     let dir = crate::harness::scratch::Scratch::create(scratch, "dirty-explain", 2 << 20)?;
@@ -274,10 +286,10 @@ fn rule_e(e: &Explanation) -> Claim {
     }
     RULE_E.judge(
         &[Condition::from_option(
-            "% off ratio x total memory - % off ratio x dirtyable memory",
-            "%",
-            Rule::Below(0.0),
-            e.kernel_thresh.map(|_| dev(of_total) - dev(of_dirtyable)),
+            "how much nearer the kernel's threshold is to ratio x total memory than to ratio x dirtyable memory",
+            "percentage points",
+            Rule::Above(0.0),
+            e.kernel_thresh.map(|_| dev(of_dirtyable) - dev(of_total)),
             "the kernel's nr_dirty_threshold could not be read",
         )],
         &format!(
@@ -314,12 +326,12 @@ pub fn explain(live_tests: bool, scratch: &std::path::Path) -> Result<Explanatio
         },
         rules: Vec::new(),
     };
-    let root = live_tests && process::is_root();
+    let skip = not_live(live_tests);
     e.rules = vec![
-        rule_a(root)?,
-        rule_b(root)?,
-        rule_c(root)?,
-        rule_d(root, scratch)?,
+        rule_a(skip)?,
+        rule_b(skip)?,
+        rule_c(skip)?,
+        rule_d(skip, scratch)?,
         rule_e(&e),
     ];
     Ok(e)
@@ -328,4 +340,31 @@ pub fn explain(live_tests: bool, scratch: &std::path::Path) -> Result<Explanatio
 /// Bytes of `pages` with the page size of the explanation.
 pub fn bytes(e: &Explanation, pages: u64) -> String {
     human_bytes(pages * e.inputs.page_bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_not_tested_live_say_it_was_asked_even_as_root() {
+        let e = explain(false, &std::env::temp_dir()).unwrap();
+        for rule in &e.rules[..4] {
+            assert_eq!(
+                rule.verdict,
+                oslab_model::Verdict::NotTestable,
+                "{}",
+                rule.id
+            );
+            assert!(
+                rule.why.starts_with("--no-live"),
+                "{}: {}",
+                rule.id,
+                rule.why
+            );
+        }
+        assert_eq!(not_live(false), Some(NOT_ASKED));
+        let as_user = not_live(true);
+        assert_eq!(as_user.is_some(), !process::is_root(), "{as_user:?}");
+    }
 }

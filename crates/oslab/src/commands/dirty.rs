@@ -15,7 +15,8 @@ use oslab_arg_values::seconds;
 #[derive(Debug, Subcommand)]
 pub enum DirtyCommand {
     /// The background and hard dirty limits as the running kernel computes them,
-    /// checked against the kernel's own figures, and the material's rules tested
+    /// checked against the kernel's own figures, and the dirty-page rules of Kang Jin-woo's
+    /// Linux kernel book (ch. 10) tested
     Explain(ExplainArgs),
     /// Recommend vm.dirty_* settings from the device's bandwidth and the workload's
     /// dirtying rate, with the reasoning and the predicted Dirty curve
@@ -161,7 +162,10 @@ fn device_bandwidth(a: &AdviseArgs) -> Result<(f64, String), Failure> {
         );
         (
             measure_device(&dir)?,
-            format!("measured in {}", dir.display()),
+            format!(
+                "measured in {}: one 256 MiB burst written and synced, which a cache in front of the disk (a VM's host, a RAID controller) can absorb; give --device-bandwidth for the sustained figure",
+                dir.display()
+            ),
         )
     })
 }

@@ -34,11 +34,7 @@ pub fn completions(a: CompletionsArgs, mut cmd: clap::Command) -> CmdResult {
 /// `oslab man [--dir DIR]`: `cmd` is the whole grammar.
 pub fn man(a: ManArgs, cmd: clap::Command) -> CmdResult {
     let Some(dir) = a.dir else {
-        let mut out = Vec::new();
-        clap_mangen::Man::new(cmd)
-            .render(&mut out)
-            .map_err(|e| Failure::runtime(format!("cannot render the manual page: {e}")))?;
-        print_bytes(&out);
+        print_bytes(&page(&clap_mangen::Man::new(cmd))?);
         return Ok(0);
     };
     check_dir_target(&dir, "--dir")?;
@@ -64,9 +60,18 @@ fn write_pages(cmd: clap::Command, dir: &std::path::Path) -> Result<usize, Failu
         pages += write_pages(sub.clone(), dir)?;
     }
     let man = clap_mangen::Man::new(cmd);
-    let mut page = Vec::new();
-    man.render(&mut page)
-        .map_err(|e| Failure::runtime(format!("cannot render the manual page: {e}")))?;
-    write_file(&dir.join(man.get_filename()), &page)?;
+    write_file(&dir.join(man.get_filename()), &page(&man)?)?;
     Ok(pages + 1)
+}
+
+/// The page clap makes from the grammar, and the sections it cannot
+/// ([`crate::manual`]).
+fn page(man: &clap_mangen::Man) -> Result<Vec<u8>, Failure> {
+    let name = man.get_filename();
+    let mut out = Vec::new();
+    man.render(&mut out)
+        .map_err(|e| Failure::runtime(format!("cannot render the manual page: {e}")))?;
+    let stem = name.strip_suffix(".1").unwrap_or(&name);
+    out.extend_from_slice(crate::manual::sections(stem).as_bytes());
+    Ok(out)
 }

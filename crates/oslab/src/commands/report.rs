@@ -59,9 +59,7 @@ pub fn run(a: ReportArgs) -> CmdResult {
         doc.all.push(r);
         write_all(&mut outputs, &doc, Stage::Added)?;
     }
+    // the output says where the page went, once
     write_all(&mut outputs, &doc, Stage::Done)?;
-    if let Some(p) = &a.html {
-        eprintln!("oslab: wrote {} ({n} experiment(s))", p.display());
-    }
     Ok(0)
 }

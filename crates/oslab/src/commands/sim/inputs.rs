@@ -165,12 +165,11 @@ pub fn values(vary: &str, steps: u64) -> Result<(String, Vec<String>), Failure> 
                 )));
             }
         };
+        let (unit, per_unit) = unit_of(a);
         let v = (0..steps)
             .map(|i| {
-                format!(
-                    "{}",
-                    (lo + (hi - lo) * i as f64 / (steps - 1) as f64).round() as u64
-                )
+                let bytes = (lo + (hi - lo) * i as f64 / (steps - 1) as f64).round();
+                in_unit(bytes / per_unit, unit)
             })
             .collect();
         Ok((key.to_string(), v))
@@ -179,5 +178,47 @@ pub fn values(vary: &str, steps: u64) -> Result<(String, Vec<String>), Failure> 
             key.to_string(),
             spec.split(',').map(|x| x.trim().to_string()).collect(),
         ))
+    }
+}
+
+/// The unit FROM was given in (`MiB/s` of `10MiB/s`, nothing of `4096`) and its
+/// bytes, so a range's points read as its ends were typed.
+fn unit_of(from: &str) -> (&str, f64) {
+    let t = from.trim();
+    let unit = t
+        .trim_start_matches(|c: char| c.is_ascii_digit() || c == '.')
+        .trim();
+    match parse_bytes(&format!("1{unit}")) {
+        Some(b) if !unit.is_empty() => (unit, b as f64),
+        _ => ("", 1.0),
+    }
+}
+
+/// `value` of `unit` as a setting's text: at most two decimals, none when whole.
+fn in_unit(value: f64, unit: &str) -> String {
+    let text = format!("{value:.2}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    format!("{text}{unit}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_range_s_points_keep_the_unit_its_ends_were_given_in() {
+        let (key, v) = values("bandwidth=10MiB/s..80MiB/s", 8).unwrap();
+        assert_eq!(key, "bandwidth");
+        assert_eq!(v.first().map(String::as_str), Some("10MiB/s"));
+        assert_eq!(v.get(1).map(String::as_str), Some("20MiB/s"));
+        assert_eq!(v.last().map(String::as_str), Some("80MiB/s"));
+        let (_, v) = values("dirty_bytes=16MiB..17MiB", 3).unwrap();
+        assert_eq!(v, ["16MiB", "16.5MiB", "17MiB"]);
+        let (_, v) = values("writers=1..4", 4).unwrap();
+        assert_eq!(v, ["1", "2", "3", "4"]);
+        for (text, bytes) in [("10MiB/s", 10 << 20), ("16.5MiB", 33 << 19)] {
+            let (unit, per) = unit_of(text);
+            assert_eq!(parse_bytes(&in_unit(bytes as f64 / per, unit)), Some(bytes));
+        }
     }
 }

@@ -11,6 +11,7 @@ use oslab_arg_values::whole;
 
 #[derive(Debug, Args)]
 pub struct SimSweepArgs {
+    /// A built-in scenario (`oslab sim list`) or a scenario file (.toml)
     #[arg(value_name = "SCENARIO")]
     pub scenario: String,
     /// The setting and its values: KEY=V1,V2,... or KEY=FROM..TO (with --steps)

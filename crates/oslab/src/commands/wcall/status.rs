@@ -5,12 +5,13 @@ use oslab_report::wcall::Running;
 use oslab_wcall::rendezvous;
 use oslab_wcall::view::snapshot_of;
 
-use crate::failure::CmdResult;
+use crate::failure::{CmdResult, Failure};
 use crate::output::print;
 
 #[derive(Debug, Args)]
 pub struct WcallStatusArgs {
-    /// Only the governor of this name
+    /// Only the governor of this name (exit status 1 when it is not running, as
+    /// a script waiting for it needs)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
     /// Print JSON
@@ -43,7 +44,7 @@ pub fn run(a: WcallStatusArgs) -> CmdResult {
             .map(|(f, s)| serde_json::json!({"name": f.name, "pid": f.pid, "status": s}))
             .collect();
         print(&(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"));
-        return Ok(0);
+        return named_or_any(&a, &found);
     }
     let governors: Vec<Running> = snaps
         .iter()
@@ -53,6 +54,18 @@ pub fn run(a: WcallStatusArgs) -> CmdResult {
             snapshot: s,
         })
         .collect();
-    print(&oslab_report::wcall::status(&governors));
-    Ok(0)
+    if a.name.is_none() || !found.is_empty() {
+        print(&oslab_report::wcall::status(&governors));
+    }
+    named_or_any(&a, &found)
+}
+
+/// 0, unless the governor asked for by name is not running.
+fn named_or_any(a: &WcallStatusArgs, found: &[rendezvous::Found]) -> CmdResult {
+    match &a.name {
+        Some(name) if found.is_empty() => Err(Failure::nothing_found(format!(
+            "no governor named '{name}' is running (see `oslab wcall status` for those that are)"
+        ))),
+        _ => Ok(0),
+    }
 }
