@@ -570,3 +570,46 @@ fn status_of_a_governor_that_is_not_running_fails_and_says_so() {
     let o = oslab().args(["wcall", "status"]).output().unwrap();
     assert_eq!(o.status.code(), Some(0), "listing all is never a failure");
 }
+
+/// A copy of the binary alone in an empty folder (as `cargo install`, a package
+/// or `scp` would place it) governs: it carries the interposer, writes it out
+/// for the run, and removes it when it exits.
+#[test]
+fn a_copy_of_the_binary_alone_governs_with_the_interposer_it_carries() {
+    let dir = workdir();
+    let alone = dir.path().join("bin");
+    std::fs::create_dir(&alone).unwrap();
+    let exe = alone.join("oslab");
+    std::fs::copy(assert_cmd::cargo::cargo_bin("oslab"), &exe).unwrap();
+    let writer = writer_program(dir.path());
+    let file = dir.path().join("out");
+    let mut cmd = Command::new(&exe);
+    common::default_signals(&mut cmd);
+    let o = cmd
+        .env_remove("OSLAB_WCALL_LIB")
+        .env("OSLAB_DB", dir.path().join("db"))
+        .env(
+            "OSLAB_JOURNAL_DIR",
+            common::journal_dir("oslab-wcall-tests"),
+        )
+        .args(["wcall", "run", "--private", "--group", "normal", "--"])
+        .arg(&writer)
+        .arg(&file)
+        .args(["16", "0", "mixed"])
+        .output()
+        .unwrap();
+    let err = stderr(&o);
+    assert!(o.status.success(), "{err}");
+    assert!(err.contains("normal   16 writes"), "governed: {err}");
+    assert_eq!(std::fs::read(&file).unwrap(), expected(16));
+    let copy = err
+        .lines()
+        .find_map(|l| l.strip_prefix("oslab: undone: the governor's interposer in "))
+        .unwrap_or_else(|| panic!("the copy is journaled and removed: {err}"));
+    assert!(!Path::new(copy).exists(), "{copy} is gone");
+    assert_eq!(
+        std::fs::read_dir(&alone).unwrap().count(),
+        1,
+        "nothing beside it"
+    );
+}

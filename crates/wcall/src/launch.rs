@@ -10,7 +10,8 @@ pub const PRELOAD_NAME: &str = "liboslab_wcall.so";
 pub const ENV_LIB: &str = "OSLAB_WCALL_LIB";
 
 /// The interposer: $OSLAB_WCALL_LIB, or next to the oslab executable (or in its
-/// deps/ folder, or one folder up, as cargo lays out test binaries).
+/// deps/ folder, or one folder up, as cargo lays out test binaries), else the copy
+/// carried inside the binary, written out ([`crate::embedded`]).
 pub fn preload_path() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(ENV_LIB) {
         let p = PathBuf::from(p);
@@ -27,12 +28,15 @@ pub fn preload_path() -> Result<PathBuf, String> {
         dir.join("deps").join(PRELOAD_NAME),
         dir.join("..").join(PRELOAD_NAME),
     ];
-    candidates.iter().find(|p| p.is_file()).cloned().ok_or_else(|| {
-        format!(
-            "the interposer {PRELOAD_NAME} is not next to {} (build the workspace: cargo build --release)",
-            exe.display()
-        )
-    })
+    match candidates.iter().find(|p| p.is_file()) {
+        Some(p) => Ok(p.clone()),
+        None => crate::embedded::path().map_err(|e| {
+            format!(
+                "the interposer {PRELOAD_NAME} is not next to {} and its copy inside oslab could not be written: {e}",
+                exe.display()
+            )
+        }),
+    }
 }
 
 /// The program a command name runs: itself when it has a slash, else from PATH.

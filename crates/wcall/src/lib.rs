@@ -9,6 +9,7 @@ pub mod admission;
 pub mod cgroups;
 pub mod cli;
 pub mod coordinator;
+pub mod embedded;
 pub mod facts;
 pub mod family;
 pub mod files;

@@ -121,7 +121,7 @@ pub fn oslab() -> std::process::Command {
 /// when the tests run in the background of a non-interactive shell (which starts
 /// them with SIGINT ignored) or under nohup (SIGHUP): a signal ignored on entry
 /// never reaches oslab, and a shell cannot trap it.
-fn default_signals(c: &mut std::process::Command) {
+pub fn default_signals(c: &mut std::process::Command) {
     use std::os::unix::process::CommandExt;
     // SAFETY: the closure only calls signal(2), which is async-signal-safe.
     unsafe {
