@@ -24,3 +24,40 @@ pub struct DbArg {
     #[arg(long, value_name = "FILE|URL")]
     pub db: Option<PathBuf>,
 }
+
+/// `--json FILE` of a command that prints one document (or, for `watch`, one
+/// line a sample): the same grammar as `run`'s, `-` for standard output.
+#[derive(Debug, Default, Args)]
+pub struct JsonArg {
+    /// Also write it as JSON to FILE (`-` for standard output, which then holds
+    /// only the JSON)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<PathBuf>,
+}
+
+impl JsonArg {
+    /// Checks before any work that FILE can be written.
+    pub fn check(&self) -> Result<(), crate::failure::Failure> {
+        match &self.json {
+            Some(p) if !crate::output::is_stdout(p) => {
+                crate::output::check_file_target(p, "--json")
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Writes `value` as JSON where asked; true when it went to standard output
+    /// (the caller then prints no table).
+    pub fn write(&self, value: &impl serde::Serialize) -> Result<bool, crate::failure::Failure> {
+        let Some(path) = &self.json else {
+            return Ok(false);
+        };
+        let text = serde_json::to_string_pretty(value).expect("plain data serialises") + "\n";
+        if crate::output::is_stdout(path) {
+            crate::output::print(&text);
+            return Ok(true);
+        }
+        crate::output::write_file(path, text.as_bytes())?;
+        Ok(false)
+    }
+}

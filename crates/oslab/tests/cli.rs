@@ -20,7 +20,7 @@ fn list_shows_every_experiment() {
         .assert()
         .success()
         .stdout(predicate::str::contains("cpu.syscall").and(predicate::str::contains("null")));
-    let out = oslab().args(["list", "--json"]).output().unwrap();
+    let out = oslab().args(["list", "--json", "-"]).output().unwrap();
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let ids = common::strings(&v, "id");
     assert!(ids.contains(&"cpu.syscall"));
@@ -149,7 +149,7 @@ fn syscall_json_has_samples_summary_and_verdicts() {
 
 #[test]
 fn info_json_describes_this_machine() {
-    let out = oslab().args(["info", "--json"]).output().unwrap();
+    let out = oslab().args(["info", "--json", "-"]).output().unwrap();
     assert!(out.status.success());
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["cpu"]["logical_cpus"].as_u64().unwrap() >= 1);

@@ -74,7 +74,7 @@ fn kept_listed_compared_exported_and_reported(db: &OsStr, dir: &Path) {
     assert!(text.contains("complete"), "{text}");
 
     let runs: serde_json::Value = serde_json::from_str(&ok(oslab_db(db)
-        .args(["history", "--json"])
+        .args(["history", "--json", "-"])
         .output()
         .unwrap()))
     .unwrap();
@@ -222,7 +222,7 @@ fn kept_listed_compared_exported_and_reported(db: &OsStr, dir: &Path) {
         .unwrap());
     assert!(mixed.contains("latency"), "{mixed}");
     let after = serde_json::from_str::<serde_json::Value>(&ok(oslab_db(db)
-        .args(["history", "--json"])
+        .args(["history", "--json", "-"])
         .output()
         .unwrap()))
     .unwrap();
@@ -345,7 +345,10 @@ fn killed_run_keeps_what_it_finished(db: &OsStr) {
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     loop {
-        let out = oslab_db(db).args(["history", "--json"]).output().unwrap();
+        let out = oslab_db(db)
+            .args(["history", "--json", "-"])
+            .output()
+            .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         if v[0]["id"] == 2 && v[0]["results"].as_array().is_some_and(|r| r.len() == 1) {
             break;
@@ -360,7 +363,7 @@ fn killed_run_keeps_what_it_finished(db: &OsStr) {
     child.wait().unwrap();
 
     let runs: serde_json::Value = serde_json::from_str(&ok(oslab_db(db)
-        .args(["history", "--json"])
+        .args(["history", "--json", "-"])
         .output()
         .unwrap()))
     .unwrap();

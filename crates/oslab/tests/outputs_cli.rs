@@ -297,3 +297,50 @@ fn the_manual_names_every_variable_the_code_reads_and_how_oslab_exits() {
         "examples are oslab(1)'s"
     );
 }
+
+/// `--json FILE` means one thing on every command: FILE, or `-` for standard
+/// output alone; the bare flag is refused with the form it takes now.
+#[test]
+fn json_takes_a_file_or_dash_on_every_command() {
+    let bare = run(&["info", "--json"]);
+    assert_eq!(bare.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&bare.stderr).contains("--json <FILE>"),
+        "{}",
+        String::from_utf8_lossy(&bare.stderr)
+    );
+    let only_json = run(&["list", "--json", "-"]);
+    assert!(only_json.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&only_json.stdout).unwrap();
+    assert!(v.as_array().is_some_and(|a| !a.is_empty()));
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("list.json");
+    let both = common::oslab()
+        .args(["list", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(both.status.success());
+    let table = String::from_utf8(both.stdout).unwrap();
+    assert!(
+        table.contains("cpu.syscall"),
+        "the table still prints: {table}"
+    );
+    let written: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).unwrap()).unwrap();
+    assert_eq!(written, v, "the file holds what - prints");
+    let nowhere = run(&[
+        "sim",
+        "sweep",
+        "paper-fig2",
+        "--vary",
+        "dirty_bytes=8MiB,16MiB",
+        "--json",
+        "/no/such/dir/x.json",
+    ]);
+    assert_eq!(
+        nowhere.status.code(),
+        Some(2),
+        "an unwritable FILE is refused first"
+    );
+}

@@ -26,7 +26,7 @@ fn ok(out: Output) -> (String, String) {
 
 fn history(db: &OsStr) -> Vec<serde_json::Value> {
     let (out, _) = ok(oslab_db(db)
-        .args(["history", "--json", "--limit", "1000"])
+        .args(["history", "--json", "-", "--limit", "1000"])
         .output()
         .unwrap());
     serde_json::from_str::<serde_json::Value>(&out)
@@ -60,7 +60,10 @@ fn eight_machines_at_once(db: &OsStr) {
         let reader = scope.spawn(|| {
             let mut looks = 0;
             while !done.load(std::sync::atomic::Ordering::Relaxed) {
-                let out = oslab_db(db).args(["history", "--json"]).output().unwrap();
+                let out = oslab_db(db)
+                    .args(["history", "--json", "-"])
+                    .output()
+                    .unwrap();
                 if !out.status.success() {
                     continue; // the database is not made yet
                 }
@@ -268,7 +271,10 @@ fn a_database_lost_midway_loses_no_result() {
         .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let first_stored = || {
-        let out = oslab_db(&url).args(["history", "--json"]).output().unwrap();
+        let out = oslab_db(&url)
+            .args(["history", "--json", "-"])
+            .output()
+            .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         v[0]["results"].as_array().is_some_and(|r| !r.is_empty())
     };

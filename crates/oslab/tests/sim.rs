@@ -122,6 +122,7 @@ fn a_sweep_returns_every_point_in_order() {
             "--set",
             "duration=5",
             "--json",
+            "-",
         ])
         .output()
         .unwrap();

@@ -30,7 +30,7 @@ fn text_view_has_units_and_one_line_per_interval() {
 fn json_lines_parse() {
     let out = assert_cmd::Command::cargo_bin("oslab")
         .unwrap()
-        .args(["watch", "--interval", "0.05", "--count", "2", "--json"])
+        .args(["watch", "--interval", "0.05", "--count", "2", "--json", "-"])
         .output()
         .unwrap();
     assert!(out.status.success());

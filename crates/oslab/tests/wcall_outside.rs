@@ -60,7 +60,7 @@ fn daemon(journal: &Path, name: &str) -> Stopped {
 /// The governor's status, or null while it is not running.
 fn status(journal: &Path, name: &str) -> Value {
     let o = oslab(journal)
-        .args(["wcall", "status", "--json", "--name", name])
+        .args(["wcall", "status", "--json", "-", "--name", name])
         .output()
         .unwrap();
     let v: Value = serde_json::from_slice(&o.stdout).unwrap_or(Value::Null);

@@ -405,7 +405,7 @@ fn another_user_joins_roots_daemon_but_cannot_lift_its_writers() {
 
     let listed = user
         .command(&bin, &[])
-        .args(["wcall", "status", "--json"])
+        .args(["wcall", "status", "--json", "-"])
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();

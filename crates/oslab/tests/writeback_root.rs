@@ -224,7 +224,7 @@ fn explain_matches_the_kernel() {
     let journal = tempfile::tempdir().unwrap();
     let out = common::oslab()
         .env("OSLAB_JOURNAL_DIR", journal.path())
-        .args(["dirty", "explain", "--json"])
+        .args(["dirty", "explain", "--json", "-"])
         .output()
         .unwrap();
     assert!(
@@ -267,6 +267,7 @@ fn advise_from_given_rates() {
             "--rate",
             "2MiB/s",
             "--json",
+            "-",
         ])
         .output()
         .unwrap();

@@ -50,9 +50,8 @@ pub struct AdviseArgs {
     /// Apply the settings (root; journaled: 'oslab restore' puts the old ones back)
     #[arg(long)]
     pub apply: bool,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::args::JsonArg,
     /// Where to measure the device [default: $TMPDIR]
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
@@ -60,9 +59,8 @@ pub struct AdviseArgs {
 
 #[derive(Debug, Args)]
 pub struct ExplainArgs {
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::args::JsonArg,
     /// Do not test the rules live (as root they are tested by changing sysctls
     /// through the journal for a few seconds)
     #[arg(long)]
@@ -80,11 +78,10 @@ pub fn run(c: DirtyCommand) -> CmdResult {
 }
 
 fn run_explain(a: ExplainArgs) -> CmdResult {
+    a.json.check()?;
     let scratch = scratch_base(a.scratch.as_deref())?;
     let e = explain(!a.no_live, &scratch).map_err(|e| Failure::runtime(e.to_string()))?;
-    if a.json {
-        print(&(serde_json::to_string_pretty(&e).expect("serialises") + "\n"));
-    } else {
+    if !a.json.write(&e)? {
         print(&oslab_report::dirty::explain(&Explained {
             inputs: &e.inputs,
             total_memory_bytes: e.total_memory_bytes,
@@ -219,6 +216,7 @@ fn apply(sysctl_lines: &[(String, String)]) -> Result<(), Failure> {
 
 fn run_advise(a: AdviseArgs) -> CmdResult {
     use oslab_lab::services::dirty_advice::{AdviceInputs, advise};
+    a.json.check()?;
     if !(a.target_latency.is_finite() && (0.05..=60.0).contains(&a.target_latency)) {
         return Err(Failure::usage(format!(
             "--target-latency {} is out of range: give 0.05 to 60 seconds",
@@ -235,9 +233,7 @@ fn run_advise(a: AdviseArgs) -> CmdResult {
         dirty_rate_bytes_s: rate,
         target_latency_s: a.target_latency,
     });
-    if a.json {
-        print(&(serde_json::to_string_pretty(&advice).expect("serialises") + "\n"));
-    } else {
+    if !a.json.write(&advice)? {
         print(&oslab_report::dirty::advice(&Advised {
             device_bytes_s: device_bw,
             device_source: &device_src,

@@ -24,9 +24,8 @@ pub struct HistoryArgs {
     /// At most N lines
     #[arg(long, value_name = "N", default_value_t = 20, allow_negative_numbers = true, value_parser = whole(1, 1_000_000_000))]
     pub limit: u64,
-    /// Print JSON instead of a table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::args::JsonArg,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -36,20 +35,17 @@ fn state(s: &str) -> &str {
     if s == "running" { "unfinished" } else { s }
 }
 
-/// Prints `rows` as JSON when asked; nothing found (no rows) is the `empty`
+/// Writes `rows` as JSON where asked; nothing found (no rows) is the `empty`
 /// sentence and exit 1. Ok(false) when a table is still to be printed.
 fn json_or_empty(
-    json: bool,
+    json: &crate::args::JsonArg,
     rows: serde_json::Value,
     empty: impl FnOnce() -> String,
 ) -> Result<bool, Failure> {
     if rows.as_array().is_none_or(Vec::is_empty) {
         return Err(Failure::nothing_found(empty()));
     }
-    if json {
-        print(&(serde_json::to_string_pretty(&rows).expect("plain data") + "\n"));
-    }
-    Ok(json)
+    json.write(&rows)
 }
 
 fn on_machine(machine: Option<&str>) -> String {
@@ -107,6 +103,7 @@ fn run_row(r: &RunRow) -> Vec<String> {
 }
 
 pub fn run(a: HistoryArgs) -> CmdResult {
+    a.json.check()?;
     let mut store = db::open_existing(a.db.db.as_deref())?;
     let filter = RunFilter {
         experiment: a.experiment.clone(),
@@ -124,7 +121,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
                 store.location()
             )
         };
-        if json_or_empty(a.json, serde_json::json!(rows), empty)? {
+        if json_or_empty(&a.json, serde_json::json!(rows), empty)? {
             return Ok(0);
         }
         let table: Vec<Vec<String>> = rows.iter().map(experiment_row).collect();
@@ -148,7 +145,7 @@ pub fn run(a: HistoryArgs) -> CmdResult {
         return Ok(0);
     }
     let runs = store.runs(&filter).map_err(fail)?;
-    if json_or_empty(a.json, serde_json::json!(runs), || {
+    if json_or_empty(&a.json, serde_json::json!(runs), || {
         format!(
             "no stored runs{} in {}",
             on_machine(a.machine.as_deref()),

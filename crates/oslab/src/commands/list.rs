@@ -9,9 +9,8 @@ use crate::output::print;
 
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Print JSON instead of a table
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::args::JsonArg,
     /// Also list each experiment's settings (for `oslab run --set`)
     #[arg(long)]
     pub settings: bool,
@@ -25,10 +24,9 @@ fn secs(s: f64) -> String {
     }
 }
 
-/// `oslab list --json`: every experiment with its settings.
-fn list_json(reg: &Registry) -> CmdResult {
-    let v: Vec<serde_json::Value> = reg
-        .all()
+/// `oslab list --json FILE`: every experiment with its settings.
+fn list_json(reg: &Registry) -> Vec<serde_json::Value> {
+    reg.all()
         .map(|e| {
             let m = e.meta();
             serde_json::json!({
@@ -49,9 +47,7 @@ fn list_json(reg: &Registry) -> CmdResult {
                 }).collect::<Vec<_>>(),
             })
         })
-        .collect();
-    print(&(serde_json::to_string_pretty(&v).expect("serialises") + "\n"));
-    Ok(0)
+        .collect()
 }
 
 /// `oslab list --settings`: every experiment's settings.
@@ -94,9 +90,10 @@ fn list_settings(reg: &Registry) -> CmdResult {
 }
 
 pub fn run(a: ListArgs) -> CmdResult {
+    a.json.check()?;
     let reg = Registry::default();
-    if a.json {
-        return list_json(&reg);
+    if a.json.json.is_some() && a.json.write(&list_json(&reg))? {
+        return Ok(0);
     }
     if a.settings {
         return list_settings(&reg);

@@ -16,7 +16,7 @@ use oslab_sys::sar::{DiskCounters, derive, snapshot};
 
 use crate::failure::CmdResult;
 use crate::failure::Failure;
-use crate::output::print;
+use crate::output::{Stream, print};
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
@@ -29,9 +29,10 @@ pub struct WatchArgs {
     /// Stop after N intervals
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
     pub count: Option<u64>,
-    /// One JSON object per line instead of the table
-    #[arg(long)]
-    pub json: bool,
+    /// Also write one JSON object per interval, a line each, to FILE (`-` for
+    /// standard output, which then holds only the JSON)
+    #[arg(long, value_name = "FILE")]
+    pub json: Option<std::path::PathBuf>,
     /// Only these devices (repeatable); default: every device that moved data
     #[arg(long = "device", value_name = "NAME")]
     pub devices: Vec<String>,
@@ -107,6 +108,13 @@ pub fn run(a: WatchArgs) -> CmdResult {
     if a.quiet && a.prometheus.is_none() {
         return Err(Failure::usage("--quiet only makes sense with --prometheus"));
     }
+    let json_on_stdout = a.json.as_deref().is_some_and(crate::output::is_stdout);
+    // --quiet prints nothing on standard output; a file is not printed
+    let mut json = match &a.json {
+        Some(_) if json_on_stdout && a.quiet => None,
+        Some(p) => Some(Stream::open(p, "--json")?),
+        None => None,
+    };
     let latest = Arc::new(Latest::new(watch::OPENMETRICS_CONTENT_TYPE));
     if let Some(addr) = &a.prometheus {
         let listener = listen(addr)?;
@@ -126,7 +134,7 @@ pub fn run(a: WatchArgs) -> CmdResult {
     let mut prev = snapshot(&root);
     let origin = prev.t_ns;
     let mut n = 0u64;
-    let text = !a.json && !a.quiet;
+    let text = !json_on_stdout && !a.quiet;
     loop {
         // Sleep to the next point of a fixed grid so the intervals do not drift.
         let target = origin + (n + 1) * step;
@@ -137,9 +145,10 @@ pub fn run(a: WatchArgs) -> CmdResult {
         let cur = snapshot(&root);
         latest.set(watch::openmetrics(&cur, env!("CARGO_PKG_VERSION")));
         if let Some(r) = derive(&prev, &cur, origin) {
-            if a.json && !a.quiet {
-                print(&watch::json_line(unix_time_s(), &r));
-            } else if text {
+            if let Some(s) = json.as_mut() {
+                s.put(&watch::json_line(unix_time_s(), &r));
+            }
+            if text {
                 if n % HEADER_EVERY == 0 {
                     print(&watch::header(&bands));
                 }
@@ -150,7 +159,7 @@ pub fn run(a: WatchArgs) -> CmdResult {
         prev = cur;
         n += 1;
         if count.is_some_and(|c| n >= c) {
-            return Ok(0);
+            return json.map_or(Ok(()), Stream::close).map(|()| 0);
         }
     }
 }

@@ -50,7 +50,7 @@ pub fn wait_for_governor(name: &str) -> oslab_wcall::rendezvous::Found {
 /// The status of governor `name`, from `oslab wcall status --json`.
 pub fn status_of(mut oslab: Command, name: &str) -> serde_json::Value {
     let o = oslab
-        .args(["wcall", "status", "--json", "--name", name])
+        .args(["wcall", "status", "--json", "-", "--name", name])
         .output()
         .unwrap();
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();

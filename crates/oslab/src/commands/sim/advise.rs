@@ -49,9 +49,8 @@ pub struct SimAdviseArgs {
     /// The results database to read the last validation from [default: as `oslab run`]
     #[arg(long, value_name = "FILE")]
     pub db: Option<PathBuf>,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::args::JsonArg,
     #[command(flatten)]
     pub start: super::inputs::StartArg,
     #[command(flatten)]
@@ -190,6 +189,7 @@ fn row(c: &Candidate) -> Vec<String> {
 }
 
 pub fn run(a: SimAdviseArgs) -> CmdResult {
+    a.json.check()?;
     let s = load(&a.scenario, a.input.max_input)?;
     let (c, machine) = configured(&s, &a.sets, &a.start)?;
     let target_ms = a.p99 as f64 / 1e6;
@@ -210,8 +210,7 @@ pub fn run(a: SimAdviseArgs) -> CmdResult {
             names.join(", ")
         )));
     };
-    if a.json {
-        print(&(serde_json::to_string_pretty(&ranked).expect("serialises") + "\n"));
+    if a.json.write(&ranked)? {
         return Ok(0);
     }
     let who = a.protect.clone().unwrap_or_else(|| {

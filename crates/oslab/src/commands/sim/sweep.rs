@@ -26,9 +26,8 @@ pub struct SimSweepArgs {
     /// Other settings (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::args::JsonArg,
     #[command(flatten)]
     pub start: super::inputs::StartArg,
     #[command(flatten)]
@@ -36,6 +35,7 @@ pub struct SimSweepArgs {
 }
 
 pub fn run(a: SimSweepArgs) -> CmdResult {
+    a.json.check()?;
     let s = load(&a.scenario, a.input.max_input)?;
     let (mut c, machine) = configured(&s, &a.sets, &a.start)?;
     c.policy = policy(&a.policy)?;
@@ -43,8 +43,7 @@ pub fn run(a: SimSweepArgs) -> CmdResult {
     let t0 = std::time::Instant::now();
     let points = sweep(&c, &key, &vals).map_err(|e| Failure::usage(format!("--vary {e}")))?;
     let secs = t0.elapsed().as_secs_f64();
-    if a.json {
-        print(&(serde_json::to_string_pretty(&points).expect("serialises") + "\n"));
+    if a.json.write(&points)? {
         return Ok(0);
     }
     let rows: Vec<Vec<String>> = points

@@ -14,12 +14,12 @@ pub struct WcallStatusArgs {
     /// a script waiting for it needs)
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
-    /// Print JSON
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub json: crate::args::JsonArg,
 }
 
 pub fn run(a: WcallStatusArgs) -> CmdResult {
+    a.json.check()?;
     let found: Vec<_> = rendezvous::discover()
         .into_iter()
         .filter(|f| a.name.as_ref().is_none_or(|n| &f.name == n))
@@ -38,13 +38,12 @@ pub fn run(a: WcallStatusArgs) -> CmdResult {
             ),
         }
     }
-    if a.json {
-        let v: Vec<_> = snaps
-            .iter()
-            .map(|(f, s)| serde_json::json!({"name": f.name, "pid": f.pid, "status": s}))
-            .collect();
-        print(&(serde_json::to_string_pretty(&v).unwrap_or_default() + "\n"));
-        return named_or_any(&a, &found);
+    let v: Vec<_> = snaps
+        .iter()
+        .map(|(f, s)| serde_json::json!({"name": f.name, "pid": f.pid, "status": s}))
+        .collect();
+    if a.json.write(&v)? {
+        return named_or_any(&a, snaps.len());
     }
     let governors: Vec<Running> = snaps
         .iter()
@@ -54,16 +53,16 @@ pub fn run(a: WcallStatusArgs) -> CmdResult {
             snapshot: s,
         })
         .collect();
-    if a.name.is_none() || !found.is_empty() {
+    if a.name.is_none() || !snaps.is_empty() {
         print(&oslab_report::wcall::status(&governors));
     }
-    named_or_any(&a, &found)
+    named_or_any(&a, snaps.len())
 }
 
-/// 0, unless the governor asked for by name is not running.
-fn named_or_any(a: &WcallStatusArgs, found: &[rendezvous::Found]) -> CmdResult {
+/// 0, unless the governor asked for by name is not running (or not readable).
+fn named_or_any(a: &WcallStatusArgs, read: usize) -> CmdResult {
     match &a.name {
-        Some(name) if found.is_empty() => Err(Failure::nothing_found(format!(
+        Some(name) if read == 0 => Err(Failure::nothing_found(format!(
             "no governor named '{name}' is running (see `oslab wcall status` for those that are)"
         ))),
         _ => Ok(0),
