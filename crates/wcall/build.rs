@@ -15,11 +15,12 @@ fn main() {
     for dir in ["crates/wcall-preload", "crates/wcall-table"] {
         println!("cargo:rerun-if-changed={}", workspace.join(dir).display());
     }
-    println!(
-        "cargo:rerun-if-changed={}",
-        workspace.join("Cargo.lock").display()
-    );
+    for file in ["Cargo.lock", "Cargo.toml"] {
+        println!("cargo:rerun-if-changed={}", workspace.join(file).display());
+    }
     let release = std::env::var("PROFILE").is_ok_and(|p| p == "release");
+    // the library is loaded into programs of the target, not of the build host
+    let triple = std::env::var("TARGET").expect("cargo sets TARGET");
     let target = out.join("interposer");
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(cargo);
@@ -32,8 +33,11 @@ fn main() {
             "oslab-wcall-preload",
             "--lib",
         ])
+        .args(["--target", &triple])
         .arg("--target-dir")
-        .arg(&target);
+        .arg(&target)
+        // a build-dir in the outer build's configuration would be locked by it
+        .env("CARGO_BUILD_BUILD_DIR", &target);
     if release {
         cmd.arg("--release");
     }
@@ -68,6 +72,7 @@ fn main() {
         "building the interposer (oslab-wcall-preload) failed"
     );
     let built = target
+        .join(&triple)
         .join(if release { "release" } else { "debug" })
         .join("liboslab_wcall.so");
     std::fs::copy(&built, out.join("liboslab_wcall.so"))

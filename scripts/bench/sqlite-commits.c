@@ -44,6 +44,9 @@ static int open_db(sqlite3 **db) {
              : -1;
 }
 
+/* sqlite3_errmsg's text lives only as long as its connection */
+static const char *kept(sqlite3 *db) { return strdup(sqlite3_errmsg(db)); }
+
 static void *work(void *arg) {
   struct worker *w = arg;
   sqlite3 *db;
@@ -67,13 +70,13 @@ static void *work(void *arg) {
     while ((rc = sqlite3_exec(db, "BEGIN IMMEDIATE", 0, 0, 0)) == SQLITE_BUSY)
       ;
     if (rc != SQLITE_OK) {
-      w->error = sqlite3_errmsg(db);
+      w->error = kept(db);
       break;
     }
     sqlite3_bind_int(insert, 1, w->id);
     sqlite3_bind_blob(insert, 2, payload, PAYLOAD, SQLITE_STATIC);
     if (sqlite3_step(insert) != SQLITE_DONE || sqlite3_exec(db, "COMMIT", 0, 0, 0) != SQLITE_OK) {
-      w->error = sqlite3_errmsg(db);
+      w->error = kept(db);
       break;
     }
     sqlite3_reset(insert);

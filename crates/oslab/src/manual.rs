@@ -19,7 +19,7 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
     ),
     (
         "OSLAB_WCALL_LIB",
-        "The governor's interposer to load into governed programs (default: liboslab_wcall.so next to the oslab binary).",
+        "The governor's interposer to load into governed programs (default: liboslab_wcall.so next to the oslab binary when nobody else could have put it there, else the copy oslab carries, written out for the run).",
     ),
     (
         "OSLAB_WCALL_SOCK",
@@ -102,7 +102,7 @@ const FILES: &[(&str, &str)] = &[
     ),
     (
         "liboslab_wcall.so",
-        "The governor's interposer, next to the oslab binary.",
+        "The governor's interposer, next to the oslab binary; else oslab writes the copy it carries into a fresh folder oslab-interposer-XXXXXX (in /run, /var/tmp or /tmp for root; $XDG_RUNTIME_DIR or $TMPDIR for a user) and removes it when it exits.",
     ),
 ];
 

@@ -197,7 +197,7 @@ fn what_the_interposer_cannot_cover_is_reported() {
 fn wait_for_governor(name: &str) -> serde_json::Value {
     for _ in 0..100 {
         let o = oslab()
-            .args(["wcall", "status", "--json", "--name", name])
+            .args(["wcall", "status", "--json", "-", "--name", name])
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -349,7 +349,7 @@ fn governed_processes_are_placed_in_memory_cgroups_and_they_are_removed() {
     let script = format!(
         "echo x > {f}.first; sleep 0.2; grep -E '^[0-9]+:(memory)?:' /proc/$$/cgroup; \
          dd if=/dev/zero of={f} bs=1M count=8 2>/dev/null; \
-         {oslab} wcall status --json",
+         {oslab} wcall status --json -",
         f = file.display(),
         oslab = assert_cmd::cargo::cargo_bin("oslab").display()
     );
@@ -524,7 +524,7 @@ fn status_lists_a_governor_once_however_many_processes_it_governs() {
     let t = std::time::Instant::now();
     let count = loop {
         let o = oslab()
-            .args(["wcall", "status", "--json"])
+            .args(["wcall", "status", "--json", "-"])
             .output()
             .unwrap();
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
@@ -557,7 +557,7 @@ fn status_of_a_governor_that_is_not_running_fails_and_says_so() {
         stderr(&o)
     );
     let o = oslab()
-        .args(["wcall", "status", "--json", "--name", &name])
+        .args(["wcall", "status", "--json", "-", "--name", &name])
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));

@@ -52,7 +52,10 @@ fn the_monitor_traces_dirtied_files_with_one_program_and_nothing_on_system_calls
         "one program, on writeback_dirty_folio"
     );
 
-    let path = std::env::temp_dir().join(format!("oslab-dirtiers-only-{}", std::process::id()));
+    // not the temporary folder: on tmpfs pages are dirtied without write-back
+    // accounting, so writeback_dirty_folio never fires there
+    let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("oslab-dirtiers-only-{}", std::process::id()));
     let mut f = std::fs::File::create(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     f.write_all(&vec![7u8; 64 * 1024]).unwrap();

@@ -1,9 +1,12 @@
 //! The interposer carried inside the binary (crates/wcall/build.rs builds it), for
 //! a copy of oslab that has no `liboslab_wcall.so` beside it: written once per
 //! process into a folder of its own, made fresh with a random name (mkdtemp) in
-//! /run for root, else in $XDG_RUNTIME_DIR or the temporary folder; the folder and
-//! the file are readable by every user, so another user's service can load it,
-//! and writable by nobody else; journaled and removed when oslab exits.
+//! the first of /run, /var/tmp and /tmp (root) or $XDG_RUNTIME_DIR and the
+//! temporary folder (a user) that is an absolute path LD_PRELOAD can carry and not
+//! mounted noexec (Debian and Ubuntu mount /run noexec: the dynamic loader cannot
+//! map a library from there). The folder and the file are readable by every
+//! user, so another user's service can load it, and writable by nobody else;
+//! journaled and removed when oslab exits.
 
 use std::ffi::CString;
 use std::io::Write;
@@ -19,18 +22,54 @@ static LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/liboslab_wcall.so"
 /// The interposer's path, written on the first call; the reason when it cannot be.
 pub fn path() -> Result<PathBuf, String> {
     static WRITTEN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    WRITTEN.get_or_init(write).clone()
+    WRITTEN
+        .get_or_init(|| {
+            let mut why = Vec::new();
+            for base in bases() {
+                match usable(&base).and_then(|()| write_into(&base, journal)) {
+                    Ok(p) => return Ok(p),
+                    Err(e) => why.push(e),
+                }
+            }
+            Err(why.join("; "))
+        })
+        .clone()
 }
 
-/// Where the folder is made.
-fn base() -> PathBuf {
+/// Where the folder may be made, in order.
+fn bases() -> Vec<PathBuf> {
     if oslab_sys::process::is_root() {
-        return PathBuf::from("/run");
+        return ["/run", "/var/tmp", "/tmp"].map(PathBuf::from).to_vec();
     }
-    match std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        Some(d) if d.is_absolute() && d.is_dir() => d,
-        _ => std::env::temp_dir(),
+    let mut v: Vec<PathBuf> = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    v.push(std::env::temp_dir());
+    v
+}
+
+/// Whether a library under `base` can be named in LD_PRELOAD (an absolute path
+/// with no `:` or space, which separate its entries) and mapped executable.
+fn usable(base: &Path) -> Result<(), String> {
+    let text = base.as_os_str().as_bytes();
+    if !base.is_absolute() || text.iter().any(|b| *b == b':' || b.is_ascii_whitespace()) {
+        return Err(format!("{} cannot be named in LD_PRELOAD", base.display()));
     }
+    let c = CString::new(text).map_err(|_| "a folder's name holds a NUL byte".to_string())?;
+    // SAFETY: statvfs of a NUL-terminated path into a zeroed local.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Err(format!(
+            "{}: {}",
+            base.display(),
+            std::io::Error::last_os_error()
+        ));
+    }
+    if st.f_flag & libc::ST_NOEXEC != 0 {
+        return Err(format!("{} is mounted noexec", base.display()));
+    }
+    Ok(())
 }
 
 /// A new folder `BASE/oslab-interposer-XXXXXX` that no other process had.
@@ -51,15 +90,31 @@ fn fresh_dir(base: &Path) -> Result<PathBuf, String> {
     Ok(PathBuf::from(std::ffi::OsStr::from_bytes(&bytes)))
 }
 
-fn write() -> Result<PathBuf, String> {
-    let dir = fresh_dir(&base())?;
+/// Journals the folder's removal.
+fn journal(dir: &Path) -> Result<(), String> {
     with_global(|j| {
         j.record_private(
             format!("the governor's interposer in {}", dir.display()),
-            Undo::RemovePath { path: dir.clone() },
+            Undo::RemovePath {
+                path: dir.to_path_buf(),
+            },
         )
     })
-    .map_err(|e| format!("cannot journal the interposer's copy: {e}"))?;
+    .map(drop)
+    .map_err(|e| format!("cannot journal the interposer's copy: {e}"))
+}
+
+/// Writes the library into a fresh folder under `base`, recorded (journaled)
+/// before anything is written into it.
+fn write_into(
+    base: &Path,
+    record: impl FnOnce(&Path) -> Result<(), String>,
+) -> Result<PathBuf, String> {
+    let dir = fresh_dir(base)?;
+    if let Err(e) = record(&dir) {
+        let _ = std::fs::remove_dir(&dir);
+        return Err(e);
+    }
     let fail =
         |e: std::io::Error| format!("cannot write the interposer into {}: {e}", dir.display());
     // mkdtemp made it 0700: governed programs of other users must reach the file
@@ -81,6 +136,35 @@ fn write() -> Result<PathBuf, String> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn the_copy_is_every_user_s_to_read_and_nobody_else_s_to_change() {
+        let base = tempfile::tempdir().unwrap();
+        let nothing = |_: &Path| Ok(());
+        let a = write_into(base.path(), nothing).unwrap();
+        let b = write_into(base.path(), nothing).unwrap();
+        let refused = write_into(base.path(), |_: &Path| Err("no journal".to_string()));
+        assert_eq!(refused, Err("no journal".to_string()));
+        assert_eq!(
+            std::fs::read_dir(base.path()).unwrap().count(),
+            2,
+            "a folder that could not be journaled is not left"
+        );
+        assert_ne!(a.parent(), b.parent(), "a fresh folder each time");
+        let dir = std::fs::symlink_metadata(a.parent().unwrap()).unwrap();
+        assert!(dir.is_dir() && dir.mode() & 0o7777 == 0o755);
+        let file = std::fs::symlink_metadata(&a).unwrap();
+        assert!(file.is_file() && file.mode() & 0o7777 == 0o644);
+        assert_eq!(std::fs::read(&a).unwrap(), LIB);
+        assert!(usable(Path::new("relative")).is_err());
+        assert!(
+            usable(Path::new("/tmp/a:b")).is_err(),
+            "':' splits LD_PRELOAD"
+        );
+    }
+
     #[test]
     fn the_carried_interposer_is_a_shared_object() {
         let lib = super::LIB;

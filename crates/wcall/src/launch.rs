@@ -22,13 +22,13 @@ pub fn preload_path() -> Result<PathBuf, String> {
         };
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find oslab's own path: {e}"))?;
-    let dir = exe.parent().unwrap_or(Path::new("."));
+    let dir = exe.parent().unwrap_or(Path::new("/"));
     let candidates = [
-        dir.join(PRELOAD_NAME),
-        dir.join("deps").join(PRELOAD_NAME),
-        dir.join("..").join(PRELOAD_NAME),
+        Some(dir.join(PRELOAD_NAME)),
+        Some(dir.join("deps").join(PRELOAD_NAME)),
+        dir.parent().map(|up| up.join(PRELOAD_NAME)),
     ];
-    match candidates.iter().find(|p| p.is_file()) {
+    match candidates.iter().flatten().find(|p| trusted(p)) {
         Some(p) => Ok(p.clone()),
         None => crate::embedded::path().map_err(|e| {
             format!(
@@ -37,6 +37,19 @@ pub fn preload_path() -> Result<PathBuf, String> {
             )
         }),
     }
+}
+
+/// Whether a library found beside the binary may be loaded into the programs
+/// oslab governs: a regular file (no link) of root's or this user's that nobody
+/// else can write, below folders nobody else controls. A copy of oslab in a
+/// folder of the temporary directory must not load a library another user put
+/// there.
+fn trusted(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let me = oslab_sys::process::euid();
+    std::fs::symlink_metadata(path).is_ok_and(|m| {
+        m.file_type().is_file() && (m.uid() == 0 || m.uid() == me) && m.mode() & 0o022 == 0
+    }) && oslab_sys::owned::check_ancestors(path, me).is_ok()
 }
 
 /// The program a command name runs: itself when it has a slash, else from PATH.
@@ -124,5 +137,27 @@ mod tests {
     fn programs_resolve_from_path() {
         assert!(resolve("sh").is_some());
         assert!(resolve("surely-no-such-program-here").is_none());
+    }
+
+    #[test]
+    fn a_library_beside_the_binary_is_loaded_only_when_nobody_else_could_have_put_it() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join(PRELOAD_NAME);
+        std::fs::write(&lib, b"\x7fELF").unwrap();
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(trusted(&lib), "the user's own file");
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
+        assert!(!trusted(&lib), "a file others may write");
+        std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let link = dir.path().join("link.so");
+        std::os::unix::fs::symlink(&lib, &link).unwrap();
+        assert!(!trusted(&link), "a link");
+        if oslab_sys::process::is_root() {
+            // SAFETY: chown of a file this test made, to nobody.
+            let c = std::ffi::CString::new(lib.as_os_str().as_encoded_bytes()).unwrap();
+            assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
+            assert!(!trusted(&lib), "another user's file, as root");
+        }
     }
 }

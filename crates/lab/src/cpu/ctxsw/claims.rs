@@ -10,7 +10,7 @@ use crate::harness::check::{Check, Condition, Outcome, Rule};
 const PINNING: Check = Check {
     id: "pinning-cheaper",
     text: "Pinning both tasks to one CPU makes switches 45-70 % cheaper",
-    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010: 45-70 % on 2006-2013 Xeons)",
+    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010, updated 2013: 45-70 % on 2006-2013 Xeons)",
 };
 
 const THREADS: Check = Check {

@@ -24,7 +24,7 @@ pub(super) const MODE_SWITCH: Check = Check {
 pub(super) const COST: Check = Check {
     id: "syscall-cost-tens-of-ns",
     text: "The cheapest system call (gettid) costs tens to about a hundred nanoseconds",
-    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010: 2006-2013 Xeons; 'about 100' read as up to 150 ns)",
+    source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010, updated 2013: 2006-2013 Xeons; 'about 100' read as up to 150 ns)",
 };
 
 pub(super) fn mode_switch_claim(raw: &Raw, calls: &Calls) -> oslab_model::Claim {
