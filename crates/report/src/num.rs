@@ -22,6 +22,24 @@ pub fn fmt(x: f64) -> String {
     }
 }
 
+/// [`fmt`] without its whole-number shortcut: the decimals of the value's
+/// magnitude (`2.000`, `216.0`), for a whole number beside fractional ones in a
+/// column.
+pub fn fmt_decimals(x: f64) -> String {
+    let a = x.abs();
+    if !x.is_finite() || a == 0.0 || a >= 10_000.0 {
+        fmt(x)
+    } else if a >= 100.0 {
+        format!("{x:.1}")
+    } else if a >= 10.0 {
+        format!("{x:.2}")
+    } else if a >= 0.01 {
+        format!("{x:.3}")
+    } else {
+        fmt(x)
+    }
+}
+
 /// A percentage from a fraction: 0.034 -> "3.4 %".
 pub fn pct(fraction: f64) -> String {
     format!("{:.1} %", fraction * 100.0)
@@ -43,5 +61,9 @@ mod tests {
         assert_eq!(pct(0.034), "3.4 %");
         assert_eq!(fmt(f64::NAN), "-");
         assert_eq!(fmt(f64::INFINITY), "-");
+        assert_eq!(fmt_decimals(2.0), "2.000");
+        assert_eq!(fmt_decimals(216.0), "216.0");
+        assert_eq!(fmt_decimals(123456.0), "123456");
+        assert_eq!(fmt_decimals(0.0), "0");
     }
 }

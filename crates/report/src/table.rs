@@ -34,7 +34,7 @@ pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width
             t.set_content_arrangement(ContentArrangement::Disabled);
         }
     }
-    for r in rows {
+    for r in &same_format(rows, right) {
         t.add_row(r.iter().enumerate().map(|(i, c)| {
             let cell = Cell::new(c);
             if right.contains(&i) {
@@ -55,6 +55,43 @@ pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width
         .map(|l| l.trim_end().to_string())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The number columns (`right`) with one format each: where a column holds
+/// fractional numbers (`2.013`), a whole one beside them (`2`, as [`fmt`] writes
+/// an exact whole number) gets the decimals of its magnitude (`2.000`).
+fn same_format(rows: &[Vec<String>], right: &[usize]) -> Vec<Vec<String>> {
+    let whole = |c: &str| -> Option<f64> {
+        let t = c.strip_prefix('-').unwrap_or(c);
+        (!t.is_empty() && t.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| c.parse().ok())
+            .flatten()
+    };
+    let fractional = |c: &str| {
+        let t = c.strip_prefix('-').unwrap_or(c);
+        t.split_once('.').is_some_and(|(a, b)| {
+            !a.is_empty()
+                && !b.is_empty()
+                && (a.bytes().chain(b.bytes())).all(|x| x.is_ascii_digit())
+        })
+    };
+    let mut out = rows.to_vec();
+    for &col in right {
+        if !rows
+            .iter()
+            .any(|r| r.get(col).is_some_and(|c| fractional(c)))
+        {
+            continue;
+        }
+        for r in &mut out {
+            if let Some(c) = r.get_mut(col)
+                && let Some(x) = whole(c)
+            {
+                *c = crate::num::fmt_decimals(x);
+            }
+        }
+    }
+    out
 }
 
 /// `text` broken at spaces into lines of at most `width` columns: the first line
@@ -291,4 +328,33 @@ pub fn render_verdicts(results: &[ExperimentResult], width: Width) -> String {
         return String::new();
     }
     fit(&["experiment", "verdict", "claim"], &rows, &[], width)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_number_column_has_one_format() {
+        let rows: Vec<Vec<String>> = [
+            ["a", "2.013", "3"],
+            ["b", "2", "4"],
+            ["c", "-", "5"],
+            ["d", "216", "6"],
+        ]
+        .iter()
+        .map(|r| r.iter().map(|c| c.to_string()).collect())
+        .collect();
+        let out = same_format(&rows, &[1, 2]);
+        let col = |i: usize| out.iter().map(|r| r[i].as_str()).collect::<Vec<_>>();
+        assert_eq!(col(1), ["2.013", "2.000", "-", "216.0"]);
+        assert_eq!(
+            col(2),
+            ["3", "4", "5", "6"],
+            "a column of whole numbers stays whole"
+        );
+        assert_eq!(col(0), ["a", "b", "c", "d"], "text columns are not touched");
+        let table = fit(&["k", "v", "n"], &rows, &[1, 2], None);
+        assert!(table.contains("2.000") && !table.contains(" 2 "), "{table}");
+    }
 }
