@@ -61,3 +61,12 @@ impl JsonArg {
         Ok(false)
     }
 }
+
+/// The global `--wide` of a command that prints no table: accepted, not offered
+/// (an argument of the same name keeps clap from copying the global one, with its
+/// help, into the command).
+#[derive(Debug, Default, Args)]
+pub struct NoTable {
+    #[arg(long, hide = true)]
+    pub wide: bool,
+}

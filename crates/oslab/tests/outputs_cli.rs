@@ -344,3 +344,24 @@ fn json_takes_a_file_or_dash_on_every_command() {
         "an unwritable FILE is refused first"
     );
 }
+
+/// `--wide` is offered where a table is printed, not on commands that print
+/// none; it is still accepted there (a shell alias may always pass it).
+#[test]
+fn wide_is_offered_only_where_tables_are_printed() {
+    for args in [
+        &["man", "--help"][..],
+        &["completions", "--help"],
+        &["wcall", "attach", "--help"],
+    ] {
+        let help = String::from_utf8(run(args).stdout).unwrap();
+        assert!(
+            help.contains("Usage:") && !help.contains("--wide"),
+            "{args:?}: {help}"
+        );
+    }
+    let help = String::from_utf8(run(&["run", "--help"]).stdout).unwrap();
+    assert!(help.contains("--wide"), "{help}");
+    assert!(run(&["man", "--wide"]).status.success());
+    assert!(run(&["--wide", "completions", "bash"]).status.success());
+}

@@ -14,6 +14,8 @@ pub struct CompletionsArgs {
     /// The shell to complete for
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+    #[command(flatten)]
+    pub no_table: crate::args::NoTable,
 }
 
 #[derive(Debug, Args)]
@@ -21,6 +23,8 @@ pub struct ManArgs {
     /// Write a page for oslab and each of its commands into DIR (made if missing)
     #[arg(long, value_name = "DIR")]
     pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub no_table: crate::args::NoTable,
 }
 
 /// `oslab completions SHELL`: `cmd` is the whole grammar.

@@ -10,6 +10,8 @@ pub struct WcallAttachArgs {
     /// The running process
     #[arg(value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
     pub pid: u64,
+    #[command(flatten)]
+    pub no_table: crate::args::NoTable,
 }
 
 pub fn run(a: WcallAttachArgs) -> CmdResult {
