@@ -193,7 +193,17 @@ pub fn advise(i: AdviceInputs) -> Advice {
     };
     let reasons = reasons(&f);
     let prediction = if r <= 0.0 {
-        "no dirtying measured: Dirty stays near 0".to_string()
+        "at a dirtying rate of 0, Dirty stays near 0".to_string()
+    } else if r > b {
+        // the flusher cannot keep up: Dirty rises at r to the background limit,
+        // then at r - b to the free-run ceiling, where writers are paced to b
+        let ceiling = (bg + hard) as f64 / 2.0;
+        let reach_s = bg as f64 / r + (ceiling - bg as f64) / (r - b);
+        format!(
+            "no sawtooth: the flusher cannot keep up, so Dirty climbs to about {} (halfway between the limits) within {reach_s:.1} s and stays there, writers paced to the device's {}",
+            mib_text(ceiling / MIB),
+            human_rate(b)
+        )
     } else {
         let per = dirty_rules::periodic(r as u64, expire_s, writeback_s);
         if per.peak_mib * MIB < bg as f64 {
@@ -249,6 +259,21 @@ impl Advice {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_writer_faster_than_the_device_gets_no_sawtooth() {
+        let a = advise(AdviceInputs {
+            device_bytes_s: 50.0 * MIB,
+            dirty_rate_bytes_s: 500.0 * MIB,
+            target_latency_s: 1.0,
+        });
+        assert!(a.warnings[0].contains("writers will be throttled"));
+        assert!(a.prediction.starts_with("no sawtooth"), "{}", a.prediction);
+        // background 50 MiB, hard 150 MiB: the ceiling is 100 MiB, reached after
+        // 0.1 s at 500 MiB/s and 50 MiB more at 450 MiB/s
+        assert!(a.prediction.contains("about 100 MiB"), "{}", a.prediction);
+        assert!(a.prediction.contains("within 0.2 s"), "{}", a.prediction);
+    }
 
     #[test]
     fn ten_mib_device_gets_ten_mib_flushes() {
