@@ -27,7 +27,7 @@ pub fn page(title: &str, subtitle: &str, body: &str) -> String {
 <body>\n<header>\n<h1>{t}</h1>\n<p class=\"sub\">{s}</p>\n</header>\n<main>\n{body}</main>\n\
 <footer><p>Made by oslab. Every figure is a median of repeated measurements on the machine above; \
 95 % intervals are bootstrap intervals of the median. Verdicts compare this machine with the \
-source material; \u{201c}not testable here\u{201d} says why.</p></footer>\n</body>\n</html>\n",
+works each claim cites; \u{201c}not testable here\u{201d} says why.</p></footer>\n</body>\n</html>\n",
         t = esc(title),
         s = esc(subtitle),
     )
@@ -180,7 +180,7 @@ fn claims_overview(results: &[ExperimentResult]) -> String {
     }
     let count = |v: Verdict| all.iter().filter(|(_, c)| c.verdict == v).count();
     let mut out = format!(
-        "<section class=\"claims\">\n<h2>The material's claims on this machine</h2>\n\
+        "<section class=\"claims\">\n<h2>The claims of the works cited, on this machine</h2>\n\
 <p class=\"counts\">{} {} · {} {} · {} {} · {} {}</p>\n",
         count(Verdict::Holds),
         verdict_badge(Verdict::Holds),
@@ -294,11 +294,8 @@ fn section_head(r: &ExperimentResult) -> String {
         esc(&r.experiment)
     );
     let load = &r.environment.load;
-    let section = if r.section == "-" {
-        String::new()
-    } else {
-        format!(" · material section {}", esc(&r.section))
-    };
+    let section = crate::source::of_section(&r.section)
+        .map_or_else(String::new, |w| format!(" · after {}", esc(&w)));
     let host = match &r.simulated {
         Some(machine) => format!("simulated on {}", esc(machine)),
         None => format!(
@@ -357,7 +354,7 @@ fn claims_table(out: &mut String, r: &ExperimentResult) {
     out.push_str("<h3>Claims</h3>\n");
     out.push_str(&table(
         "claims",
-        &["claim", "the material", "measured here", "verdict"],
+        &["claim", "the work cited", "measured here", "verdict"],
         &rows,
         &[],
     ));

@@ -22,6 +22,7 @@ pub mod info;
 pub mod json;
 mod markup;
 pub mod num;
+pub mod source;
 pub mod stalls;
 pub mod svg;
 pub mod table;

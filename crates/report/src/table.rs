@@ -172,11 +172,8 @@ pub fn finding_cells(f: &oslab_model::Finding) -> [String; 2] {
 /// The terminal report of one result, `width` columns wide.
 pub fn render_result(r: &ExperimentResult, width: Width) -> String {
     let mut out = String::new();
-    let section = if r.section == "-" {
-        String::new()
-    } else {
-        format!(", material section {}", r.section)
-    };
+    let section =
+        crate::source::of_section(&r.section).map_or_else(String::new, |w| format!(", after {w}"));
     let head = format!(
         "{}: {} ({}{section}, {:.1} s)",
         r.experiment,
