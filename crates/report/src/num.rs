@@ -3,13 +3,24 @@
 /// A number with about four significant digits, no exponent for common ranges;
 /// "-" for a value that is none (NaN, infinite), whose reason the text beside says.
 pub fn fmt(x: f64) -> String {
+    if x.is_finite() && x != 0.0 && x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.0}")
+    } else {
+        fmt_decimals(x)
+    }
+}
+
+/// [`fmt`] without its whole-number shortcut: the decimals of the value's
+/// magnitude (`2.000`, `216.0`), for a whole number beside fractional ones in a
+/// column.
+pub fn fmt_decimals(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
     }
     let a = x.abs();
     if a == 0.0 {
         "0".into()
-    } else if (x.fract() == 0.0 && a < 1e15) || a >= 10_000.0 {
+    } else if a >= 10_000.0 {
         format!("{x:.0}")
     } else if a >= 100.0 {
         format!("{x:.1}")
@@ -19,24 +30,6 @@ pub fn fmt(x: f64) -> String {
         format!("{x:.3}")
     } else {
         format!("{x:.2e}")
-    }
-}
-
-/// [`fmt`] without its whole-number shortcut: the decimals of the value's
-/// magnitude (`2.000`, `216.0`), for a whole number beside fractional ones in a
-/// column.
-pub fn fmt_decimals(x: f64) -> String {
-    let a = x.abs();
-    if !x.is_finite() || a == 0.0 || a >= 10_000.0 {
-        fmt(x)
-    } else if a >= 100.0 {
-        format!("{x:.1}")
-    } else if a >= 10.0 {
-        format!("{x:.2}")
-    } else if a >= 0.01 {
-        format!("{x:.3}")
-    } else {
-        fmt(x)
     }
 }
 
@@ -52,6 +45,7 @@ mod tests {
     #[test]
     fn significant_digits() {
         assert_eq!(fmt(0.0), "0");
+        assert_eq!(fmt(-0.0), "0");
         assert_eq!(fmt(3.0), "3");
         assert_eq!(fmt(61.234), "61.23");
         assert_eq!(fmt(123.456), "123.5");
