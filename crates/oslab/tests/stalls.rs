@@ -205,6 +205,40 @@ fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
         dirtied >= 5000 * 4096,
         "the mapping writer dirtied {dirtied} bytes by the kernel's count"
     );
+
+    // A sleep after a store's fault, in a call oslab does not watch
+    // (nanosleep, a pipe read), is not the fault's: the fault is closed when
+    // its task leaves the CPU outside it.
+    let sleeper = dir.path().join("fault_then_sleep");
+    assert!(
+        common::compile_c("fault_then_sleep.c", &sleeper, &[]),
+        "cc builds it"
+    );
+    let out_file = dir.path().join("sleep.jsonl");
+    succeed(
+        oslab(&journal)
+            .args([
+                "stalls",
+                "--interval",
+                "0.5",
+                "--threshold",
+                "1ms",
+                "--json",
+            ])
+            .arg(&out_file)
+            .arg("--")
+            .arg(&sleeper)
+            .arg(dir.path().join("slept.dat")),
+    );
+    let lines = json_lines(&out_file);
+    let long_faults: Vec<&Value> = of_type(&lines, "stall")
+        .into_iter()
+        .filter(|l| l["call"] == "page fault" && l["dur_ns"].as_u64().unwrap() >= 300_000_000)
+        .collect();
+    assert!(
+        long_faults.is_empty(),
+        "the 400 ms sleeps after the faults are not theirs: {long_faults:?}"
+    );
 }
 
 /// A slow call as the three modes must agree on it.

@@ -33,6 +33,9 @@ struct pt_regs {
 	unsigned long dx;
 	unsigned long si;
 	unsigned long di;
+	unsigned long orig_ax;
+	unsigned long ip;
+	unsigned long sp;
 } OSLAB_CORE;
 #elif defined(__TARGET_ARCH_arm64)
 struct user_pt_regs {

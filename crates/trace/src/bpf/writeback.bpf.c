@@ -71,6 +71,10 @@ struct task_state {
 	u64 fault_end;
 	/* run-queue time in an open fault not yet known to be the fault's */
 	u64 fault_runq;
+	/* the user registers' ip and sp when the fault was taken: while the task
+	 * is still in that fault, its saved user registers are these */
+	u64 fault_ip;
+	u64 fault_sp;
 	u64 queued_write_bytes;
 	u64 queued_read_bytes;
 	char fname[FILE_NAME_LEN];
@@ -141,8 +145,16 @@ static __always_inline void bdi_name(char *dst, struct bdi_writeback *wb)
 		bpf_probe_read_kernel_str(dst, BDI_NAME_LEN, bdi->dev_name);
 }
 
+/* Watched calls and faults under way on the whole machine. While there are
+ * none, the scheduler's programs, which run on every switch and wake-up,
+ * return at once. It only errs upwards (a call whose end is never seen), and
+ * then the programs just do their full work. */
+u64 calls_under_way = 0;
+
 static __always_inline void begin(struct task_state *s, u32 call)
 {
+	if (!s->sys_start)
+		__sync_fetch_and_add(&calls_under_way, 1);
 	s->sys_start = bpf_ktime_get_ns();
 	s->sysno = call;
 	s->off_since = 0;
@@ -159,18 +171,25 @@ static __always_inline void begin(struct task_state *s, u32 call)
 
 static __always_inline void close_fault(struct task_struct *t, struct task_state *s);
 
+static __always_inline void finish(struct task_state *s)
+{
+	if (s->sys_start) {
+		s->sys_start = 0;
+		__sync_fetch_and_sub(&calls_under_way, 1);
+	}
+}
+
+/* Runs on every system call on the machine: a call that is not watched must
+ * cost as little as possible (this is most of `oslab stalls`' overhead on a
+ * syscall-heavy program), so the call number is checked before anything else
+ * and the descriptor's file before the task's state is looked up. */
 SEC("tp_btf/sys_enter")
 int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
-	if (file_calls) {
-		struct task_state *open = bpf_task_storage_get(&tasks, t, 0, 0);
-		if (open)
-			close_fault(t, open);
-	}
 	bool reads = file_calls && is_read_call(id);
 	if (!reads && !is_write_call(id))
 		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
 	if (!is_watched(t->tgid))
 		return 0;
 	long fd = -1;
@@ -178,13 +197,13 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	/* bytes: the third argument of reads, writes and sync_file_range, the
 	 * second of msync (its length); fsync and fdatasync name none */
 #if defined(__TARGET_ARCH_x86)
-	fd = (s32)BPF_CORE_READ(regs, di);
-	count = id == 26 ? BPF_CORE_READ(regs, si) : BPF_CORE_READ(regs, dx);
+	fd = (s32)regs->di;
+	count = id == 26 ? regs->si : regs->dx;
 	if (id == 74 || id == 75)
 		count = 0;
 #elif defined(__TARGET_ARCH_arm64)
-	fd = (s32)BPF_CORE_READ(regs, regs[0]);
-	count = id == 227 ? BPF_CORE_READ(regs, regs[1]) : BPF_CORE_READ(regs, regs[2]);
+	fd = (s32)regs->regs[0];
+	count = id == 227 ? regs->regs[1] : regs->regs[2];
 	if (id == 82 || id == 83)
 		count = 0;
 #endif
@@ -200,6 +219,7 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!s)
 		return 0;
+	close_fault(t, s);
 	file_identity(f, &s->dev, &s->ino, s->fname);
 	begin(s, id);
 	s->fd = fd;
@@ -239,13 +259,21 @@ static __always_inline void end(struct task_struct *t, struct task_state *s, lon
 			bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 		}
 	}
-	s->sys_start = 0;
+	finish(s);
 	s->pending = CAUSE_NONE;
 }
 
 SEC("tp_btf/sys_exit")
 int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 {
+	if (!calls_under_way)
+		return 0;
+#if defined(__TARGET_ARCH_x86)
+	/* only a watched call has anything to end (the number stays in orig_ax) */
+	long id = regs->orig_ax;
+	if (!is_write_call(id) && !(file_calls && is_read_call(id)))
+		return 0;
+#endif
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
 	if (!s || !s->sys_start || s->sysno == CALL_PAGE_FAULT)
@@ -258,9 +286,12 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
  * that dirties the page, not in write(). No tracepoint marks a fault's end, so
  * a fault counts from its start (page_fault_user, x86) to the last time its
  * task came back on the CPU after sleeping in it; it is closed, and reported
- * if slow, at the task's next fault, system call or exit. Sleeping in user
- * mode is impossible, so every sleep before then is the fault's; a preemption
- * may be in user mode after the fault returned, so it is not counted. */
+ * if slow, at the task's next fault, watched system call or exit, or when the
+ * task leaves the CPU outside it. A task is still in the fault while its saved
+ * user registers are the fault's (ip and sp); in any system call after the
+ * fault they are the call's. So an unwatched call (a pipe read, a sleep) costs
+ * nothing here, and its sleeps are not the fault's. A preemption may be in
+ * user mode after the fault returned, so it is not counted. */
 static __always_inline void close_fault(struct task_struct *t, struct task_state *s)
 {
 	if (s->sys_start && s->sysno == CALL_PAGE_FAULT) {
@@ -268,7 +299,7 @@ static __always_inline void close_fault(struct task_struct *t, struct task_state
 		 * file call; one on anonymous memory is not */
 		if (s->fault_end && s->ino)
 			end(t, s, 0, s->fault_end);
-		s->sys_start = 0;
+		finish(s);
 	}
 }
 
@@ -294,7 +325,19 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	s->fname[0] = 0;
 	s->fault_end = 0;
 	s->fault_runq = 0;
+	s->fault_ip = regs->ip;
+	s->fault_sp = regs->sp;
 	return 0;
+}
+
+/* Whether the task is no longer in its open fault: it made a system call or
+ * took another exception since, so its saved user registers moved. */
+static __always_inline bool left_fault(struct task_struct *t, struct task_state *s)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
+	if (!regs)
+		return true;
+	return regs->ip != s->fault_ip || regs->sp != s->fault_sp;
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -311,14 +354,19 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	u64 now = bpf_ktime_get_ns();
+	if (!calls_under_way)
+		return 0;
+	u64 now = 0;
 	struct task_state *s = bpf_task_storage_get(&tasks, prev, 0, 0);
 	/* Stopped, traced or frozen: a sleep that may come after the fault
-	 * returned (SIGSTOP, a debugger, the cgroup freezer) ends it first. */
+	 * returned (SIGSTOP, a debugger, the cgroup freezer) ends it first; so
+	 * does a sleep in a later system call. */
 	if (s && s->sys_start && s->sysno == CALL_PAGE_FAULT &&
-	    (prev_state & (TASK_STOPPED_BIT | TASK_TRACED_BIT | TASK_FROZEN_BIT)))
+	    ((prev_state & (TASK_STOPPED_BIT | TASK_TRACED_BIT | TASK_FROZEN_BIT)) ||
+	     left_fault(prev, s)))
 		close_fault(prev, s);
 	if (s && s->sys_start) {
+		now = bpf_ktime_get_ns();
 		s->off_since = now;
 		s->woken_at = 0;
 		s->off_runnable = preempt || prev_state == 0;
@@ -342,6 +390,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	s = bpf_task_storage_get(&tasks, next, 0, 0);
 	if (!s || !s->sys_start || !s->off_since)
 		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
 	bool fault = s->sysno == CALL_PAGE_FAULT;
 	if (s->off_runnable) {
 		if (fault)
@@ -386,6 +436,8 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 
 static __always_inline void woken(struct task_struct *p)
 {
+	if (!calls_under_way)
+		return;
 	struct task_state *s = bpf_task_storage_get(&tasks, p, 0, 0);
 	if (s && s->sys_start && s->off_since && !s->off_runnable && !s->woken_at)
 		s->woken_at = bpf_ktime_get_ns();
@@ -408,6 +460,8 @@ int BPF_PROG(on_fork, struct task_struct *parent, struct task_struct *child)
 
 static __always_inline void mark(u8 cause)
 {
+	if (!calls_under_way)
+		return;
 	struct task_struct *t = bpf_get_current_task_btf();
 	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
 	if (s && s->sys_start) {
@@ -549,6 +603,8 @@ static __always_inline void report_file(struct task_struct *t, struct address_sp
 /* A fault that dirties a file's page is a fault on that file. */
 static __always_inline void name_fault_file(struct task_struct *t, struct address_space *mapping)
 {
+	if (!calls_under_way)
+		return;
 	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
 	if (!s || !s->sys_start || s->sysno != CALL_PAGE_FAULT || s->ino)
 		return;
