@@ -24,6 +24,10 @@ use crate::{ExperimentResult, Status, Verdict};
 pub const ALPHA: f64 = 0.01;
 /// Smallest relative difference of medians ever called beyond noise.
 pub const MIN_EFFECT: f64 = 0.02;
+/// Smallest relative difference of medians never called within noise: when the
+/// samples do not separate a difference this large, they are too few or too
+/// scattered to say there is no change ("can't tell").
+pub const UNDECIDED_EFFECT: f64 = 0.25;
 const SHUFFLES: usize = 5000;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -35,6 +39,10 @@ pub enum Noise {
     Within,
     /// No spread known on at least one side.
     Unknown,
+    /// Spread known but too wide to tell: the test did not separate the two,
+    /// yet one median lies outside the other's 95 % interval (few or scattered
+    /// samples), so "no change" would be a guess.
+    Undecided,
 }
 
 impl Noise {
@@ -43,6 +51,7 @@ impl Noise {
             Noise::Beyond => "beyond noise",
             Noise::Within => "within noise",
             Noise::Unknown => "no spread known",
+            Noise::Undecided => "can't tell",
         }
     }
 }
@@ -110,6 +119,14 @@ impl Comparison {
         self.figures
             .iter()
             .filter(|f| f.noise == Noise::Beyond)
+            .count()
+    }
+
+    /// Figures whose samples could not tell a difference from noise.
+    pub fn undecided(&self) -> usize {
+        self.figures
+            .iter()
+            .filter(|f| f.noise == Noise::Undecided)
             .count()
     }
 
@@ -216,23 +233,13 @@ fn compare_measurement(
             ),
         ),
     };
-    let effect = if sa.median != 0.0 {
-        ((sb.median - sa.median) / sa.median).abs()
-    } else {
-        f64::INFINITY
-    };
-    let (noise, method) = if noise == Noise::Beyond && effect < MIN_EFFECT {
-        (
-            Noise::Within,
-            format!(
-                "{method}; the {:.1} % difference is below the {:.0} % that separate runs differ by",
-                effect * 100.0,
-                MIN_EFFECT * 100.0
-            ),
-        )
-    } else {
-        (noise, method)
-    };
+    let (noise, method) = refine(
+        noise,
+        method,
+        (sa.median, sb.median),
+        (a_ci, b_ci),
+        (ma.samples.len(), mb.samples.len()),
+    );
     Some(FigureComparison {
         experiment: experiment.to_string(),
         kind: "measurement".into(),
@@ -247,6 +254,54 @@ fn compare_measurement(
         method,
         noise,
     })
+}
+
+/// The test's call, refined: a large difference the samples do not separate is
+/// "can't tell", not within noise; a separated one below [`MIN_EFFECT`] is within
+/// noise. The method gains n on each side.
+fn refine(
+    noise: Noise,
+    method: String,
+    (a, b): (f64, f64),
+    (a_ci, b_ci): (Option<[f64; 2]>, Option<[f64; 2]>),
+    (na, nb): (usize, usize),
+) -> (Noise, String) {
+    let effect = if a != 0.0 {
+        ((b - a) / a).abs()
+    } else {
+        f64::INFINITY
+    };
+    let too_far = !inside_each_other(a, b, a_ci, b_ci);
+    let n = format!("n = {na} and {nb}");
+    if noise == Noise::Within && (too_far || effect >= UNDECIDED_EFFECT) {
+        let why = if too_far {
+            "a median lies outside the other side's 95 % interval".to_string()
+        } else {
+            format!("the medians differ by {:.0} %", effect * 100.0)
+        };
+        return (
+            Noise::Undecided,
+            format!("{method}, {n}: not separated, yet {why}; more samples could tell"),
+        );
+    }
+    if noise == Noise::Beyond && effect < MIN_EFFECT {
+        return (
+            Noise::Within,
+            format!(
+                "{method}, {n}; the {:.1} % difference is below the {:.0} % that separate runs differ by",
+                effect * 100.0,
+                MIN_EFFECT * 100.0
+            ),
+        );
+    }
+    (noise, format!("{method}, {n}"))
+}
+
+/// Whether each median lies inside the other side's 95 % interval (true when an
+/// interval is missing: nothing says otherwise).
+fn inside_each_other(a: f64, b: f64, a_ci: Option<[f64; 2]>, b_ci: Option<[f64; 2]>) -> bool {
+    let inside = |x: f64, c: Option<[f64; 2]>| c.is_none_or(|[lo, hi]| lo <= x && x <= hi);
+    inside(b, a_ci) && inside(a, b_ci)
 }
 
 /// Compares every figure that both sides measured. `seed` fixes the shuffles.

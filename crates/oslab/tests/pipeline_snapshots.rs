@@ -207,6 +207,25 @@ fn a_shift_inside_the_spread_is_within_noise() {
 }
 
 #[test]
+fn a_sevenfold_difference_in_scattered_samples_is_never_called_within_noise() {
+    use oslab_model::compare::{Noise, compare, side};
+    // Five samples a side, scattered: the intervals of the medians overlap (no
+    // test separates them), but B's median is seven times A's and lies outside
+    // A's interval: the comparison says it cannot tell, with n.
+    let a = vec![reshaped(|_| vec![10.0, 12.0, 15.0, 300.0, 900.0])];
+    let b = vec![reshaped(|_| vec![11.0, 13.0, 105.0, 400.0, 950.0])];
+    let c = compare(side("a", &a), &a, side("b", &b), &b, 1);
+    let f = latency_figure(&c);
+    assert_eq!(f.ratio, Some(7.0));
+    assert_eq!(f.noise, Noise::Undecided, "{}", f.method);
+    assert!(f.method.contains("n = 5 and 5"), "{}", f.method);
+    assert_eq!(c.undecided(), 1);
+    let text = oslab_report::compare::text(&c, Some(100));
+    assert!(text.contains("can't tell"), "{text}");
+    assert!(!text.contains("within noise"), "{text}");
+}
+
+#[test]
 fn too_few_samples_are_not_judged_noise_or_not() {
     use oslab_model::compare::{Noise, compare, side};
     // Two samples a side: no test can reach p < 0.01 (6 splits) and, with fewer

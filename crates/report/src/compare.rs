@@ -43,6 +43,19 @@ fn floor_note(c: &Comparison) -> Option<String> {
     })
 }
 
+/// Why some figures are neither a change nor no change, in words.
+fn undecided_note(c: &Comparison) -> Option<String> {
+    let n = c.undecided();
+    (n > 0).then(|| {
+        format!(
+            "{n} figure{} {} \"can't tell\": the samples did not separate A from B, but the medians differ by {:.0} % or more or one lies outside the other side's 95 % interval, so the data are too few or too scattered to say there is no change (each row gives n).",
+            if n == 1 { "" } else { "s" },
+            if n == 1 { "is" } else { "are" },
+            oslab_model::compare::UNDECIDED_EFFECT * 100.0,
+        )
+    })
+}
+
 /// The warning for a comparison of one set of results with itself.
 pub const SAME_RESULTS: &str =
     "A and B are the same results (one run or file named twice): every difference is zero";
@@ -85,7 +98,7 @@ pub fn text(c: &Comparison, width: Width) -> String {
             oslab_model::compare::MIN_EFFECT * 100.0
         );
         para(&mut out, "", "", &summary);
-        if let Some(n) = floor_note(c) {
+        for n in [floor_note(c), undecided_note(c)].into_iter().flatten() {
             para(&mut out, "", "", &n);
         }
     }
@@ -161,6 +174,7 @@ fn noise_badge(n: Noise) -> String {
         Noise::Beyond => "beyond",
         Noise::Within => "within",
         Noise::Unknown => "unknown",
+        Noise::Undecided => "undecided",
     };
     format!("<span class=\"badge {class}\">{}</span>", n.label())
 }
@@ -257,7 +271,7 @@ pub fn html(c: &Comparison) -> String {
     if c.same_results {
         let _ = writeln!(body, "<p class=\"warning\">{}</p>", esc(SAME_RESULTS));
     }
-    if let Some(n) = floor_note(c) {
+    for n in [floor_note(c), undecided_note(c)].into_iter().flatten() {
         let _ = writeln!(body, "<p>{}</p>", esc(&n));
     }
     for w in &c.caveats {
