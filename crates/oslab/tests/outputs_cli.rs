@@ -161,6 +161,12 @@ fn the_experiment_list_fits_the_terminal() {
         let text = String::from_utf8(out.stdout).unwrap();
         let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
         assert!(widest <= 90, "{args:?}: {widest} columns");
+        if args == ["list"] {
+            // the work each experiment reproduces, in words a reader can look up
+            let header = text.lines().next().unwrap();
+            assert!(header.contains("after") && !header.contains("section"), "{header}");
+            assert!(text.contains("Kim and Park"), "{text}");
+        }
         let wide = common::oslab()
             .env("COLUMNS", "90")
             .args(args)

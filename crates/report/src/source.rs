@@ -9,6 +9,28 @@ pub fn of_section(section: &str) -> Option<String> {
     (!works.is_empty()).then(|| works.join("; "))
 }
 
+/// The works behind `section` in a few words each (a table's column): the
+/// author and the chapter or paper; "-" for none.
+pub fn short_of_section(section: &str) -> String {
+    let works: Vec<&str> = section.split(',').filter_map(|s| short(s.trim())).collect();
+    if works.is_empty() {
+        "-".to_string()
+    } else {
+        works.join("; ")
+    }
+}
+
+fn short(section: &str) -> Option<&'static str> {
+    Some(match section {
+        "1" | "2" | "3" => "Takeuchi, memory",
+        "4" => "Kang, ch. 10",
+        "5" => "Sigoure",
+        "6" => "Takeuchi, scheduler",
+        "7" => "Kim and Park (WCALL)",
+        _ => return None,
+    })
+}
+
 fn work(section: &str) -> Option<&'static str> {
     Some(match section {
         "1" | "2" | "3" => "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\"",
@@ -32,6 +54,11 @@ mod tests {
             both.contains("Kang") && both.contains("Kim and Park"),
             "{both}"
         );
+        assert_eq!(
+            super::short_of_section("4, 7"),
+            "Kang, ch. 10; Kim and Park (WCALL)"
+        );
+        assert_eq!(super::short_of_section("-"), "-");
         assert_eq!(super::of_section("-"), None);
         assert_eq!(super::of_section("99"), None);
     }

@@ -21,7 +21,72 @@ pub fn simple(headers: &[&str], rows: &[Vec<String>], right: &[usize]) -> String
 
 /// [`simple`] within `width` columns: the text columns wrap at spaces, the
 /// right-aligned (number) columns keep their width so numbers stay aligned.
+/// A text column is kept as wide as its longest word where the table still
+/// fits, identifier columns (`vm.dirty_background_bytes`) first, so lines break
+/// between words, not inside an identifier.
 pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width) -> String {
+    let rows = same_format(rows, right);
+    let Some(w) = width else {
+        return build(headers, &rows, right, None, &[]);
+    };
+    let words = longest_words(headers, &rows, right, w);
+    let identifiers: Vec<(usize, usize)> = words
+        .iter()
+        .copied()
+        .filter(|&(i, _)| is_identifier_column(&rows, i))
+        .collect();
+    for floors in [&words[..], &identifiers[..]] {
+        let table = build(headers, &rows, right, Some(w), floors);
+        if table.lines().all(|l| l.chars().count() <= w) {
+            return table;
+        }
+    }
+    build(headers, &rows, right, Some(w), &[])
+}
+
+/// Per text column, its longest word (at most two thirds of the width).
+fn longest_words(
+    headers: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    w: usize,
+) -> Vec<(usize, usize)> {
+    (0..headers.len())
+        .filter(|i| !right.contains(i))
+        .map(|i| {
+            let longest = std::iter::once(headers[i])
+                .chain(rows.iter().filter_map(|r| r.get(i).map(String::as_str)))
+                .flat_map(str::split_whitespace)
+                .map(|word| word.chars().count())
+                .max()
+                .unwrap_or(0);
+            (i, longest.min(w * 2 / 3))
+        })
+        .collect()
+}
+
+/// A column of names without spaces, most with a dot or an underscore.
+fn is_identifier_column(rows: &[Vec<String>], i: usize) -> bool {
+    let cells: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.get(i))
+        .map(String::as_str)
+        .collect();
+    let named = cells
+        .iter()
+        .filter(|c| !c.contains(' ') && c.contains(['.', '_']))
+        .count();
+    named * 2 > cells.len()
+}
+
+/// The table, `floors` giving text columns their least width (column, chars).
+fn build(
+    headers: &[&str],
+    rows: &[Vec<String>],
+    right: &[usize],
+    width: Width,
+    floors: &[(usize, usize)],
+) -> String {
     let mut t = Table::new();
     t.load_preset(HEADER_RULE_ONLY)
         .set_header(headers.iter().map(Cell::new));
@@ -34,7 +99,7 @@ pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width
             t.set_content_arrangement(ContentArrangement::Disabled);
         }
     }
-    for r in &same_format(rows, right) {
+    for r in rows {
         t.add_row(r.iter().enumerate().map(|(i, c)| {
             let cell = Cell::new(c);
             if right.contains(&i) {
@@ -49,6 +114,15 @@ pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width
             if let Some(c) = t.column_mut(*i) {
                 c.set_constraint(ColumnConstraint::ContentWidth);
             }
+        }
+    }
+    for &(i, chars) in floors {
+        if let Some(c) = t.column_mut(i) {
+            // the boundary counts the cell's padding, one space a side
+            let with_padding = (chars + 2).min(u16::MAX as usize) as u16;
+            c.set_constraint(ColumnConstraint::LowerBoundary(comfy_table::Width::Fixed(
+                with_padding,
+            )));
         }
     }
     t.lines()
@@ -330,6 +404,36 @@ pub fn render_verdicts(results: &[ExperimentResult], width: Width) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn narrow_tables_wrap_between_words_never_inside_an_identifier() {
+        let rows = vec![
+            vec![
+                "ns.processes.futex.cross-cpu.same-l3".to_string(),
+                "a long explanation of what this figure means, which wraps over several lines when the screen is narrow".to_string(),
+                "2.5".to_string(),
+            ],
+            vec![
+                "vm.dirty_background_bytes".to_string(),
+                "the background threshold".to_string(),
+                "16".to_string(),
+            ],
+        ];
+        let table = fit(&["name", "what", "value"], &rows, &[2], Some(60));
+        for id in [
+            "ns.processes.futex.cross-cpu.same-l3",
+            "vm.dirty_background_bytes",
+        ] {
+            assert!(table.contains(id), "{id} whole in:\n{table}");
+        }
+        for word in ["explanation", "several", "threshold"] {
+            assert!(table.contains(word), "{word} whole in:\n{table}");
+        }
+        assert!(
+            table.lines().all(|l| l.chars().count() <= 60),
+            "within the width:\n{table}"
+        );
+    }
 
     #[test]
     fn a_number_column_has_one_format() {

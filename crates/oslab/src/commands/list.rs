@@ -33,6 +33,7 @@ fn list_json(reg: &Registry) -> Vec<serde_json::Value> {
                 "id": m.id,
                 "title": m.title,
                 "section": m.section,
+                "after": oslab_report::source::of_section(m.section),
                 "summary": m.summary,
                 "needs_root": m.needs.root,
                 "quick_s": m.quick_s,
@@ -105,7 +106,7 @@ pub fn run(a: ListArgs) -> CmdResult {
             vec![
                 m.id.to_string(),
                 m.title.to_string(),
-                m.section.to_string(),
+                oslab_report::source::short_of_section(m.section),
                 if m.needs.root { "yes" } else { "no" }.to_string(),
                 secs(m.quick_s),
                 secs(m.full_s),
@@ -114,7 +115,7 @@ pub fn run(a: ListArgs) -> CmdResult {
         })
         .collect();
     print(&oslab_report::table::fit(
-        &["id", "title", "section", "root", "--quick", "full", "shows"],
+        &["id", "title", "after", "root", "--quick", "full", "shows"],
         &rows,
         &[4, 5],
         crate::term::width(),
