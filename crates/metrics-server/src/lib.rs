@@ -1,6 +1,8 @@
 //! The HTTP server of `oslab watch --prometheus`: `GET /metrics` answers the latest
-//! text ([`Latest`]), every other request 404, with hard limits so that no client
-//! can hold the server:
+//! text ([`Latest`]) in the format the client's Accept header asks for (OpenMetrics
+//! for Prometheus, which asks for it; the classic text format for anyone else, as
+//! node_exporter does), `GET /` a page that links to it, every other request 404,
+//! with hard limits so that no client can hold the server:
 //!
 //! - at most [`MAX_CONNECTIONS`] connections at once, each on its own thread; one
 //!   more closes the oldest (nginx's draining of reusable connections), so idle
@@ -46,26 +48,41 @@ struct Open {
     streams: BTreeMap<u64, TcpStream>,
 }
 
-/// What `/metrics` answers: the newest text (none before the first is set) and
-/// its content type.
+/// What `/metrics` answers: the newest text in each format (none before the
+/// first is set), each with its content type.
+#[derive(Default)]
 pub struct Latest {
-    content_type: &'static str,
-    text: Mutex<String>,
+    texts: Mutex<Vec<(&'static str, String)>>,
 }
 
 impl Latest {
-    pub fn new(content_type: &'static str) -> Latest {
-        Latest {
-            content_type,
-            text: Mutex::new(String::new()),
-        }
+    pub fn new() -> Latest {
+        Latest::default()
     }
 
-    /// Replaces the text served.
-    pub fn set(&self, text: String) {
-        *self.text.lock().unwrap_or_else(PoisonError::into_inner) = text;
+    /// Replaces the texts served: (content type, text) per format, the format
+    /// for clients that name none of them last.
+    pub fn set(&self, texts: Vec<(&'static str, String)>) {
+        *self.texts.lock().unwrap_or_else(PoisonError::into_inner) = texts;
+    }
+
+    /// The text whose media type the Accept header names (the first that it
+    /// names, in the order given to [`Latest::set`]), else the last one.
+    fn for_accept(&self, accept: &str) -> Option<(&'static str, String)> {
+        let texts = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
+        let accept = accept.to_ascii_lowercase();
+        let media = |ctype: &str| ctype.split(';').next().unwrap_or("").trim().to_string();
+        texts
+            .iter()
+            .find(|(ctype, _)| accept.contains(&media(ctype)))
+            .or(texts.last())
+            .filter(|(_, text)| !text.is_empty())
+            .cloned()
     }
 }
+
+/// The page at `/`.
+const LANDING: &str = "<!DOCTYPE html>\n<html><head><title>oslab watch</title></head><body>\n<h1>oslab watch</h1>\n<p><a href=\"/metrics\">/metrics</a>: this machine's counters and levels, OpenMetrics for clients that ask for it (Prometheus does), else Prometheus's classic text format.</p>\n</body></html>\n";
 
 /// Serves `latest` on `listener` from a thread of its own.
 pub fn spawn(listener: TcpListener, latest: Arc<Latest>) -> std::io::Result<()> {
@@ -140,7 +157,14 @@ fn answer(mut stream: TcpStream, latest: &Latest) {
         match request.parse(&head[..len]) {
             Ok(httparse::Status::Partial) => {}
             Ok(httparse::Status::Complete(_)) => {
-                break respond(request.method, request.path, latest);
+                let accept = request
+                    .headers
+                    .iter()
+                    .filter(|h| h.name.eq_ignore_ascii_case("accept"))
+                    .map(|h| String::from_utf8_lossy(h.value).into_owned())
+                    .collect::<Vec<_>>()
+                    .join(",");
+                break respond(request.method, request.path, &accept, latest);
             }
             Err(httparse::Error::TooManyHeaders) => break too_large(),
             Err(_) => break ("400 Bad Request", "text/plain", "bad request\n".into()),
@@ -179,25 +203,26 @@ fn read_some(stream: &mut TcpStream, deadline: Instant, buf: &mut [u8], len: &mu
 fn respond(
     method: Option<&str>,
     path: Option<&str>,
+    accept: &str,
     latest: &Latest,
 ) -> (&'static str, &'static str, String) {
     let path = path.unwrap_or("");
     if method == Some("GET") && (path == "/metrics" || path.starts_with("/metrics?")) {
-        let body = latest.text.lock().map(|s| s.clone()).unwrap_or_default();
-        if body.is_empty() {
-            (
+        match latest.for_accept(accept) {
+            Some((ctype, body)) => ("200 OK", ctype, body),
+            None => (
                 "503 Service Unavailable",
                 "text/plain",
                 "no interval sampled yet\n".into(),
-            )
-        } else {
-            ("200 OK", latest.content_type, body)
+            ),
         }
+    } else if method == Some("GET") && path == "/" {
+        ("200 OK", "text/html; charset=utf-8", LANDING.into())
     } else {
         (
             "404 Not Found",
             "text/plain",
-            "oslab serves /metrics\n".into(),
+            "oslab serves / and /metrics\n".into(),
         )
     }
 }

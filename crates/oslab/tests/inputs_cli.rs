@@ -400,20 +400,11 @@ fn a_scenario_file_meets_the_ranges_set_meets() {
 #[test]
 fn a_scenario_comes_from_standard_input_with_or_without_a_byte_order_mark() {
     for text in [SCENARIO.to_string(), format!("\u{feff}{SCENARIO}")] {
-        let mut child = oslab()
-            .args(["sim", "run", "-", "--policy", "vanilla"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(text.as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = common::output_with_input(
+            oslab().args(["sim", "run", "-", "--policy", "vanilla"]),
+            text.as_bytes(),
+        )
+        .unwrap();
         assert!(
             out.status.success(),
             "{}",

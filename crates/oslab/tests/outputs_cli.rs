@@ -164,7 +164,10 @@ fn the_experiment_list_fits_the_terminal() {
         if args == ["list"] {
             // the work each experiment reproduces, in words a reader can look up
             let header = text.lines().next().unwrap();
-            assert!(header.contains("after") && !header.contains("section"), "{header}");
+            assert!(
+                header.contains("after") && !header.contains("section"),
+                "{header}"
+            );
             assert!(text.contains("Kim and Park"), "{text}");
         }
         let wide = common::oslab()

@@ -1,4 +1,6 @@
-//! `oslab watch`: text, JSON lines, and the OpenMetrics endpoint scraped over HTTP.
+//! `oslab watch`: text, JSON lines, and the metrics endpoint scraped over HTTP.
+
+mod common;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -147,6 +149,90 @@ fn check_openmetrics(text: &str) -> usize {
     samples
 }
 
+/// The Accept header Prometheus 2.x sends when it scrapes.
+const PROMETHEUS_ACCEPT: &str = "application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1";
+
+/// Parses `text` with the Prometheus Python client's parser for `format`
+/// ("openmetrics": its strict OpenMetrics parser; "text": the classic one) and
+/// returns the family names, or why it could not run here.
+fn python_parse(format: &str, text: &str) -> Result<Vec<String>, String> {
+    let script = r#"
+import sys
+try:
+    from prometheus_client.parser import text_string_to_metric_families as classic
+    from prometheus_client.openmetrics.parser import text_string_to_metric_families as om
+except ImportError:
+    sys.exit(3)
+parse = om if sys.argv[1] == "openmetrics" else classic
+for f in parse(sys.stdin.read()):
+    print(f.name, f.type, len(f.samples))
+"#;
+    // Debian's python3-prometheus-client is for the system's python3, which a
+    // python3 earlier on PATH may not be
+    for python in ["python3", "/usr/bin/python3"] {
+        let Ok(out) = common::output_with_input(
+            Command::new(python).args(["-c", script, format]),
+            text.as_bytes(),
+        ) else {
+            continue;
+        };
+        match out.status.code() {
+            Some(0) => {
+                return Ok(String::from_utf8_lossy(&out.stdout)
+                    .lines()
+                    .map(|l| l.split(' ').next().unwrap_or("").to_string())
+                    .collect());
+            }
+            Some(3) => continue,
+            _ => panic!(
+                "the {format} parser refused the text: {}",
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        }
+    }
+    Err("no python3 with prometheus_client (Debian: python3-prometheus-client)".into())
+}
+
+#[test]
+fn metrics_come_in_the_format_the_client_asks_for_and_parse_strictly() {
+    let ex = Exporter::start();
+    let (status, ctype, om) = ex.get("/metrics");
+    assert_eq!(status, 200, "{om}");
+    assert!(ctype.starts_with("application/openmetrics-text"), "{ctype}");
+    // curl and browsers name no format: the classic text, as node_exporter
+    let (status, ctype, text) = ex.get_accepting("/metrics", "");
+    assert_eq!(status, 200, "{text}");
+    assert!(ctype.starts_with("text/plain; version=0.0.4"), "{ctype}");
+    assert!(
+        !text.contains("# EOF") && !text.contains("# UNIT"),
+        "{text}"
+    );
+    assert!(
+        text.contains("# HELP oslab_context_switches_total ")
+            && text.contains("# TYPE oslab_context_switches_total counter"),
+        "promtool wants HELP and TYPE on a counter's sample name"
+    );
+    let (_, ctype, _) = ex.get_accepting("/metrics", "text/plain;version=0.0.4");
+    assert!(ctype.starts_with("text/plain"), "{ctype}");
+    let (status, ctype, page) = ex.get_accepting("/", "text/html");
+    assert_eq!(status, 200);
+    assert!(
+        ctype.starts_with("text/html") && page.contains("href=\"/metrics\""),
+        "{page}"
+    );
+    match (
+        python_parse("openmetrics", &om),
+        python_parse("text", &text),
+    ) {
+        (Ok(a), Ok(b)) => {
+            assert!(a.len() >= 19, "{a:?}");
+            assert!(a.iter().any(|n| n == "oslab_context_switches"), "{a:?}");
+            assert_eq!(a.len(), b.len(), "the same families: {a:?} {b:?}");
+        }
+        (Err(why), _) | (_, Err(why)) => eprintln!("skipped the Python parsers: {why}"),
+    }
+}
+
 #[test]
 fn prometheus_endpoint_serves_openmetrics() {
     let mut child = Command::new(cargo_bin("oslab"))
@@ -177,7 +263,7 @@ fn prometheus_endpoint_serves_openmetrics() {
     let mut body = String::new();
     let mut ctype = String::new();
     for _ in 0..100 {
-        match ureq::get(&url).call() {
+        match ureq::get(&url).header("Accept", PROMETHEUS_ACCEPT).call() {
             Ok(mut resp) => {
                 ctype = resp
                     .headers()
@@ -265,13 +351,24 @@ impl Exporter {
         ex
     }
 
-    /// One `GET path` on a fresh connection: (status, content type, body); status 0
-    /// when the connection closed without a response.
+    /// One `GET path` on a fresh connection, accepting what Prometheus accepts:
+    /// (status, content type, body); status 0 when the connection closed without a
+    /// response.
     fn get(&self, path: &str) -> (u16, String, String) {
+        self.get_accepting(path, PROMETHEUS_ACCEPT)
+    }
+
+    /// [`Exporter::get`] with this Accept header (none when empty).
+    fn get_accepting(&self, path: &str, accept: &str) -> (u16, String, String) {
         let mut s = TcpStream::connect(self.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
         s.set_write_timeout(Some(Duration::from_secs(60))).unwrap();
-        let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: oslab\r\n\r\n");
+        let accept = if accept.is_empty() {
+            String::new()
+        } else {
+            format!("Accept: {accept}\r\n")
+        };
+        let _ = write!(s, "GET {path} HTTP/1.1\r\nHost: oslab\r\n{accept}\r\n");
         parse_response(&read_all(&mut s))
     }
 

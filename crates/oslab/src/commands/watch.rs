@@ -115,13 +115,15 @@ pub fn run(a: WatchArgs) -> CmdResult {
         Some(p) => Some(Stream::open(p, "--json")?),
         None => None,
     };
-    let latest = Arc::new(Latest::new(watch::OPENMETRICS_CONTENT_TYPE));
+    let latest = Arc::new(Latest::new());
     if let Some(addr) = &a.prometheus {
         let listener = listen(addr)?;
         let bound = listener
             .local_addr()
             .map_err(|e| Failure::runtime(e.to_string()))?;
-        eprintln!("oslab: serving OpenMetrics at http://{bound}/metrics");
+        eprintln!(
+            "oslab: serving metrics at http://{bound}/metrics (OpenMetrics or the classic text format, as the client asks)"
+        );
         oslab_metrics_server::spawn(listener, latest.clone())
             .map_err(|e| Failure::runtime(e.to_string()))?;
     }
@@ -143,7 +145,14 @@ pub fn run(a: WatchArgs) -> CmdResult {
             std::thread::sleep(Duration::from_nanos(target - now));
         }
         let cur = snapshot(&root);
-        latest.set(watch::openmetrics(&cur, env!("CARGO_PKG_VERSION")));
+        let version = env!("CARGO_PKG_VERSION");
+        latest.set(vec![
+            (
+                watch::OPENMETRICS_CONTENT_TYPE,
+                watch::openmetrics(&cur, version),
+            ),
+            (watch::TEXT_CONTENT_TYPE, watch::text_format(&cur, version)),
+        ]);
         if let Some(r) = derive(&prev, &cur, origin) {
             if let Some(s) = json.as_mut() {
                 s.put(&watch::json_line(unix_time_s(), &r));

@@ -199,3 +199,20 @@ pub mod governor;
 pub mod svg_layout;
 pub mod trace_format;
 pub mod users;
+
+/// Runs `cmd` with `input` on its standard input, capturing its output.
+pub fn output_with_input(
+    cmd: &mut std::process::Command,
+    input: &[u8],
+) -> std::io::Result<std::process::Output> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()?;
+    // a child that exits without reading is answered, not an error here
+    let _ = child.stdin.take().expect("piped").write_all(input);
+    child.wait_with_output()
+}

@@ -11,6 +11,17 @@ use oslab_sys::sar::{DiskCounters, Snapshot, runnable_besides_reader};
 /// The content type of [`openmetrics`] text.
 pub const OPENMETRICS_CONTENT_TYPE: &str =
     "application/openmetrics-text; version=1.0.0; charset=utf-8";
+/// The content type of [`text_format`] (Prometheus's classic text format).
+pub const TEXT_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// Which exposition format: OpenMetrics 1.0, or Prometheus's classic text format
+/// 0.0.4, where HELP and TYPE name a counter's samples (`_total`), there are no
+/// UNIT lines and no `# EOF` (what `promtool check metrics` reads).
+#[derive(Clone, Copy, PartialEq)]
+enum Format {
+    OpenMetrics,
+    Text,
+}
 
 /// Clock ticks per second of /proc/stat's CPU times (USER_HZ, 100 on every Linux
 /// architecture oslab builds for).
@@ -27,6 +38,7 @@ type Labels<'a> = Option<(&'a str, &'a str)>;
 
 struct Families {
     out: String,
+    format: Format,
 }
 
 impl Families {
@@ -49,11 +61,16 @@ impl Families {
             Kind::Gauge => ("gauge", ""),
         };
         let o = &mut self.out;
-        let _ = writeln!(o, "# TYPE {full} {ty}");
-        if !unit.is_empty() {
-            let _ = writeln!(o, "# UNIT {full} {unit}");
+        if self.format == Format::Text {
+            let _ = writeln!(o, "# HELP {full}{suffix} {help}");
+            let _ = writeln!(o, "# TYPE {full}{suffix} {ty}");
+        } else {
+            let _ = writeln!(o, "# TYPE {full} {ty}");
+            if !unit.is_empty() {
+                let _ = writeln!(o, "# UNIT {full} {unit}");
+            }
+            let _ = writeln!(o, "# HELP {full} {help}");
         }
-        let _ = writeln!(o, "# HELP {full} {help}");
         for (label, v) in samples {
             match label {
                 Some((k, val)) => {
@@ -98,7 +115,20 @@ fn active(s: &Snapshot) -> Vec<(&String, &DiskCounters)> {
 
 /// The snapshot as OpenMetrics text, ending with `# EOF`.
 pub fn openmetrics(s: &Snapshot, version: &str) -> String {
-    let mut f = Families { out: String::new() };
+    exposition(s, version, Format::OpenMetrics)
+}
+
+/// The snapshot in Prometheus's classic text format (0.0.4): the same families
+/// and samples as [`openmetrics`].
+pub fn text_format(s: &Snapshot, version: &str) -> String {
+    exposition(s, version, Format::Text)
+}
+
+fn exposition(s: &Snapshot, version: &str, format: Format) -> String {
+    let mut f = Families {
+        out: String::new(),
+        format,
+    };
     f.family(
         Kind::Gauge,
         "build_info",
@@ -110,7 +140,9 @@ pub fn openmetrics(s: &Snapshot, version: &str) -> String {
     vm_counters(&mut f, s);
     levels(&mut f, s);
     devices(&mut f, s);
-    f.out.push_str("# EOF\n");
+    if format == Format::OpenMetrics {
+        f.out.push_str("# EOF\n");
+    }
     f.out
 }
 
@@ -263,18 +295,19 @@ fn levels(f: &mut Families, s: &Snapshot) {
         let used = m.swap_total_bytes.saturating_sub(m.swap_free_bytes);
         f.gauge("swap_used", "bytes", "Swap in use.", b(used));
     }
-    let dirty_limit = vm(s, "nr_dirty_threshold") * 4096.0;
-    let bg = vm(s, "nr_dirty_background_threshold") * 4096.0;
+    let page = oslab_sys::machine::page_size() as f64;
+    let dirty_limit = vm(s, "nr_dirty_threshold") * page;
+    let bg = vm(s, "nr_dirty_background_threshold") * page;
     f.gauge(
         "dirty_limit",
         "bytes",
-        "The kernel's dirty limit now (4 KiB pages).",
+        "The kernel's dirty limit now (vmstat nr_dirty_threshold pages times the page size).",
         dirty_limit,
     );
     f.gauge(
         "dirty_background_limit",
         "bytes",
-        "The background write-back threshold now.",
+        "The background write-back threshold now (vmstat nr_dirty_background_threshold pages times the page size).",
         bg,
     );
     let runq = runnable_besides_reader(s) as f64;
@@ -412,6 +445,19 @@ mod tests {
         // the reader of /proc/stat is not in the run queue
         assert!(text.contains("oslab_run_queue 2\n"));
         assert!(!text.contains("per_second"));
+    }
+
+    #[test]
+    fn the_classic_text_format_names_a_counters_samples_in_help_and_type() {
+        let text = text_format(&snap(), "9.9.9");
+        assert!(text.starts_with("# HELP oslab_build_info "));
+        assert!(text.contains(
+            "# TYPE oslab_context_switches_total counter\noslab_context_switches_total 5000\n"
+        ));
+        assert!(text.contains("# HELP oslab_cpu_seconds_total "));
+        assert!(!text.contains("# UNIT") && !text.contains("# EOF"));
+        let samples = |t: &str| t.lines().filter(|l| !l.starts_with('#')).count();
+        assert_eq!(samples(&text), samples(&openmetrics(&snap(), "9.9.9")));
     }
 
     #[test]

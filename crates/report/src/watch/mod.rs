@@ -5,7 +5,7 @@ pub mod live;
 pub mod metrics;
 
 pub use live::{bands, header, line};
-pub use metrics::{OPENMETRICS_CONTENT_TYPE, openmetrics};
+pub use metrics::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, openmetrics, text_format};
 
 use oslab_model::system::SarRecord;
 
