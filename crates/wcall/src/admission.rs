@@ -179,14 +179,8 @@ fn count(
     if facts::ppid(child, budget).map_err(refusal)? != launcher.pid {
         return Err(no("the process is not a child of the launcher"));
     }
-    let coordinator_uid = reg.coordinator_uid;
-    let Some(i) = reg.by_pid(child).map(|(i, _)| i) else {
+    if !crate::roster::count_now(&mut reg, child, board.board(), budget) {
         return Err(no("the process is not governed"));
-    };
-    let now = monotonic_ns();
-    if let Some(g) = reg.slot_mut(i) {
-        crate::roster::read_io(g, now, budget, coordinator_uid);
-        crate::roster::publish(g, &board.board().members[i], now, coordinator_uid);
     }
     Ok(Granted::Counted)
 }

@@ -154,6 +154,23 @@ fn wants_io(g: &mut Governed, slot: &MemberSlot, now: u64) -> bool {
     false
 }
 
+/// Reads governed process `pid`'s kernel counts now and puts its figures on the
+/// board: for a child that has exited and is not yet reaped (its counts are
+/// final), so its last writes are not cut by a stale reading. False when it is
+/// not governed.
+pub(crate) fn count_now(reg: &mut Registry, pid: u32, board: &Board, budget: &mut Budget) -> bool {
+    let coordinator_uid = reg.coordinator_uid;
+    let Some(i) = reg.by_pid(pid).map(|(i, _)| i) else {
+        return false;
+    };
+    let now = oslab_sys::clock::monotonic_ns();
+    if let Some(g) = reg.slot_mut(i) {
+        read_io(g, now, budget, coordinator_uid);
+        publish(g, &board.members[i], now, coordinator_uid);
+    }
+    true
+}
+
 pub(crate) fn read_io(g: &mut Governed, now: u64, budget: &mut Budget, coordinator_uid: u32) {
     match facts::io(g.pid(), budget) {
         Ok(io) => {

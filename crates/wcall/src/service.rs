@@ -229,6 +229,16 @@ impl Governor {
         Ok(())
     }
 
+    /// Puts a child of this process that has exited, and is not reaped yet (wait
+    /// for it with WNOWAIT first), on the board from the kernel's final counts:
+    /// what a launcher's `Ask::Count` does for `oslab wcall run`'s command.
+    pub fn count_exited(&self, pid: u32) {
+        let mut budget = crate::trust::Budget::new(1 << 16);
+        if let Ok(mut reg) = self.registry.lock() {
+            crate::roster::count_now(&mut reg, pid, self.board.board(), &mut budget);
+        }
+    }
+
     /// Something that can tell the governed programs the governor stopped, from
     /// anywhere (a signal handler thread, say).
     pub fn releaser(&self) -> impl Fn() + Send + 'static {

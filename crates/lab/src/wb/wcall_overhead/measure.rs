@@ -38,8 +38,14 @@ pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, L
     let result = (|| -> Result<(), LabError> {
         for r in 0..plan.samples {
             ctx.progress.fraction(r as f64 / plan.samples as f64);
-            plain.extend(child(&[], &file, plan.batches, plan.per_batch)?);
-            governed.extend(child(&governed_env, &file, plan.batches, plan.per_batch)?);
+            plain.extend(child(&[], None, &file, plan.batches, plan.per_batch)?);
+            governed.extend(child(
+                &governed_env,
+                Some(&gov),
+                &file,
+                plan.batches,
+                plan.per_batch,
+            )?);
         }
         Ok(())
     })();

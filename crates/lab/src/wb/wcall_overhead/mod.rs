@@ -10,7 +10,9 @@
 //! throttled), after 1000 untimed calls; once plain and once under a wcall-fair
 //! governor with the interposer loaded (LD_PRELOAD), alternating round by round so
 //! drift hits both alike. The overhead is the difference of the medians; the
-//! governor's own count of the writes it saw is checked against the calls made.
+//! governor's own count of the writes it saw is checked against the calls made
+//! (each governed child is counted from the kernel's final figures after it exits
+//! and before it is reaped, as `oslab wcall run` counts its command).
 //!
 //! Pitfalls: each figure includes the kernel's pwrite() (about a microsecond), so
 //! the overhead is a small difference of two large numbers; rounds alternate to
@@ -83,8 +85,12 @@ pub fn time_pwrites(
     Ok(out)
 }
 
+/// One benchmark child's batch figures; under `governor` (whose launcher this
+/// process is) it is counted from the kernel's final counts after it exits and
+/// before it is reaped, as `oslab wcall run` counts its command.
 fn child(
     env: &[(String, String)],
+    governor: Option<&oslab_wcall::service::Governor>,
     file: &std::path::Path,
     batches: usize,
     per_batch: u64,
@@ -98,9 +104,14 @@ fn child(
     })
     .command(&exe);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
-    let out = oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
-        .output()
-        .map_err(|e| LabError::Failed(format!("cannot start the benchmark child: {e}")))?;
+    let started =
+        oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| LabError::Failed(format!("cannot start the benchmark child: {e}")))?;
+    let out = finish_counted(started, governor)
+        .map_err(|e| LabError::Failed(format!("waiting for the benchmark child: {e}")))?;
     if !out.status.success() {
         return Err(LabError::Failed(format!(
             "benchmark child failed: {}",
@@ -109,6 +120,39 @@ fn child(
     }
     serde_json::from_slice(&out.stdout)
         .map_err(|e| LabError::Failed(format!("benchmark child printed no figures: {e}")))
+}
+
+/// Collects a child's output; where a governor governs it, has the governor
+/// count it between its exit and its reaping.
+fn finish_counted(
+    mut child: std::process::Child,
+    governor: Option<&oslab_wcall::service::Governor>,
+) -> std::io::Result<std::process::Output> {
+    use std::io::Read;
+    let mut err_pipe = child.stderr.take();
+    let err_reader = std::thread::spawn(move || {
+        let mut e = Vec::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = p.read_to_end(&mut e);
+        }
+        e
+    });
+    let mut stdout = Vec::new();
+    if let Some(mut p) = child.stdout.take() {
+        p.read_to_end(&mut stdout)?;
+    }
+    if let Some(g) = governor {
+        // an error other than an interruption moves on to the ordinary wait
+        while !oslab_sys::process::wait_exited_unreaped(child.id()) {}
+        g.count_exited(child.id());
+    }
+    let status = child.wait()?;
+    let stderr = err_reader.join().unwrap_or_default();
+    Ok(std::process::Output {
+        status,
+        stdout,
+        stderr,
+    })
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
