@@ -488,14 +488,22 @@ fn a_cold_read_behind_write_back_names_the_writer() {
     }
     let d = dir.path().display();
     let o = assert_cmd::cargo::cargo_bin("oslab");
+    // and a second cold file read through a mapping: its page faults wait
+    let mapper = dir.path().join("map_read");
+    assert!(
+        common::compile_c("map_read.c", &mapper, &[]),
+        "cc builds it"
+    );
     let script = format!(
-        "dd if=/dev/urandom of={d}/cold bs=1M count=256 conv=fsync 2>/dev/null && \
-         dd if={d}/cold iflag=nocache count=0 2>/dev/null && \
+        "for f in cold mapped; do dd if=/dev/urandom of={d}/$f bs=1M count=256 conv=fsync 2>/dev/null && \
+         dd if={d}/$f iflag=nocache count=0 2>/dev/null || exit 1; done; \
          {{ dd if=/dev/zero of={d}/bulk bs=1M count=4000 2>/dev/null & B=$!; \
          echo $B > {d}/bulk.pid; sleep 2; \
          {o} stalls --threshold 2ms --json {d}/read.jsonl -- dd if={d}/cold of=/dev/null bs=1M; \
-         RC=$?; kill $B; wait; exit $RC; }}",
-        o = o.display()
+         RC=$?; {o} stalls --threshold 2ms --json {d}/map.jsonl -- {m} {d}/mapped >/dev/null; \
+         RM=$?; kill $B; wait; [ $RC -eq 0 ] && exit $RM; exit $RC; }}",
+        o = o.display(),
+        m = mapper.display()
     );
     succeed(oslab(&journal).args([
         "tweak",
@@ -538,6 +546,38 @@ fn a_cold_read_behind_write_back_names_the_writer() {
             .any(|w| w == named.as_str())),
         "the bulk writer {named} is named: {behind:?}"
     );
+
+    // The mapped reads are page faults on that file, waiting for the device.
+    if !kernel_names_read_faults() {
+        eprintln!(
+            "mapped reads not checked: this kernel has no mm_filemap_fault tracepoint (6.10+)"
+        );
+        return;
+    }
+    let lines = json_lines(&dir.path().join("map.jsonl"));
+    let faults: Vec<&Value> = of_type(&lines, "stall")
+        .into_iter()
+        .filter(|l| l["call"] == "page fault" && l["comm"] == "map_read")
+        .collect();
+    // a fault knows its file by device and inode (it has no path at hand)
+    let ino = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(dir.path().join("mapped")).unwrap().ino()
+    };
+    assert!(
+        faults.iter().any(|f| f["file"]
+            .as_str()
+            .unwrap()
+            .ends_with(&format!("inode {ino}"))
+            && f["read_wait"] == "page-cache miss"),
+        "a fault read a page of the mapped file (inode {ino}) in from the device: {faults:?}"
+    );
+}
+
+/// Whether the running kernel has the tracepoint that names a read fault's file.
+fn kernel_names_read_faults() -> bool {
+    std::fs::read("/sys/kernel/btf/vmlinux")
+        .is_ok_and(|b| b.windows(26).any(|w| w == b"btf_trace_mm_filemap_fault"))
 }
 
 #[test]

@@ -171,10 +171,16 @@ const DRAIN_EVERY: Duration = Duration::from_millis(50);
 /// How many arguments balance_dirty_pages' tracepoint takes on this kernel
 /// (after the tracepoint's own data pointer): 8 on 6.x, 12 before.
 fn bdp_args() -> Option<usize> {
+    tracepoint_args("balance_dirty_pages")
+}
+
+/// How many arguments the running kernel's tracepoint `name` passes; None when
+/// it has no such tracepoint.
+fn tracepoint_args(name: &str) -> Option<usize> {
     use libbpf_rs::btf::types::FuncProto;
     use libbpf_rs::btf::{Btf, BtfType};
     let btf = Btf::from_vmlinux().ok()?;
-    let t: BtfType = btf.type_by_name("btf_trace_balance_dirty_pages")?;
+    let t: BtfType = btf.type_by_name(&format!("btf_trace_{name}"))?;
     let ptr = t.skip_mods_and_typedefs();
     let proto = ptr.next_type()?.skip_mods_and_typedefs();
     let proto = FuncProto::try_from(proto).ok()?;
@@ -231,6 +237,10 @@ fn load_writeback<'o>(
     rodata.file_calls = opts.file_calls;
     if !faults {
         open.progs.on_fault.set_autoload(false);
+    }
+    if !faults || tracepoint_args("mm_filemap_fault") != Some(2) {
+        // before 6.10 a read through a mapping is not named as a file's
+        open.progs.on_filemap_fault.set_autoload(false);
     }
     if !opts.file_calls {
         // the device queue is only read for reads

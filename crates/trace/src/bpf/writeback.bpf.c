@@ -295,8 +295,9 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
 static __always_inline void close_fault(struct task_struct *t, struct task_state *s)
 {
 	if (s->sys_start && s->sysno == CALL_PAGE_FAULT) {
-		/* only a fault that dirtied a file's page (name_fault_file) is a
-		 * file call; one on anonymous memory is not */
+		/* only a fault on a file's page, dirtied or read in
+		 * (name_fault_file), is a file call; one on anonymous memory is
+		 * not */
 		if (s->fault_end && s->ino)
 			end(t, s, 0, s->fault_end);
 		finish(s);
@@ -380,7 +381,7 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 				long n = bpf_get_stack(ctx, s->frames, sizeof(s->frames), 0);
 				if (n > 0)
 					s->nframes = n / sizeof(u64);
-				if (file_calls && is_read_call(s->sysno))
+				if (file_calls && (is_read_call(s->sysno) || s->sysno == CALL_PAGE_FAULT))
 					queued_at(s->dev, &s->queued_write_bytes,
 						  &s->queued_read_bytes);
 			}
@@ -613,6 +614,17 @@ static __always_inline void name_fault_file(struct task_struct *t, struct addres
 		return;
 	s->dev = BPF_CORE_READ(host, i_sb, s_dev);
 	s->ino = BPF_CORE_READ(host, i_ino);
+}
+
+/* A fault that reads a file's page in (filemap_fault; the tracepoint came with
+ * Linux 6.10) is a fault on that file too, so a read through a mapping that
+ * waits for the device is a slow call like a read(). */
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long index)
+{
+	if (file_calls && mapping)
+		name_fault_file(bpf_get_current_task_btf(), mapping);
+	return 0;
 }
 
 SEC("tp_btf/writeback_dirty_folio")
