@@ -15,11 +15,23 @@ use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 use crate::records::{Dirtier, Event, SwitchCounts};
 use crate::{Cmd, SchedOptions, Snapshot, TraceError, Tracer, Watch, WritebackOptions};
 
-#[allow(clippy::all, unsafe_code, unsafe_op_in_unsafe_fn, dead_code)]
+#[allow(
+    clippy::all,
+    clippy::too_many_lines,
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    dead_code
+)]
 mod writeback_skel {
     include!(concat!(env!("OUT_DIR"), "/writeback.skel.rs"));
 }
-#[allow(clippy::all, unsafe_code, unsafe_op_in_unsafe_fn, dead_code)]
+#[allow(
+    clippy::all,
+    clippy::too_many_lines,
+    unsafe_code,
+    unsafe_op_in_unsafe_fn,
+    dead_code
+)]
 mod sched_skel {
     include!(concat!(env!("OUT_DIR"), "/sched.skel.rs"));
 }
