@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::fsread::Root;
 use crate::parse::meminfo::{MemSnapshot, parse_meminfo};
-use crate::parse::procstat::{CpuTimes, cpu_times};
+use crate::parse::procstat::{CpuTimes, cpu_times, per_cpu_times};
 use crate::parse::vmstat;
 
 /// Raw per-device counters from one /proc/diskstats line.
@@ -51,6 +51,9 @@ pub struct Snapshot {
     pub mem: Option<MemSnapshot>,
     pub disks: BTreeMap<String, DiskCounters>,
     pub cpu: CpuTimes,
+    /// Each CPU's times by CPU number.
+    #[serde(default)]
+    pub per_cpu: BTreeMap<u32, CpuTimes>,
     pub ctxt: u64,
     pub procs_running: u64,
     pub procs_blocked: u64,
@@ -162,6 +165,7 @@ pub fn snapshot_from(texts: &SnapshotTexts, t_ns: u64) -> Snapshot {
         mem: parse_meminfo(&texts.meminfo).ok(),
         disks: parse_diskstats(&texts.diskstats),
         cpu: cpu_times(&texts.stat).unwrap_or_default(),
+        per_cpu: per_cpu_times(&texts.stat),
         ctxt: stat_field(&texts.stat, "ctxt"),
         procs_running: stat_field(&texts.stat, "procs_running"),
         procs_blocked: stat_field(&texts.stat, "procs_blocked"),

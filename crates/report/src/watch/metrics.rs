@@ -6,6 +6,7 @@
 
 use std::fmt::Write;
 
+use oslab_sys::parse::procstat::CpuTimes;
 use oslab_sys::sar::{DiskCounters, Snapshot, runnable_besides_reader};
 
 /// The content type of [`openmetrics`] text.
@@ -34,7 +35,8 @@ enum Kind {
     Gauge,
 }
 
-type Labels<'a> = Option<(&'a str, &'a str)>;
+/// A sample's labels: (name, value) pairs.
+type Labels<'a> = Vec<(&'a str, &'a str)>;
 
 struct Families {
     out: String,
@@ -71,26 +73,44 @@ impl Families {
             }
             let _ = writeln!(o, "# HELP {full} {help}");
         }
-        for (label, v) in samples {
-            match label {
-                Some((k, val)) => {
-                    let val = val.replace('\\', "\\\\").replace('"', "\\\"");
-                    let _ = writeln!(o, "{full}{suffix}{{{k}=\"{val}\"}} {v}");
-                }
-                None => {
-                    let _ = writeln!(o, "{full}{suffix} {v}");
-                }
+        for (labels, v) in samples {
+            if labels.is_empty() {
+                let _ = writeln!(o, "{full}{suffix} {v}");
+                continue;
             }
+            let pairs: Vec<String> = labels
+                .iter()
+                .map(|(k, val)| {
+                    let val = val.replace('\\', "\\\\").replace('"', "\\\"");
+                    format!("{k}=\"{val}\"")
+                })
+                .collect();
+            let _ = writeln!(o, "{full}{suffix}{{{}}} {v}", pairs.join(","));
         }
     }
 
     fn counter(&mut self, name: &str, unit: &str, help: &str, v: f64) {
-        self.family(Kind::Counter, name, unit, help, &[(None, v)]);
+        self.family(Kind::Counter, name, unit, help, &[(Vec::new(), v)]);
     }
 
     fn gauge(&mut self, name: &str, unit: &str, help: &str, v: f64) {
-        self.family(Kind::Gauge, name, unit, help, &[(None, v)]);
+        self.family(Kind::Gauge, name, unit, help, &[(Vec::new(), v)]);
     }
+}
+
+/// Seconds per mode, in /proc/stat's order.
+fn by_mode(c: &CpuTimes) -> [(&'static str, f64); 8] {
+    [
+        ("user", c.user),
+        ("nice", c.nice),
+        ("system", c.system),
+        ("idle", c.idle),
+        ("iowait", c.iowait),
+        ("irq", c.irq),
+        ("softirq", c.softirq),
+        ("steal", c.steal),
+    ]
+    .map(|(m, t)| (m, t as f64 / USER_HZ))
 }
 
 fn vm(s: &Snapshot, key: &str) -> f64 {
@@ -134,7 +154,7 @@ fn exposition(s: &Snapshot, version: &str, format: Format) -> String {
         "build_info",
         "",
         "The oslab that serves these metrics (always 1).",
-        &[(Some(("version", version)), 1.0)],
+        &[(vec![("version", version)], 1.0)],
     );
     kernel_counters(&mut f, s);
     vm_counters(&mut f, s);
@@ -147,20 +167,9 @@ fn exposition(s: &Snapshot, version: &str, format: Format) -> String {
 }
 
 fn kernel_counters(f: &mut Families, s: &Snapshot) {
-    let c = &s.cpu;
-    let modes = [
-        ("user", c.user),
-        ("nice", c.nice),
-        ("system", c.system),
-        ("idle", c.idle),
-        ("iowait", c.iowait),
-        ("irq", c.irq),
-        ("softirq", c.softirq),
-        ("steal", c.steal),
-    ];
-    let cpu: Vec<(Labels, f64)> = modes
-        .iter()
-        .map(|(m, t)| (Some(("mode", *m)), *t as f64 / USER_HZ))
+    let cpu: Vec<(Labels, f64)> = by_mode(&s.cpu)
+        .into_iter()
+        .map(|(m, secs)| (vec![("mode", m)], secs))
         .collect();
     f.family(
         Kind::Counter,
@@ -168,6 +177,23 @@ fn kernel_counters(f: &mut Families, s: &Snapshot) {
         "seconds",
         "CPU time of all CPUs by mode since boot (/proc/stat).",
         &cpu,
+    );
+    // each CPU, labelled as node_exporter's node_cpu_seconds_total
+    let ids: Vec<(String, &CpuTimes)> = s.per_cpu.iter().map(|(n, t)| (n.to_string(), t)).collect();
+    let per_cpu: Vec<(Labels, f64)> = ids
+        .iter()
+        .flat_map(|(id, t)| {
+            by_mode(t)
+                .into_iter()
+                .map(move |(m, secs)| (vec![("cpu", id.as_str()), ("mode", m)], secs))
+        })
+        .collect();
+    f.family(
+        Kind::Counter,
+        "cpu_core",
+        "seconds",
+        "CPU time of each CPU by mode since boot (/proc/stat cpuN lines).",
+        &per_cpu,
     );
     f.counter(
         "context_switches",
@@ -384,7 +410,7 @@ fn devices(f: &mut Families, s: &Snapshot) {
     let devs = active(s);
     let per = |g: fn(&DiskCounters) -> f64| -> Vec<(Labels, f64)> {
         devs.iter()
-            .map(|(n, d)| (Some(("device", n.as_str())), g(d)))
+            .map(|(n, d)| (vec![("device", n.as_str())], g(d)))
             .collect()
     };
     for (name, unit, help, figure) in DEVICE_COUNTERS {
@@ -410,7 +436,7 @@ mod tests {
             meminfo: include_str!("../../../sys/tests/fixtures/kvm-xeon-2cpu/proc/meminfo").into(),
             diskstats: "253 0 vda 10 0 80 5 10 0 160 15 0 20 25\n 7 0 loop0 0 0 0 0 0 0 0 0 0 0 0\n"
                 .into(),
-            stat: "cpu  100 5 100 800 7 0 0 3 0 0\nintr 900 1 2\nctxt 5000\nprocesses 77\nprocs_running 3\nprocs_blocked 1\n"
+            stat: "cpu  100 5 100 800 7 0 0 3 0 0\ncpu0 60 5 50 400 7 0 0 2 0 0\ncpu1 40 0 50 400 0 0 0 1 0 0\nintr 900 1 2\nctxt 5000\nprocesses 77\nprocs_running 3\nprocs_blocked 1\n"
                 .into(),
             loadavg: "0.50 0.40 0.30 3/200 999\n".into(),
         };
@@ -434,6 +460,8 @@ mod tests {
         );
         assert!(text.contains("oslab_cpu_seconds_total{mode=\"user\"} 1\n"));
         assert!(text.contains("oslab_cpu_seconds_total{mode=\"steal\"} 0.03\n"));
+        assert!(text.contains("oslab_cpu_core_seconds_total{cpu=\"0\",mode=\"user\"} 0.6\n"));
+        assert!(text.contains("oslab_cpu_core_seconds_total{cpu=\"1\",mode=\"steal\"} 0.01\n"));
         assert!(text.contains("oslab_pages_in_bytes_total 10240\n"));
         assert!(text.contains("oslab_pages_scanned_kswapd_total 4\n"));
         assert!(text.contains("oslab_pages_scanned_direct_total 5\n"));

@@ -1,4 +1,5 @@
-//! The aggregate `cpu` line of /proc/stat: where the CPU time went, steal included.
+//! The `cpu` lines of /proc/stat: where the CPU time went, steal included, all
+//! CPUs together and each.
 
 use serde::{Deserialize, Serialize};
 
@@ -76,7 +77,22 @@ impl CpuTimes {
 
 /// Parses the aggregate `cpu` line of /proc/stat.
 pub fn cpu_times(stat: &str) -> Option<CpuTimes> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    times_of(stat.lines().find(|l| l.starts_with("cpu "))?)
+}
+
+/// Each CPU's times, from the `cpuN` lines, by CPU number (an offline CPU has
+/// no line).
+pub fn per_cpu_times(stat: &str) -> std::collections::BTreeMap<u32, CpuTimes> {
+    stat.lines()
+        .filter_map(|l| {
+            let (name, _) = l.split_once(' ')?;
+            let n = name.strip_prefix("cpu")?.parse().ok()?;
+            Some((n, times_of(l)?))
+        })
+        .collect()
+}
+
+fn times_of(line: &str) -> Option<CpuTimes> {
     let v: Vec<u64> = line
         .split_whitespace()
         .skip(1)
@@ -98,6 +114,20 @@ pub fn cpu_times(stat: &str) -> Option<CpuTimes> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_cpu_has_its_line() {
+        let stat = "cpu  10 0 10 80 0 0 0 0 0 0\ncpu0 4 0 6 40 0 0 0 0 0 0\ncpu1 6 0 4 40 0 0 0 1 0 0\nintr 5\n";
+        let per = per_cpu_times(stat);
+        assert_eq!(per.len(), 2);
+        assert_eq!(per[&0].user, 4);
+        assert_eq!(per[&1].steal, 1);
+        assert_eq!(
+            cpu_times(stat).unwrap().user,
+            10,
+            "the total line is not a CPU"
+        );
+    }
 
     #[test]
     fn parses_and_subtracts() {
