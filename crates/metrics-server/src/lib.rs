@@ -67,18 +67,38 @@ impl Latest {
     }
 
     /// The text whose media type the Accept header names (the first that it
-    /// names, in the order given to [`Latest::set`]), else the last one.
+    /// names, in the order given to [`Latest::set`]), else the last one. A type
+    /// named with `q=0` is one the client refuses.
     fn for_accept(&self, accept: &str) -> Option<(&'static str, String)> {
         let texts = self.texts.lock().unwrap_or_else(PoisonError::into_inner);
-        let accept = accept.to_ascii_lowercase();
+        let wanted = accepted_types(accept);
         let media = |ctype: &str| ctype.split(';').next().unwrap_or("").trim().to_string();
         texts
             .iter()
-            .find(|(ctype, _)| accept.contains(&media(ctype)))
+            .find(|(ctype, _)| wanted.contains(&media(ctype)))
             .or(texts.last())
             .filter(|(_, text)| !text.is_empty())
             .cloned()
     }
+}
+
+/// The media types an Accept header asks for, lower case, without those it
+/// gives a quality of zero.
+fn accepted_types(accept: &str) -> Vec<String> {
+    accept
+        .split(',')
+        .filter_map(|entry| {
+            let mut parts = entry.split(';');
+            let media = parts.next()?.trim().to_ascii_lowercase();
+            let refused = parts.any(|p| {
+                p.trim()
+                    .strip_prefix("q=")
+                    .and_then(|q| q.trim().parse::<f64>().ok())
+                    .is_some_and(|q| q <= 0.0)
+            });
+            (!refused && !media.is_empty()).then_some(media)
+        })
+        .collect()
 }
 
 /// The page at `/`.
@@ -172,7 +192,7 @@ fn answer(mut stream: TcpStream, latest: &Latest) {
     };
     let sent = write!(
         stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nVary: Accept\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     if sent.is_ok() {
@@ -247,5 +267,37 @@ fn linger(stream: &mut TcpStream, deadline: Instant) {
     let mut len = 0;
     while read_some(stream, deadline, &mut sink, &mut len) {
         len = 0;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn served() -> Latest {
+        let l = Latest::new();
+        l.set(vec![
+            ("application/openmetrics-text; version=1.0.0", "om".into()),
+            ("text/plain; version=0.0.4", "text".into()),
+        ]);
+        l
+    }
+
+    #[test]
+    fn the_accept_header_picks_the_format() {
+        let l = served();
+        let body = |accept: &str| l.for_accept(accept).unwrap().1;
+        assert_eq!(
+            body("application/openmetrics-text;version=1.0.0,text/plain;q=0.5"),
+            "om"
+        );
+        assert_eq!(body("*/*"), "text", "no format named: the classic text");
+        assert_eq!(body(""), "text");
+        assert_eq!(body("Text/Plain"), "text");
+        assert_eq!(
+            body("application/openmetrics-text;q=0, text/plain"),
+            "text",
+            "q=0 refuses a type"
+        );
     }
 }

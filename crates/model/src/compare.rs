@@ -266,18 +266,23 @@ fn refine(
     (a_ci, b_ci): (Option<[f64; 2]>, Option<[f64; 2]>),
     (na, nb): (usize, usize),
 ) -> (Noise, String) {
-    let effect = if a != 0.0 {
+    let effect = if a == b {
+        0.0
+    } else if a != 0.0 {
         ((b - a) / a).abs()
     } else {
         f64::INFINITY
     };
-    let too_far = !inside_each_other(a, b, a_ci, b_ci);
+    // a gap under the floor that separate runs show is noise either way
+    let too_far = effect >= MIN_EFFECT && !inside_each_other(a, b, a_ci, b_ci);
     let n = format!("n = {na} and {nb}");
     if noise == Noise::Within && (too_far || effect >= UNDECIDED_EFFECT) {
         let why = if too_far {
             "a median lies outside the other side's 95 % interval".to_string()
-        } else {
+        } else if effect.is_finite() {
             format!("the medians differ by {:.0} %", effect * 100.0)
+        } else {
+            "A's median is zero and B's is not".to_string()
         };
         return (
             Noise::Undecided,

@@ -226,6 +226,16 @@ fn a_sevenfold_difference_in_scattered_samples_is_never_called_within_noise() {
 }
 
 #[test]
+fn zero_medians_on_both_sides_are_no_change() {
+    use oslab_model::compare::{Noise, compare, side};
+    let zeros = vec![reshaped(|s| vec![0.0; s.len()])];
+    let c = compare(side("a", &zeros), &zeros, side("b", &zeros), &zeros, 1);
+    let f = latency_figure(&c);
+    assert_eq!(f.noise, Noise::Within, "{}", f.method);
+    assert!(!f.method.contains("inf"), "{}", f.method);
+}
+
+#[test]
 fn too_few_samples_are_not_judged_noise_or_not() {
     use oslab_model::compare::{Noise, compare, side};
     // Two samples a side: no test can reach p < 0.01 (6 splits) and, with fewer

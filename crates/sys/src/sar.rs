@@ -51,8 +51,9 @@ pub struct Snapshot {
     pub mem: Option<MemSnapshot>,
     pub disks: BTreeMap<String, DiskCounters>,
     pub cpu: CpuTimes,
-    /// Each CPU's times by CPU number.
-    #[serde(default)]
+    /// Each CPU's times by CPU number (for /metrics; not kept in raw data,
+    /// where it would multiply a sampler's size by the CPUs).
+    #[serde(default, skip_serializing)]
     pub per_cpu: BTreeMap<u32, CpuTimes>,
     pub ctxt: u64,
     pub procs_running: u64,

@@ -67,14 +67,17 @@ struct task_state {
 	u8 off_runnable;
 	u8 off_cause;
 	u8 pending;
-	u8 pad;
+	/* counted in calls_under_way */
+	u8 counted;
 	u64 fault_end;
 	/* run-queue time in an open fault not yet known to be the fault's */
 	u64 fault_runq;
-	/* the user registers' ip and sp when the fault was taken: while the task
-	 * is still in that fault, its saved user registers are these */
+	/* the user registers' ip, sp and orig_ax (the error code) when the fault
+	 * was taken: while the task is still in that fault, its saved user
+	 * registers are these; in a system call orig_ax is the call's number */
 	u64 fault_ip;
 	u64 fault_sp;
+	u64 fault_orig;
 	u64 queued_write_bytes;
 	u64 queued_read_bytes;
 	char fname[FILE_NAME_LEN];
@@ -145,16 +148,27 @@ static __always_inline void bdi_name(char *dst, struct bdi_writeback *wb)
 		bpf_probe_read_kernel_str(dst, BDI_NAME_LEN, bdi->dev_name);
 }
 
-/* Watched calls and faults under way on the whole machine. While there are
- * none, the scheduler's programs, which run on every switch and wake-up,
- * return at once. It only errs upwards (a call whose end is never seen), and
- * then the programs just do their full work. */
+/* Watched calls, and faults known to be on a file, under way on the whole
+ * machine. While there are none, the scheduler's programs, which run on every
+ * switch and wake-up, return at once. A fault counts once its file is named
+ * (most faults are on anonymous memory and never are), so its sleeps before
+ * that are seen only while something else is under way. It only errs upwards
+ * (a call whose end is never seen), and then the programs just do their full
+ * work. */
 u64 calls_under_way = 0;
+
+static __always_inline void count_in(struct task_state *s)
+{
+	if (!s->counted) {
+		s->counted = 1;
+		__sync_fetch_and_add(&calls_under_way, 1);
+	}
+}
 
 static __always_inline void begin(struct task_state *s, u32 call)
 {
-	if (!s->sys_start)
-		__sync_fetch_and_add(&calls_under_way, 1);
+	if (call != CALL_PAGE_FAULT)
+		count_in(s);
 	s->sys_start = bpf_ktime_get_ns();
 	s->sysno = call;
 	s->off_since = 0;
@@ -173,8 +187,9 @@ static __always_inline void close_fault(struct task_struct *t, struct task_state
 
 static __always_inline void finish(struct task_state *s)
 {
-	if (s->sys_start) {
-		s->sys_start = 0;
+	s->sys_start = 0;
+	if (s->counted) {
+		s->counted = 0;
 		__sync_fetch_and_sub(&calls_under_way, 1);
 	}
 }
@@ -326,19 +341,28 @@ int BPF_PROG(on_fault, unsigned long address, struct pt_regs *regs, unsigned lon
 	s->fname[0] = 0;
 	s->fault_end = 0;
 	s->fault_runq = 0;
+#if defined(__TARGET_ARCH_x86)
 	s->fault_ip = regs->ip;
 	s->fault_sp = regs->sp;
+	s->fault_orig = regs->orig_ax;
+#endif
 	return 0;
 }
 
 /* Whether the task is no longer in its open fault: it made a system call or
- * took another exception since, so its saved user registers moved. */
+ * took another exception since, so its saved user registers moved. (Faults are
+ * traced on x86 only: page_fault_user is x86's.) */
 static __always_inline bool left_fault(struct task_struct *t, struct task_state *s)
 {
+#if defined(__TARGET_ARCH_x86)
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(t);
 	if (!regs)
 		return true;
-	return regs->ip != s->fault_ip || regs->sp != s->fault_sp;
+	return regs->ip != s->fault_ip || regs->sp != s->fault_sp ||
+	       regs->orig_ax != s->fault_orig;
+#else
+	return true;
+#endif
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -601,19 +625,23 @@ static __always_inline void report_file(struct task_struct *t, struct address_sp
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 }
 
-/* A fault that dirties a file's page is a fault on that file. */
+/* A fault that dirties or reads in a file's page is a fault on that file, if
+ * the task is still in it (not in a later system call that dirties or reads a
+ * page, such as a write from a mapped buffer). From then on it counts as
+ * under way. */
 static __always_inline void name_fault_file(struct task_struct *t, struct address_space *mapping)
 {
-	if (!calls_under_way)
-		return;
 	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, 0);
 	if (!s || !s->sys_start || s->sysno != CALL_PAGE_FAULT || s->ino)
+		return;
+	if (left_fault(t, s))
 		return;
 	struct inode *host = BPF_CORE_READ(mapping, host);
 	if (!host)
 		return;
 	s->dev = BPF_CORE_READ(host, i_sb, s_dev);
 	s->ino = BPF_CORE_READ(host, i_ino);
+	count_in(s);
 }
 
 /* A fault that reads a file's page in (filemap_fault; the tracepoint came with

@@ -138,8 +138,12 @@ fn finish_counted(
         e
     });
     let mut stdout = Vec::new();
-    if let Some(mut p) = child.stdout.take() {
-        p.read_to_end(&mut stdout)?;
+    let read = child.stdout.take().map(|mut p| p.read_to_end(&mut stdout));
+    if let Some(Err(e)) = read {
+        // not left running or unreaped
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(e);
     }
     if let Some(g) = governor {
         // an error other than an interruption moves on to the ordinary wait
