@@ -303,8 +303,8 @@ int BPF_PROG(on_sys_exit, struct pt_regs *regs, long ret)
  * task came back on the CPU after sleeping in it; it is closed, and reported
  * if slow, at the task's next fault, watched system call or exit, or when the
  * task leaves the CPU outside it. A task is still in the fault while its saved
- * user registers are the fault's (ip and sp); in any system call after the
- * fault they are the call's. So an unwatched call (a pipe read, a sleep) costs
+ * user registers are the fault's (ip, sp and orig_ax); in any system call after
+ * the fault they are the call's. So an unwatched call (a pipe read, a sleep) costs
  * nothing here, and its sleeps are not the fault's. A preemption may be in
  * user mode after the fault returned, so it is not counted. */
 static __always_inline void close_fault(struct task_struct *t, struct task_state *s)
