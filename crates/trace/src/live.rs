@@ -15,6 +15,8 @@ use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 use crate::records::{Dirtier, Event, SwitchCounts};
 use crate::{Cmd, SchedOptions, Snapshot, TraceError, Tracer, Watch, WritebackOptions};
 
+/// The skeletons libbpf-cargo generates from the programs: generated code, so
+/// the workspace's lints do not apply to it.
 #[allow(
     clippy::all,
     clippy::too_many_lines,
@@ -22,20 +24,15 @@ use crate::{Cmd, SchedOptions, Snapshot, TraceError, Tracer, Watch, WritebackOpt
     unsafe_op_in_unsafe_fn,
     dead_code
 )]
-mod writeback_skel {
-    include!(concat!(env!("OUT_DIR"), "/writeback.skel.rs"));
+mod generated {
+    pub mod writeback_skel {
+        include!(concat!(env!("OUT_DIR"), "/writeback.skel.rs"));
+    }
+    pub mod sched_skel {
+        include!(concat!(env!("OUT_DIR"), "/sched.skel.rs"));
+    }
 }
-#[allow(
-    clippy::all,
-    clippy::too_many_lines,
-    unsafe_code,
-    unsafe_op_in_unsafe_fn,
-    dead_code
-)]
-mod sched_skel {
-    include!(concat!(env!("OUT_DIR"), "/sched.skel.rs"));
-}
-
+use generated::{sched_skel, writeback_skel};
 use sched_skel::SchedSkelBuilder;
 use writeback_skel::WritebackSkelBuilder;
 
@@ -180,23 +177,22 @@ fn drive(
 /// 3.5 s of the busiest ping-pong seen here.
 const DRAIN_EVERY: Duration = Duration::from_millis(50);
 
-/// How many arguments balance_dirty_pages' tracepoint takes on this kernel
-/// (after the tracepoint's own data pointer): 8 on 6.x, 12 before.
-fn bdp_args() -> Option<usize> {
-    tracepoint_args("balance_dirty_pages")
-}
-
-/// How many arguments the running kernel's tracepoint `name` passes; None when
-/// it has no such tracepoint.
-fn tracepoint_args(name: &str) -> Option<usize> {
+/// How many arguments each of the running kernel's tracepoints `names` passes
+/// (after the tracepoint's own data pointer); None where it has no such
+/// tracepoint. The kernel's BTF is read once for all of them.
+fn tracepoint_args<const N: usize>(names: [&str; N]) -> [Option<usize>; N] {
     use libbpf_rs::btf::types::FuncProto;
     use libbpf_rs::btf::{Btf, BtfType};
-    let btf = Btf::from_vmlinux().ok()?;
-    let t: BtfType = btf.type_by_name(&format!("btf_trace_{name}"))?;
-    let ptr = t.skip_mods_and_typedefs();
-    let proto = ptr.next_type()?.skip_mods_and_typedefs();
-    let proto = FuncProto::try_from(proto).ok()?;
-    Some(proto.len().saturating_sub(1))
+    let Ok(btf) = Btf::from_vmlinux() else {
+        return [None; N];
+    };
+    names.map(|name| {
+        let t: BtfType = btf.type_by_name(&format!("btf_trace_{name}"))?;
+        let ptr = t.skip_mods_and_typedefs();
+        let proto = ptr.next_type()?.skip_mods_and_typedefs();
+        let proto = FuncProto::try_from(proto).ok()?;
+        Some(proto.len().saturating_sub(1))
+    })
 }
 
 fn dirtiers(map: &dyn MapCore) -> Vec<Dirtier> {
@@ -250,7 +246,11 @@ fn load_writeback<'o>(
     if !faults {
         open.progs.on_fault.set_autoload(false);
     }
-    if !faults || tracepoint_args("mm_filemap_fault") != Some(2) {
+    // balance_dirty_pages takes 8 arguments on 6.x, 12 before; mm_filemap_fault
+    // came with 6.10
+    let [bdp_args, filemap_fault_args] =
+        tracepoint_args(["balance_dirty_pages", "mm_filemap_fault"]);
+    if !faults || filemap_fault_args != Some(2) {
         // before 6.10 a read through a mapping is not named as a file's
         open.progs.on_filemap_fault.set_autoload(false);
     }
@@ -268,7 +268,7 @@ fn load_writeback<'o>(
         }
         return load_and_attach(open, opts);
     }
-    match bdp_args() {
+    match bdp_args {
         Some(8) => open.progs.on_pause_args.set_autoload(false),
         Some(12) => open.progs.on_pause.set_autoload(false),
         _ => {
