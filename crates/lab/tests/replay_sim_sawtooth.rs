@@ -43,17 +43,23 @@ fn every_cell_is_predicted_blind_and_from_the_kernels_state() {
 fn the_blind_headline_names_each_miss_and_the_seeded_side_follows_the_kernel() {
     let r = judged_fixture("sim.validate.sawtooth", "sim.validate");
     assert_eq!(r.claims[0].id, "sim-predicts-testbed-blind");
-    // 31 of 36 blind figures within target: under the 95 % the claim asks
+    // 34 of 36 blind figures within target: under the 95 % the claim asks
     assert_eq!(verdict(&r, "sim-predicts-testbed-blind"), Verdict::Differs);
     let why = &r.claim("sim-predicts-testbed-blind").unwrap().why;
     for miss in [
-        "blind.saw.testbed.5mib_s.bg32mib.periodic_off.trough_mib",
-        "blind.saw.testbed.2mib_s.bg16mib.periodic_on.trough_mib",
         "blind.saw.testbed.5mib_s.bg32mib.periodic_on.trough_mib",
         "blind.saw.testbed.5mib_s.bg32mib.periodic_on.period_s",
-        "blind.saw.testbed.10mib_s.bg64mib.periodic_on.period_s",
     ] {
         assert!(why.contains(miss), "{miss}: {why}");
+    }
+    // the cells whose start the model once took from its own fixed point: the
+    // kernel carried the cell before into them, and so does the blind chain now
+    for held in [
+        "testbed.5mib_s.bg32mib.periodic_off.trough_mib",
+        "testbed.2mib_s.bg16mib.periodic_on.trough_mib",
+        "testbed.10mib_s.bg64mib.periodic_on.period_s",
+    ] {
+        assert!(!why.contains(held), "{held}: {why}");
     }
     assert!(!why.contains("saw.root."), "{why}");
     // a miss names the blind finding, not the seeded one beside it
@@ -65,7 +71,7 @@ fn the_blind_headline_names_each_miss_and_the_seeded_side_follows_the_kernel() {
         .expect("the sawtooth note");
     assert!(
         note.contains(
-            "31 of 36 figures within target blind; 35 of 36 when each run is simulated from"
+            "34 of 36 figures within target blind; 35 of 36 when each run is simulated from"
         ),
         "{note}"
     );

@@ -24,12 +24,23 @@ pub struct Sawtooth {
     pub first_peak_t: Option<f64>,
 }
 
-/// Finds the sawtooth in `(t[i], y[i])`; `t` must be increasing.
-pub fn sawtooth(t: &[f64], y: &[f64], min_drop: f64) -> Sawtooth {
+/// What one pass over a series finds.
+#[derive(Default)]
+struct Scan {
+    peaks: Vec<[f64; 2]>,
+    /// Troughs confirmed by the climb after them.
+    troughs: Vec<[f64; 2]>,
+    /// When each trough was confirmed.
+    confirmed_at: Vec<f64>,
+    /// The trough still unconfirmed where the series ends falling.
+    pending: Option<(f64, f64)>,
+}
+
+fn scan(t: &[f64], y: &[f64], min_drop: f64) -> Scan {
     let n = t.len().min(y.len());
-    let mut s = Sawtooth::default();
+    let mut out = Scan::default();
     if n == 0 {
-        return s;
+        return out;
     }
     let mut hi = (t[0], y[0]);
     let mut lo: Option<(f64, f64)> = None; // set while falling after a peak
@@ -40,7 +51,7 @@ pub fn sawtooth(t: &[f64], y: &[f64], min_drop: f64) -> Sawtooth {
                 if yi > hi.1 {
                     hi = (ti, yi);
                 } else if yi <= hi.1 - min_drop {
-                    s.peaks.push([hi.0, hi.1]);
+                    out.peaks.push([hi.0, hi.1]);
                     lo = Some((ti, yi));
                 }
             }
@@ -48,24 +59,53 @@ pub fn sawtooth(t: &[f64], y: &[f64], min_drop: f64) -> Sawtooth {
                 if yi < l.1 {
                     lo = Some((ti, yi));
                 } else if yi >= l.1 + min_drop / 2.0 {
-                    s.troughs.push([l.0, l.1]);
+                    out.troughs.push([l.0, l.1]);
+                    out.confirmed_at.push(ti);
                     lo = None;
                     hi = (ti, yi);
                 }
             }
         }
     }
-    if let Some(l) = lo {
-        s.troughs.push([l.0, l.1]);
+    out.pending = lo;
+    out
+}
+
+/// How many drops of `(t[i], y[i])` have a confirmed trough: whole cycles seen so
+/// far, for a run that stops once it has enough.
+pub fn confirmed_cycles(t: &[f64], y: &[f64], min_drop: f64) -> usize {
+    scan(t, y, min_drop).troughs.len()
+}
+
+/// When the `n`th whole cycle of `(t[i], y[i])` was confirmed (`n` from 1): where
+/// a run that stops after `n` cycles ends.
+pub fn cycle_confirmed_at(t: &[f64], y: &[f64], min_drop: f64, n: usize) -> Option<f64> {
+    let at = scan(t, y, min_drop).confirmed_at;
+    n.checked_sub(1).and_then(|i| at.get(i).copied())
+}
+
+/// Finds the sawtooth in `(t[i], y[i])`; `t` must be increasing.
+pub fn sawtooth(t: &[f64], y: &[f64], min_drop: f64) -> Sawtooth {
+    let Scan {
+        peaks,
+        mut troughs,
+        pending,
+        ..
+    } = scan(t, y, min_drop);
+    if let Some(l) = pending {
+        troughs.push([l.0, l.1]);
     }
-    let pv: Vec<f64> = s.peaks.iter().map(|p| p[1]).collect();
-    let tv: Vec<f64> = s.troughs.iter().map(|p| p[1]).collect();
-    let gaps: Vec<f64> = s.peaks.windows(2).map(|w| w[1][0] - w[0][0]).collect();
-    s.peak_median = median(&pv);
-    s.trough_median = median(&tv);
-    s.period = median(&gaps);
-    s.first_peak_t = s.peaks.first().map(|p| p[0]);
-    s
+    let pv: Vec<f64> = peaks.iter().map(|p| p[1]).collect();
+    let tv: Vec<f64> = troughs.iter().map(|p| p[1]).collect();
+    let gaps: Vec<f64> = peaks.windows(2).map(|w| w[1][0] - w[0][0]).collect();
+    Sawtooth {
+        peak_median: median(&pv),
+        trough_median: median(&tv),
+        period: median(&gaps),
+        first_peak_t: peaks.first().map(|p| p[0]),
+        peaks,
+        troughs,
+    }
 }
 
 #[cfg(test)]
@@ -119,5 +159,33 @@ mod tests {
         assert_eq!(s.peaks, vec![[30.0, 30.0]]);
         assert_eq!(s.troughs, vec![[31.0, 0.0]]);
         assert_eq!(s.period, None);
+    }
+
+    #[test]
+    fn a_cycle_counts_once_its_trough_is_confirmed() {
+        // a single drop to zero: its trough shows in the sawtooth at once (the
+        // series ends falling) but is a whole cycle only once the series climbs
+        // half a drop above it
+        let t: Vec<f64> = (0..40).map(f64::from).collect();
+        let falling: Vec<f64> = (0..40)
+            .map(|i| if i <= 30 { i as f64 } else { 0.0 })
+            .collect();
+        assert_eq!(sawtooth(&t, &falling, 5.0).troughs.len(), 1);
+        assert_eq!(confirmed_cycles(&t, &falling, 5.0), 0);
+        let climbed: Vec<f64> = (0..40)
+            .map(|i| if i <= 30 { i as f64 } else { (i - 31) as f64 })
+            .collect();
+        // 0 at 31 s, 2.5 (half of 5) reached at 34 s
+        assert_eq!(confirmed_cycles(&t[..34], &climbed[..34], 5.0), 0);
+        assert_eq!(confirmed_cycles(&t[..35], &climbed[..35], 5.0), 1);
+        assert_eq!(cycle_confirmed_at(&t, &climbed, 5.0, 1), Some(34.0));
+        assert_eq!(cycle_confirmed_at(&t, &climbed, 5.0, 2), None);
+        assert_eq!(cycle_confirmed_at(&t, &climbed, 5.0, 0), None);
+        // the clean sawtooth: 3.1 s cycles after the first peak at 8 s
+        let (t, y) = saw(4.0, 32.0, 20.0, 0.1, 40.0);
+        let full = sawtooth(&t, &y, 4.0);
+        let confirmed = confirmed_cycles(&t, &y, 4.0);
+        assert!(confirmed == full.troughs.len() || confirmed + 1 == full.troughs.len());
+        assert!(confirmed >= 10, "{confirmed}");
     }
 }

@@ -313,7 +313,7 @@ fn ratelimit_plot(g: &Group) -> Option<Plot> {
     })
 }
 
-pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
+pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let hz = hz_of(raw, env);
     let all = groups(raw, hz);
     let mut out = Output::default();
@@ -347,7 +347,7 @@ pub fn judge(_plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         .filter(|g| g.setting.spec.name != "main")
         .collect();
     let everything: Vec<&Group> = all.iter().collect();
-    let saw = super::sawtooth_cells::judge::judge(&raw.sawtooth, hz);
+    let saw = super::sawtooth_cells::judge::judge(&raw.sawtooth, hz, plan.sawtooth_cycles);
     for j in &saw.blind {
         out.findings.push(saw_finding("blind.", j));
     }

@@ -103,7 +103,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     let sawtooth = super::sawtooth_cells::measure(
         ctx,
         &plan.sawtooth,
-        plan.sawtooth_runs,
+        (plan.sawtooth_runs, plan.sawtooth_cycles),
         plan.bandwidth,
         (&mut done, total),
     )?;

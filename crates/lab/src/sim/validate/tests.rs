@@ -117,6 +117,7 @@ fn plan() -> Plan {
         sweep_writes: 150,
         sawtooth: Vec::new(),
         sawtooth_runs: 1,
+        sawtooth_cycles: 0,
     }
 }
 

@@ -48,7 +48,7 @@ pub(super) fn run_cases(
             &c.knobs(),
             tb.mount.join(format!("case{}.dat", i + 1)),
             plan.rate,
-            Duration::from_secs_f64(plan.duration),
+            Duration::from_secs_f64(plan.duration).into(),
             Some(&probe),
             &|f| progress.fraction((i as f64 + f) / CASES.len() as f64),
         )?;

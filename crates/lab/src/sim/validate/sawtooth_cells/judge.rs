@@ -2,9 +2,9 @@
 //! writer's rate and the device's probed bandwidth; nothing of its runs), its
 //! median peak, trough and period beside the range of the real runs.
 
-use oslab_stats::sawtooth::Sawtooth;
+use oslab_stats::sawtooth::{Sawtooth, cycle_confirmed_at};
 use oslab_wbsim::Config;
-use oslab_wbsim::config::Start;
+use oslab_wbsim::config::{Initial, Start};
 
 use super::{SawCell, SawDeviceRaw};
 use crate::sim::validate::figures::{Compared, Fig, Verdict};
@@ -20,6 +20,55 @@ pub fn blind_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64) -> Config {
     match dev.cap_bytes_s {
         None => model::on_device(cfg, dev.measured_bytes_s, false, dev.measured_bytes_s),
         Some(cap) => model::on_device(cfg, cap as f64, true, dev.measured_bytes_s),
+    }
+}
+
+/// The blind prediction of every run of `dev`, in the order the runs went: the
+/// device's runs simulated as one session, each from the estimates the
+/// simulation of the run before it ended with (the first from the probe's
+/// figure, as after writing at full speed), so that the model carries its own
+/// history from cell to cell as the kernel carries its. Nothing measured in any
+/// run is read: the order, the cells' settings and the probe only. None for a
+/// cell sim.validate does not run (a raw file is untrusted).
+pub fn blind_chain(dev: &SawDeviceRaw, hz: u64, cycles: usize) -> Vec<Option<Sawtooth>> {
+    let mut at = Initial {
+        write_bw_bytes_s: Some(dev.measured_bytes_s),
+        avg_write_bw_bytes_s: Some(dev.measured_bytes_s),
+        ..Initial::default()
+    };
+    dev.runs
+        .iter()
+        .map(|r| {
+            if !r.cell.is_known() {
+                return None;
+            }
+            let mut cfg = blind_config(dev, &r.cell, hz);
+            cfg.start = Start::Given;
+            cfg.initial = at;
+            let (saw, end) = run_as_measured(&cfg, &r.cell, cycles);
+            at = end;
+            Some(saw)
+        })
+        .collect()
+}
+
+/// `cfg`, one run of `cell`, simulated as the real runs went: stopped once
+/// `cycles` whole cycles of Dirty are seen (0: its whole length, as runs before
+/// 2026-11-27 went); its sawtooth and the estimates it ended with.
+pub fn run_as_measured(cfg: &Config, cell: &SawCell, cycles: usize) -> (Sawtooth, Initial) {
+    let (t, y, saw, end) = model::simulated_run(cfg);
+    let stop = match cycles {
+        0 => None,
+        n => cycle_confirmed_at(&t, &y, cell.min_drop_mib(), n),
+    };
+    match stop {
+        Some(at) if at < cfg.duration_s => {
+            let mut short = cfg.clone();
+            short.duration_s = at;
+            let (_, _, saw, end) = model::simulated_run(&short);
+            (saw, end)
+        }
+        _ => (saw, end),
     }
 }
 
@@ -159,7 +208,7 @@ pub fn cells(judged: &[SawJudged]) -> usize {
 
 /// Every cell of every device simulated blind, and from each run's carried
 /// estimates, and compared.
-pub fn judge(devices: &[SawDeviceRaw], hz: u64) -> SawVerdicts {
+pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize) -> SawVerdicts {
     let mut out = SawVerdicts::default();
     for dev in devices {
         let bandwidth_ok = |b: f64| b.is_finite() && b > 0.0;
@@ -172,6 +221,7 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64) -> SawVerdicts {
             ));
             continue;
         }
+        let chain = blind_chain(dev, hz, cycles);
         let mut cells: Vec<SawCell> = Vec::new();
         for r in &dev.runs {
             if !cells.contains(&r.cell) {
@@ -193,8 +243,14 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64) -> SawVerdicts {
                 .map(|r| &r.saw)
                 .collect();
             let real: Vec<Sawtooth> = runs.iter().map(|r| sawtooth_of(r, cell.rate)).collect();
-            let blind = model::simulated(&blind_config(dev, &cell, hz));
-            let v = compare(cell, &real, &[blind]);
+            let blind: Vec<Sawtooth> = dev
+                .runs
+                .iter()
+                .zip(&chain)
+                .filter(|(r, _)| r.cell == cell)
+                .filter_map(|(_, s)| s.clone())
+                .collect();
+            let v = compare(cell, &real, &blind);
             if v.is_empty() {
                 out.empty.push(format!(
                     "{}: its runs show no sawtooth (no drop of Dirty of half a second of writing)",
@@ -205,7 +261,7 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64) -> SawVerdicts {
             let seeded: Vec<Sawtooth> = runs
                 .iter()
                 .filter_map(|r| seeded_config(dev, &cell, hz, r))
-                .map(|c| model::simulated(&c))
+                .map(|c| run_as_measured(&c, &cell, cycles).0)
                 .collect();
             if !seeded.is_empty() {
                 out.seeded.extend(compare(cell, &real, &seeded));

@@ -3,7 +3,6 @@
 //! interleaved so that no cell gets all of one stretch of the machine's day.
 
 use std::path::Path;
-use std::time::Duration;
 
 use super::{SawCell, SawDevice, SawDeviceRaw, SawRunRaw};
 use crate::harness::scratch::Scratch;
@@ -18,7 +17,7 @@ fn run_cells(
     ctx: &mut Context,
     base: &Path,
     cells: &[SawCell],
-    runs: usize,
+    (runs, cycles): (usize, usize),
     done: &mut usize,
     total: usize,
 ) -> Result<Vec<SawRunRaw>, LabError> {
@@ -26,19 +25,13 @@ fn run_cells(
     for run in 0..runs {
         for cell in cells {
             ctx.progress.stage(&format!(
-                "sawtooth run {} of {runs}: {} ({:.0} s)",
+                "sawtooth run {} of {runs}: {} (until {cycles} drops of Dirty, at most {:.0} s)",
                 run + 1,
                 cell.label(),
                 cell.duration_s()
             ));
-            let saw = run_sawtooth_in(
-                ctx,
-                base,
-                ID,
-                &cell.knobs(),
-                cell.rate,
-                Duration::from_secs_f64(cell.duration_s()),
-            )?;
+            let saw =
+                run_sawtooth_in(ctx, base, ID, &cell.knobs(), cell.rate, cell.length(cycles))?;
             out.push(SawRunRaw {
                 cell: *cell,
                 run,
@@ -63,7 +56,7 @@ fn largest_run_bytes(cells: &[SawCell]) -> u64 {
 fn on_root(
     ctx: &mut Context,
     cells: &[SawCell],
-    runs: usize,
+    runs: (usize, usize),
     done: &mut usize,
     total: usize,
 ) -> Result<SawDeviceRaw, LabError> {
@@ -87,7 +80,7 @@ fn on_root(
 fn on_testbed(
     ctx: &mut Context,
     cells: &[SawCell],
-    runs: usize,
+    runs: (usize, usize),
     cap: u64,
     done: &mut usize,
     total: usize,
@@ -111,12 +104,13 @@ fn on_testbed(
     })
 }
 
-/// Runs `cells` `runs` times each, the root disk's first; `cap` is the testbed's.
-/// Each run adds one to `done` of the whole validation's `total` steps.
+/// Runs `cells` `runs.0` times each, each run until `runs.1` whole cycles (or its
+/// bound), the root disk's first; `cap` is the testbed's. Each run adds one to
+/// `done` of the whole validation's `total` steps.
 pub fn measure(
     ctx: &mut Context,
     cells: &[SawCell],
-    runs: usize,
+    runs: (usize, usize),
     cap: u64,
     (done, total): (&mut usize, usize),
 ) -> Result<Vec<SawDeviceRaw>, LabError> {

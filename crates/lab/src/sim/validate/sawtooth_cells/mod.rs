@@ -11,7 +11,9 @@ mod tests;
 
 use serde::{Deserialize, Serialize};
 
-use crate::wb::common::sawtooth::SawRaw;
+use std::time::Duration;
+
+use crate::wb::common::sawtooth::{Length, SawRaw};
 
 pub use measure::measure;
 
@@ -178,6 +180,27 @@ impl SawCell {
         let fill = self.background as f64 / self.rate.max(1) as f64;
         let period = self.background.saturating_add(4 * MIB) as f64 / self.rate.max(1) as f64;
         (fill + 5.2 * period).ceil()
+    }
+}
+
+/// Whole cycles of Dirty a run waits for before it stops: six drops, so five
+/// periods between their peaks, each with its trough.
+pub const CYCLES: usize = 6;
+
+impl SawCell {
+    /// The smallest drop of Dirty that counts as a cycle, MiB: half a second of
+    /// writing, as the judge's sawtooth finder takes it.
+    pub fn min_drop_mib(&self) -> f64 {
+        (self.rate as f64 / MIB as f64 * 0.5).max(1.0)
+    }
+
+    /// How long a run lasts when it stops after `cycles` whole cycles (0: the
+    /// whole [`SawCell::duration_s`], as runs before 2026-11-27 did).
+    pub fn length(&self, cycles: usize) -> Length {
+        Length {
+            most: Duration::from_secs_f64(self.duration_s()),
+            cycles: (cycles > 0).then(|| (cycles, self.min_drop_mib())),
+        }
     }
 }
 

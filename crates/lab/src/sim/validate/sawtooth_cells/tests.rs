@@ -169,3 +169,88 @@ fn a_steady_writer_holds_the_estimate_at_its_own_rate_by_hand() {
     assert!((period - 0.8).abs() < 0.06, "{period}");
     assert!((64.0..66.5).contains(&peak), "{peak}");
 }
+
+fn run_of(c: SawCell, run: usize) -> SawRunRaw {
+    SawRunRaw {
+        cell: c,
+        run,
+        saw: crate::wb::common::sawtooth::SawRaw {
+            sysctls_set: Vec::new(),
+            sysctls_in_force: Default::default(),
+            thresholds: Default::default(),
+            page_bytes: 4096,
+            disk: None,
+            polls: Vec::new(),
+            writer: Default::default(),
+            bdi: None,
+            kernel: Default::default(),
+        },
+    }
+}
+
+#[test]
+fn a_run_stops_after_six_drops_as_the_real_runs_do_by_hand() {
+    // the narrow band (above): the first drop when Dirty first reaches 64 MiB at
+    // 10 MiB/s, about 6.4 s, then one every 0.8 s; the sixth trough is confirmed
+    // once Dirty climbs 2.5 MiB (half of the 5 MiB drop that counts) above it,
+    // 0.3 s after it: 6.4 + 5 x 0.8 + about 0.4 = about 10.8 s, against the
+    // cell's bound of 6.4 + 5.2 x 6.8 = 42 s
+    let c = cell(SawDevice::Testbed, 10, 64, false);
+    let dev = device(Some(40 * MIB), (40 * MIB) as f64);
+    let cfg = blind_config(&dev, &c, 250);
+    let (saw, _) = judge::run_as_measured(&cfg, &c, CYCLES);
+    assert_eq!(saw.peaks.len(), CYCLES, "{saw:?}");
+    let (_, t_end) = (saw.peaks[0], saw.troughs.last().unwrap()[0]);
+    assert!(
+        (10.0..=11.6).contains(&t_end),
+        "the last trough at {t_end} s: {saw:?}"
+    );
+    assert!((saw.period.unwrap() - 0.8).abs() < 0.06, "{saw:?}");
+    // 0 cycles: the whole bound, as the runs before the rule went
+    let (whole, _) = judge::run_as_measured(&cfg, &c, 0);
+    assert!(whole.peaks.len() > 30, "{}", whole.peaks.len());
+}
+
+#[test]
+fn the_blind_chain_starts_each_run_where_the_simulation_of_the_last_ended() {
+    // 10 MiB/s under 64 MiB, then 5 MiB/s under 32 MiB on the 40 MiB/s testbed,
+    // one after the other as sim.validate runs them (whole bounds, no stop rule):
+    // the second run's simulation starts from the estimates the first one's
+    // ended with, not from the probe's 40 MiB/s
+    let fast = cell(SawDevice::Testbed, 10, 64, false);
+    let slow = cell(SawDevice::Testbed, 5, 32, false);
+    let mut dev = device(Some(40 * MIB), (40 * MIB) as f64);
+    dev.runs = vec![run_of(fast, 0), run_of(slow, 0)];
+    let chain = judge::blind_chain(&dev, 250, 0);
+    let given = |c: &SawCell, at: oslab_wbsim::config::Initial| {
+        let mut cfg = blind_config(&dev, c, 250);
+        cfg.start = oslab_wbsim::config::Start::Given;
+        cfg.initial = at;
+        judge::run_as_measured(&cfg, c, 0)
+    };
+    let probe = oslab_wbsim::config::Initial {
+        write_bw_bytes_s: Some((40 * MIB) as f64),
+        avg_write_bw_bytes_s: Some((40 * MIB) as f64),
+        ..Default::default()
+    };
+    let (first, after_first) = given(&fast, probe);
+    let est = after_first.avg_write_bw_bytes_s.unwrap() / MIB as f64;
+    // 24 MiB passes every 2.4 s sample 24 / (0.6 + 0.2) = 30 MiB/s: the
+    // estimate comes down from the probe's 40
+    assert!(
+        (25.0..38.0).contains(&est),
+        "the first run ended at {est} MiB/s"
+    );
+    let (second, _) = given(&slow, after_first);
+    assert_eq!(chain, vec![Some(first), Some(second.clone())]);
+    // from ~31 MiB/s the second run's chunks are round_down(15.5 + 4, 4) = 16
+    // MiB: 32 -> 16.5 MiB at 10 Hz; from the probe's 40 they are 24 MiB, then
+    // 20 MiB (troughs 8.5, then 12.5 MiB)
+    let (fresh, _) = given(&slow, probe);
+    assert_ne!(second, fresh);
+    // a cell sim.validate does not run is not simulated
+    let mut odd = dev.clone();
+    odd.runs
+        .push(run_of(cell(SawDevice::Testbed, 3, 32, false), 0));
+    assert_eq!(judge::blind_chain(&odd, 250, 0)[2], None);
+}

@@ -92,15 +92,46 @@ impl DeviceProbe {
     }
 }
 
-/// Runs the writers for `duration` (or until they finish their counts) while polling
-/// every 100 ms: [`timed_writer::poll_once`] and the device. `progress` gets the elapsed
-/// fraction.
+/// How long a polled run lasts: `most`, or less once Dirty has sawed
+/// `cycles.0` whole cycles (drops of at least `cycles.1` MiB, each with its
+/// trough confirmed, as [`oslab_stats::sawtooth`] finds them).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Length {
+    pub most: Duration,
+    pub cycles: Option<(usize, f64)>,
+}
+
+impl From<Duration> for Length {
+    fn from(most: Duration) -> Length {
+        Length { most, cycles: None }
+    }
+}
+
+impl Length {
+    /// Whether the polls so far hold enough whole cycles.
+    fn enough(&self, polls: &[KernelPoll]) -> bool {
+        let Some((cycles, min_drop)) = self.cycles else {
+            return false;
+        };
+        let t: Vec<f64> = polls.iter().map(|p| p.poll.t_s).collect();
+        let y: Vec<f64> = polls
+            .iter()
+            .map(|p| p.poll.dirty_bytes as f64 / (1u64 << 20) as f64)
+            .collect();
+        oslab_stats::sawtooth::confirmed_cycles(&t, &y, min_drop) >= cycles
+    }
+}
+
+/// Runs the writers for `length` (or until they finish their counts) while
+/// polling every 100 ms: [`timed_writer::poll_once`] and the device. `progress`
+/// gets the elapsed fraction of the longest run.
 pub fn run_polled(
     writers: Vec<WriterSpec>,
-    duration: Duration,
+    length: Length,
     device: Option<&DeviceProbe>,
     progress: &dyn Fn(f64),
 ) -> (Vec<WriterTrace>, Vec<KernelPoll>) {
+    let duration = length.most;
     let files: Vec<PathBuf> = writers.iter().map(|w| w.path.clone()).collect();
     let stop = Arc::new(AtomicBool::new(false));
     let start = monotonic_ns() + 50_000_000; // let every thread get ready
@@ -131,7 +162,8 @@ pub fn run_polled(
         progress(
             ((monotonic_ns().saturating_sub(start)) as f64 / duration.as_nanos() as f64).min(1.0),
         );
-        if monotonic_ns() >= end || handles.iter().all(|h| h.is_finished()) {
+        if monotonic_ns() >= end || handles.iter().all(|h| h.is_finished()) || length.enough(&polls)
+        {
             break;
         }
     }
@@ -162,13 +194,13 @@ pub fn run_with_knobs(
     knobs: &[(&str, String)],
     path: PathBuf,
     rate: u64,
-    duration: Duration,
+    length: Length,
     device: Option<&DeviceProbe>,
     progress: &dyn Fn(f64),
 ) -> Result<SawRaw, LabError> {
     timed_writer::settle();
     let k = Knobs::set(knobs)?;
-    let (traces, polls) = run_polled(vec![steady_writer(path, rate)], duration, device, progress);
+    let (traces, polls) = run_polled(vec![steady_writer(path, rate)], length, device, progress);
     let sysctls_in_force = sysctls_now();
     let thresholds = thresholds_now();
     drop(k);
@@ -202,7 +234,7 @@ pub fn run_sawtooth(
     duration: Duration,
 ) -> Result<SawRaw, LabError> {
     let base = ctx.config.scratch_dir.clone();
-    run_sawtooth_in(ctx, &base, id, knobs, rate, duration)
+    run_sawtooth_in(ctx, &base, id, knobs, rate, duration.into())
 }
 
 /// As [`run_sawtooth`], on the file system of `base` (a scratch folder of its own
@@ -213,9 +245,13 @@ pub fn run_sawtooth_in(
     id: &str,
     knobs: &[(&str, String)],
     rate: u64,
-    duration: Duration,
+    length: Length,
 ) -> Result<SawRaw, LabError> {
-    let scratch = Scratch::create(base, id, rate * duration.as_secs().max(1) * 2 + (64 << 20))?;
+    let scratch = Scratch::create(
+        base,
+        id,
+        rate * length.most.as_secs().max(1) * 2 + (64 << 20),
+    )?;
     let disk = disk_facts(scratch.dir());
     let bdi = disk
         .as_ref()
@@ -229,7 +265,7 @@ pub fn run_sawtooth_in(
         knobs,
         scratch.file("writer.dat"),
         rate,
-        duration,
+        length,
         probe.as_ref(),
         &|f| progress.fraction(f),
     )?;

@@ -61,7 +61,7 @@ pub use judge::{
     Rules, TOLERANCE, best_window, device_rates, dirty_plot, file_sawtooth_of, matches_prediction,
     other_dirty_mib, others_text, output, sawtooth_of,
 };
-pub use measure::{run_sawtooth, run_sawtooth_in};
+pub use measure::{Length, run_sawtooth, run_sawtooth_in};
 
 /// The writer's rate, shared by wb.background and wb.periodic.
 pub static RATE: Setting<Bytes> = Setting {
