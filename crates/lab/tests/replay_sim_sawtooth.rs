@@ -43,20 +43,19 @@ fn every_cell_is_predicted_blind_and_from_the_kernels_state() {
 fn the_blind_headline_names_each_miss_and_the_seeded_side_follows_the_kernel() {
     let r = judged_fixture("sim.validate.sawtooth", "sim.validate");
     assert_eq!(r.claims[0].id, "sim-predicts-testbed-blind");
-    // 34 of 36 blind figures within target: under the 95 % the claim asks
-    assert_eq!(verdict(&r, "sim-predicts-testbed-blind"), Verdict::Differs);
+    // 35 of 36 blind figures within target (97 %): the claim holds, and still
+    // names its one miss
+    assert_eq!(verdict(&r, "sim-predicts-testbed-blind"), Verdict::Holds);
     let why = &r.claim("sim-predicts-testbed-blind").unwrap().why;
-    for miss in [
-        "blind.saw.testbed.5mib_s.bg32mib.periodic_on.trough_mib",
-        "blind.saw.testbed.5mib_s.bg32mib.periodic_on.period_s",
-    ] {
-        assert!(why.contains(miss), "{miss}: {why}");
-    }
+    assert!(
+        why.contains("blind.saw.testbed.2mib_s.bg16mib.periodic_on.period_s"),
+        "{why}"
+    );
     // the cells whose start the model once took from its own fixed point: the
     // kernel carried the cell before into them, and so does the blind chain now
     for held in [
         "testbed.5mib_s.bg32mib.periodic_off.trough_mib",
-        "testbed.2mib_s.bg16mib.periodic_on.trough_mib",
+        "testbed.5mib_s.bg32mib.periodic_on.trough_mib",
         "testbed.10mib_s.bg64mib.periodic_on.period_s",
     ] {
         assert!(!why.contains(held), "{held}: {why}");
@@ -71,7 +70,7 @@ fn the_blind_headline_names_each_miss_and_the_seeded_side_follows_the_kernel() {
         .expect("the sawtooth note");
     assert!(
         note.contains(
-            "34 of 36 figures within target blind; 35 of 36 when each run is simulated from"
+            "35 of 36 figures within target blind; 33 of 36 when each run is simulated from"
         ),
         "{note}"
     );

@@ -208,3 +208,53 @@ fn the_papers_three_writers_under_each_policy_are_pinned() {
         );
     }
 }
+
+#[test]
+fn the_periodic_pass_rides_on_a_background_wakeup() {
+    // 4 MiB/s under background 16 MiB, the flusher every 5 s, expire 10 s, a fast
+    // disk, estimates starting at next to nothing (4 MiB chunks): a background
+    // pass of 4 MiB comes about every second from 4.0 s on, and each run of the
+    // worker pushes its timer 5 s past its end, so the timer never fires by
+    // itself. Each run first looks for expired inodes when 5 s have passed since
+    // it last looked (wb_check_old_data_flush): at the pass at 4.0 s (nothing is
+    // 10 s old), at the first pass after 9.0 s (about 9.95 s: the inode turned
+    // dirty at 0 s, still not expired) and at the first after 14.95 s, which
+    // writes the whole inode. So Dirty first falls to nothing at about 15.95 s,
+    // at a background pass, not at 10 s where a timer on a fixed 5 s grid from
+    // the first dirtying would have taken it.
+    let s = Sysctls {
+        dirty_bytes: 4 << 30,
+        dirty_background_bytes: 16 * MIB,
+        dirty_expire_centisecs: 1000,
+        dirty_writeback_centisecs: 500,
+        ..Default::default()
+    };
+    let mut cfg = base(s, vec![rate(4.0 * MIB as f64)], 20.0);
+    cfg.start = oslab_wbsim::config::Start::Given;
+    cfg.initial.write_bw_bytes_s = Some(4096.0);
+    cfg.initial.avg_write_bw_bytes_s = Some(4096.0);
+    let out = simulate(&cfg);
+    let dirty_at = |t: f64| {
+        out.samples
+            .iter()
+            .find(|x| x.t_s >= t - 1e-9)
+            .unwrap()
+            .dirty
+    };
+    let emptied = out
+        .samples
+        .iter()
+        .find(|x| x.t_s > 4.5 && x.dirty < MIB)
+        .map(|x| x.t_s)
+        .expect("Dirty never emptied");
+    assert!((15.5..=16.1).contains(&emptied), "emptied at {emptied} s");
+    assert!(dirty_at(10.05) > 8 * MIB, "{}", dirty_at(10.05));
+    // before the empty pass every pass was a background one of 4 MiB: Dirty
+    // stayed between 12 and 16.5 MiB from the first pass on
+    assert!(
+        out.samples
+            .iter()
+            .filter(|x| x.t_s > 4.2 && x.t_s < emptied)
+            .all(|x| (12 * MIB..=16 * MIB + MIB / 2).contains(&x.dirty))
+    );
+}

@@ -85,7 +85,6 @@ impl<'a> Sim<'a> {
                     .unwrap_or_default();
                 if expired.is_empty() {
                     self.fl.kupdate_active = false;
-                    self.arm_kupdate_after_run();
                     break;
                 }
                 if !self.write_round(&expired, true) {
@@ -102,21 +101,54 @@ impl<'a> Sim<'a> {
                 return;
             }
         }
+        // the worker's run is over: wb_workfn queues its next look one interval on
+        self.arm_kupdate_after_run();
+    }
+
+    /// wb_check_old_data_flush (linux-6): every run of the worker, whatever woke
+    /// it, first writes back expired inodes when a writeback interval has passed
+    /// since it last looked; the 2.6 timer looks each time it fires.
+    fn periodic_due(&mut self) -> bool {
+        let interval = self.interval();
+        if self.cfg.rules == RuleSet::Linux2626 {
+            return true;
+        }
+        if interval == 0 {
+            return false;
+        }
+        match self.fl.last_old_flush {
+            Some(last) if self.now < last + interval => false,
+            _ => {
+                self.fl.last_old_flush = Some(self.now);
+                true
+            }
+        }
     }
 
     /// wb_start_background_writeback from a writer: the flusher runs now, unless it
-    /// is already running (here: waiting for queue space).
+    /// is already running (here: waiting for queue space); on linux-6 the run
+    /// takes the periodic pass first when one is due, and pushes the next timer
+    /// one interval past its end (mod_delayed_work, then wb_wakeup_delayed).
     pub(super) fn start_background(&mut self) {
         if !self.fl.blocked && self.over_background() {
             self.out.background_runs += 1;
             self.out.flusher_wakeups += 1;
+            if self.cfg.rules == RuleSet::Linux6 && self.periodic_due() {
+                self.fl.kupdate_active = true;
+            }
             self.flusher_run();
         }
     }
 
     pub(super) fn arm_kupdate(&mut self, at: u64) {
+        if self.fl.kupdate_armed && at >= self.fl.kupdate_queued_at {
+            self.fl.kupdate_at = at;
+            return;
+        }
         self.fl.kupdate_gen += 1;
         self.fl.kupdate_armed = true;
+        self.fl.kupdate_at = at;
+        self.fl.kupdate_queued_at = at;
         let g = self.fl.kupdate_gen;
         self.push(at, Ev::Kupdate(g));
     }
@@ -134,7 +166,8 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// linux-6 re-arms one interval after a run that left dirty data behind.
+    /// linux-6 re-arms one interval after a run of the worker that left dirty
+    /// data behind.
     fn arm_kupdate_after_run(&mut self) {
         if self.cfg.rules == RuleSet::Linux6 && self.interval() > 0 && self.dirty > 0 {
             let at = self.now + self.interval();
@@ -146,6 +179,12 @@ impl<'a> Sim<'a> {
         if generation != self.fl.kupdate_gen {
             return;
         }
+        if self.now < self.fl.kupdate_at {
+            // moved later since it was queued
+            self.fl.kupdate_queued_at = self.fl.kupdate_at;
+            self.push(self.fl.kupdate_at, Ev::Kupdate(generation));
+            return;
+        }
         self.fl.kupdate_armed = false;
         self.out.flusher_wakeups += 1;
         if self.cfg.rules == RuleSet::Linux2626 && self.interval() > 0 {
@@ -153,7 +192,9 @@ impl<'a> Sim<'a> {
             let at = self.now + self.interval();
             self.arm_kupdate(at);
         }
-        self.fl.kupdate_active = true;
+        if self.periodic_due() {
+            self.fl.kupdate_active = true;
+        }
         if !self.fl.blocked {
             self.flusher_run();
         }

@@ -136,6 +136,14 @@ struct FlusherState {
     blocked: bool,
     kupdate_gen: u64,
     kupdate_armed: bool,
+    /// When the worker last looked for expired inodes (wb->last_old_flush); None:
+    /// not in this run, so the first look is due.
+    last_old_flush: Option<u64>,
+    /// When the armed timer is due, and when its queued event fires (a timer
+    /// moved later re-queues itself then, so a busy flusher does not fill the
+    /// event queue).
+    kupdate_at: u64,
+    kupdate_queued_at: u64,
 }
 
 struct Sim<'a> {

@@ -25,7 +25,7 @@ const PREDICTS: Check = Check {
 /// The headline: the prediction a user gets, made before the cell's run is read.
 const BLIND: Check = Check {
     id: "sim-predicts-testbed-blind",
-    text: "The simulator predicts this machine blind (from the writers, the limits, the device's probed bandwidth and the page costs, nothing of the cell's run): at least 95 % of the targeted figures of every cell (contested writers, main setting and sweep, and one writer's Dirty sawtooth on the root disk and the testbed) within target",
+    text: "The simulator predicts this machine blind (from the writers, the limits, the device's probed bandwidth and the page costs, nothing measured in any run): at least 95 % of the targeted figures of every cell run (contested writers at the main setting and at the sweep's when it runs, and one writer's Dirty sawtooth on the root disk and the testbed) within target",
     source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the blind prediction's targets)",
 };
 

@@ -6,7 +6,7 @@ use oslab_stats::sawtooth::{Sawtooth, cycle_confirmed_at};
 use oslab_wbsim::Config;
 use oslab_wbsim::config::{Initial, Start};
 
-use super::{SawCell, SawDeviceRaw};
+use super::{SawCell, SawDevice, SawDeviceRaw};
 use crate::sim::validate::figures::{Compared, Fig, Verdict};
 use crate::wb::common::sawtooth::SawRaw;
 use crate::wb::common::sawtooth::model::{self, DIRTYABLE_FAR};
@@ -23,17 +23,34 @@ pub fn blind_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64) -> Config {
     }
 }
 
+/// The kernel's write bandwidth estimate for `dev` when its first sawtooth run
+/// begins, bytes per second, from what the plan did to the device before: the
+/// testbed was just made (mkfs writes its inode tables through the page cache at
+/// the device's speed, which the estimator measures: the probe's figure); the
+/// root disk got nothing from oslab for minutes (the contested cells write to
+/// the testbed, the probe uses direct I/O, which the estimator does not see), and
+/// the kernel's first update after more than its averaging period
+/// (roundup_pow_of_two(3 x HZ) jiffies) sets both estimates to what was written
+/// over that gap, next to nothing on an idle disk: one page a second here.
+pub fn first_estimate(dev: &SawDeviceRaw) -> f64 {
+    match dev.device {
+        SawDevice::Testbed => dev.measured_bytes_s,
+        SawDevice::Root => 4096.0,
+    }
+}
+
 /// The blind prediction of every run of `dev`, in the order the runs went: the
 /// device's runs simulated as one session, each from the estimates the
-/// simulation of the run before it ended with (the first from the probe's
-/// figure, as after writing at full speed), so that the model carries its own
-/// history from cell to cell as the kernel carries its. Nothing measured in any
-/// run is read: the order, the cells' settings and the probe only. None for a
-/// cell sim.validate does not run (a raw file is untrusted).
+/// simulation of the run before it ended with (the first from
+/// [`first_estimate`]), so that the model carries its own history from cell to
+/// cell as the kernel carries its. Nothing measured in any run is read: the
+/// order, the cells' settings and the probe only. None for a cell sim.validate
+/// does not run (a raw file is untrusted).
 pub fn blind_chain(dev: &SawDeviceRaw, hz: u64, cycles: usize) -> Vec<Option<Sawtooth>> {
+    let first = first_estimate(dev);
     let mut at = Initial {
-        write_bw_bytes_s: Some(dev.measured_bytes_s),
-        avg_write_bw_bytes_s: Some(dev.measured_bytes_s),
+        write_bw_bytes_s: Some(first),
+        avg_write_bw_bytes_s: Some(first),
         ..Initial::default()
     };
     dev.runs

@@ -254,3 +254,24 @@ fn the_blind_chain_starts_each_run_where_the_simulation_of_the_last_ended() {
         .push(run_of(cell(SawDevice::Testbed, 3, 32, false), 0));
     assert_eq!(judge::blind_chain(&odd, 250, 0)[2], None);
 }
+
+#[test]
+fn the_chain_starts_the_testbed_at_its_probe_and_the_root_disk_idle() {
+    // the testbed was just written by mkfs at its own speed; the root disk got
+    // nothing the estimator sees (direct-I/O probe, contested cells elsewhere)
+    let tb = device(Some(40 * MIB), 38.0 * MIB as f64);
+    assert_eq!(judge::first_estimate(&tb), 38.0 * MIB as f64);
+    let root = device(None, 1400.0 * MIB as f64);
+    assert_eq!(judge::first_estimate(&root), 4096.0);
+    // from next to nothing the first pass on the root disk is the chunk rule's
+    // floor, 4 MiB: 2 MiB/s under 16 MiB troughs at about 12 MiB, not 0
+    let mut dev = root.clone();
+    let c = cell(SawDevice::Root, 2, 16, false);
+    dev.runs = vec![run_of(c, 0)];
+    let first = judge::blind_chain(&dev, 250, CYCLES)[0].clone().unwrap();
+    assert!(
+        (11.0..13.5).contains(&first.troughs[0][1]),
+        "{:?}",
+        first.troughs
+    );
+}
