@@ -133,8 +133,14 @@ impl<'a> Sim<'a> {
         if !self.fl.blocked && self.over_background() {
             self.out.background_runs += 1;
             self.out.flusher_wakeups += 1;
-            if self.cfg.rules == RuleSet::Linux6 && self.periodic_due() {
-                self.fl.kupdate_active = true;
+            if self.cfg.rules == RuleSet::Linux6 {
+                // wb_wakeup: mod_delayed_work(.., 0) uses up the pending timer; the
+                // run's end sets the next one (or the next dirtying does)
+                self.fl.kupdate_gen += 1;
+                self.fl.kupdate_armed = false;
+                if self.periodic_due() {
+                    self.fl.kupdate_active = true;
+                }
             }
             self.flusher_run();
         }

@@ -22,7 +22,9 @@
 //! machine's write back on other devices. The judge ([`judge`]) simulates each
 //! cell from the state the kernel recorded when it began ([`traced`], [`model`])
 //! and compares ([`compare`]); it simulates each cell again blind (from the
-//! workload's description and the simulator's steady-state start alone). The
+//! workload's description and the simulator's steady-state start alone; the
+//! sawtooth cells of a device as one simulated session in the order they ran,
+//! [`sawtooth_cells::judge::blind_chain`]). The
 //! blind figures make the first claim (at least 95 % of the targeted figures
 //! within target, every miss named); the seeded ones stay as a diagnosis.
 //!

@@ -27,11 +27,11 @@ pub fn blind_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64) -> Config {
 /// begins, bytes per second, from what the plan did to the device before: the
 /// testbed was just made (mkfs writes its inode tables through the page cache at
 /// the device's speed, which the estimator measures: the probe's figure); the
-/// root disk got nothing from oslab for minutes (the contested cells write to
-/// the testbed, the probe uses direct I/O, which the estimator does not see), and
-/// the kernel's first update after more than its averaging period
-/// (roundup_pow_of_two(3 x HZ) jiffies) sets both estimates to what was written
-/// over that gap, next to nothing on an idle disk: one page a second here.
+/// root disk got nothing the estimator sees from oslab for minutes (the
+/// contested cells write to the testbed, the probe uses direct I/O), and a disk
+/// that writes next to nothing for minutes has its estimate fall to next to
+/// nothing: the kernel's trace read 0.0 MiB/s at the root disk's first cell in
+/// every full run so far. One page a second here.
 pub fn first_estimate(dev: &SawDeviceRaw) -> f64 {
     match dev.device {
         SawDevice::Testbed => dev.measured_bytes_s,
@@ -162,7 +162,7 @@ fn value(s: &Sawtooth, fig: Fig) -> Option<f64> {
     }
 }
 
-/// The real runs of `cell` beside its predictions (one blind, or one per run
+/// The real runs of `cell` beside its predictions (one per run, blind or
 /// seeded; their median is judged): one entry per figure the real runs show.
 pub fn compare(cell: SawCell, real: &[Sawtooth], predicted: &[Sawtooth]) -> Vec<SawJudged> {
     Fig::SAWTOOTH
@@ -188,6 +188,10 @@ pub fn compare(cell: SawCell, real: &[Sawtooth], predicted: &[Sawtooth]) -> Vec<
         })
         .collect()
 }
+
+/// The most runs of one device sim.validate records (12 cells, 10 runs each):
+/// a raw file is untrusted, and each run costs a simulation or two.
+pub const MAX_RUNS: usize = 120;
 
 /// The sawtooth cells judged: blind (the headline) and seeded (the diagnosis),
 /// and the cells not judged, with the reason.
@@ -228,9 +232,18 @@ pub fn cells(judged: &[SawJudged]) -> usize {
 pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize) -> SawVerdicts {
     let mut out = SawVerdicts::default();
     for dev in devices {
-        let bandwidth_ok = |b: f64| b.is_finite() && b > 0.0;
+        let bandwidth_ok =
+            |b: f64| b.is_finite() && b > 0.0 && b <= oslab_wbsim::settings::MAX_BYTES as f64;
         let usable = bandwidth_ok(dev.measured_bytes_s)
             && dev.cap_bytes_s.is_none_or(|c| bandwidth_ok(c as f64));
+        if dev.runs.len() > MAX_RUNS {
+            out.empty.push(format!(
+                "{}: {} runs recorded, more than sim.validate makes ({MAX_RUNS})",
+                dev.device.name(),
+                dev.runs.len()
+            ));
+            continue;
+        }
         if !dev.runs.is_empty() && !usable {
             out.empty.push(format!(
                 "{}: no usable device bandwidth recorded",

@@ -200,7 +200,7 @@ fn a_run_stops_after_six_drops_as_the_real_runs_do_by_hand() {
     let cfg = blind_config(&dev, &c, 250);
     let (saw, _) = judge::run_as_measured(&cfg, &c, CYCLES);
     assert_eq!(saw.peaks.len(), CYCLES, "{saw:?}");
-    let (_, t_end) = (saw.peaks[0], saw.troughs.last().unwrap()[0]);
+    let t_end = saw.troughs.last().unwrap()[0];
     assert!(
         (10.0..=11.6).contains(&t_end),
         "the last trough at {t_end} s: {saw:?}"
@@ -274,4 +274,21 @@ fn the_chain_starts_the_testbed_at_its_probe_and_the_root_disk_idle() {
         "{:?}",
         first.troughs
     );
+}
+
+#[test]
+fn a_hostile_raw_file_cannot_make_the_chain_run_away() {
+    // more runs than sim.validate records, or a bandwidth no device has: the
+    // device is not judged, and says why
+    let c = cell(SawDevice::Testbed, 10, 64, false);
+    let mut many = device(Some(40 * MIB), (40 * MIB) as f64);
+    many.runs = (0..=judge::MAX_RUNS).map(|i| run_of(c, i)).collect();
+    let v = judge::judge(&[many], 250, CYCLES);
+    assert!(v.blind.is_empty() && v.seeded.is_empty());
+    assert!(v.empty[0].contains("more than sim.validate makes"), "{v:?}");
+    let mut huge = device(Some(40 * MIB), 1e300);
+    huge.runs = vec![run_of(c, 0)];
+    let v = judge::judge(&[huge], 250, CYCLES);
+    assert!(v.blind.is_empty());
+    assert!(v.empty[0].contains("no usable device bandwidth"), "{v:?}");
 }
