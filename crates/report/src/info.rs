@@ -178,6 +178,20 @@ fn kernel_section(out: &mut String, m: &MachineInfo) {
     let k = &m.kernel;
     out.push_str("\nKernel\n");
     kv(out, "release", k.release.clone());
+    let (major, minor) = oslab_sys::machine::MIN_KERNEL;
+    kv(
+        out,
+        "supported",
+        match oslab_sys::machine::release_supported(&k.release) {
+            Some(true) => format!(
+                "yes ({major}.{minor} or newer; tested from {major}.{minor} on in the kernel matrix)"
+            ),
+            Some(false) => format!(
+                "older than {major}.{minor}, the oldest oslab supports: experiments check what they need and skip with the reason where it is missing"
+            ),
+            None => "the release does not read as MAJOR.MINOR".into(),
+        },
+    );
     kv(
         out,
         "scheduler",

@@ -69,6 +69,21 @@ pub fn cachestat_range(file: &File, off: u64, len: u64) -> SysResult<CacheStat> 
     })
 }
 
+/// Whether this kernel has cachestat(2) (Linux 6.5 and later); probed once.
+pub fn has_cachestat() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        File::open("/proc/self/exe").is_ok_and(|f| match cachestat(&f) {
+            Ok(_) => true,
+            Err(e) => !is_enosys(&e),
+        })
+    })
+}
+
+fn is_enosys(e: &SysError) -> bool {
+    matches!(e, SysError::Syscall { source, .. } if source.raw_os_error() == Some(libc::ENOSYS))
+}
+
 /// Pages of the file resident in memory, by mmap + mincore(2) (any kernel).
 pub fn mincore_pages(file: &File) -> SysResult<u64> {
     let len = file

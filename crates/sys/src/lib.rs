@@ -19,6 +19,7 @@
 // Functions over 80 lines (clippy.toml) fail the lints outside tests (issue 28).
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 pub mod blockdev;
+pub mod cgroup_controllers;
 pub mod cgroup_names;
 pub mod child_group;
 pub mod clock;

@@ -18,16 +18,32 @@ use oslab_model::machine::{
     MemoryInfo, Probed, SchedulerKind, ScratchInfo, TscFlags,
 };
 
-/// The fair scheduler a kernel release implies: EEVDF replaced CFS in 6.6.
-pub fn scheduler_for_release(release: &str) -> SchedulerKind {
+/// The oldest kernel oslab supports: the oldest the kernel matrix boots
+/// (Debian 12's 6.1; crates/oslab/tests/kernel_matrix.rs). On older kernels it
+/// still runs: each experiment checks the facilities it needs and skips with the
+/// reason where one is missing.
+pub const MIN_KERNEL: (u32, u32) = (6, 1);
+
+/// (major, minor) of a kernel release string ("6.1.0-56-amd64" -> (6, 1)).
+pub fn release_version(release: &str) -> Option<(u32, u32)> {
     let mut nums = release
         .split(|c: char| !c.is_ascii_digit())
         .filter(|s| !s.is_empty())
         .map(|s| s.parse::<u32>().ok());
-    match (nums.next().flatten(), nums.next().flatten()) {
-        (Some(major), Some(minor)) if (major, minor) >= (6, 6) => SchedulerKind::Eevdf,
-        (Some(_), Some(_)) => SchedulerKind::Cfs,
-        _ => SchedulerKind::Unknown,
+    Some((nums.next().flatten()?, nums.next().flatten()?))
+}
+
+/// Whether a release is at least [`MIN_KERNEL`] (None: unreadable).
+pub fn release_supported(release: &str) -> Option<bool> {
+    release_version(release).map(|v| v >= MIN_KERNEL)
+}
+
+/// The fair scheduler a kernel release implies: EEVDF replaced CFS in 6.6.
+pub fn scheduler_for_release(release: &str) -> SchedulerKind {
+    match release_version(release) {
+        Some(v) if v >= (6, 6) => SchedulerKind::Eevdf,
+        Some(_) => SchedulerKind::Cfs,
+        None => SchedulerKind::Unknown,
     }
 }
 
@@ -506,6 +522,15 @@ mod tests {
             SchedulerKind::Cfs
         );
         assert_eq!(scheduler_for_release("weird"), SchedulerKind::Unknown);
+    }
+
+    #[test]
+    fn the_minimum_kernel_is_6_1() {
+        assert_eq!(release_supported("6.1.0-56-amd64"), Some(true));
+        assert_eq!(release_supported("6.12.117+deb12-rt-amd64"), Some(true));
+        assert_eq!(release_supported("5.15.0-91-generic"), Some(false));
+        assert_eq!(release_supported("5.14.0-427.el9.x86_64"), Some(false));
+        assert_eq!(release_supported("weird"), None);
     }
 
     #[test]
