@@ -43,14 +43,22 @@ pub struct TestbedUpArgs {
 
 fn describe(tb: &Testbed) -> String {
     format!(
-        "testbed up: {} ({}) over {} ({} sparse), ext4 mounted on {}\n  write cap {}/s, measured {:.1} MiB/s sustained write back\n",
+        "testbed up: {} ({}) over {} ({} sparse), ext4 mounted on {}\n  write cap {}/s, measured {:.1} MiB/s sustained write back\n  {}{}\n",
         tb.device.display(),
         tb.dev,
         tb.image.display(),
         human_bytes(tb.size_bytes),
         tb.mount.display(),
         human_bytes(tb.bandwidth_bytes_s),
-        tb.measured_bytes_s / (1 << 20) as f64
+        tb.measured_bytes_s / (1 << 20) as f64,
+        tb.cap.describe(),
+        match &tb.cap {
+            testbed::Cap::BlkioV1 => String::new(),
+            testbed::Cap::IoMaxV2(c) => format!(
+                "; run a writer there with: echo $$ > {}/cgroup.procs",
+                c.lab.display()
+            ),
+        }
     )
 }
 

@@ -126,9 +126,10 @@ pub fn judge(plan: &Plan, raw: &Raw) -> Output {
         raw.testbed_measured_bytes_s / (1 << 20) as f64,
         "MiB/s",
         format!(
-            "measured on {} (cap {} MiB/s); PostgreSQL {}",
+            "measured on {} (cap {} MiB/s, {}); PostgreSQL {}",
             raw.testbed_device,
             plan.bandwidth >> 20,
+            raw.testbed_cap.describe(),
             raw.postgres
         ),
     ));

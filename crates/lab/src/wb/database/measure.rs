@@ -43,6 +43,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     Ok(Measured::Raw(Raw {
         postgres,
         testbed_device: tb.device.display().to_string(),
+        testbed_cap: tb.cap.clone(),
         testbed_measured_bytes_s: tb.measured_bytes_s,
         cells,
         teardown_errors,

@@ -170,6 +170,9 @@ pub struct CellRaw {
 pub struct Raw {
     pub postgres: String,
     pub testbed_device: String,
+    /// How the testbed's bandwidth was capped (v1 blkio in runs recorded before v2).
+    #[serde(default)]
+    pub testbed_cap: crate::services::testbed::Cap,
     pub testbed_measured_bytes_s: f64,
     pub cells: Vec<CellRaw>,
     pub teardown_errors: Vec<String>,

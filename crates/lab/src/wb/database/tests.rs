@@ -42,6 +42,7 @@ fn raw() -> Raw {
     Raw {
         postgres: "15.14".into(),
         testbed_device: "/dev/loop0".into(),
+        testbed_cap: Default::default(),
         testbed_measured_bytes_s: (40 << 20) as f64,
         cells: vec![
             cell(

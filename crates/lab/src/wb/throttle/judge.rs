@@ -140,9 +140,10 @@ pub(super) fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
     ];
     out.plots = plots(raw);
     out.notes.push(format!(
-        "testbed {} capped at {}/s; dirty_bytes {}, dirty_background_bytes {} (journaled, restored)",
+        "testbed {} capped at {}/s ({}); dirty_bytes {}, dirty_background_bytes {} (journaled, restored)",
         raw.testbed_device,
         human_bytes(plan.bandwidth),
+        raw.testbed_cap.describe(),
         human_bytes(raw.dirty_bytes),
         human_bytes(raw.dirty_background_bytes)
     ));

@@ -31,6 +31,7 @@ pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, L
     let (traces, polls) = result?;
     Ok(Measured::Raw(Raw {
         testbed_device: tb.device.display().to_string(),
+        testbed_cap: tb.cap.clone(),
         testbed_measured_bytes_s: tb.measured_bytes_s,
         dirty_bytes: HARD,
         dirty_background_bytes: BACKGROUND,

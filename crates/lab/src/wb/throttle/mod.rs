@@ -99,6 +99,9 @@ pub struct Plan {
 pub struct Raw {
     /// The testbed's loop device (`/dev/loop0`).
     pub testbed_device: String,
+    /// How the testbed's bandwidth was capped (v1 blkio in runs recorded before v2).
+    #[serde(default)]
+    pub testbed_cap: crate::services::testbed::Cap,
     /// Sustained write-back throughput the testbed measured after it was built.
     pub testbed_measured_bytes_s: f64,
     /// vm.dirty_bytes and vm.dirty_background_bytes as set for the run.

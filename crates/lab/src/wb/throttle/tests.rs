@@ -6,6 +6,7 @@ fn raw(latency_ms: Vec<f64>, peak_mib: u64) -> Raw {
     let start_s = (0..latency_ms.len()).map(|i| i as f64 * 0.1).collect();
     Raw {
         testbed_device: "/dev/loop9".into(),
+        testbed_cap: Default::default(),
         testbed_measured_bytes_s: 10.0 * (1 << 20) as f64,
         dirty_bytes: HARD,
         dirty_background_bytes: BACKGROUND,

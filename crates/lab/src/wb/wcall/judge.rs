@@ -344,6 +344,11 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     out.claims = super::claims::claims(&m, plan, raw, env);
     out.plots = super::plots::plots(&m, &rows_mean, &predicted);
     out.notes.push(matrix_note(&m, plan, raw));
+    out.notes.push(format!(
+        "slow device {}: {}",
+        raw.testbed_device,
+        raw.testbed_cap.describe()
+    ));
     out.notes.push("`oslab sim validate` holds the simulator to targets on similar workloads (its RT-45 competitors write 512 KiB every 20 ms, these 1 MiB every 10 ms), write by write, with a blind prediction beside".into());
     out.notes.push(memory_note(raw, env));
     if let Some(t) = raw.first_touch {

@@ -285,6 +285,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     let cells = result?;
     Ok(Measured::Raw(Raw {
         testbed_device: tb.device.display().to_string(),
+        testbed_cap: tb.cap.clone(),
         testbed_bdi: Some(tb.dev.clone()),
         testbed_measured_bytes_s: tb.measured_bytes_s,
         dirty_bytes: HARD,

@@ -180,6 +180,9 @@ pub struct Plan {
 pub struct Raw {
     /// The testbed's loop device (`/dev/loop0`).
     pub testbed_device: String,
+    /// How the testbed's bandwidth was capped (v1 blkio in runs recorded before v2).
+    #[serde(default)]
+    pub testbed_cap: crate::services::testbed::Cap,
     /// Its "MAJOR:MINOR", as the kernel's write-back records name it (absent in
     /// runs recorded before it was kept).
     #[serde(default)]

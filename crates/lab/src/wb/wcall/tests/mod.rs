@@ -140,6 +140,7 @@ fn matrix() -> Raw {
     }
     Raw {
         testbed_device: "/dev/loop9".into(),
+        testbed_cap: Default::default(),
         testbed_bdi: Some("7:9".into()),
         testbed_measured_bytes_s: 40.0 * MIB as f64,
         dirty_bytes: 64 * MIB,
