@@ -10,7 +10,11 @@
 //! already delegates `memory` to its children, else beside it, under its parent
 //! (processes moved there leave limits set on the coordinator's own cgroup, not
 //! those of the parent). Never directly under the root of the hierarchy, which
-//! could lift a container's limit. Named after the coordinator's pid, journaled,
+//! could lift a container's limit, unless the coordinator itself is in the root
+//! cgroup (a machine without systemd, a kernel matrix guest), where a move lifts
+//! nothing: there it turns memory and io on for the root's children first, as
+//! systemd does for its slices, journaled and turned off again when it stops.
+//! Named after the coordinator's pid, journaled,
 //! and removed when the governor stops, on Ctrl-C, or by `oslab restore`; what is
 //! set inside them goes with them.
 //!
@@ -22,6 +26,7 @@
 
 use std::path::{Path, PathBuf};
 
+use oslab_sys::cgroup_controllers::{give_to_children, not_given, words};
 use oslab_sys::fsread::Root;
 use oslab_sys::journal::{Undo, with_global};
 use oslab_sys::parse::memcg::{self, Version};
@@ -102,12 +107,6 @@ fn base_dir(parent: &Path, coordinator_pid: u32) -> PathBuf {
     parent.join(format!("oslab-wcall-{coordinator_pid}"))
 }
 
-fn words(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .map(|t| t.split_whitespace().map(str::to_string).collect())
-        .unwrap_or_default()
-}
-
 /// Where a coordinator in cgroup `own` of a v2 hierarchy mounted at `root` puts
 /// its groups: under `own` when it gives `memory` to its children, else under its
 /// parent when that does (and is not the root), else why neither works.
@@ -129,6 +128,24 @@ pub fn v2_parent(own: &Path, root: &Path) -> Result<PathBuf, String> {
     }
 }
 
+/// Turns memory and io on for the children of the root cgroup `root` where the
+/// hierarchy has them and they are off; journaled, so they go off again.
+fn turn_on_for_children(root: &Path) -> Result<Vec<u64>, String> {
+    let mut seqs = Vec::new();
+    let r = give_to_children(root, &not_given(root, &["memory", "io"]), &mut |d, u| {
+        let s = with_global(|j| j.record(d, u))?;
+        seqs.push(s);
+        Ok(s)
+    });
+    if let Err(e) = r {
+        for s in seqs.into_iter().rev() {
+            let _ = with_global(|j| j.undo(s));
+        }
+        return Err(e.to_string());
+    }
+    Ok(seqs)
+}
+
 impl GroupCgroups {
     /// Creates one cgroup per group where this process's memory cgroup allows it.
     /// The error says why not (no memory controller, v2 without it delegated, no
@@ -136,6 +153,7 @@ impl GroupCgroups {
     pub fn create(limits: &CgroupLimits) -> Result<GroupCgroups, String> {
         let (version, own) = memcg::own_cgroup(&Root::live())
             .ok_or("no memory cgroup controller is mounted for this process")?;
+        let mut root_seqs = Vec::new();
         let parent = match version {
             Version::V1 => own.clone(),
             Version::V2 => {
@@ -143,10 +161,26 @@ impl GroupCgroups {
                     .ok_or("cannot read /proc/self/mounts")?
                     .1
                     .ok_or("no cgroup2 mount found")?;
-                v2_parent(&own, &root)?
+                if own == root {
+                    root_seqs = turn_on_for_children(&root)?;
+                    root
+                } else {
+                    v2_parent(&own, &root)?
+                }
             }
         };
-        Self::create_at(version, &parent, &own, std::process::id(), limits)
+        match Self::create_at(version, &parent, &own, std::process::id(), limits) {
+            Ok(mut me) => {
+                me.seqs.splice(0..0, root_seqs);
+                Ok(me)
+            }
+            Err(e) => {
+                for seq in root_seqs.into_iter().rev() {
+                    let _ = with_global(|j| j.undo(seq));
+                }
+                Err(e)
+            }
+        }
     }
 
     /// Creates `parent/oslab-wcall-PID/{rt-high,rt-low,normal}`; processes left in
@@ -281,6 +315,17 @@ impl GroupCgroups {
                 let _ = std::fs::write(procs, pid.to_string());
             }
         }
+    }
+
+    /// Each group's dirty and writeback bytes as its cgroup's memory.stat counts
+    /// them (children included), where all three can be read.
+    pub fn dirty_writeback(&self) -> Option<[(u64, u64); GROUPS]> {
+        let mut out = [(0, 0); GROUPS];
+        for (g, slot) in out.iter_mut().enumerate() {
+            let stat = std::fs::read_to_string(self.dir(g).join("memory.stat")).ok()?;
+            *slot = memcg::dirty_writeback(&stat, self.version)?;
+        }
+        Some(out)
     }
 
     /// Where the group cgroups are.

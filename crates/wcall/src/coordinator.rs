@@ -3,6 +3,8 @@
 //! - Monitoring: which governed processes are alive and writing (`crate::roster`:
 //!   their group is the coordinator's decision, their writing the kernel's count),
 //!   each group's dirty and writeback bytes exactly, from cachestat() on the files
+//!   (on kernels before 6.5, which have no cachestat, from each group's cgroup's
+//!   memory.stat where the groups have cgroups; else they read 0 and nothing is held)
 //!   its processes write, and the global Dirty, Writeback and the kernel's limits
 //!   as `oslab dirty explain` computes them.
 //! - Allocation: `oslab_wbsim::policy::gates`, the same code the simulator runs.
@@ -207,6 +209,14 @@ impl Coordinator {
         }
         self.files
             .measure(&reg, b, &mut budget, &mut states, &refused);
+        if !oslab_sys::fileio::has_cachestat() {
+            if let Some(u) = self.cgroups.as_ref().and_then(|c| c.dirty_writeback()) {
+                for (s, (dirty, writeback)) in states.iter_mut().zip(u) {
+                    s.dirty = dirty;
+                    s.writeback = writeback;
+                }
+            }
+        }
         drop(reg);
         let governed: u64 = states.iter().map(|s| s.dirty + s.writeback).sum();
         let room = Room {

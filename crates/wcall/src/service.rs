@@ -189,12 +189,24 @@ impl Governor {
 
     /// How the coordinator sees the groups' dirty pages, in words.
     pub fn monitor(&self) -> String {
-        match &self.monitor {
-            Ok(()) => "monitor: the kernel's writeback_dirty_folio records (every file a governed process dirties, by write(), mappings or stdio) and cachestat()".into(),
+        let seen = match &self.monitor {
+            Ok(()) => "monitor: the kernel's writeback_dirty_folio records (every file a governed process dirties, by write(), mappings or stdio) and cachestat()".to_string(),
             Err(why) => format!(
                 "monitor: cachestat() of the files governed write() calls reach ({why})"
             ),
+        };
+        if oslab_sys::fileio::has_cachestat() {
+            return seen;
         }
+        let instead = match &self.cgroups {
+            CgroupUse::Placed { .. } => {
+                "each group's dirty and writeback bytes come from its cgroup's memory.stat instead"
+            }
+            _ => {
+                "and with no cgroups for the groups nothing measures their dirty pages: no writer is held"
+            }
+        };
+        format!("{seen}; this kernel has no cachestat() (it came in 6.5): {instead}")
     }
 
     /// Whether governed processes go into memory cgroups.
