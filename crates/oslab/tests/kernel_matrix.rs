@@ -1,0 +1,317 @@
+//! The kernel matrix: oslab on the kernels users run, with cgroup v2 only.
+//!
+//! Debian 12's kernels from the meta-packages linux-image-amd64 (6.1),
+//! linux-image-6.12-amd64 and linux-image-6.12-rt-amd64 are fetched from Debian
+//! (`apt-get download`), booted one after another under QEMU with software
+//! emulation (TCG: /dev/kvm did not boot a guest here), the host's userspace
+//! read-only over 9p, a scratch disk, and `cgroup_no_v1=all`
+//! (scripts/kernel-matrix/). In each, scripts/kernel-matrix/job runs `info`, the
+//! testbed up and down, wb.background, wb.throttle and a quick wb.wcall on the v2
+//! slow device (not on the PREEMPT_RT kernel: see scripts/kernel-matrix/job), `wcall run` with cgroups, `stalls` during a dd and `restore`, and
+//! records the machine's state before and after. CPU experiments are not run: their
+//! timings under an emulated CPU mean nothing. The write-back verdicts are written
+//! to the matrix's summary (target/tmp/kernel-matrix/matrix.md) and printed, not
+//! asserted: whether a textbook claim holds on a kernel is what the matrix reports.
+//! What is asserted is that oslab works there: every check exits 0, the slow device
+//! is the v2 one, the governor places its groups in v2 cgroups, `stalls` sees the
+//! dd's writes, and nothing is left behind.
+//!
+//! Needs root, qemu-system-x86_64, busybox (static), kmod, xz and Debian's package
+//! sources (`.ci/run` installs them); skips itself with the reason otherwise, or
+//! when OSLAB_KERNEL_MATRIX=off. About 6 minutes per kernel on 2 vCPUs.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const KERNELS: [&str; 3] = [
+    "linux-image-amd64",
+    "linux-image-6.12-amd64",
+    "linux-image-6.12-rt-amd64",
+];
+/// Per kernel, boot to power-off (the budget is 8 minutes).
+const LIMIT_S: u32 = 480;
+
+fn scripts() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kernel-matrix")
+}
+
+fn missing_tool() -> Option<String> {
+    for tool in [
+        "qemu-system-x86_64",
+        "busybox",
+        "depmod",
+        "apt-get",
+        "dpkg-deb",
+    ] {
+        let found = std::env::var_os("PATH").is_some_and(|p| {
+            std::env::split_paths(&p).any(|d| d.join(tool).is_file())
+                || Path::new("/usr/sbin").join(tool).is_file()
+        });
+        if !found {
+            return Some(format!("{tool} is not installed"));
+        }
+    }
+    None
+}
+
+/// "NAME RC SECONDS" lines.
+fn checks(out: &Path) -> Vec<(String, i32, f64)> {
+    std::fs::read_to_string(out.join("checks"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| {
+            let mut w = l.split_whitespace();
+            Some((
+                w.next()?.to_string(),
+                w.next()?.parse().ok()?,
+                w.next()?.parse().ok()?,
+            ))
+        })
+        .collect()
+}
+
+fn text(out: &Path, name: &str) -> String {
+    std::fs::read_to_string(out.join(name)).unwrap_or_default()
+}
+
+/// (experiment, verdict, claim) of every claim in a result set.
+fn verdicts(results: &serde_json::Value) -> Vec<(String, String, String)> {
+    let mut v = Vec::new();
+    for r in results["results"].as_array().into_iter().flatten() {
+        for c in r["claims"].as_array().into_iter().flatten() {
+            v.push((
+                r["experiment"].as_str().unwrap_or("?").to_string(),
+                c["verdict"].as_str().unwrap_or("?").to_string(),
+                c["text"].as_str().unwrap_or("?").to_string(),
+            ));
+        }
+    }
+    v
+}
+
+struct Booted {
+    package: String,
+    version: String,
+    release: String,
+    out: PathBuf,
+    wall_s: f64,
+}
+
+fn boot(cache: &Path, package: &str, version: &str, release: &str) -> Booted {
+    let out = cache.join(format!("out-{release}"));
+    let _ = std::fs::remove_dir_all(&out);
+    std::fs::create_dir_all(&out).unwrap();
+    let job = cache.join(format!("job-{release}"));
+    let mut script = format!(
+        "export OSLAB={} OSLAB_WCALL_LIB={}\n",
+        env!("CARGO_BIN_EXE_oslab"),
+        common::preload_lib().display()
+    );
+    script += &std::fs::read_to_string(scripts().join("job")).unwrap();
+    std::fs::write(&job, script).unwrap();
+    let t0 = std::time::Instant::now();
+    let status = Command::new(scripts().join("boot"))
+        .arg(cache.join(release))
+        .arg(&out)
+        .arg(&job)
+        .arg(LIMIT_S.to_string())
+        .status()
+        .unwrap();
+    let wall_s = t0.elapsed().as_secs_f64();
+    let console = text(&out, "console.log");
+    assert!(
+        !console.contains("Kernel panic"),
+        "{release}: the guest kernel panicked: {}",
+        console
+            .lines()
+            .find(|l| l.contains("Oops") || l.contains("BUG"))
+            .unwrap_or("see the console log")
+    );
+    assert!(
+        status.success(),
+        "{release}: the guest ended with {status} (console: {}, guest log: {})",
+        out.join("console.log").display(),
+        out.join("guest.log").display()
+    );
+    Booted {
+        package: package.into(),
+        version: version.into(),
+        release: release.into(),
+        out,
+        wall_s,
+    }
+}
+
+/// What must hold in every kernel: oslab works there and leaves nothing behind.
+fn assert_works(b: &Booted) {
+    let r = &b.release;
+    let done = checks(&b.out);
+    let names: Vec<&str> = done.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "info",
+            "testbed-up",
+            "testbed-status",
+            "testbed-down",
+            "wb",
+            "wcall-run",
+            "stalls",
+            "restore"
+        ],
+        "{r}: checks run"
+    );
+    for (name, rc, _) in &done {
+        assert_eq!(
+            *rc,
+            0,
+            "{r}: {name} exited {rc}:\n{}",
+            text(&b.out, &format!("{name}.txt"))
+        );
+    }
+    let info = text(&b.out, "info.txt");
+    assert!(
+        info.contains(r.as_str()),
+        "{r}: info names the kernel:\n{info}"
+    );
+    let up = text(&b.out, "testbed-up.txt");
+    assert!(
+        up.contains("cgroup v2 io.max"),
+        "{r}: the testbed's cap is the v2 one:\n{up}"
+    );
+    let wcall = text(&b.out, "wcall-run.txt");
+    assert!(
+        wcall.contains("cgroups (v2): /sys/fs/cgroup/oslab-wcall-"),
+        "{r}: the governor placed its groups in v2 cgroups:\n{wcall}"
+    );
+    let stalls = text(&b.out, "stalls.jsonl");
+    assert!(
+        stalls.lines().any(|l| l.contains("\"write\"")),
+        "{r}: stalls saw the dd's slow writes:\n{}",
+        text(&b.out, "stalls.txt")
+    );
+    let results: serde_json::Value =
+        serde_json::from_str(&text(&b.out, "wb.json")).expect("wb.json is JSON");
+    let ids: Vec<String> = common::experiment_ids(&results["results"]);
+    let rt = text(&b.out, "skipped").contains("wb.wcall: not run on a PREEMPT_RT kernel");
+    if rt {
+        assert_eq!(ids, ["wb.background", "wb.throttle"], "{r}");
+    } else {
+        assert_eq!(ids, ["wb.background", "wb.throttle", "wb.wcall"], "{r}");
+    }
+    let wb = text(&b.out, "wb.txt");
+    assert!(
+        wb.contains("cgroup v2 io.max"),
+        "{r}: the results say which slow device they ran on"
+    );
+    assert_eq!(
+        text(&b.out, "state-before.txt"),
+        text(&b.out, "state-after.txt"),
+        "{r}: the guest is as it was (cgroups, controllers, loop devices, mounts, scratch, vm.dirty_*)"
+    );
+}
+
+fn summary(booted: &[Booted]) -> String {
+    let mut s = String::from(
+        "| kernel | package | boot to power-off | wb checks | verdicts (holds / differs / other) |\n|---|---|---|---|---|\n",
+    );
+    for b in booted {
+        let results: serde_json::Value =
+            serde_json::from_str(&text(&b.out, "wb.json")).unwrap_or_default();
+        let v = verdicts(&results);
+        let count = |x: &str| v.iter().filter(|(_, verdict, _)| verdict == x).count();
+        let wb_s = checks(&b.out)
+            .iter()
+            .find(|c| c.0 == "wb")
+            .map_or(0.0, |c| c.2);
+        let skipped = text(&b.out, "skipped");
+        s += &format!(
+            "| {} | {} {} | {:.0} s | {:.0} s | {} / {} / {}{} |\n",
+            b.release,
+            b.package,
+            b.version,
+            b.wall_s,
+            wb_s,
+            count("holds"),
+            count("differs"),
+            v.len() - count("holds") - count("differs"),
+            if skipped.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", skipped.trim())
+            }
+        );
+    }
+    s += "\n| claim |";
+    for b in booted {
+        s += &format!(" {} |", b.release);
+    }
+    s += "\n|---|";
+    s += &"---|".repeat(booted.len());
+    s += "\n";
+    let first: serde_json::Value = booted
+        .first()
+        .and_then(|b| serde_json::from_str(&text(&b.out, "wb.json")).ok())
+        .unwrap_or_default();
+    for (i, (id, _, claim)) in verdicts(&first).iter().enumerate() {
+        s += &format!("| {id}: {claim} |");
+        for b in booted {
+            let r: serde_json::Value =
+                serde_json::from_str(&text(&b.out, "wb.json")).unwrap_or_default();
+            let v = verdicts(&r);
+            s += &format!(" {} |", v.get(i).map_or("-", |x| x.1.as_str()));
+        }
+        s += "\n";
+    }
+    s
+}
+
+#[test]
+fn each_kernel_runs_the_write_back_lab_on_cgroup_v2() {
+    if std::env::var("OSLAB_KERNEL_MATRIX").as_deref() == Ok("off") {
+        eprintln!("skipped: OSLAB_KERNEL_MATRIX=off");
+        return;
+    }
+    if !common::is_root() {
+        eprintln!(
+            "skipped: the kernel matrix needs root (9p export of /, loop devices in the guest)"
+        );
+        return;
+    }
+    if let Some(why) = missing_tool() {
+        eprintln!("skipped: {why} (.ci/run installs the kernel matrix's tools)");
+        return;
+    }
+    let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kernel-matrix");
+    let prepared = Command::new(scripts().join("prepare"))
+        .arg(&cache)
+        .args(KERNELS)
+        .output()
+        .unwrap();
+    assert!(
+        prepared.status.success(),
+        "fetching and unpacking the kernels failed: {}",
+        String::from_utf8_lossy(&prepared.stderr)
+    );
+    let lines = String::from_utf8(prepared.stdout).unwrap();
+    let mut booted = Vec::new();
+    for line in lines.lines() {
+        let w: Vec<&str> = line.split_whitespace().collect();
+        let [package, version, release] = w[..] else {
+            panic!("prepare printed '{line}'");
+        };
+        eprintln!("kernel matrix: booting {release} ({package} {version})");
+        let b = boot(&cache, package, version, release);
+        eprintln!("kernel matrix: {release} took {:.0} s", b.wall_s);
+        booted.push(b);
+    }
+    assert_eq!(booted.len(), KERNELS.len(), "one guest per package");
+    let table = summary(&booted);
+    std::fs::write(cache.join("matrix.md"), &table).unwrap();
+    eprintln!("{table}");
+    for b in &booted {
+        assert_works(b);
+    }
+}
