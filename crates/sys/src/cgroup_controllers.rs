@@ -27,10 +27,60 @@ pub fn not_given<'a>(dir: &Path, wanted: &[&'a str]) -> Vec<&'a str> {
         .collect()
 }
 
+/// Whether `dir` is a cgroup delegated to its owner as systemd marks it
+/// (`Delegate=yes`: the extended attribute trusted.delegate or user.delegate set
+/// to 1; systemd's docs, "Control Group APIs and Delegation").
+pub fn delegated(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return false;
+    };
+    ["trusted.delegate", "user.delegate"].iter().any(|name| {
+        let name = std::ffi::CString::new(*name).expect("no NUL");
+        let mut value = [0u8; 8];
+        // SAFETY: c and name are NUL-terminated; value is a valid buffer of its length.
+        let n = unsafe {
+            libc::getxattr(
+                c.as_ptr(),
+                name.as_ptr(),
+                value.as_mut_ptr().cast(),
+                value.len(),
+            )
+        };
+        n > 0 && value[..n as usize].starts_with(b"1")
+    })
+}
+
+/// The first of `dir` and the folders above it, up to `root`, that is not root's
+/// alone (owned by another uid, or writable by group or others), as
+/// "PATH (uid U, mode M)"; None when all are.
+pub fn not_roots_alone(dir: &Path, root: &Path) -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    for d in dir.ancestors() {
+        match std::fs::symlink_metadata(d) {
+            Ok(m) if m.uid() == 0 && m.mode() & 0o022 == 0 => {}
+            Ok(m) => {
+                return Some(format!(
+                    "{} (uid {}, mode {:o})",
+                    d.display(),
+                    m.uid(),
+                    m.mode() & 0o7777
+                ));
+            }
+            Err(e) => return Some(format!("{} ({e})", d.display())),
+        }
+        if d == root {
+            break;
+        }
+    }
+    None
+}
+
 /// Turns each of `controllers` on for the children of `dir`, recording its undo
-/// (turning it off again) with `record` before the change. On a failure the
-/// record of the change that failed stands with the others, for the caller to
-/// undo (turning off what is off is harmless).
+/// (turning it off again, unless a cgroup made since then may use it) with
+/// `record` before the change. On a failure the record of the change that failed
+/// stands with the others, for the caller to undo (turning off what is off is
+/// harmless).
 pub fn give_to_children(
     dir: &Path,
     controllers: &[&str],
@@ -43,9 +93,10 @@ pub fn give_to_children(
                 "cgroup v2: {c} controller for the children of {}",
                 dir.display()
             ),
-            Undo::WriteFile {
-                path: subtree.clone(),
-                contents: format!("-{c}"),
+            Undo::WithdrawController {
+                dir: dir.to_path_buf(),
+                controller: c.to_string(),
+                children: crate::cgroup_names::child_names(dir),
             },
         )?;
         std::fs::write(&subtree, format!("+{c}")).map_err(|source| SysError::Write {
@@ -89,10 +140,37 @@ mod tests {
         assert_eq!(recorded[1].2.as_deref(), Some("+io"));
         assert_eq!(
             recorded[1].1,
-            Undo::WriteFile {
-                path: t.path().join("cgroup.subtree_control"),
-                contents: "-memory".into()
+            Undo::WithdrawController {
+                dir: t.path().to_path_buf(),
+                controller: "memory".into(),
+                children: Vec::new(),
             }
         );
+    }
+
+    #[test]
+    fn a_controller_a_later_cgroup_may_use_is_left_on() {
+        let t = tempfile::tempdir().unwrap();
+        std::fs::create_dir(t.path().join("mine-before")).unwrap();
+        std::fs::write(t.path().join("cgroup.subtree_control"), "+io").unwrap();
+        let undo = |children: Vec<String>| {
+            let e = crate::journal::Entry {
+                seq: 1,
+                description: "io".into(),
+                undo: Undo::WithdrawController {
+                    dir: t.path().to_path_buf(),
+                    controller: "io".into(),
+                    children,
+                },
+            };
+            crate::journal::undo_entries(&[e]).remove(0).result
+        };
+        std::fs::create_dir(t.path().join("theirs")).unwrap();
+        let e = undo(vec!["mine-before".into()]).unwrap_err();
+        assert!(e.contains("theirs came after oslab"), "{e}");
+        let read = || std::fs::read_to_string(t.path().join("cgroup.subtree_control")).unwrap();
+        assert_eq!(read(), "+io", "left on");
+        undo(vec!["mine-before".into(), "theirs".into()]).unwrap();
+        assert_eq!(read(), "-io", "turned off when nothing new is there");
     }
 }

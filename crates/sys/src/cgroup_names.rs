@@ -105,6 +105,19 @@ pub fn walk(mount: &Path) -> HashMap<u64, String> {
     out
 }
 
+/// The names of the child cgroups of `dir`, sorted.
+pub fn child_names(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

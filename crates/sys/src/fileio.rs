@@ -80,8 +80,10 @@ pub fn has_cachestat() -> bool {
     })
 }
 
+/// ENOSYS, or EPERM from a seccomp filter that refuses calls it does not know.
 fn is_enosys(e: &SysError) -> bool {
-    matches!(e, SysError::Syscall { source, .. } if source.raw_os_error() == Some(libc::ENOSYS))
+    matches!(e, SysError::Syscall { source, .. }
+        if matches!(source.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)))
 }
 
 /// Pages of the file resident in memory, by mmap + mincore(2) (any kernel).

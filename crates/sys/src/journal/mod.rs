@@ -51,6 +51,15 @@ pub enum Undo {
     /// Remove a cgroup oslab created, first moving any process still in it to
     /// `parent` (its parent cgroup), so a straggler cannot keep it alive.
     RemoveCgroup { path: PathBuf, parent: PathBuf },
+    /// Turn cgroup v2 `controller` off for the children of `dir` again, unless a
+    /// child cgroup that was not there when oslab turned it on (`children`, their
+    /// names then) is there now: turning it off would take it from that cgroup
+    /// (another program's limits), so it is left on and the undo says so.
+    WithdrawController {
+        dir: PathBuf,
+        controller: String,
+        children: Vec<String>,
+    },
     /// Nothing can or need be undone (drop_caches); recorded for the record.
     Nothing,
 }

@@ -26,6 +26,16 @@ fn undo() -> impl Strategy<Value = Undo> {
         path().prop_map(|path| Undo::RemovePath { path }),
         path().prop_map(|path| Undo::RemoveDir { path }),
         (path(), path()).prop_map(|(path, parent)| Undo::RemoveCgroup { path, parent }),
+        (
+            path(),
+            "[a-z]{0,8}",
+            proptest::collection::vec("[^/\0]{0,8}", 0..3)
+        )
+            .prop_map(|(dir, controller, children)| Undo::WithdrawController {
+                dir,
+                controller,
+                children
+            }),
         Just(Undo::Nothing),
     ]
 }

@@ -44,11 +44,40 @@ pub(super) fn apply_undo(undo: &Undo) -> SysResult<()> {
             }),
         },
         Undo::RemoveCgroup { path, parent } => remove_cgroup(path, parent),
+        Undo::WithdrawController {
+            dir,
+            controller,
+            children,
+        } => withdraw_controller(dir, controller, children),
         Undo::Nothing => Ok(()),
     }
 }
 
+fn withdraw_controller(dir: &Path, controller: &str, before: &[String]) -> SysResult<()> {
+    let newcomers: Vec<String> = crate::cgroup_names::child_names(dir)
+        .into_iter()
+        .filter(|c| !before.contains(c))
+        .collect();
+    if !newcomers.is_empty() {
+        return Err(SysError::Other(format!(
+            "left the {controller} controller on for the children of {}: {} came after oslab turned it on and may use it",
+            dir.display(),
+            newcomers.join(", ")
+        )));
+    }
+    write_text(
+        &dir.join("cgroup.subtree_control"),
+        &format!("-{controller}"),
+    )
+}
+
 fn remove_cgroup(path: &Path, parent: &Path) -> SysResult<()> {
+    // The cgroup to move stragglers to may be gone by now (systemd removes a scope
+    // that emptied when oslab left it): then the nearest one above it that is left.
+    let parent = parent
+        .ancestors()
+        .find(|p| p.join("cgroup.procs").exists())
+        .unwrap_or(parent);
     // A process moved out may still be exiting; a cgroup empties within moments.
     for attempt in 0..50 {
         if !path.exists() {

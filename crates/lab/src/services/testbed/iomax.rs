@@ -18,10 +18,11 @@
 //! root: a P another user owns could freeze or starve oslab, and moving out of a
 //! cgroup directly under the root could lift a limit set on it.
 
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
-use oslab_sys::cgroup_controllers::{give_to_children, not_given, words};
+use oslab_sys::cgroup_controllers::{
+    delegated, give_to_children, not_given, not_roots_alone, words,
+};
 use oslab_sys::fsread::Root;
 use oslab_sys::journal::Undo;
 use oslab_sys::parse::memcg::{self, Version};
@@ -68,6 +69,12 @@ pub fn placement(own: &Path, root: &Path) -> Result<Placement, String> {
         ));
     }
     if own == root {
+        if root.join("cgroup.type").exists() {
+            return Err(format!(
+                "oslab sits in the root of a cgroup namespace ({}), not of the machine's hierarchy, so it cannot give controllers there",
+                root.display()
+            ));
+        }
         return Ok(Placement {
             parent: root.to_path_buf(),
             enable: not_given(root, &NEEDED),
@@ -76,7 +83,7 @@ pub fn placement(own: &Path, root: &Path) -> Result<Placement, String> {
     }
     let Some(parent) = own.parent().filter(|p| *p != root && p.starts_with(root)) else {
         return Err(format!(
-            "oslab's cgroup {} sits directly under the root, and moving out of it could lift its limits; run oslab from a cgroup whose parent gives io and memory to its children",
+            "oslab's cgroup {} sits directly under the root, and moving out of it could lift its limits; run oslab from the root cgroup, or from a cgroup inside a delegated one (systemd's Delegate=yes) that gives io and memory to its children",
             own.display()
         ));
     };
@@ -88,18 +95,21 @@ pub fn placement(own: &Path, root: &Path) -> Result<Placement, String> {
             missing.join(" and ")
         ));
     }
-    match std::fs::metadata(parent) {
-        Ok(m) if m.uid() == 0 => Ok(Placement {
+    if !delegated(parent) {
+        return Err(format!(
+            "{} is not delegated (systemd's Delegate=yes marks it), so cgroups oslab made there would be its manager's to remove; run oslab from the root cgroup or inside a delegated cgroup",
+            parent.display()
+        ));
+    }
+    match not_roots_alone(parent, root) {
+        None => Ok(Placement {
             parent: parent.to_path_buf(),
             enable: Vec::new(),
             home: own.to_path_buf(),
         }),
-        Ok(m) => Err(format!(
-            "{} belongs to uid {}, who could freeze or starve a root process placed under it",
-            parent.display(),
-            m.uid()
+        Some(who) => Err(format!(
+            "{who} is not root's alone: whoever else can write there could freeze or starve a root process placed under it"
         )),
-        Err(e) => Err(format!("{}: {e}", parent.display())),
     }
 }
 
@@ -205,7 +215,7 @@ mod tests {
         let kinds: Vec<String> = undos
             .iter()
             .map(|u| match u {
-                Undo::WriteFile { contents, .. } => contents.clone(),
+                Undo::WithdrawController { controller, .. } => format!("-{controller}"),
                 Undo::RemoveCgroup { path, parent } => {
                     assert_eq!(parent, t.path(), "stragglers go back where oslab was");
                     path.strip_prefix(t.path()).unwrap().display().to_string()
@@ -236,8 +246,12 @@ mod tests {
         assert!(e.contains("no io or memory controller"), "{e}");
     }
 
+    fn delegate(dir: &Path) {
+        oslab_sys::testing::mark_delegated(dir).unwrap();
+    }
+
     #[test]
-    fn below_the_root_the_parent_must_already_delegate_both() {
+    fn below_the_root_the_parent_must_delegate_both_and_be_roots_alone() {
         let t = tree(&[
             ("cgroup.controllers", "io memory\n"),
             ("a.slice/cgroup.subtree_control", "memory pids\n"),
@@ -247,14 +261,27 @@ mod tests {
         let e = placement(&own, t.path()).unwrap_err();
         assert!(e.contains("does not give io to its children"), "{e}");
         std::fs::write(t.path().join("a.slice/cgroup.subtree_control"), "io memory").unwrap();
+        let e = placement(&own, t.path()).unwrap_err();
+        assert!(e.contains("is not delegated"), "{e}");
+        delegate(&t.path().join("a.slice"));
         // the test's temporary folder is root's only when the tests run as root
         match placement(&own, t.path()) {
             Ok(p) => {
                 assert_eq!(p.parent, t.path().join("a.slice"));
                 assert!(p.enable.is_empty(), "nothing is turned on below the root");
             }
-            Err(e) => assert!(!oslab_sys::process::is_root() && e.contains("belongs to uid")),
+            Err(e) => assert!(!oslab_sys::process::is_root() && e.contains("is not root's alone")),
         }
+    }
+
+    #[test]
+    fn the_root_of_a_cgroup_namespace_is_not_the_machines() {
+        let t = tree(&[
+            ("cgroup.controllers", "io memory\n"),
+            ("cgroup.type", "domain\n"),
+        ]);
+        let e = placement(t.path(), t.path()).unwrap_err();
+        assert!(e.contains("root of a cgroup namespace"), "{e}");
     }
 
     #[test]
@@ -280,8 +307,12 @@ mod tests {
             ("u.slice/me.scope/cgroup.procs", ""),
         ]);
         let parent = t.path().join("u.slice");
+        delegate(&parent);
         std::os::unix::fs::chown(&parent, Some(65534), None).unwrap();
         let e = placement(&parent.join("me.scope"), t.path()).unwrap_err();
-        assert!(e.contains("belongs to uid 65534"), "{e}");
+        assert!(
+            e.contains("uid 65534") && e.contains("not root's alone"),
+            "{e}"
+        );
     }
 }

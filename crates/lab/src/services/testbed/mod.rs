@@ -265,8 +265,19 @@ pub fn up(
 }
 
 /// Sustained write-back throughput: about 2 s worth of data written buffered and
-/// synced, timed from the first write to the end of fsync.
+/// synced, timed from the first write to the end of fsync. Under a cgroup v2 cap
+/// this process joins the capped cgroup first (`dirty advise --testbed` measures
+/// from a process of its own), or the figure would be the uncapped device's.
 pub fn measure_bandwidth(tb: &Testbed) -> Result<f64, TestbedError> {
+    if let Cap::IoMaxV2(c) = &tb.cap {
+        let procs = c.lab.join("cgroup.procs");
+        std::fs::write(&procs, std::process::id().to_string()).map_err(|source| {
+            SysError::Write {
+                path: procs.clone(),
+                source,
+            }
+        })?;
+    }
     let bytes = (tb.bandwidth_bytes_s * 2).clamp(8 << 20, 256 << 20);
     let path = tb.mount.join("bandwidth-probe");
     let chunk = oslab_sys::fileio::AlignedBuf::new(1 << 20, 7);
