@@ -31,8 +31,10 @@ const KERNELS: [&str; 3] = [
     "linux-image-6.12-amd64",
     "linux-image-6.12-rt-amd64",
 ];
-/// Per kernel, boot to power-off (the budget is 8 minutes).
-const LIMIT_S: u32 = 480;
+/// Per kernel, boot to power-off: a guard against a hung guest. The budget is 8
+/// minutes a kernel; the summary gives each kernel's time (349-390 s here), and a
+/// slower CI machine gets room before the guard fails the run.
+const LIMIT_S: u32 = 600;
 
 fn scripts() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kernel-matrix")
