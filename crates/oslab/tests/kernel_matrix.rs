@@ -18,8 +18,8 @@
 //!
 //! Needs root, qemu-system-x86_64, busybox (static), kmod, xz and Debian's package
 //! sources (`.ci/run` installs them); skips itself with the reason otherwise, or
-//! when OSLAB_KERNEL_MATRIX=off. About 6 minutes per kernel on this 2-vCPU machine (QEMU gets
-//! as many vCPUs as the host has, up to 4).
+//! when OSLAB_KERNEL_MATRIX=off. About 6 minutes per kernel on this machine; the guest has one
+//! vCPU (scripts/kernel-matrix/boot says why).
 
 mod common;
 
