@@ -279,7 +279,16 @@ fn the_html_report_is_self_contained_and_complete() {
     }
     let urls = page.matches("http").count();
     assert_eq!(urls, page.matches("http://www.w3.org/2000/svg").count());
-    assert_eq!(page.matches("<svg").count(), r.plots.len());
+    // each plot twice: laid out for a wide page and for a phone
+    assert_eq!(page.matches("<figure").count(), r.plots.len());
+    assert_eq!(page.matches("<svg").count(), 2 * r.plots.len());
+    assert_eq!(
+        page.matches(&format!("viewBox=\"0 0 {} ", oslab_report::svg::NARROW))
+            .count(),
+        r.plots.len()
+    );
+    // on a phone tables stack as cards, each cell named by its column
+    assert!(page.contains("data-label=\"median\""));
     // Overview of claims, then per experiment: claims, measurements, findings.
     assert_eq!(page.matches("<table").count(), 4);
     for c in &r.claims {

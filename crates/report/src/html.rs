@@ -34,6 +34,8 @@ works each claim cites; \u{201c}not testable here\u{201d} says why.</p></footer>
 }
 
 /// A table with a header row; cells are already HTML. `numeric` right-aligns columns.
+/// Each cell carries its column's header (`data-label`), which a phone's narrow
+/// page shows beside the cell when the rows are stacked as cards.
 pub fn table(class: &str, headers: &[&str], rows: &[Vec<String>], numeric: &[usize]) -> String {
     let mut out = format!("<div class=\"scroll\"><table class=\"{class}\">\n<thead><tr>");
     for (i, h) in headers.iter().enumerate() {
@@ -53,7 +55,8 @@ pub fn table(class: &str, headers: &[&str], rows: &[Vec<String>], numeric: &[usi
             } else {
                 ""
             };
-            let _ = write!(out, "<td{c}>{cell}</td>");
+            let label = headers.get(i).map_or_else(String::new, |h| esc(h));
+            let _ = write!(out, "<td{c} data-label=\"{label}\">{cell}</td>");
         }
         out.push_str("</tr>\n");
     }
@@ -257,14 +260,16 @@ pub fn result_section(r: &ExperimentResult) -> String {
     claims_table(&mut out, r);
     measurements_table(&mut out, r);
     findings_table(&mut out, r);
-    // The plot draws its own title, so no caption repeats it.
+    // The plot draws its own title, so no caption repeats it. Each is laid out twice,
+    // for a wide page and for a phone's, and the styles show the one that fits.
     for p in &r.plots {
         let _ = writeln!(
             out,
-            "<figure class=\"plot\" id=\"{}-{}\">\n{}\n</figure>",
+            "<figure class=\"plot\" id=\"{}-{}\">\n<div class=\"wide\">{}</div>\n<div class=\"narrow\">{}</div>\n</figure>",
             anchor(&r.experiment),
             anchor(&p.id),
             crate::svg::render(p),
+            crate::svg::render_at(p, crate::svg::NARROW),
         );
     }
     if !r.notes.is_empty() {

@@ -72,9 +72,32 @@ pub fn range(values: &[f64], scale: Scale, include_zero: bool) -> (f64, f64) {
                 lo /= 2.0;
                 hi *= 2.0;
             }
-            (lo / 1.15, (hi * 1.15).min(f64::MAX))
+            let (lo, hi) = (lo / 1.15, (hi * 1.15).min(f64::MAX));
+            if scale == Scale::Log10 {
+                // out to the 1-2-5 values around the data, so the lowest points
+                // stand clear of the axis and both ends carry a label
+                (nice_125(lo / 1.15, false), nice_125(hi, true))
+            } else {
+                (lo, hi)
+            }
         }
     }
+}
+
+/// The nearest of 1, 2 and 5 x 10^k below `v` (above it when `up`); `v` itself
+/// when it is not a finite positive number or has no finite neighbour.
+fn nice_125(v: f64, up: bool) -> f64 {
+    if !(v.is_finite() && v > 0.0) {
+        return v;
+    }
+    let mag = 10f64.powf(v.log10().floor());
+    let steps = [1.0, 2.0, 5.0, 10.0].map(|m| m * mag);
+    let nice = if up {
+        steps.into_iter().find(|s| *s >= v * (1.0 - 1e-12))
+    } else {
+        steps.into_iter().rev().find(|s| *s <= v * (1.0 + 1e-12))
+    };
+    nice.filter(|n| n.is_finite() && *n > 0.0).unwrap_or(v)
 }
 
 /// The step of "nice" linear ticks (1, 2, 5 x 10^k) for about six of them over
@@ -124,6 +147,38 @@ pub fn log_ticks(lo: f64, hi: f64, base: f64) -> Vec<f64> {
         .collect()
 }
 
+/// Ticks of a log10 axis: 1, 2 and 5 x 10^k where the axis spans few enough
+/// decades for them to be told apart (a reader cannot read 1.2 ns off an axis
+/// labelled only 10 and 100), else the powers of ten.
+pub fn log10_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let powers = log_ticks(lo, hi, 10.0);
+    if (hi / lo).log10() > 3.5 {
+        return powers;
+    }
+    let mut out: Vec<f64> = log_ticks(lo / 10.0, hi, 10.0)
+        .iter()
+        .flat_map(|p| [1.0, 2.0, 5.0].map(|m| m * p))
+        .filter(|t| *t >= lo * (1.0 - 1e-9) && *t <= hi * (1.0 + 1e-9))
+        .collect();
+    out.dedup();
+    if out.len() < 2 { powers } else { out }
+}
+
+/// Unlabelled minor ticks of a log10 axis: 2 to 9 x 10^k within the range, those
+/// without a label of their own; none over more than six decades (they would
+/// blur into a band).
+pub fn log10_minor_ticks(lo: f64, hi: f64, labelled: &[f64]) -> Vec<f64> {
+    if !(lo > 0.0 && hi.is_finite() && (hi / lo).log10() <= 6.0) {
+        return Vec::new();
+    }
+    log_ticks(lo / 10.0, hi, 10.0)
+        .iter()
+        .flat_map(|p| (2..10).map(move |m| f64::from(m) * p))
+        .filter(|t| *t >= lo && *t <= hi)
+        .filter(|t| !labelled.iter().any(|l| (l / t - 1.0).abs() < 1e-9))
+        .collect()
+}
+
 /// How an axis shows its values: a factor applied to data values and the unit the
 /// reader sees ("ms" for an axis in seconds that never reaches one second).
 #[derive(Debug, Clone, PartialEq)]
@@ -159,7 +214,7 @@ pub fn ticks(m: &Mapper, d: &Display) -> Vec<f64> {
             .map(|t| t / d.factor)
             .collect(),
         Scale::Log2 => log_ticks(m.lo, m.hi, 2.0),
-        Scale::Log10 => log_ticks(m.lo, m.hi, 10.0),
+        Scale::Log10 => log10_ticks(m.lo, m.hi),
     }
 }
 
@@ -198,10 +253,11 @@ pub fn labels(ticks: &[f64], unit: &str, d: &Display) -> Vec<String> {
         .fold(f64::INFINITY, f64::min);
     let top = shown.iter().fold(0f64, |a, v| a.max(v.abs()));
     let (div, suffix) = magnitude(top);
-    let logarithmic = shown.len() > 1 && shown.iter().all(|v| *v > 0.0) && step.is_finite() && {
-        let r = shown[1] / shown[0];
-        r > 1.5 && shown.windows(2).all(|w| (w[1] / w[0] - r).abs() < 1e-6 * r)
-    };
+    // powers, or 1-2-5 steps: each value shown in its own magnitude
+    let logarithmic = shown.len() > 1
+        && shown.iter().all(|v| *v > 0.0)
+        && step.is_finite()
+        && shown.windows(2).all(|w| w[1] / w[0] >= 2.0 - 1e-9);
     shown
         .iter()
         .map(|&v| {
@@ -320,6 +376,30 @@ mod tests {
         let d = display("bytes", 70_000.0, false);
         assert_eq!(labels(&t, "bytes", &d)[5], "32K");
         assert_eq!(bytes_label(3.0 * 1024.0 * 1024.0 * 1024.0), "3G");
+    }
+
+    #[test]
+    fn a_log10_axis_over_few_decades_reads_at_1_2_and_5() {
+        // mem.latency's axis: L1 at 1.06 ns up to memory at 190 ns
+        let (lo, hi) = range(&[1.06, 190.0], Scale::Log10, true);
+        assert_eq!((lo, hi), (0.5, 500.0));
+        let t = log10_ticks(lo, hi);
+        assert_eq!(
+            t,
+            vec![0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0]
+        );
+        let d = display("ns", hi, false);
+        assert_eq!(
+            labels(&t, "ns", &d),
+            ["0.5", "1", "2", "5", "10", "20", "50", "100", "200", "500"]
+        );
+        let minor = log10_minor_ticks(lo, hi, &t);
+        assert_eq!(minor.len(), 4 + 6 + 6 + 2, "{minor:?}");
+        assert!(minor.iter().all(|m| !t.contains(m)));
+        // over many decades: the powers alone, and no minor ticks beyond six
+        assert_eq!(log10_ticks(1.0, 1e6), log_ticks(1.0, 1e6, 10.0));
+        assert!(log10_minor_ticks(1.0, 1e7, &[]).is_empty());
+        assert!(log10_minor_ticks(0.0, 10.0, &[]).is_empty());
     }
 
     #[test]

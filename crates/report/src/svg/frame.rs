@@ -6,12 +6,15 @@ use oslab_model::{Plot, Scale, SeriesStyle};
 
 use super::axis::{self, Display, Mapper, usable};
 use super::text::{self, Span};
-use super::{Anchor, FONT, SMALL, TITLE, W};
+use super::{Anchor, FONT, SMALL, TITLE};
 
 /// Margin at the edges of the picture.
 pub const PAD: f64 = 8.0;
-/// Height of the plot area.
-const PLOT_H: f64 = 300.0;
+/// Height of the plot area in a picture `width` units wide: shorter on a phone's
+/// narrow picture, so a plot still fits the screen with its labels.
+fn plot_height(width: f64) -> f64 {
+    (width * 0.47).clamp(220.0, 300.0)
+}
 /// Space kept between two labels side by side.
 const GAP: f64 = 6.0;
 
@@ -23,6 +26,8 @@ pub struct MarkerPlace {
 }
 
 pub struct Frame {
+    /// Width of the picture in SVG units.
+    pub width: f64,
     pub title: Vec<String>,
     pub left: f64,
     pub right: f64,
@@ -37,6 +42,8 @@ pub struct Frame {
     pub xlabels: Vec<String>,
     pub yticks: Vec<f64>,
     pub ylabels: Vec<String>,
+    /// Unlabelled ticks between the labelled ones (a log10 axis's 2..9 x 10^k).
+    pub yminor: Vec<f64>,
     pub categories: Vec<String>,
     pub upright_categories: bool,
     pub x_title_baseline: f64,
@@ -58,16 +65,12 @@ impl Frame {
         PAD + TITLE + line as f64 * TITLE * 1.25
     }
 
-    pub fn of(plot: &Plot) -> Frame {
+    pub fn of(plot: &Plot, width: f64) -> Frame {
         let bars = plot.series.iter().any(|s| s.style == SeriesStyle::Bars);
         let (xs, ys) = coordinates(plot);
         let (xscale, xlo, xhi) = x_range(plot, &xs, bars);
-        let (mut ym, ydisplay, yticks, ylabels) = y_axis(plot, &ys);
-        let widest = ylabels
-            .iter()
-            .map(|l| text::width(l, FONT))
-            .fold(0.0, f64::max);
-        let left = PAD + FONT * 1.3 + 8.0 + widest + 6.0;
+        let mut y = y_axis(plot, &ys);
+        let left = PAD + FONT * 1.3 + 8.0 + widest(&y.ylabels) + 6.0;
         let xdisplay = Display::of(
             &plot.x.unit,
             xlo.abs().max(xhi.abs()),
@@ -92,19 +95,19 @@ impl Frame {
             .last()
             .map_or(0.0, |l| text::width(l, FONT) / 2.0 + 4.0)
             .max(16.0);
-        xm.px_hi = W - right;
+        xm.px_hi = width - right;
         thin_ticks(&xm, &mut xticks, &mut xlabels);
 
         // bold letters are about a tenth wider
-        let title = text::wrap(&plot.title, TITLE * 1.1, W - 2.0 * PAD);
+        let title = text::wrap(&plot.title, TITLE * 1.1, width - 2.0 * PAD);
         let title_band = PAD + title.len() as f64 * TITLE * 1.25 + 4.0;
-        let (marker_spans, marker_rows) = marker_layout(plot, &xm);
+        let (marker_spans, marker_rows) = marker_layout(plot, &xm, width);
         let nrows = marker_rows.iter().copied().max().map_or(0, |r| r + 1);
         let row_h = SMALL + 4.0;
         let top = title_band + nrows as f64 * row_h + if nrows > 0 { 8.0 } else { 6.0 };
-        let bottom = top + PLOT_H;
-        ym.px_lo = bottom;
-        ym.px_hi = top;
+        let bottom = top + plot_height(width);
+        y.ym.px_lo = bottom;
+        y.ym.px_hi = top;
 
         let markers = marker_spans
             .into_iter()
@@ -120,8 +123,9 @@ impl Frame {
             .collect();
         let (categories, upright_categories, tick_band) = category_band(plot, &xm, bars);
         let x_title_baseline = bottom + tick_band + FONT + 6.0;
-        let (legend, legend_bottom) = legend_layout(plot, left, x_title_baseline + 8.0);
+        let (legend, legend_bottom) = legend_layout(plot, left, x_title_baseline + 8.0, width);
         Frame {
+            width,
             title,
             left,
             right,
@@ -129,13 +133,14 @@ impl Frame {
             bottom,
             height: legend_bottom.max(x_title_baseline + 4.0) + PAD,
             xm,
-            ym,
+            ym: y.ym,
             xdisplay,
-            ydisplay,
+            ydisplay: y.ydisplay,
             xticks,
             xlabels,
-            yticks,
-            ylabels,
+            yticks: y.yticks,
+            ylabels: y.ylabels,
+            yminor: y.yminor,
             categories,
             upright_categories,
             x_title_baseline,
@@ -168,9 +173,24 @@ fn x_range(plot: &Plot, xs: &[f64], bars: bool) -> (Scale, f64, f64) {
     (xscale, xlo, xhi)
 }
 
+fn widest(labels: &[String]) -> f64 {
+    labels
+        .iter()
+        .map(|l| text::width(l, FONT))
+        .fold(0.0, f64::max)
+}
+
 /// The y axis before it is placed: its mapper (pixels set later), how its values
-/// are shown, its ticks and their labels.
-fn y_axis(plot: &Plot, ys: &[f64]) -> (Mapper, Display, Vec<f64>, Vec<String>) {
+/// are shown, its ticks, their labels and its minor ticks.
+struct YAxis {
+    ym: Mapper,
+    ydisplay: Display,
+    yticks: Vec<f64>,
+    ylabels: Vec<String>,
+    yminor: Vec<f64>,
+}
+
+fn y_axis(plot: &Plot, ys: &[f64]) -> YAxis {
     let (ylo, yhi) = axis::range(ys, plot.y.scale, true);
     let ydisplay = Display::of(
         &plot.y.unit,
@@ -186,7 +206,17 @@ fn y_axis(plot: &Plot, ys: &[f64]) -> (Mapper, Display, Vec<f64>, Vec<String>) {
     };
     let yticks = axis::ticks(&ym, &ydisplay);
     let ylabels = axis::labels(&yticks, &plot.y.unit, &ydisplay);
-    (ym, ydisplay, yticks, ylabels)
+    let yminor = match plot.y.scale {
+        Scale::Log10 => axis::log10_minor_ticks(ym.lo, ym.hi, &yticks),
+        _ => Vec::new(),
+    };
+    YAxis {
+        ym,
+        ydisplay,
+        yticks,
+        ylabels,
+        yminor,
+    }
 }
 
 /// A bar plot's categories, whether they must stand upright to fit their slots,
@@ -229,9 +259,10 @@ type MarkerSpans = Vec<Option<(f64, Anchor)>>;
 
 /// Each marker's label start and anchor (to the right of its line, or to the left
 /// where it would leave the picture) and its row in the band above the plot.
-fn marker_layout(plot: &Plot, xm: &Mapper) -> (MarkerSpans, Vec<usize>) {
+fn marker_layout(plot: &Plot, xm: &Mapper, width: f64) -> (MarkerSpans, Vec<usize>) {
     let mut places = Vec::new();
     let mut spans = Vec::new();
+    let mut lines = Vec::new();
     for m in &plot.markers {
         if !usable(xm.scale, m.x) {
             places.push(None);
@@ -239,18 +270,24 @@ fn marker_layout(plot: &Plot, xm: &Mapper) -> (MarkerSpans, Vec<usize>) {
         }
         let x = xm.px(m.x);
         let w = text::width(&m.label, SMALL);
-        let (at, anchor, span) = if x + 3.0 + w <= W - PAD / 2.0 {
+        let (at, anchor, span) = if x + 3.0 + w <= width - PAD / 2.0 {
             (x + 3.0, Anchor::Start, (x + 3.0, x + 3.0 + w))
-        } else {
+        } else if x - 3.0 - w >= PAD / 2.0 {
             (x - 3.0, Anchor::End, (x - 3.0 - w, x - 3.0))
+        } else {
+            // too long for either side of its line in a narrow picture: as near the
+            // line as the picture allows, across it
+            let start = (width - PAD / 2.0 - w).max(PAD / 2.0);
+            (start, Anchor::Start, (start, start + w))
         };
         places.push(Some((at, anchor)));
         spans.push(Span {
             left: span.0,
             right: span.1,
         });
+        lines.push(x);
     }
-    let rows = text::rows(&spans, GAP);
+    let rows = text::rows_clear_of_lines(&spans, &lines, GAP);
     let mut it = rows.into_iter();
     let all_rows = places
         .iter()
@@ -267,13 +304,13 @@ fn marker_layout(plot: &Plot, xm: &Mapper) -> (MarkerSpans, Vec<usize>) {
 
 /// The legend's entries in rows under the x axis title, left to right, wrapped at
 /// the right edge; returns their places and the bottom of the last row.
-fn legend_layout(plot: &Plot, left: f64, top: f64) -> (Vec<(f64, f64)>, f64) {
+fn legend_layout(plot: &Plot, left: f64, top: f64, width: f64) -> (Vec<(f64, f64)>, f64) {
     let row_h = FONT + 8.0;
     let (mut x, mut row) = (left, 0usize);
     let mut out = Vec::new();
     for s in &plot.series {
         let w = 17.0 + text::width(&s.name, FONT);
-        if x > left && x + w > W - PAD {
+        if x > left && x + w > width - PAD {
             x = left;
             row += 1;
         }

@@ -23,8 +23,11 @@ use crate::markup::esc;
 use axis::usable;
 use frame::Frame;
 
-/// Width of every plot in SVG units; the height follows from what it holds.
+/// Width of a plot in SVG units; the height follows from what it holds.
 pub const W: f64 = 640.0;
+/// Width of the same plot laid out again for a phone's screen (about 370 CSS
+/// pixels of a 390-pixel screen), so its text keeps its size there.
+pub const NARROW: f64 = 360.0;
 /// Font sizes: the title, axis titles, ticks and legend, marker and category labels.
 const TITLE: f64 = 16.0;
 const FONT: f64 = 13.0;
@@ -70,6 +73,12 @@ impl Label<'_> {
         if self.class == "title" {
             out.push_str(r#" font-weight="bold""#);
         }
+        if self.class == "marker" {
+            // the halo: a white outline painted under the glyphs
+            out.push_str(
+                r#" stroke="white" stroke-width="4" stroke-linejoin="round" paint-order="stroke""#,
+            );
+        }
         if let Some(f) = self.fill {
             let _ = write!(out, r#" fill="{f}""#);
         }
@@ -77,25 +86,30 @@ impl Label<'_> {
     }
 }
 
-/// Renders a plot as a standalone SVG document.
+/// Renders a plot as a standalone SVG document, [`W`] units wide.
 pub fn render(plot: &Plot) -> String {
-    let f = Frame::of(plot);
+    render_at(plot, W)
+}
+
+/// Renders a plot laid out for a picture `width` units wide.
+pub fn render_at(plot: &Plot, width: f64) -> String {
+    let f = Frame::of(plot, width);
     let mut s = String::new();
     let _ = writeln!(
         s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {W} {h:.0}" width="{W}" height="{h:.0}" font-family="sans-serif" font-size="{FONT}" role="img" aria-label="{}">"#,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {h:.0}" width="{width}" height="{h:.0}" font-family="sans-serif" font-size="{FONT}" role="img" aria-label="{}">"#,
         esc(&plot.title),
         h = f.height
     );
     let _ = writeln!(
         s,
-        r#"<rect width="{W}" height="{:.0}" fill="white"/>"#,
+        r#"<rect width="{width}" height="{:.0}" fill="white"/>"#,
         f.height
     );
     for (i, line) in f.title.iter().enumerate() {
         Label {
             class: "title",
-            x: W / 2.0,
+            x: width / 2.0,
             y: f.title_baseline(i),
             size: TITLE,
             anchor: Anchor::Middle,
@@ -114,7 +128,16 @@ pub fn render(plot: &Plot) -> String {
 }
 
 fn grid_and_ticks(s: &mut String, f: &Frame) {
-    let (left, right) = (f.left, W - f.right);
+    let (left, right) = (f.left, f.width - f.right);
+    for t in &f.yminor {
+        let y = f.ym.px(*t);
+        let _ = writeln!(
+            s,
+            r##"<line class="minor" x1="{:.1}" x2="{right:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#f2f2f2"/><line class="minor" x1="{:.1}" x2="{left:.1}" y1="{y:.1}" y2="{y:.1}" stroke="#333"/>"##,
+            left,
+            left - 3.0
+        );
+    }
     for (t, label) in f.yticks.iter().zip(&f.ylabels) {
         let y = f.ym.px(*t);
         let _ = writeln!(
@@ -171,7 +194,7 @@ fn grid_and_ticks(s: &mut String, f: &Frame) {
 }
 
 fn axes(s: &mut String, plot: &Plot, f: &Frame) {
-    let (l, r, t, b) = (f.left, W - f.right, f.top, f.bottom);
+    let (l, r, t, b) = (f.left, f.width - f.right, f.top, f.bottom);
     let _ = writeln!(
         s,
         r##"<rect class="plot-area" x="{l:.1}" y="{t:.1}" width="{:.1}" height="{:.1}" fill="none"/>"##,
@@ -212,9 +235,17 @@ fn axis_title(label: &str, unit: &str) -> String {
     }
 }
 
+/// Every marker's dashed line, then every label over the lines on a white halo: a
+/// line from a label in an upper row runs down through the rows below it, and the
+/// halo keeps it from striking through a label it passes.
 fn markers(s: &mut String, plot: &Plot, f: &Frame) {
-    for (m, place) in plot.markers.iter().zip(&f.markers) {
-        let Some(p) = place else { continue };
+    let placed = || {
+        plot.markers
+            .iter()
+            .zip(&f.markers)
+            .filter_map(|(m, p)| Some((m, p.as_ref()?)))
+    };
+    for (m, p) in placed() {
         let x = f.xm.px(m.x);
         let _ = writeln!(
             s,
@@ -222,6 +253,8 @@ fn markers(s: &mut String, plot: &Plot, f: &Frame) {
             p.baseline + 3.0,
             f.bottom
         );
+    }
+    for (m, p) in placed() {
         Label {
             class: "marker",
             x: p.x,
@@ -397,6 +430,44 @@ mod tests {
         assert_ne!(y(0), y(1), "{svg}");
         // the marker at the right edge reads leftwards
         assert_eq!(attr(markers[2], "", "text-anchor"), "end");
+    }
+
+    /// Every `<text>` element's (x, estimated left, estimated right) in `svg`.
+    fn text_extents(svg: &str) -> Vec<(String, f64, f64)> {
+        svg.lines()
+            .filter(|l| l.starts_with("<text") && !l.contains("rotate("))
+            .map(|l| {
+                let x: f64 = attr(l, "", "x").parse().unwrap();
+                let size: f64 = attr(l, "", "font-size").parse().unwrap();
+                let content = l.split('>').nth(1).unwrap().split('<').next().unwrap();
+                let w = text::width(content, size);
+                let (a, b) = match attr(l, "", "text-anchor").as_str() {
+                    "start" => (x, x + w),
+                    "end" => (x - w, x),
+                    _ => (x - w / 2.0, x + w / 2.0),
+                };
+                (content.to_string(), a, b)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_narrow_plot_keeps_its_text_inside_at_full_size() {
+        let svg = render_at(&latency_plot(), NARROW);
+        assert!(svg.contains(&format!("viewBox=\"0 0 {NARROW} ")));
+        for (content, a, b) in text_extents(&svg) {
+            assert!(a >= 0.0 && b <= NARROW, "{content}: {a:.0}..{b:.0}");
+        }
+        assert!(!svg.contains(r#"font-size="1""#) && svg.contains(r#"font-size="12""#));
+    }
+
+    #[test]
+    fn marker_labels_are_drawn_over_every_marker_line() {
+        let svg = render(&latency_plot());
+        let last_line = svg.rfind("stroke-dasharray").unwrap();
+        let first_label = svg.find(r#"class="marker""#).unwrap();
+        assert!(first_label > last_line);
+        assert!(attr(&svg, r#"class="marker""#, "paint-order") == "stroke");
     }
 
     #[test]

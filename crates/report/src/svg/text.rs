@@ -25,29 +25,36 @@ pub struct Span {
     pub right: f64,
 }
 
-/// Puts each span in the first row where it keeps `gap` from every span already
-/// there; returns each span's row (0 = first).
-pub fn rows(spans: &[Span], gap: f64) -> Vec<usize> {
-    let mut taken: Vec<Vec<Span>> = Vec::new();
-    spans
-        .iter()
-        .map(|s| {
-            let free = |row: &Vec<Span>| {
-                row.iter()
-                    .all(|o| s.left >= o.right + gap || s.right + gap <= o.left)
-            };
-            match taken.iter().position(free) {
-                Some(i) => {
-                    taken[i].push(*s);
-                    i
-                }
-                None => {
-                    taken.push(vec![*s]);
-                    taken.len() - 1
-                }
-            }
-        })
-        .collect()
+/// Puts each label (`spans[i]`) in a row where it keeps `gap` from every label
+/// there; returns each label's row (0 = first). Each hangs on a vertical line at
+/// `lines[i]`, which runs from its row down through every row below it, so a label
+/// also avoids the lines of labels in rows above its own, and keeps its own line out of labels
+/// in rows below. Labels are placed from the leftmost line rightwards, so labels
+/// reading rightwards from their lines step down like stairs. Where no row allows
+/// that, the label takes the deepest row (the plot's halo keeps a line that
+/// crosses it legible).
+pub fn rows_clear_of_lines(spans: &[Span], lines: &[f64], gap: f64) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..spans.len().min(lines.len())).collect();
+    order.sort_by(|a, b| lines[*a].total_cmp(&lines[*b]));
+    let mut placed: Vec<(Span, f64, usize)> = Vec::new();
+    let mut rows = vec![0; order.len()];
+    for i in order {
+        let (s, x) = (&spans[i], lines[i]);
+        let fits = |row: usize| {
+            placed.iter().all(|(o, ox, orow)| {
+                let apart = s.left >= o.right + gap || s.right + gap <= o.left;
+                let crosses = |span: &Span, x: f64| span.left - 2.0 < x && x < span.right + 2.0;
+                (*orow != row || apart)
+                    && (*orow >= row || !crosses(s, *ox))
+                    && (*orow <= row || !crosses(o, x))
+            })
+        };
+        let deepest = placed.iter().map(|p| p.2 + 1).max().unwrap_or(0);
+        let row = (0..=deepest).find(|r| fits(*r)).unwrap_or(deepest);
+        placed.push((*s, x, row));
+        rows[i] = row;
+    }
+    rows
 }
 
 /// `s` broken at spaces into lines no wider than `max` pixels (a single word wider
@@ -79,10 +86,38 @@ mod tests {
     fn overlapping_labels_go_to_further_rows() {
         let s = |l: f64, r: f64| Span { left: l, right: r };
         // the issue's case: "sysfs L1d 48 KiB" right beside "edge 1 49.4 KiB"
-        let r = rows(&[s(100.0, 200.0), s(104.0, 190.0), s(300.0, 350.0)], 4.0);
+        let spans = [s(100.0, 200.0), s(104.0, 190.0), s(300.0, 350.0)];
+        let r = rows_clear_of_lines(&spans, &[97.0, 101.0, 297.0], 4.0);
         assert_eq!(r, vec![0, 1, 0]);
-        let r = rows(&[s(0.0, 10.0), s(12.0, 20.0)], 4.0);
+        let r = rows_clear_of_lines(&[s(0.0, 10.0), s(12.0, 20.0)], &[-3.0, 9.0], 4.0);
         assert_eq!(r, vec![0, 1]);
+    }
+
+    #[test]
+    fn a_label_keeps_clear_of_the_lines_above_it() {
+        let s = |l: f64, r: f64| Span { left: l, right: r };
+        // the issue's case: "sysfs L2 1 MiB" (line at 100) given first, then "L2 ends
+        // 608.8 KiB-724.1 KiB" (line at 60) whose label runs over the first's line:
+        // placed in the plot's order it went below, where that line struck through it
+        let spans = [s(103.0, 190.0), s(63.0, 200.0)];
+        let lines = [100.0, 60.0];
+        assert_eq!(rows_clear_of_lines(&spans, &lines, 4.0), vec![1, 0]);
+        // three in a staircase, and one far off that shares the first row
+        let spans = [
+            s(13.0, 90.0),
+            s(33.0, 120.0),
+            s(53.0, 130.0),
+            s(303.0, 350.0),
+        ];
+        let lines = [10.0, 30.0, 50.0, 300.0];
+        assert_eq!(rows_clear_of_lines(&spans, &lines, 4.0), vec![0, 1, 2, 0]);
+        // a label reading leftwards over a line to its left has no clear row: the
+        // deepest one
+        let spans = [s(253.0, 350.0), s(200.0, 297.0)];
+        assert_eq!(
+            rows_clear_of_lines(&spans, &[250.0, 300.0], 4.0),
+            vec![0, 1]
+        );
     }
 
     #[test]

@@ -124,8 +124,8 @@ pub(super) fn claim(j: &Judging) -> Claim {
         .plateaus
         .iter()
         .map(|p| match &p.edge {
-            Some(e) => format!("{} {:.2} ns to {}", p.name, p.ns, edge_words(e)),
-            None => format!("{} {:.1} ns", p.name, p.ns),
+            Some(e) => format!("{} {:.2} ns to {}", p.shown(), p.ns, edge_words(e)),
+            None => format!("{} {:.1} ns", p.shown(), p.ns),
         })
         .collect::<Vec<_>>()
         .join(", ");

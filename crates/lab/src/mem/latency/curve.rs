@@ -71,6 +71,30 @@ pub struct Plateau {
     pub edge: Option<Edge>,
 }
 
+impl Plateau {
+    /// The name as a reader sees it: "level after L2" for the identifier
+    /// "beyond_L2" (which findings keep as a key), "level 3" for "level3".
+    pub fn shown(&self) -> String {
+        let (base, nth) = match self.name.rsplit_once('.') {
+            Some((b, n)) if n.parse::<u32>().is_ok() => (b, format!(" ({n})")),
+            _ => (self.name.as_str(), String::new()),
+        };
+        let words = if let Some(level) = base.strip_prefix("beyond_") {
+            format!("level after {level}")
+        } else if let Some(level) = base.strip_prefix("below_") {
+            format!("level before {level}")
+        } else if let Some(n) = base
+            .strip_prefix("level")
+            .filter(|n| n.parse::<u32>().is_ok())
+        {
+            format!("level {n}")
+        } else {
+            base.to_string()
+        };
+        words + &nth
+    }
+}
+
 /// The curve read: its plateaus, named, from the smallest size up.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Reading {
@@ -408,6 +432,16 @@ mod tests {
         let r3 = read(&short, &y[..short.len()], &sysfs(), 262144.0);
         let names: Vec<&str> = r3.plateaus.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["L1d", "beyond_L1d"]);
+        let shown: Vec<String> = r3.plateaus.iter().map(Plateau::shown).collect();
+        assert_eq!(shown, ["L1d", "level after L1d"]);
+        let named = |name: &str| Plateau {
+            name: name.into(),
+            ..r3.plateaus[0].clone()
+        };
+        assert_eq!(named("beyond_L2.2").shown(), "level after L2 (2)");
+        assert_eq!(named("below_L1d").shown(), "level before L1d");
+        assert_eq!(named("level3").shown(), "level 3");
+        assert_eq!(named("memory").shown(), "memory");
     }
 
     #[test]

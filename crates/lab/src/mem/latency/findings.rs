@@ -144,7 +144,7 @@ fn last_level(j: &Judging) -> Option<Finding> {
         .rev()
         .find(|p| p.sysfs.is_some())
         .map_or_else(String::new, |p| {
-            format!(" (the last cache level found is {})", p.name)
+            format!(" (the last cache level found is {})", p.shown())
         });
     Some(finding(
         "effective.last_level",

@@ -185,12 +185,12 @@ fn plot(j: &Judging, x: &[f64], y: &[f64]) -> Plot {
             label: if e.range {
                 format!(
                     "{} ends {}-{}",
-                    p.name,
+                    p.shown(),
                     bytes(e.below.bytes),
                     bytes(e.above.bytes)
                 )
             } else {
-                format!("edge {} {}", p.name, bytes(e.bytes))
+                format!("edge {} {}", p.shown(), bytes(e.bytes))
             },
         })
     }));
