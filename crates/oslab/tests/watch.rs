@@ -322,9 +322,15 @@ struct Exporter {
 impl Exporter {
     /// Starts the exporter sampling every 0.1 s for five minutes at most.
     fn start() -> Exporter {
+        Exporter::start_with(&["--interval", "0.1", "--count", "3000"])
+    }
+
+    /// Starts `oslab watch ARGS --quiet --prometheus 127.0.0.1:0`.
+    fn start_with(args: &[&str]) -> Exporter {
         let mut child = Command::new(cargo_bin("oslab"))
-            .args(["watch", "--interval", "0.1", "--count", "3000", "--quiet"])
-            .args(["--prometheus", "127.0.0.1:0"])
+            .arg("watch")
+            .args(args)
+            .args(["--quiet", "--prometheus", "127.0.0.1:0"])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -511,4 +517,132 @@ fn a_one_mebibyte_header_is_refused() {
     let (status, _, body) = ex.get("/metrics");
     assert_eq!(status, 200, "still answering afterwards: {body}");
     assert!(check_openmetrics(&body) >= 19);
+}
+
+/// Runs `oslab watch ARGS` with a fixed terminal width; returns its standard output.
+fn watch_output(args: &[&str]) -> String {
+    let out = common::succeed(
+        common::oslab()
+            .arg("watch")
+            .args(args)
+            .env("COLUMNS", "120"),
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn a_recording_replays_to_the_same_table_json_and_metrics() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (rec, live_json, replay_json) = (
+        tmp.path().join("w.rec"),
+        tmp.path().join("live.json"),
+        tmp.path().join("replay.json"),
+    );
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    let live = watch_output(&[
+        "--interval",
+        "0.1",
+        "--count",
+        "4",
+        "--per-cpu",
+        "--record",
+        &path(&rec),
+        "--json",
+        &path(&live_json),
+    ]);
+    let replayed = watch_output(&[
+        "--from",
+        &path(&rec),
+        "--per-cpu",
+        "--json",
+        &path(&replay_json),
+    ]);
+    assert_eq!(
+        replayed, live,
+        "the replay prints what the live run printed"
+    );
+    let (a, b) = (
+        std::fs::read_to_string(&live_json).unwrap(),
+        std::fs::read_to_string(&replay_json).unwrap(),
+    );
+    assert_eq!(a, b);
+    assert_eq!(a.lines().count(), 4);
+    // sar -P ALL: a line per CPU under each interval, and the same in JSON
+    let cpus = std::fs::read_dir("/sys/devices/system/cpu")
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            name.strip_prefix("cpu")?.parse::<u32>().ok()
+        })
+        .filter(|n| {
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{n}/online"))
+                .map_or(true, |s| s.trim() == "1")
+        })
+        .count();
+    assert_eq!(
+        live.lines().filter(|l| l.starts_with("  cpu")).count(),
+        4 * cpus,
+        "{live}"
+    );
+    for line in a.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap();
+        let per = v["per_cpu"].as_object().unwrap();
+        assert_eq!(per.len(), cpus);
+        for shares in per.values() {
+            let sum: f64 = ["user", "nice", "system", "iowait", "steal", "idle"]
+                .iter()
+                .map(|k| shares[k].as_f64().unwrap())
+                .sum();
+            assert!((sum - 100.0).abs() < 0.5 || sum == 0.0, "{shares}");
+        }
+    }
+    // --count and --once cut a replay as they cut a live run
+    let once = watch_output(&["--from", &path(&rec), "--once", "--json", "-"]);
+    assert_eq!(once.lines().count(), 1);
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(once.lines().next().unwrap()).unwrap()["unix_time_s"],
+        serde_json::from_str::<serde_json::Value>(a.lines().next().unwrap()).unwrap()["unix_time_s"]
+    );
+    // the metrics of the replay's last sample, served as a live run serves them
+    let last: serde_json::Value = serde_json::from_str(
+        std::fs::read_to_string(&rec)
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+    )
+    .unwrap();
+    let ex = Exporter::start_with(&["--from", &path(&rec)]);
+    let (status, _, body) = ex.get("/metrics");
+    assert_eq!(status, 200);
+    let ctxt = last["snapshot"]["ctxt"].as_u64().unwrap();
+    assert!(
+        body.contains(&format!("\noslab_context_switches_total {ctxt}\n")),
+        "{body}"
+    );
+    assert!(body.contains("oslab_cpu_core_seconds_total{cpu=\"0\""));
+}
+
+#[test]
+fn what_is_not_a_recording_is_refused_before_anything_is_shown() {
+    let tmp = tempfile::tempdir().unwrap();
+    let results = tmp.path().join("results.json");
+    std::fs::write(&results, "{\"results\": []}\n").unwrap();
+    for (file, says) in [
+        (
+            results.to_str().unwrap(),
+            "is not a recording of oslab watch",
+        ),
+        ("/dev/zero", "not a regular file"),
+    ] {
+        let out = Command::new(cargo_bin("oslab"))
+            .args(["watch", "--from", file])
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2));
+        assert!(out.stdout.is_empty());
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(says), "{err}");
+    }
 }

@@ -92,6 +92,11 @@ pub fn local_hms_ms(unix_s: f64) -> String {
     format!("{}.{ms:03}", local_hms_at(whole as libc::time_t))
 }
 
+/// A Unix time as local HH:MM:SS (a recorded sample's time).
+pub fn local_hms_of(unix_s: f64) -> String {
+    local_hms_at(unix_s.floor() as libc::time_t)
+}
+
 fn local_hms_at(t: libc::time_t) -> String {
     // SAFETY: an all-zero tm is valid output storage; localtime_r is thread-safe.
     let mut tm: libc::tm = unsafe { std::mem::zeroed() };

@@ -37,6 +37,7 @@ pub mod parse;
 pub mod pidinfo;
 pub mod process;
 pub mod sar;
+pub mod sar_record;
 pub mod signals;
 pub mod sysctl;
 pub mod tempname;

@@ -286,23 +286,13 @@ pub fn derive(prev: &Snapshot, cur: &Snapshot, origin_ns: u64) -> Option<SarReco
             kbcommit: m.committed_bytes / 1024,
         })
         .unwrap_or_default();
-    let c = cur.cpu.since(&prev.cpu);
-    let total = c.total().max(1) as f64;
-    let pct = |x: u64| x as f64 * 100.0 / total;
     Some(SarRecord {
         t_s: cur.t_ns.saturating_sub(origin_ns) as f64 / 1e9,
         interval_s: dt,
         paging,
         devices,
         memory,
-        cpu: CpuPct {
-            user: pct(c.user),
-            nice: pct(c.nice),
-            system: pct(c.system.saturating_add(c.irq).saturating_add(c.softirq)),
-            iowait: pct(c.iowait),
-            steal: pct(c.steal),
-            idle: pct(c.idle),
-        },
+        cpu: shares(&cur.cpu.since(&prev.cpu)),
         cswch_s: counter_delta(prev.ctxt, cur.ctxt) as f64 / dt,
         proc_s: counter_delta(prev.forks, cur.forks) as f64 / dt,
         intr_s: counter_delta(prev.interrupts, cur.interrupts) as f64 / dt,
@@ -315,6 +305,30 @@ pub fn derive(prev: &Snapshot, cur: &Snapshot, origin_ns: u64) -> Option<SarReco
     })
 }
 
+/// CPU time spent in each state as percentages of all of it (sar -u; irq and
+/// softirq count as %sys).
+fn shares(c: &CpuTimes) -> CpuPct {
+    let total = c.total().max(1) as f64;
+    let pct = |x: u64| x as f64 * 100.0 / total;
+    CpuPct {
+        user: pct(c.user),
+        nice: pct(c.nice),
+        system: pct(c.system.saturating_add(c.irq).saturating_add(c.softirq)),
+        iowait: pct(c.iowait),
+        steal: pct(c.steal),
+        idle: pct(c.idle),
+    }
+}
+
+/// Each CPU's shares between two snapshots, as `sar -P ALL` shows them; a CPU in
+/// only one of the two (brought on or off line) is left out.
+pub fn per_cpu_shares(prev: &Snapshot, cur: &Snapshot) -> BTreeMap<u32, CpuPct> {
+    cur.per_cpu
+        .iter()
+        .filter_map(|(n, c)| Some((*n, shares(&c.since(prev.per_cpu.get(n)?)))))
+        .collect()
+}
+
 /// Tasks runnable at the snapshot, less the one that read /proc/stat: it was
 /// running while it read, so procs_running always counts it (sysstat's sadc takes
 /// itself off the same way).
@@ -325,6 +339,28 @@ pub fn runnable_besides_reader(s: &Snapshot) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_cpu_gets_its_own_shares_and_a_cpu_in_one_snapshot_none() {
+        let times = |user: u64, idle: u64| CpuTimes {
+            user,
+            idle,
+            irq: 1,
+            ..CpuTimes::default()
+        };
+        let mut a = Snapshot::default();
+        let mut b = Snapshot::default();
+        a.per_cpu.insert(0, times(100, 100));
+        b.per_cpu.insert(0, times(130, 199));
+        a.per_cpu.insert(1, times(0, 0));
+        b.per_cpu.insert(1, times(0, 50));
+        b.per_cpu.insert(2, times(5, 5));
+        let s = per_cpu_shares(&a, &b);
+        assert_eq!(s.keys().copied().collect::<Vec<_>>(), [0, 1]);
+        assert!((s[&0].user - 30.0 / 129.0 * 100.0).abs() < 1e-9);
+        assert!((s[&0].idle - 99.0 / 129.0 * 100.0).abs() < 1e-9);
+        assert_eq!(s[&1].idle, 100.0);
+    }
 
     #[test]
     fn counters_wrap_and_reset() {

@@ -10,9 +10,11 @@ use std::time::Duration;
 
 use oslab_metrics_server::Latest;
 use oslab_report::watch;
-use oslab_sys::clock::{local_hms, monotonic_ns, unix_time_s};
+use oslab_sys::clock::{local_hms, local_hms_of, monotonic_ns, unix_time_s};
 use oslab_sys::fsread::Root;
-use oslab_sys::sar::{DiskCounters, derive, snapshot};
+use oslab_sys::infile;
+use oslab_sys::sar::{DiskCounters, Snapshot, derive, per_cpu_shares, snapshot};
+use oslab_sys::sar_record::{self, Header, Sample};
 
 use crate::failure::CmdResult;
 use crate::failure::Failure;
@@ -42,6 +44,17 @@ pub struct WatchArgs {
     /// With --prometheus: print nothing, only serve
     #[arg(long)]
     pub quiet: bool,
+    /// Also show each CPU's shares under the all-CPU columns (sar -P ALL)
+    #[arg(long)]
+    pub per_cpu: bool,
+    /// Also record every sample's raw counters to FILE, a JSON object a line, for
+    /// `--from FILE` to replay later (sadc's file)
+    #[arg(long, value_name = "FILE", conflicts_with = "from")]
+    pub record: Option<std::path::PathBuf>,
+    /// Replay a recording made with --record instead of sampling: the same tables,
+    /// JSON and metrics, with the recorded times (sar -f)
+    #[arg(long, value_name = "FILE", conflicts_with = "interval")]
+    pub from: Option<std::path::PathBuf>,
 }
 
 const HEADER_EVERY: u64 = 20;
@@ -55,18 +68,24 @@ fn warm_up(root: &Root, bands: &[Vec<usize>]) {
     let b = snapshot(root);
     if let Some(r) = derive(&a, &b, a.t_ns) {
         let _ = watch::line(&local_hms(), &r, &[], bands);
-        let _ = watch::json_line(unix_time_s(), &r);
+        let _ = watch::json_line(unix_time_s(), &r, &per_cpu_shares(&a, &b));
+        let _ = watch::per_cpu_lines(&per_cpu_shares(&a, &b));
     }
     let _ = watch::openmetrics(&b, "");
 }
 
 /// Every `--device` must name a block device of /proc/diskstats: a name that
 /// matches none would show nothing, silently.
-fn check_devices(named: &[String], known: &BTreeMap<String, DiskCounters>) -> Result<(), Failure> {
+/// `place` says where the devices are: "here", or "in FILE" for a replay.
+fn check_devices(
+    named: &[String],
+    known: &BTreeMap<String, DiskCounters>,
+    place: &str,
+) -> Result<(), Failure> {
     match named.iter().find(|n| !known.contains_key(*n)) {
         None => Ok(()),
         Some(bad) => Err(Failure::usage(format!(
-            "--device {bad}: no block device of that name here (devices: {})",
+            "--device {bad}: no block device of that name {place} (devices: {})",
             if known.is_empty() {
                 "none".to_string()
             } else {
@@ -97,6 +116,60 @@ fn listen(addr: &str) -> Result<TcpListener, Failure> {
         .map_err(|e| Failure::runtime(format!("cannot listen on {addr}: {e}")))
 }
 
+/// Where each interval goes: the table, the JSON lines, the metrics endpoint.
+struct Shown {
+    text: bool,
+    json: Option<Stream>,
+    latest: Arc<Latest>,
+    bands: Vec<Vec<usize>>,
+    devices: Vec<String>,
+    per_cpu: bool,
+    intervals: u64,
+}
+
+impl Shown {
+    /// Shows the interval from `prev` to `cur`, which ended at `unix_s`.
+    fn interval(&mut self, prev: &Snapshot, cur: &Snapshot, origin: u64, unix_s: f64) {
+        let version = env!("CARGO_PKG_VERSION");
+        self.latest.set(vec![
+            (
+                watch::OPENMETRICS_CONTENT_TYPE,
+                watch::openmetrics(cur, version),
+            ),
+            (watch::TEXT_CONTENT_TYPE, watch::text_format(cur, version)),
+        ]);
+        let Some(r) = derive(prev, cur, origin) else {
+            return;
+        };
+        let cpus = if self.per_cpu {
+            per_cpu_shares(prev, cur)
+        } else {
+            BTreeMap::new()
+        };
+        if let Some(s) = self.json.as_mut() {
+            s.put(&watch::json_line(unix_s, &r, &cpus));
+        }
+        if self.text {
+            if self.intervals % HEADER_EVERY == 0 {
+                print(&watch::header(&self.bands));
+            }
+            let devices = watch::shown_devices(&r, &self.devices);
+            print(&watch::line(
+                &local_hms_of(unix_s),
+                &r,
+                &devices,
+                &self.bands,
+            ));
+            print(&watch::per_cpu_lines(&cpus));
+        }
+        self.intervals += 1;
+    }
+
+    fn close(self) -> CmdResult {
+        self.json.map_or(Ok(()), Stream::close).map(|()| 0)
+    }
+}
+
 pub fn run(a: WatchArgs) -> CmdResult {
     crate::pending::warn_if_pending();
     if !(a.interval.is_finite() && (0.01..=3600.0).contains(&a.interval)) {
@@ -109,34 +182,137 @@ pub fn run(a: WatchArgs) -> CmdResult {
         return Err(Failure::usage("--quiet only makes sense with --prometheus"));
     }
     let json_on_stdout = a.json.as_deref().is_some_and(crate::output::is_stdout);
+    if json_on_stdout && a.record.as_deref().is_some_and(crate::output::is_stdout) {
+        return Err(Failure::usage(
+            "--json - and --record - would both write to standard output: give one a file",
+        ));
+    }
     // --quiet prints nothing on standard output; a file is not printed
-    let mut json = match &a.json {
+    let json = match &a.json {
         Some(_) if json_on_stdout && a.quiet => None,
         Some(p) => Some(Stream::open(p, "--json")?),
         None => None,
     };
-    let latest = Arc::new(Latest::new());
-    if let Some(addr) = &a.prometheus {
-        let listener = listen(addr)?;
-        let bound = listener
-            .local_addr()
-            .map_err(|e| Failure::runtime(e.to_string()))?;
-        eprintln!(
-            "oslab: serving metrics at http://{bound}/metrics (OpenMetrics or the classic text format, as the client asks)"
-        );
-        oslab_metrics_server::spawn(listener, latest.clone())
-            .map_err(|e| Failure::runtime(e.to_string()))?;
+    let recording = match &a.from {
+        Some(path) => Some(read_recording(path)?),
+        None => None,
+    };
+    match (&recording, &a.from) {
+        (Some((_, samples)), Some(path)) => check_devices(
+            &a.devices,
+            &samples[0].snapshot.disks,
+            &format!("in {}", infile::display_name(path)),
+        )?,
+        _ => check_devices(&a.devices, &snapshot(&Root::live()).disks, "here")?,
     }
+    let latest = Arc::new(Latest::new());
+    // bound now, so a bad or busy address fails before any work; served from when
+    // there is something to serve (a replay: its last interval)
+    let listener = a.prometheus.as_deref().map(listen).transpose()?;
+    let record = match &a.record {
+        Some(p) => Some(Stream::open(p, "--record")?),
+        None => None,
+    };
+    let shown = Shown {
+        text: !json_on_stdout
+            && !a.quiet
+            && !a.record.as_deref().is_some_and(crate::output::is_stdout),
+        json,
+        latest,
+        bands: watch::bands(crate::term::width()),
+        devices: a.devices.clone(),
+        per_cpu: a.per_cpu,
+        intervals: 0,
+    };
     let count = if a.once { Some(1) } else { a.count };
+    match recording {
+        Some((_, samples)) => replay(&samples, shown, count, listener),
+        None => {
+            if let Some(l) = listener {
+                serve(l, shown.latest.clone())?;
+            }
+            live(a.interval, shown, record, count)
+        }
+    }
+}
+
+/// Serves the latest metrics on `listener` from a thread of its own.
+fn serve(listener: TcpListener, latest: Arc<Latest>) -> Result<(), Failure> {
+    let bound = listener
+        .local_addr()
+        .map_err(|e| Failure::runtime(e.to_string()))?;
+    eprintln!(
+        "oslab: serving metrics at http://{bound}/metrics (OpenMetrics or the classic text format, as the client asks)"
+    );
+    oslab_metrics_server::spawn(listener, latest).map_err(|e| Failure::runtime(e.to_string()))
+}
+
+/// A recording's samples, or why the file is not one (exit 2). At least two:
+/// an interval needs both its ends.
+fn read_recording(path: &std::path::Path) -> Result<(Header, Vec<Sample>), Failure> {
+    let text = infile::read_text(path, infile::DEFAULT_MAX_INPUT)?;
+    let name = infile::display_name(path);
+    let (header, samples) = sar_record::parse(&text, &name).map_err(Failure::usage)?;
+    if samples.len() < 2 {
+        return Err(Failure::usage(format!(
+            "{name} holds {} sample(s): an interval needs two",
+            samples.len()
+        )));
+    }
+    Ok((header, samples))
+}
+
+fn replay(
+    samples: &[Sample],
+    mut shown: Shown,
+    count: Option<u64>,
+    listener: Option<TcpListener>,
+) -> CmdResult {
+    let snaps: Vec<Snapshot> = samples.iter().map(Sample::restored).collect();
+    let origin = snaps[0].t_ns;
+    for (i, pair) in snaps.windows(2).enumerate() {
+        if count.is_some_and(|c| i as u64 >= c) {
+            break;
+        }
+        shown.interval(&pair[0], &pair[1], origin, samples[i + 1].unix_time_s);
+    }
+    if let Some(l) = listener {
+        serve(l, shown.latest.clone())?;
+        eprintln!(
+            "oslab: the replay is done; serving its last interval's metrics until interrupted"
+        );
+        loop {
+            std::thread::sleep(Duration::from_secs(3600));
+        }
+    }
+    shown.close()
+}
+
+fn live(
+    interval_s: f64,
+    mut shown: Shown,
+    mut record: Option<Stream>,
+    count: Option<u64>,
+) -> CmdResult {
     let root = Root::live();
-    check_devices(&a.devices, &snapshot(&root).disks)?;
-    let step = (a.interval * 1e9) as u64;
-    let bands = watch::bands(crate::term::width());
-    warm_up(&root, &bands);
+    let step = (interval_s * 1e9) as u64;
+    warm_up(&root, &shown.bands);
     let mut prev = snapshot(&root);
+    if let Some(r) = record.as_mut() {
+        r.put(&sar_record::line(&Header {
+            oslab_watch_record: sar_record::FORMAT,
+            host: root
+                .read_trim("/proc/sys/kernel/hostname")
+                .unwrap_or_default(),
+            kernel: root
+                .read_trim("/proc/sys/kernel/osrelease")
+                .unwrap_or_default(),
+            interval_s,
+        }));
+        r.put(&sar_record::line(&Sample::of(unix_time_s(), &prev)));
+    }
     let origin = prev.t_ns;
     let mut n = 0u64;
-    let text = !json_on_stdout && !a.quiet;
     loop {
         // Sleep to the next point of a fixed grid so the intervals do not drift.
         let target = origin + (n + 1) * step;
@@ -145,30 +321,16 @@ pub fn run(a: WatchArgs) -> CmdResult {
             std::thread::sleep(Duration::from_nanos(target - now));
         }
         let cur = snapshot(&root);
-        let version = env!("CARGO_PKG_VERSION");
-        latest.set(vec![
-            (
-                watch::OPENMETRICS_CONTENT_TYPE,
-                watch::openmetrics(&cur, version),
-            ),
-            (watch::TEXT_CONTENT_TYPE, watch::text_format(&cur, version)),
-        ]);
-        if let Some(r) = derive(&prev, &cur, origin) {
-            if let Some(s) = json.as_mut() {
-                s.put(&watch::json_line(unix_time_s(), &r));
-            }
-            if text {
-                if n % HEADER_EVERY == 0 {
-                    print(&watch::header(&bands));
-                }
-                let devices = watch::shown_devices(&r, &a.devices);
-                print(&watch::line(&local_hms(), &r, &devices, &bands));
-            }
+        let unix_s = unix_time_s();
+        if let Some(r) = record.as_mut() {
+            r.put(&sar_record::line(&Sample::of(unix_s, &cur)));
         }
+        shown.interval(&prev, &cur, origin, unix_s);
         prev = cur;
         n += 1;
         if count.is_some_and(|c| n >= c) {
-            return json.map_or(Ok(()), Stream::close).map(|()| 0);
+            record.map_or(Ok(()), Stream::close)?;
+            return shown.close();
         }
     }
 }
@@ -182,9 +344,9 @@ mod tests {
         let mut known = BTreeMap::new();
         known.insert("vda".to_string(), DiskCounters::default());
         known.insert("vda1".to_string(), DiskCounters::default());
-        assert!(check_devices(&["vda1".into()], &known).is_ok());
-        assert!(check_devices(&[], &known).is_ok());
-        let f = check_devices(&["vda1".into(), "nosuchdev".into()], &known).unwrap_err();
+        assert!(check_devices(&["vda1".into()], &known, "here").is_ok());
+        assert!(check_devices(&[], &known, "here").is_ok());
+        let f = check_devices(&["vda1".into(), "nosuchdev".into()], &known, "here").unwrap_err();
         assert_eq!(f.code, crate::failure::EXIT_USAGE);
         assert_eq!(
             f.message,

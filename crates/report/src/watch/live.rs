@@ -2,9 +2,10 @@
 //! memory, paging), one line per interval when the terminal is wide enough, else
 //! one line per group of columns that fits; devices below in sar -d's columns.
 
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use oslab_model::system::SarRecord;
+use oslab_model::system::{CpuPct, SarRecord};
 
 use crate::table::Width;
 
@@ -159,6 +160,23 @@ pub fn line(clock: &str, r: &SarRecord, devices: &[&str], bands: &[Vec<usize>]) 
     s
 }
 
+/// One line per CPU under an interval's line, as `sar -P ALL` gives them: the CPU
+/// in the time column and its shares under the all-CPU columns above.
+pub fn per_cpu_lines(shares: &BTreeMap<u32, CpuPct>) -> String {
+    shares
+        .iter()
+        .map(|(n, pct)| {
+            let r = SarRecord {
+                cpu: *pct,
+                ..SarRecord::default()
+            };
+            row(&format!("  cpu{n}"), &[0], |c| {
+                format!("{:.*}", c.decimals, (c.get)(&r))
+            })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -184,6 +202,32 @@ mod tests {
                 assert!(text.contains(name), "{name}");
             }
         }
+    }
+
+    #[test]
+    fn each_cpu_s_shares_stand_under_the_all_cpu_columns() {
+        let b = bands(None);
+        let mut shares = BTreeMap::new();
+        for (n, user) in [(0u32, 12.5), (1, 87.5)] {
+            shares.insert(
+                n,
+                CpuPct {
+                    user,
+                    idle: 100.0 - user,
+                    ..CpuPct::default()
+                },
+            );
+        }
+        let text = per_cpu_lines(&shares);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 2);
+        assert!(lines[0].starts_with("  cpu0 ") && lines[1].starts_with("  cpu1 "));
+        let names = header(&b);
+        let names = names.lines().next().unwrap();
+        let end = |name: &str| names.find(name).unwrap() + name.len();
+        assert_eq!(&lines[0][end("%usr") - 4..end("%usr")], "12.5");
+        assert_eq!(&lines[1][end("%idle") - 4..end("%idle")], "12.5");
+        assert!(per_cpu_lines(&BTreeMap::new()).is_empty());
     }
 
     #[test]

@@ -4,10 +4,12 @@
 pub mod live;
 pub mod metrics;
 
-pub use live::{bands, header, line};
+pub use live::{bands, header, line, per_cpu_lines};
 pub use metrics::{OPENMETRICS_CONTENT_TYPE, TEXT_CONTENT_TYPE, openmetrics, text_format};
 
-use oslab_model::system::SarRecord;
+use std::collections::BTreeMap;
+
+use oslab_model::system::{CpuPct, SarRecord};
 
 /// Devices worth a line: those that moved any data, or the ones asked for.
 pub fn shown_devices<'a>(r: &'a SarRecord, only: &[String]) -> Vec<&'a str> {
@@ -24,10 +26,14 @@ pub fn shown_devices<'a>(r: &'a SarRecord, only: &[String]) -> Vec<&'a str> {
         .collect()
 }
 
-/// One record as one line of JSON.
-pub fn json_line(unix_time_s: f64, r: &SarRecord) -> String {
+/// One record as one line of JSON, with each CPU's shares under "per_cpu" (by CPU
+/// number) when there are any.
+pub fn json_line(unix_time_s: f64, r: &SarRecord, per_cpu: &BTreeMap<u32, CpuPct>) -> String {
     let mut v = serde_json::to_value(r).expect("record serialises");
     v["unix_time_s"] = serde_json::json!(unix_time_s);
+    if !per_cpu.is_empty() {
+        v["per_cpu"] = serde_json::to_value(per_cpu).expect("shares serialise");
+    }
     let mut s = serde_json::to_string(&v).expect("value serialises");
     s.push('\n');
     s
