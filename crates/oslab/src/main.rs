@@ -7,6 +7,7 @@
 mod args;
 mod child;
 mod commands;
+mod completion;
 mod db;
 mod exports;
 mod failure;
@@ -26,6 +27,10 @@ use clap::Parser;
 use crate::commands::Cli;
 
 fn main() {
+    // a Tab in the shell: answer and exit before anything else runs
+    clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command)
+        .var(completion::VAR)
+        .complete();
     guard::install();
     let cli = match Cli::try_parse() {
         Ok(c) => c,

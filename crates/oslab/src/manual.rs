@@ -26,6 +26,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "Set by oslab wcall run for the interposer in the governed program: the governor's socket. Not for users to set.",
     ),
     (
+        "OSLAB_COMPLETE",
+        "Set by the shell code oslab completions SHELL prints, when the shell asks oslab for completions: oslab then prints candidates and does nothing else. Not for users to set.",
+    ),
+    (
         "OSLAB_LIBBPF_LINES",
         "How many of libbpf's last log lines an error loading the kernel-tracing programs shows (default 3).",
     ),

@@ -36,11 +36,12 @@ fn a_run_says_where_its_files_went_and_how_big_they_are() {
 }
 
 #[test]
-fn completions_come_from_the_grammar_for_each_shell() {
+fn completions_call_the_binary_back_for_each_shell() {
+    let bin = assert_cmd::cargo::cargo_bin("oslab");
     for (shell, mark) in [
-        ("bash", "complete -F _oslab"),
+        ("bash", "-F _clap_complete_oslab oslab"),
         ("zsh", "#compdef oslab"),
-        ("fish", "complete -c oslab"),
+        ("fish", "complete --keep-order --exclusive --command oslab"),
     ] {
         let out = run(&["completions", shell]);
         assert!(out.status.success(), "{shell}");
@@ -50,12 +51,75 @@ fn completions_come_from_the_grammar_for_each_shell() {
             "{shell}: {}",
             &text[..200.min(text.len())]
         );
-        for sub in ["run", "watch", "compare", "export", "wide"] {
-            assert!(text.contains(sub), "{shell} lacks {sub}");
-        }
+        // started by its path, the binary is called back by that path
+        assert!(text.contains("OSLAB_COMPLETE="), "{shell}");
+        assert!(text.contains(bin.to_str().unwrap()), "{shell}");
     }
     let bad = run(&["completions", "tcsh"]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// What bash offers for the words typed so far (the last one being completed), with
+/// the registration `oslab completions bash` printed sourced into a fresh bash.
+fn bash_completes(words: &[&str]) -> Vec<String> {
+    let script = format!(
+        r#"source <("$OSLAB" completions bash)
+COMP_WORDS=({words}); COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 )); COMP_TYPE=9
+_clap_complete_oslab oslab "${{COMP_WORDS[$COMP_CWORD]}}" "${{COMP_WORDS[$COMP_CWORD-1]}}"
+printf '%s\n' "${{COMPREPLY[@]}}""#,
+        words = words
+            .iter()
+            .map(|w| format!("'{w}'"))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let out = std::process::Command::new("bash")
+        .args(["--norc", "--noprofile", "-c", &script])
+        .env("OSLAB", assert_cmd::cargo::cargo_bin("oslab"))
+        .output()
+        .expect("bash runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completes_experiments_scenarios_and_settings_from_the_binary() {
+    let listed = common::json_output(common::oslab().arg("list"));
+    let cpu: Vec<String> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["id"].as_str())
+        .filter(|id| id.starts_with("cpu."))
+        .map(str::to_string)
+        .collect();
+    assert!(!cpu.is_empty());
+    assert_eq!(bash_completes(&["oslab", "run", "cpu."]), cpu);
+    assert_eq!(bash_completes(&["oslab", "wat"]), ["watch"]);
+    // a setting's name with its `=`, and nothing once the value is begun
+    let keys = bash_completes(&["oslab", "run", "wb.background", "--set", "backg"]);
+    assert_eq!(keys, ["background="]);
+    assert!(bash_completes(&["oslab", "run", "null", "--set", "background=3"]).is_empty());
+    // the simulator's scenarios and settings
+    let scenarios = bash_completes(&["oslab", "sim", "run", "testbed-"]);
+    assert!(
+        scenarios.contains(&"testbed-fig2".to_string())
+            && scenarios.iter().all(|s| s.starts_with("testbed-")),
+        "{scenarios:?}"
+    );
+    assert_eq!(
+        bash_completes(&["oslab", "sim", "sweep", "paper-fig2", "--set", "bandw"]),
+        ["bandwidth="]
+    );
 }
 
 #[test]

@@ -27,10 +27,23 @@ pub struct ManArgs {
     pub no_table: crate::args::NoTable,
 }
 
-/// `oslab completions SHELL`: `cmd` is the whole grammar.
-pub fn completions(a: CompletionsArgs, mut cmd: clap::Command) -> CmdResult {
-    let mut out = Vec::new();
-    clap_complete::generate(a.shell, &mut cmd, "oslab", &mut out);
+/// `oslab completions SHELL`: the shell code that asks this binary for every
+/// completion (see [`crate::completion`]). The binary is called back by the name it
+/// was started with: `oslab` from $PATH, or its absolute path when started by one.
+pub fn completions(a: CompletionsArgs) -> CmdResult {
+    let argv0 = std::env::args_os()
+        .next()
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "oslab".into());
+    let completer = if argv0.components().count() > 1 {
+        std::env::current_dir()
+            .map(|d| d.join(&argv0))
+            .unwrap_or(argv0)
+    } else {
+        argv0
+    };
+    let out = crate::completion::registration(a.shell, &completer.to_string_lossy())
+        .map_err(|e| Failure::runtime(format!("cannot write the completions: {e}")))?;
     print_bytes(&out);
     Ok(0)
 }

@@ -127,7 +127,7 @@ pub fn dispatch(command: Command) -> CmdResult {
         Command::Export(a) => export::run(a),
         Command::Import(a) => import::run(a),
         Command::Judge(a) => judge::run(a),
-        Command::Completions(a) => docs::completions(a, Cli::command()),
+        Command::Completions(a) => docs::completions(a),
         Command::Man(a) => docs::man(a, Cli::command()),
     }
 }

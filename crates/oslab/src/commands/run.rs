@@ -26,7 +26,7 @@ use oslab_arg_values::whole;
 )]
 pub struct RunArgs {
     /// Experiment ids (see `oslab list`), families such as `cpu`, or `all`
-    #[arg(required = true, value_name = "ID")]
+    #[arg(required = true, value_name = "ID", add = crate::completion::experiment_ids())]
     pub ids: Vec<String>,
     /// Smaller, faster settings (coarser figures)
     #[arg(long)]
@@ -43,7 +43,7 @@ pub struct RunArgs {
     #[arg(long, value_name = "DIR", display_order = 6)]
     pub scratch: Option<PathBuf>,
     /// Change an experiment setting, e.g. --set size=512MiB (see `oslab list --settings`)
-    #[arg(long = "set", value_name = "NAME=VALUE", display_order = 7)]
+    #[arg(long = "set", value_name = "NAME=VALUE", display_order = 7, add = crate::completion::run_settings())]
     pub sets: Vec<String>,
     /// Keep each experiment's raw data (plan, every sample, the facts read from the
     /// system) in DIR, to judge again later with `oslab judge`

@@ -22,7 +22,7 @@ use oslab_arg_values::duration;
 pub struct SimAdviseArgs {
     /// The writers and the device: a built-in scenario (`oslab sim list`) or a
     /// scenario file (.toml)
-    #[arg(value_name = "SCENARIO")]
+    #[arg(value_name = "SCENARIO", add = crate::completion::scenario_names())]
     pub scenario: String,
     /// The writer, or the group of writers (rt-high, rt-low, normal or a scenario's
     /// own), whose latency the bounds are for [default: the first writer]
@@ -44,7 +44,7 @@ pub struct SimAdviseArgs {
     pub prefer: String,
     /// Change a setting of the scenario first, e.g. --set bandwidth=20MiB/s
     /// (repeatable; see `oslab sim list --settings`)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[arg(long = "set", value_name = "KEY=VALUE", add = crate::completion::sim_settings())]
     pub sets: Vec<String>,
     /// The results database to read the last validation from [default: as `oslab run`]
     #[arg(long, value_name = "FILE")]

@@ -15,14 +15,14 @@ use crate::results::{Delivery, execute};
 #[command(mut_args(worded(SIM_OUTPUT_HELP)))]
 pub struct SimRunArgs {
     /// A built-in scenario (`oslab sim list`) or a scenario file (.toml)
-    #[arg(value_name = "SCENARIO")]
+    #[arg(value_name = "SCENARIO", add = crate::completion::scenario_names())]
     pub scenario: String,
     /// Policies to compare (repeatable): vanilla, wcall, wcall-fair [default: all three]
     #[arg(long = "policy", value_name = "POLICY")]
     pub policies: Vec<String>,
     /// Change a setting, e.g. --set bandwidth=20MiB/s (repeatable; see `oslab sim
     /// list --settings`)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[arg(long = "set", value_name = "KEY=VALUE", add = crate::completion::sim_settings())]
     pub sets: Vec<String>,
     #[command(flatten)]
     pub out: OutputArgs,

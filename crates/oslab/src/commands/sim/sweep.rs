@@ -12,10 +12,10 @@ use oslab_arg_values::whole;
 #[derive(Debug, Args)]
 pub struct SimSweepArgs {
     /// A built-in scenario (`oslab sim list`) or a scenario file (.toml)
-    #[arg(value_name = "SCENARIO")]
+    #[arg(value_name = "SCENARIO", add = crate::completion::scenario_names())]
     pub scenario: String,
     /// The setting and its values: KEY=V1,V2,... or KEY=FROM..TO (with --steps)
-    #[arg(long, value_name = "KEY=VALUES")]
+    #[arg(long, value_name = "KEY=VALUES", add = crate::completion::sim_settings())]
     pub vary: String,
     /// Points between FROM and TO
     #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = whole(2, 100_000))]
@@ -24,7 +24,7 @@ pub struct SimSweepArgs {
     #[arg(long, value_name = "POLICY", default_value = "vanilla")]
     pub policy: String,
     /// Other settings (repeatable)
-    #[arg(long = "set", value_name = "KEY=VALUE")]
+    #[arg(long = "set", value_name = "KEY=VALUE", add = crate::completion::sim_settings())]
     pub sets: Vec<String>,
     #[command(flatten)]
     pub json: crate::args::JsonArg,
