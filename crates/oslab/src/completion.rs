@@ -15,18 +15,48 @@ pub const VAR: &str = "OSLAB_COMPLETE";
 
 /// The shell code that registers oslab's completions for `shell`; it calls back
 /// the binary named `completer` (absolute when it was started by a path).
-pub fn registration(shell: clap_complete::Shell, completer: &str) -> std::io::Result<Vec<u8>> {
+pub fn registration(shell: clap_complete::Shell, completer: &str) -> Result<Vec<u8>, String> {
     let env: &dyn EnvCompleter = match shell {
         clap_complete::Shell::Bash => &clap_complete::env::Bash,
         clap_complete::Shell::Elvish => &clap_complete::env::Elvish,
         clap_complete::Shell::Fish => &clap_complete::env::Fish,
         clap_complete::Shell::PowerShell => &clap_complete::env::Powershell,
         clap_complete::Shell::Zsh => &clap_complete::env::Zsh,
-        _ => &clap_complete::env::Bash,
+        other => return Err(format!("no completions for {other} yet")),
     };
     let mut out = Vec::new();
-    env.write_registration(VAR, "oslab", "oslab", completer, &mut out)?;
+    env.write_registration(VAR, "oslab", "oslab", completer, &mut out)
+        .map_err(|e| format!("cannot write the completions: {e}"))?;
+    if shell == clap_complete::Shell::Zsh {
+        // Loaded from $fpath, the file's body runs as _oslab on the first Tab: it
+        // only registers the completer, so that Tab would complete nothing.
+        out.extend_from_slice(
+            b"[[ ${funcstack[1]} = _oslab ]] && _clap_dynamic_completer_oslab \"$@\"\n",
+        );
+    }
     Ok(out)
+}
+
+/// How the completion code calls oslab back: `oslab` when that is the binary the
+/// shell finds on $PATH (an installed oslab keeps working after a rebuild moves
+/// nothing), else this binary's absolute path.
+pub fn completer() -> String {
+    let this = std::env::current_exe().ok();
+    let on_path = std::env::var_os("PATH").and_then(|p| {
+        std::env::split_paths(&p)
+            .map(|d| d.join("oslab"))
+            .find(|c| c.is_file())
+    });
+    let same = |a: &std::path::Path, b: &std::path::Path| {
+        a.canonicalize()
+            .ok()
+            .is_some_and(|x| b.canonicalize().ok() == Some(x))
+    };
+    match (this, on_path) {
+        (Some(this), Some(found)) if same(&this, &found) => "oslab".into(),
+        (Some(this), _) => this.to_string_lossy().into_owned(),
+        (None, _) => "oslab".into(),
+    }
 }
 
 fn candidate(value: &str, help: &str) -> CompletionCandidate {

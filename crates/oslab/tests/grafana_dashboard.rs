@@ -98,7 +98,11 @@ fn metrics_in(expr: &str) -> Vec<(String, bool)> {
 
 #[test]
 fn every_metric_the_dashboard_queries_is_served_and_used_as_its_type() {
-    let served = oslab_report::watch::openmetrics(&snapshot(&Root::live()), "test");
+    let served = oslab_report::watch::openmetrics(
+        &snapshot(&Root::live()),
+        "test",
+        oslab_sys::machine::page_size(),
+    );
     let samples: Vec<&str> = served
         .lines()
         .filter(|l| !l.starts_with('#'))

@@ -299,7 +299,7 @@ fn the_html_report_is_self_contained_and_complete() {
         );
     }
     assert!(page.contains("id=\"null\""));
-    assert!(page.contains("@media print") && page.contains("@media (max-width"));
+    assert!(page.contains("@media print") && page.contains("@media screen and (max-width"));
     assert!(page.contains("name=\"viewport\""));
 }
 

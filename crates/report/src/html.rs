@@ -56,7 +56,11 @@ pub fn table(class: &str, headers: &[&str], rows: &[Vec<String>], numeric: &[usi
                 ""
             };
             let label = headers.get(i).map_or_else(String::new, |h| esc(h));
-            let _ = write!(out, "<td{c} data-label=\"{label}\">{cell}</td>");
+            // one element beside the label, however many the cell holds
+            let _ = write!(
+                out,
+                "<td{c} data-label=\"{label}\"><div class=\"cell\">{cell}</div></td>"
+            );
         }
         out.push_str("</tr>\n");
     }

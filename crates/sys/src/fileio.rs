@@ -75,13 +75,13 @@ pub fn has_cachestat() -> bool {
     *HAS.get_or_init(|| {
         File::open("/proc/self/exe").is_ok_and(|f| match cachestat(&f) {
             Ok(_) => true,
-            Err(e) => !is_enosys(&e),
+            Err(e) => !says_the_call_is_missing(&e),
         })
     })
 }
 
 /// ENOSYS, or EPERM from a seccomp filter that refuses calls it does not know.
-fn is_enosys(e: &SysError) -> bool {
+fn says_the_call_is_missing(e: &SysError) -> bool {
     matches!(e, SysError::Syscall { source, .. }
         if matches!(source.raw_os_error(), Some(libc::ENOSYS) | Some(libc::EPERM)))
 }

@@ -321,11 +321,14 @@ fn shares(c: &CpuTimes) -> CpuPct {
 }
 
 /// Each CPU's shares between two snapshots, as `sar -P ALL` shows them; a CPU in
-/// only one of the two (brought on or off line) is left out.
+/// only one of the two (brought on or off line), or with no time counted between
+/// them, is left out (it has no shares to give, not 0 % of everything).
 pub fn per_cpu_shares(prev: &Snapshot, cur: &Snapshot) -> BTreeMap<u32, CpuPct> {
     cur.per_cpu
         .iter()
-        .filter_map(|(n, c)| Some((*n, shares(&c.since(prev.per_cpu.get(n)?)))))
+        .filter_map(|(n, c)| Some((*n, c.since(prev.per_cpu.get(n)?))))
+        .filter(|(_, d)| d.total() > 0)
+        .map(|(n, d)| (n, shares(&d)))
         .collect()
 }
 
@@ -355,6 +358,8 @@ mod tests {
         a.per_cpu.insert(1, times(0, 0));
         b.per_cpu.insert(1, times(0, 50));
         b.per_cpu.insert(2, times(5, 5));
+        a.per_cpu.insert(3, times(7, 7));
+        b.per_cpu.insert(3, times(7, 7));
         let s = per_cpu_shares(&a, &b);
         assert_eq!(s.keys().copied().collect::<Vec<_>>(), [0, 1]);
         assert!((s[&0].user - 30.0 / 129.0 * 100.0).abs() < 1e-9);

@@ -7,7 +7,8 @@
 //! is input from outside when replayed (oslab may run as root, the file may be
 //! anyone's): it is read through `infile` (a regular file, at most a limit of
 //! bytes), and every line is checked before any of it is shown: a known format,
-//! times that only move forwards, Unix times of this era.
+//! times that only move forwards, Unix times of this era, device and host names
+//! as the kernel gives them (they reach root's terminal and metric labels).
 
 use std::collections::BTreeMap;
 
@@ -32,6 +33,10 @@ pub struct Header {
     pub kernel: String,
     /// The interval asked for, seconds (each sample carries its own time).
     pub interval_s: f64,
+    /// The recording machine's page size (vmstat's dirty thresholds are in
+    /// pages); 0 where unknown.
+    #[serde(default)]
+    pub page_bytes: u64,
 }
 
 /// One sample: the counters of one instant, with its Unix time.
@@ -70,48 +75,111 @@ pub fn line<T: Serialize>(value: &T) -> String {
     s
 }
 
-/// The header and samples of a recording's text; `name` is how errors name it.
-/// Every problem is one sentence naming the line.
-pub fn parse(text: &str, name: &str) -> Result<(Header, Vec<Sample>), String> {
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
+/// A recording's text, checked whole: its header, and its samples to be read one
+/// at a time (so a replay holds the text and one sample, not every sample).
+pub struct Recording<'t> {
+    pub header: Header,
+    lines: Vec<&'t str>,
+}
+
+impl<'t> Recording<'t> {
+    /// Reads `text` (`name` is how errors name it) and checks every line before
+    /// anything of it is used. Every problem is one sentence naming the line.
+    pub fn check(text: &'t str, name: &str) -> Result<Recording<'t>, String> {
+        let mut lines = text
+            .lines()
+            .enumerate()
+            .filter(|(_, l)| !l.trim().is_empty());
+        let (_, first) = lines.next().ok_or_else(|| format!("{name} is empty"))?;
+        let header = header(first, name)?;
+        let mut kept = Vec::new();
+        let mut last_t = None;
+        for (i, l) in lines {
+            let at = |why: String| format!("{name} line {}: {why}", i + 1);
+            let s = sample(l).map_err(at)?;
+            if last_t.is_some_and(|t| s.snapshot.t_ns <= t) {
+                return Err(at(
+                    "its clock reading does not follow the line before".into()
+                ));
+            }
+            last_t = Some(s.snapshot.t_ns);
+            kept.push(l);
+        }
+        Ok(Recording {
+            header,
+            lines: kept,
+        })
+    }
+
+    /// How many samples it holds.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// The samples in order (each line parsed again; [`Recording::check`] has
+    /// seen them all).
+    pub fn samples(&self) -> impl Iterator<Item = Sample> + '_ {
+        self.lines.iter().filter_map(|l| sample(l).ok())
+    }
+}
+
+fn header(line: &str, name: &str) -> Result<Header, String> {
     let not_one = || {
         format!(
             "{name} is not a recording of oslab watch (write one with `oslab watch --record FILE`)"
         )
     };
-    let (_, first) = lines.next().ok_or_else(|| format!("{name} is empty"))?;
-    let value: serde_json::Value = serde_json::from_str(first).map_err(|_| not_one())?;
+    let value: serde_json::Value = serde_json::from_str(line).map_err(|_| not_one())?;
     let version = value.get("oslab_watch_record").ok_or_else(not_one)?;
     if version.as_u64() != Some(u64::from(FORMAT)) {
         return Err(format!(
             "{name} is a recording in format {version}; this oslab reads format {FORMAT}"
         ));
     }
-    let header: Header = serde_json::from_value(value)
+    let h: Header = serde_json::from_value(value)
         .map_err(|e| format!("{name} line 1: not a recording's header: {e}"))?;
-    let mut samples: Vec<Sample> = Vec::new();
-    for (i, l) in lines {
-        let at = |why: String| format!("{name} line {}: {why}", i + 1);
-        let s: Sample = serde_json::from_str(l).map_err(|e| at(format!("not a sample: {e}")))?;
-        if !(0.0..=UNIX_TIME_MAX).contains(&s.unix_time_s) {
-            return Err(at(format!(
-                "its time {} is no Unix time of this era",
-                s.unix_time_s
-            )));
+    for (what, v) in [("host", &h.host), ("kernel", &h.kernel)] {
+        if !v.is_empty() && !plain(v) {
+            return Err(format!("{name} line 1: its {what} is not a plain name"));
         }
-        if let Some(prev) = samples.last()
-            && s.snapshot.t_ns <= prev.snapshot.t_ns
-        {
-            return Err(at(
-                "its clock reading does not follow the line before".into()
-            ));
-        }
-        samples.push(s);
     }
-    Ok((header, samples))
+    if !(h.interval_s.is_finite() && h.interval_s > 0.0) {
+        return Err(format!(
+            "{name} line 1: its interval is not a positive number"
+        ));
+    }
+    Ok(h)
+}
+
+/// One sample line, checked: a Unix time of this era and device names as the
+/// kernel gives them (a name is printed on root's terminal and served as a metric
+/// label, so a control character or a quote must not get through).
+fn sample(line: &str) -> Result<Sample, String> {
+    let s: Sample = serde_json::from_str(line).map_err(|e| format!("not a sample: {e}"))?;
+    if !(0.0..=UNIX_TIME_MAX).contains(&s.unix_time_s) {
+        return Err(format!(
+            "its time {} is no Unix time of this era",
+            s.unix_time_s
+        ));
+    }
+    if let Some(bad) = s.snapshot.disks.keys().find(|n| !plain(n)) {
+        return Err(format!(
+            "the device name {bad:?} is not one the kernel gives"
+        ));
+    }
+    Ok(s)
+}
+
+/// A name of letters, digits and `._:+-~`, 1 to 64 of them: block devices
+/// (nvme0n1p1, dm-0, md127), host names and kernel releases are.
+fn plain(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._:+-~".contains(&b))
 }
 
 #[cfg(test)]
@@ -124,6 +192,7 @@ mod tests {
             host: "vm".into(),
             kernel: "6.18".into(),
             interval_s: 1.0,
+            page_bytes: 4096,
         }
     }
 
@@ -150,11 +219,37 @@ mod tests {
             sample(2_000_000_000, 1.8e9 + 1.0),
         );
         let text = line(&header()) + &line(&a) + "\n" + &line(&b);
-        let (h, samples) = parse(&text, "r.jsonl").unwrap();
-        assert_eq!(h, header());
+        let r = Recording::check(&text, "r.jsonl").unwrap();
+        assert_eq!(r.header, header());
+        assert_eq!(r.len(), 2);
+        let samples: Vec<Sample> = r.samples().collect();
         assert_eq!(samples, vec![a.clone(), b]);
         assert_eq!(samples[0].restored().per_cpu, a.per_cpu);
         assert!(!a.per_cpu.is_empty());
+    }
+
+    /// A sample line whose one device is called `name`.
+    fn disk_named(name: &str) -> String {
+        let mut s = sample(2, 1.8e9);
+        s.snapshot.disks.insert(name.into(), Default::default());
+        line(&s)
+    }
+
+    #[test]
+    fn counters_at_their_largest_read_back() {
+        let mut s = sample(2, 1.8e9);
+        s.snapshot.ctxt = u64::MAX;
+        s.snapshot.disks.insert(
+            "vda".into(),
+            crate::sar::DiskCounters {
+                reads: u64::MAX,
+                writes: u64::MAX,
+                ..Default::default()
+            },
+        );
+        let text = line(&header()) + &line(&s);
+        let r = Recording::check(&text, "r").unwrap();
+        assert_eq!(r.samples().next().unwrap(), s);
     }
 
     #[test]
@@ -181,9 +276,21 @@ mod tests {
                 h.clone() + &good + &good,
                 "r line 3: its clock reading does not follow",
             ),
+            (
+                h.clone() + &disk_named("vda\u{1b}[2J"),
+                "r line 2: the device name \"vda\\u{1b}[2J\" is not one the kernel gives",
+            ),
+            (
+                h.clone() + &disk_named("a\"} 1\nfake_metric 9"),
+                "r line 2: the device name",
+            ),
+            (
+                h.replace("\"host\":\"vm\"", "\"host\":\"\\u001b]0;x\""),
+                "r line 1: its host is not a plain name",
+            ),
         ];
         for (text, want) in cases {
-            let e = parse(&text, "r").unwrap_err();
+            let e = Recording::check(&text, "r").err().unwrap();
             assert!(e.starts_with(want), "{e}");
             assert!(!e.contains('\n'), "{e}");
         }

@@ -322,8 +322,7 @@ impl GroupCgroups {
     pub fn dirty_writeback(&self) -> Option<[(u64, u64); GROUPS]> {
         let mut out = [(0, 0); GROUPS];
         for (g, slot) in out.iter_mut().enumerate() {
-            let stat = std::fs::read_to_string(self.dir(g).join("memory.stat")).ok()?;
-            *slot = memcg::dirty_writeback(&stat, self.version)?;
+            *slot = dirty_writeback_of(&self.dir(g), self.version)?;
         }
         Some(out)
     }
@@ -375,6 +374,12 @@ pub fn default_weight(text: &str) -> Option<u32> {
     })
 }
 
+/// A cgroup's dirty and writeback bytes from its memory.stat (children included).
+fn dirty_writeback_of(dir: &Path, version: Version) -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
+    memcg::dirty_writeback(&stat, version)
+}
+
 /// Each group's usage from the cgroups of the coordinator `pid` (its /proc entry
 /// under `root`), when it made them; read by anyone (`oslab wcall status`).
 pub fn usage_of(root: &Root, coordinator_pid: u32) -> Option<Vec<GroupUsage>> {
@@ -390,8 +395,7 @@ pub fn usage_of(root: &Root, coordinator_pid: u32) -> Option<Vec<GroupUsage>> {
             .iter()
             .map(|g| {
                 let dir = base.join(g);
-                let stat = std::fs::read_to_string(dir.join("memory.stat")).ok()?;
-                let (dirty, writeback) = memcg::dirty_writeback(&stat, version)?;
+                let (dirty, writeback) = dirty_writeback_of(&dir, version)?;
                 let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
                 Some(GroupUsage {
                     dirty,

@@ -28,22 +28,10 @@ pub struct ManArgs {
 }
 
 /// `oslab completions SHELL`: the shell code that asks this binary for every
-/// completion (see [`crate::completion`]). The binary is called back by the name it
-/// was started with: `oslab` from $PATH, or its absolute path when started by one.
+/// completion (see [`crate::completion`]).
 pub fn completions(a: CompletionsArgs) -> CmdResult {
-    let argv0 = std::env::args_os()
-        .next()
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| "oslab".into());
-    let completer = if argv0.components().count() > 1 {
-        std::env::current_dir()
-            .map(|d| d.join(&argv0))
-            .unwrap_or(argv0)
-    } else {
-        argv0
-    };
-    let out = crate::completion::registration(a.shell, &completer.to_string_lossy())
-        .map_err(|e| Failure::runtime(format!("cannot write the completions: {e}")))?;
+    let out = crate::completion::registration(a.shell, &crate::completion::completer())
+        .map_err(Failure::runtime)?;
     print_bytes(&out);
     Ok(0)
 }

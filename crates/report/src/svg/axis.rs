@@ -75,7 +75,8 @@ pub fn range(values: &[f64], scale: Scale, include_zero: bool) -> (f64, f64) {
             let (lo, hi) = (lo / 1.15, (hi * 1.15).min(f64::MAX));
             if scale == Scale::Log10 {
                 // out to the 1-2-5 values around the data, so the lowest points
-                // stand clear of the axis and both ends carry a label
+                // stand clear of the axis (a second 15 % below them) and both ends
+                // carry a label
                 (nice_125(lo / 1.15, false), nice_125(hi, true))
             } else {
                 (lo, hi)

@@ -81,7 +81,10 @@ impl Families {
             let pairs: Vec<String> = labels
                 .iter()
                 .map(|(k, val)| {
-                    let val = val.replace('\\', "\\\\").replace('"', "\\\"");
+                    let val = val
+                        .replace('\\', "\\\\")
+                        .replace('"', "\\\"")
+                        .replace('\n', "\\n");
                     format!("{k}=\"{val}\"")
                 })
                 .collect();
@@ -129,22 +132,23 @@ fn seconds_of(ms: u64) -> f64 {
 fn active(s: &Snapshot) -> Vec<(&String, &DiskCounters)> {
     s.disks
         .iter()
-        .filter(|(_, d)| d.reads + d.writes + d.discards > 0)
+        .filter(|(_, d)| (d.reads | d.writes | d.discards) != 0)
         .collect()
 }
 
-/// The snapshot as OpenMetrics text, ending with `# EOF`.
-pub fn openmetrics(s: &Snapshot, version: &str) -> String {
-    exposition(s, version, Format::OpenMetrics)
+/// The snapshot as OpenMetrics text, ending with `# EOF`; vmstat's page counts are
+/// turned into bytes with `page_bytes`, the page size of the machine sampled.
+pub fn openmetrics(s: &Snapshot, version: &str, page_bytes: u64) -> String {
+    exposition(s, version, page_bytes, Format::OpenMetrics)
 }
 
 /// The snapshot in Prometheus's classic text format (0.0.4): the same families
 /// and samples as [`openmetrics`].
-pub fn text_format(s: &Snapshot, version: &str) -> String {
-    exposition(s, version, Format::Text)
+pub fn text_format(s: &Snapshot, version: &str, page_bytes: u64) -> String {
+    exposition(s, version, page_bytes, Format::Text)
 }
 
-fn exposition(s: &Snapshot, version: &str, format: Format) -> String {
+fn exposition(s: &Snapshot, version: &str, page_bytes: u64, format: Format) -> String {
     let mut f = Families {
         out: String::new(),
         format,
@@ -158,7 +162,7 @@ fn exposition(s: &Snapshot, version: &str, format: Format) -> String {
     );
     kernel_counters(&mut f, s);
     vm_counters(&mut f, s);
-    levels(&mut f, s);
+    levels(&mut f, s, page_bytes);
     devices(&mut f, s);
     if format == Format::OpenMetrics {
         f.out.push_str("# EOF\n");
@@ -282,7 +286,7 @@ fn vm_counters(f: &mut Families, s: &Snapshot) {
     );
 }
 
-fn levels(f: &mut Families, s: &Snapshot) {
+fn levels(f: &mut Families, s: &Snapshot, page_bytes: u64) {
     if let Some(m) = &s.mem {
         let b = |x: u64| x as f64;
         f.gauge(
@@ -321,7 +325,7 @@ fn levels(f: &mut Families, s: &Snapshot) {
         let used = m.swap_total_bytes.saturating_sub(m.swap_free_bytes);
         f.gauge("swap_used", "bytes", "Swap in use.", b(used));
     }
-    let page = oslab_sys::machine::page_size() as f64;
+    let page = page_bytes as f64;
     let dirty_limit = vm(s, "nr_dirty_threshold") * page;
     let bg = vm(s, "nr_dirty_background_threshold") * page;
     f.gauge(
@@ -445,7 +449,7 @@ mod tests {
 
     #[test]
     fn what_the_kernel_counts_is_a_counter_and_levels_are_gauges() {
-        let text = openmetrics(&snap(), "9.9.9");
+        let text = openmetrics(&snap(), "9.9.9", 4096);
         assert!(text.ends_with("# EOF\n"));
         assert!(text.starts_with("# TYPE oslab_build_info gauge\n"));
         assert!(text.contains("# TYPE oslab_context_switches counter\n"));
@@ -477,7 +481,7 @@ mod tests {
 
     #[test]
     fn the_classic_text_format_names_a_counters_samples_in_help_and_type() {
-        let text = text_format(&snap(), "9.9.9");
+        let text = text_format(&snap(), "9.9.9", 4096);
         assert!(text.starts_with("# HELP oslab_build_info "));
         assert!(text.contains(
             "# TYPE oslab_context_switches_total counter\noslab_context_switches_total 5000\n"
@@ -485,19 +489,22 @@ mod tests {
         assert!(text.contains("# HELP oslab_cpu_seconds_total "));
         assert!(!text.contains("# UNIT") && !text.contains("# EOF"));
         let samples = |t: &str| t.lines().filter(|l| !l.starts_with('#')).count();
-        assert_eq!(samples(&text), samples(&openmetrics(&snap(), "9.9.9")));
+        assert_eq!(
+            samples(&text),
+            samples(&openmetrics(&snap(), "9.9.9", 4096))
+        );
     }
 
     #[test]
     fn devices_without_any_io_since_boot_are_left_out() {
-        let text = openmetrics(&snap(), "0");
+        let text = openmetrics(&snap(), "0", 4096);
         assert!(text.contains("device=\"vda\""));
         assert!(!text.contains("loop0"));
     }
 
     #[test]
     fn every_sample_belongs_to_a_declared_family() {
-        let text = openmetrics(&snap(), "0");
+        let text = openmetrics(&snap(), "0", 4096);
         let mut declared: Vec<(String, String)> = Vec::new();
         for line in text.lines() {
             if let Some(rest) = line.strip_prefix("# TYPE ") {

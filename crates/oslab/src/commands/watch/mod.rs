@@ -1,4 +1,4 @@
-//! `oslab watch`: the sampler, live.
+//! `oslab watch`: the sampler, live, or a recording of it replayed ([`replay`]).
 
 use clap::Args;
 use oslab_arg_values::{seconds, whole};
@@ -15,6 +15,8 @@ use oslab_sys::fsread::Root;
 use oslab_sys::infile;
 use oslab_sys::sar::{DiskCounters, Snapshot, derive, per_cpu_shares, snapshot};
 use oslab_sys::sar_record::{self, Header, Sample};
+
+mod replay;
 
 use crate::failure::CmdResult;
 use crate::failure::Failure;
@@ -71,7 +73,7 @@ fn warm_up(root: &Root, bands: &[Vec<usize>]) {
         let _ = watch::json_line(unix_time_s(), &r, &per_cpu_shares(&a, &b));
         let _ = watch::per_cpu_lines(&per_cpu_shares(&a, &b));
     }
-    let _ = watch::openmetrics(&b, "");
+    let _ = watch::openmetrics(&b, "", oslab_sys::machine::page_size());
 }
 
 /// Every `--device` must name a block device of /proc/diskstats: a name that
@@ -120,7 +122,10 @@ fn listen(addr: &str) -> Result<TcpListener, Failure> {
 struct Shown {
     text: bool,
     json: Option<Stream>,
-    latest: Arc<Latest>,
+    /// What the metrics endpoint serves; None when nothing serves it.
+    latest: Option<Arc<Latest>>,
+    /// The sampled machine's page size.
+    page_bytes: u64,
     bands: Vec<Vec<usize>>,
     devices: Vec<String>,
     per_cpu: bool,
@@ -128,16 +133,26 @@ struct Shown {
 }
 
 impl Shown {
-    /// Shows the interval from `prev` to `cur`, which ended at `unix_s`.
-    fn interval(&mut self, prev: &Snapshot, cur: &Snapshot, origin: u64, unix_s: f64) {
+    /// Gives the metrics endpoint the counters of `s`.
+    fn serve_counters(&self, s: &Snapshot) {
+        let Some(latest) = &self.latest else {
+            return;
+        };
         let version = env!("CARGO_PKG_VERSION");
-        self.latest.set(vec![
+        latest.set(vec![
             (
                 watch::OPENMETRICS_CONTENT_TYPE,
-                watch::openmetrics(cur, version),
+                watch::openmetrics(s, version, self.page_bytes),
             ),
-            (watch::TEXT_CONTENT_TYPE, watch::text_format(cur, version)),
+            (
+                watch::TEXT_CONTENT_TYPE,
+                watch::text_format(s, version, self.page_bytes),
+            ),
         ]);
+    }
+
+    /// Shows the interval from `prev` to `cur`, which ended at `unix_s`.
+    fn interval(&mut self, prev: &Snapshot, cur: &Snapshot, origin: u64, unix_s: f64) {
         let Some(r) = derive(prev, cur, origin) else {
             return;
         };
@@ -182,43 +197,54 @@ pub fn run(a: WatchArgs) -> CmdResult {
         return Err(Failure::usage("--quiet only makes sense with --prometheus"));
     }
     let json_on_stdout = a.json.as_deref().is_some_and(crate::output::is_stdout);
-    if json_on_stdout && a.record.as_deref().is_some_and(crate::output::is_stdout) {
+    let record_on_stdout = a.record.as_deref().is_some_and(crate::output::is_stdout);
+    if json_on_stdout && record_on_stdout {
         return Err(Failure::usage(
             "--json - and --record - would both write to standard output: give one a file",
         ));
     }
+    // Everything that can refuse the command is checked before any file is opened
+    // for writing (opening empties it).
+    let text = match &a.from {
+        Some(path) => Some(replay::read(path, a.json.as_deref())?),
+        None => None,
+    };
+    let recording = match (&text, &a.from) {
+        (Some(t), Some(path)) => {
+            let r = replay::check(t, path)?;
+            let place = format!("in {}", infile::display_name(path));
+            let first = r.samples().next().map(|s| s.snapshot.disks);
+            check_devices(&a.devices, &first.unwrap_or_default(), &place)?;
+            Some(r)
+        }
+        _ => {
+            check_devices(&a.devices, &snapshot(&Root::live()).disks, "here")?;
+            None
+        }
+    };
+    // bound now, so a bad or busy address fails before any work; served from when
+    // there is something to serve (a replay: its last interval)
+    let listener = a.prometheus.as_deref().map(listen).transpose()?;
     // --quiet prints nothing on standard output; a file is not printed
     let json = match &a.json {
         Some(_) if json_on_stdout && a.quiet => None,
         Some(p) => Some(Stream::open(p, "--json")?),
         None => None,
     };
-    let recording = match &a.from {
-        Some(path) => Some(read_recording(path)?),
-        None => None,
-    };
-    match (&recording, &a.from) {
-        (Some((_, samples)), Some(path)) => check_devices(
-            &a.devices,
-            &samples[0].snapshot.disks,
-            &format!("in {}", infile::display_name(path)),
-        )?,
-        _ => check_devices(&a.devices, &snapshot(&Root::live()).disks, "here")?,
-    }
-    let latest = Arc::new(Latest::new());
-    // bound now, so a bad or busy address fails before any work; served from when
-    // there is something to serve (a replay: its last interval)
-    let listener = a.prometheus.as_deref().map(listen).transpose()?;
     let record = match &a.record {
         Some(p) => Some(Stream::open(p, "--record")?),
         None => None,
     };
+    let page_bytes = recording
+        .as_ref()
+        .map(|r| r.header.page_bytes)
+        .filter(|p| *p > 0)
+        .unwrap_or_else(oslab_sys::machine::page_size);
     let shown = Shown {
-        text: !json_on_stdout
-            && !a.quiet
-            && !a.record.as_deref().is_some_and(crate::output::is_stdout),
+        text: !json_on_stdout && !a.quiet && !record_on_stdout,
         json,
-        latest,
+        latest: listener.as_ref().map(|_| Arc::new(Latest::new())),
+        page_bytes,
         bands: watch::bands(crate::term::width()),
         devices: a.devices.clone(),
         per_cpu: a.per_cpu,
@@ -226,10 +252,10 @@ pub fn run(a: WatchArgs) -> CmdResult {
     };
     let count = if a.once { Some(1) } else { a.count };
     match recording {
-        Some((_, samples)) => replay(&samples, shown, count, listener),
+        Some(r) => replay::replay(&r, shown, count, listener),
         None => {
-            if let Some(l) = listener {
-                serve(l, shown.latest.clone())?;
+            if let (Some(l), Some(latest)) = (listener, &shown.latest) {
+                serve(l, latest.clone())?;
             }
             live(a.interval, shown, record, count)
         }
@@ -245,47 +271,6 @@ fn serve(listener: TcpListener, latest: Arc<Latest>) -> Result<(), Failure> {
         "oslab: serving metrics at http://{bound}/metrics (OpenMetrics or the classic text format, as the client asks)"
     );
     oslab_metrics_server::spawn(listener, latest).map_err(|e| Failure::runtime(e.to_string()))
-}
-
-/// A recording's samples, or why the file is not one (exit 2). At least two:
-/// an interval needs both its ends.
-fn read_recording(path: &std::path::Path) -> Result<(Header, Vec<Sample>), Failure> {
-    let text = infile::read_text(path, infile::DEFAULT_MAX_INPUT)?;
-    let name = infile::display_name(path);
-    let (header, samples) = sar_record::parse(&text, &name).map_err(Failure::usage)?;
-    if samples.len() < 2 {
-        return Err(Failure::usage(format!(
-            "{name} holds {} sample(s): an interval needs two",
-            samples.len()
-        )));
-    }
-    Ok((header, samples))
-}
-
-fn replay(
-    samples: &[Sample],
-    mut shown: Shown,
-    count: Option<u64>,
-    listener: Option<TcpListener>,
-) -> CmdResult {
-    let snaps: Vec<Snapshot> = samples.iter().map(Sample::restored).collect();
-    let origin = snaps[0].t_ns;
-    for (i, pair) in snaps.windows(2).enumerate() {
-        if count.is_some_and(|c| i as u64 >= c) {
-            break;
-        }
-        shown.interval(&pair[0], &pair[1], origin, samples[i + 1].unix_time_s);
-    }
-    if let Some(l) = listener {
-        serve(l, shown.latest.clone())?;
-        eprintln!(
-            "oslab: the replay is done; serving its last interval's metrics until interrupted"
-        );
-        loop {
-            std::thread::sleep(Duration::from_secs(3600));
-        }
-    }
-    shown.close()
 }
 
 fn live(
@@ -308,6 +293,7 @@ fn live(
                 .read_trim("/proc/sys/kernel/osrelease")
                 .unwrap_or_default(),
             interval_s,
+            page_bytes: shown.page_bytes,
         }));
         r.put(&sar_record::line(&Sample::of(unix_time_s(), &prev)));
     }
@@ -325,6 +311,7 @@ fn live(
         if let Some(r) = record.as_mut() {
             r.put(&sar_record::line(&Sample::of(unix_s, &cur)));
         }
+        shown.serve_counters(&cur);
         shown.interval(&prev, &cur, origin, unix_s);
         prev = cur;
         n += 1;
