@@ -206,7 +206,9 @@ impl Governor {
                 "and with no cgroups for the groups nothing measures their dirty pages: no writer is held"
             }
         };
-        format!("{seen}; this kernel has no cachestat() (it came in 6.5): {instead}")
+        format!(
+            "{seen}; this kernel has no cachestat() (it came in 6.5): {instead}; the sync guard's own write back and the recycling of written-back pages find their pages by cachestat() too, so both are off"
+        )
     }
 
     /// Whether governed processes go into memory cgroups.
