@@ -14,7 +14,7 @@ use clap_complete::env::EnvCompleter;
 pub const VAR: &str = "OSLAB_COMPLETE";
 
 /// The shell code that registers oslab's completions for `shell`; it calls back
-/// the binary named `completer` (absolute when it was started by a path).
+/// the binary named `completer` (see [`completer`]).
 pub fn registration(shell: clap_complete::Shell, completer: &str) -> Result<Vec<u8>, String> {
     let env: &dyn EnvCompleter = match shell {
         clap_complete::Shell::Bash => &clap_complete::env::Bash,
@@ -31,7 +31,7 @@ pub fn registration(shell: clap_complete::Shell, completer: &str) -> Result<Vec<
         // Loaded from $fpath, the file's body runs as _oslab on the first Tab: it
         // only registers the completer, so that Tab would complete nothing.
         out.extend_from_slice(
-            b"[[ ${funcstack[1]} = _oslab ]] && _clap_dynamic_completer_oslab \"$@\"\n",
+            b"if [[ ${funcstack[1]} = _oslab ]]; then _clap_dynamic_completer_oslab \"$@\"; fi\n",
         );
     }
     Ok(out)
@@ -44,6 +44,7 @@ pub fn completer() -> String {
     let this = std::env::current_exe().ok();
     let on_path = std::env::var_os("PATH").and_then(|p| {
         std::env::split_paths(&p)
+            .filter(|d| d.is_absolute())
             .map(|d| d.join("oslab"))
             .find(|c| c.is_file())
     });

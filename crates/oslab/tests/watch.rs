@@ -658,6 +658,17 @@ fn a_replay_never_writes_over_its_recording_and_takes_the_largest_counters() {
         "{err}"
     );
     assert_eq!(std::fs::read_to_string(&rec).unwrap(), before);
+    // --json and --record naming one file are refused before either is written
+    let both = tmp.path().join("both");
+    let out = common::oslab()
+        .args(["watch", "--count", "1", "--json"])
+        .arg(&both)
+        .arg("--record")
+        .arg(&both)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(!both.exists());
     // a bad --device leaves no --json file behind
     let json = tmp.path().join("out.json");
     let out = common::oslab()

@@ -7,8 +7,9 @@
 //! is input from outside when replayed (oslab may run as root, the file may be
 //! anyone's): it is read through `infile` (a regular file, at most a limit of
 //! bytes), and every line is checked before any of it is shown: a known format,
-//! times that only move forwards, Unix times of this era, device and host names
-//! as the kernel gives them (they reach root's terminal and metric labels).
+//! times that only move forwards, Unix times of this era, device names of
+//! printable characters (they reach root's terminal and metric labels; the host
+//! and kernel named in the header are shown escaped).
 
 use std::collections::BTreeMap;
 
@@ -134,22 +135,27 @@ fn header(line: &str, name: &str) -> Result<Header, String> {
         )
     };
     let value: serde_json::Value = serde_json::from_str(line).map_err(|_| not_one())?;
-    let version = value.get("oslab_watch_record").ok_or_else(not_one)?;
-    if version.as_u64() != Some(u64::from(FORMAT)) {
+    let version = value
+        .get("oslab_watch_record")
+        .and_then(serde_json::Value::as_u64)
+        .ok_or_else(not_one)?;
+    if version != u64::from(FORMAT) {
         return Err(format!(
             "{name} is a recording in format {version}; this oslab reads format {FORMAT}"
         ));
     }
     let h: Header = serde_json::from_value(value)
-        .map_err(|e| format!("{name} line 1: not a recording's header: {e}"))?;
-    for (what, v) in [("host", &h.host), ("kernel", &h.kernel)] {
-        if !v.is_empty() && !plain(v) {
-            return Err(format!("{name} line 1: its {what} is not a plain name"));
-        }
-    }
+        .map_err(|e| format!("{name} line 1: not a recording's header: {}", short(&e)))?;
     if !(h.interval_s.is_finite() && h.interval_s > 0.0) {
         return Err(format!(
             "{name} line 1: its interval is not a positive number"
+        ));
+    }
+    let page_ok = h.page_bytes.is_power_of_two() && (4096..=1 << 20).contains(&h.page_bytes);
+    if h.page_bytes != 0 && !page_ok {
+        return Err(format!(
+            "{name} line 1: its page size {} is no page size (4 KiB to 1 MiB, a power of two)",
+            h.page_bytes
         ));
     }
     Ok(h)
@@ -159,7 +165,8 @@ fn header(line: &str, name: &str) -> Result<Header, String> {
 /// kernel gives them (a name is printed on root's terminal and served as a metric
 /// label, so a control character or a quote must not get through).
 fn sample(line: &str) -> Result<Sample, String> {
-    let s: Sample = serde_json::from_str(line).map_err(|e| format!("not a sample: {e}"))?;
+    let s: Sample =
+        serde_json::from_str(line).map_err(|e| format!("not a sample: {}", short(&e)))?;
     if !(0.0..=UNIX_TIME_MAX).contains(&s.unix_time_s) {
         return Err(format!(
             "its time {} is no Unix time of this era",
@@ -167,19 +174,28 @@ fn sample(line: &str) -> Result<Sample, String> {
         ));
     }
     if let Some(bad) = s.snapshot.disks.keys().find(|n| !plain(n)) {
+        let start: String = bad.chars().take(64).collect();
         return Err(format!(
-            "the device name {bad:?} is not one the kernel gives"
+            "the device name {start:?} is not one the kernel gives"
         ));
     }
     Ok(s)
 }
 
-/// A name of letters, digits and `._:+-~`, 1 to 64 of them: block devices
-/// (nvme0n1p1, dm-0, md127), host names and kernel releases are.
+/// 1 to 64 printable ASCII characters, no space: every block device name the
+/// kernel gives (nvme0n1p1, dm-0, md_home, ubiblock0_0, cciss/c0d0) is one.
 fn plain(s: &str) -> bool {
-    (1..=64).contains(&s.len())
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._:+-~".contains(&b))
+    (1..=64).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic())
+}
+
+/// An error's text, at most 160 characters of it (serde quotes what it could not
+/// take, which in a hostile file can be a line of a gigabyte).
+fn short(e: &dyn std::fmt::Display) -> String {
+    let s = e.to_string();
+    match s.char_indices().nth(160) {
+        Some((i, _)) => format!("{}...", &s[..i]),
+        None => s,
+    }
 }
 
 #[cfg(test)]
@@ -236,6 +252,35 @@ mod tests {
     }
 
     #[test]
+    fn every_device_name_the_kernel_gives_reads_back() {
+        let h = line(&header());
+        for name in [
+            "nvme0n1p1",
+            "dm-0",
+            "md_home",
+            "ubiblock0_0",
+            "cciss/c0d0",
+            "sr0",
+        ] {
+            let text = h.clone() + &disk_named(name);
+            let r = Recording::check(&text, "r").unwrap();
+            assert!(
+                r.samples()
+                    .next()
+                    .unwrap()
+                    .snapshot
+                    .disks
+                    .contains_key(name)
+            );
+        }
+        let long = "x".repeat(10_000);
+        let e = Recording::check(&(h + &disk_named(&long)), "r")
+            .err()
+            .unwrap();
+        assert!(e.len() < 300, "{}", e.len());
+    }
+
+    #[test]
     fn counters_at_their_largest_read_back() {
         let mut s = sample(2, 1.8e9);
         s.snapshot.ctxt = u64::MAX;
@@ -285,8 +330,12 @@ mod tests {
                 "r line 2: the device name",
             ),
             (
-                h.replace("\"host\":\"vm\"", "\"host\":\"\\u001b]0;x\""),
-                "r line 1: its host is not a plain name",
+                h.replace("\"page_bytes\":4096", "\"page_bytes\":3"),
+                "r line 1: its page size 3 is no page size",
+            ),
+            (
+                h.replace("\"oslab_watch_record\":1", "\"oslab_watch_record\":\"1\""),
+                "r is not a recording",
             ),
         ];
         for (text, want) in cases {

@@ -5,6 +5,7 @@ use oslab_arg_values::{seconds, whole};
 
 use std::collections::BTreeMap;
 use std::net::{SocketAddr, TcpListener, ToSocketAddrs};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -225,6 +226,7 @@ pub fn run(a: WatchArgs) -> CmdResult {
     // bound now, so a bad or busy address fails before any work; served from when
     // there is something to serve (a replay: its last interval)
     let listener = a.prometheus.as_deref().map(listen).transpose()?;
+    check_outputs(a.json.as_deref(), a.record.as_deref())?;
     // --quiet prints nothing on standard output; a file is not printed
     let json = match &a.json {
         Some(_) if json_on_stdout && a.quiet => None,
@@ -260,6 +262,33 @@ pub fn run(a: WatchArgs) -> CmdResult {
             live(a.interval, shown, record, count)
         }
     }
+}
+
+/// Both output files can be written, and are not one file (each would empty it);
+/// checked before either is opened.
+fn check_outputs(json: Option<&Path>, record: Option<&Path>) -> Result<(), Failure> {
+    let files: Vec<(&Path, &str)> = [(json, "--json"), (record, "--record")]
+        .into_iter()
+        .filter_map(|(p, flag)| Some((p?, flag)))
+        .filter(|(p, _)| !crate::output::is_stdout(p))
+        .collect();
+    for (p, flag) in &files {
+        crate::output::check_file_target(p, flag)?;
+    }
+    if let [(j, _), (r, _)] = files[..] {
+        use std::os::unix::fs::MetadataExt;
+        let same_inode = match (std::fs::metadata(j), std::fs::metadata(r)) {
+            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+            _ => false,
+        };
+        if same_inode || std::path::absolute(j).ok() == std::path::absolute(r).ok() {
+            return Err(Failure::usage(format!(
+                "--json and --record both name {}: give each its own file",
+                j.display()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Serves the latest metrics on `listener` from a thread of its own.

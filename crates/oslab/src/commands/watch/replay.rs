@@ -26,9 +26,16 @@ pub(super) fn read(path: &Path, json: Option<&Path>) -> Result<String, Failure> 
     Ok(infile::read_text(path, infile::DEFAULT_MAX_INPUT)?)
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
+/// Whether the recording `from` (`-`: standard input) and the output `out` are
+/// one file.
+fn same_file(from: &Path, out: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
-    match (std::fs::metadata(a), std::fs::metadata(b)) {
+    let from = if infile::is_stdin(from) {
+        Path::new("/dev/stdin")
+    } else {
+        from
+    };
+    match (std::fs::metadata(from), std::fs::metadata(out)) {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => false,
     }
@@ -57,11 +64,21 @@ pub(super) fn replay(
     listener: Option<TcpListener>,
 ) -> CmdResult {
     let h = &r.header;
+    // the header's names come from the file: shown escaped, at most 64 characters
+    let shown_name = |s: &str| -> String {
+        let e: String = s
+            .chars()
+            .take(64)
+            .collect::<String>()
+            .escape_debug()
+            .collect();
+        if e.is_empty() { "?".into() } else { e }
+    };
     eprintln!(
         "oslab: replaying {} samples of {} (Linux {}), taken every {} s",
         r.len(),
-        if h.host.is_empty() { "?" } else { &h.host },
-        if h.kernel.is_empty() { "?" } else { &h.kernel },
+        shown_name(&h.host),
+        shown_name(&h.kernel),
         h.interval_s
     );
     let mut samples = r.samples();
