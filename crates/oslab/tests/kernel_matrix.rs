@@ -244,10 +244,16 @@ fn summary(booted: &[Booted]) -> String {
     let mut s = String::from(
         "| kernel | package | boot to power-off | wb checks | verdicts (holds / differs / other) |\n|---|---|---|---|---|\n",
     );
-    for b in booted {
-        let results: serde_json::Value =
-            serde_json::from_str(&text(&b.out, "wb.json")).unwrap_or_default();
-        let v = verdicts(&results);
+    // each kernel's (claim id, verdict, claim), read once
+    let all: Vec<_> = booted
+        .iter()
+        .map(|b| {
+            let results: serde_json::Value =
+                serde_json::from_str(&text(&b.out, "wb.json")).unwrap_or_default();
+            verdicts(&results)
+        })
+        .collect();
+    for (b, v) in booted.iter().zip(&all) {
         let count = |x: &str| v.iter().filter(|(_, verdict, _)| verdict == x).count();
         let wb_s = checks(&b.out)
             .iter()
@@ -278,17 +284,16 @@ fn summary(booted: &[Booted]) -> String {
     s += "\n|---|";
     s += &"---|".repeat(booted.len());
     s += "\n";
-    let first: serde_json::Value = booted
-        .first()
-        .and_then(|b| serde_json::from_str(&text(&b.out, "wb.json")).ok())
-        .unwrap_or_default();
-    for (i, (id, _, claim)) in verdicts(&first).iter().enumerate() {
+    // rows by experiment and claim, so a kernel whose run judged fewer claims
+    // stays aligned
+    for (id, _, claim) in all.first().map_or(&[][..], Vec::as_slice) {
         s += &format!("| {id}: {claim} |");
-        for b in booted {
-            let r: serde_json::Value =
-                serde_json::from_str(&text(&b.out, "wb.json")).unwrap_or_default();
-            let v = verdicts(&r);
-            s += &format!(" {} |", v.get(i).map_or("-", |x| x.1.as_str()));
+        for v in &all {
+            let verdict = v
+                .iter()
+                .find(|x| &x.0 == id && &x.2 == claim)
+                .map_or("-", |x| x.1.as_str());
+            s += &format!(" {verdict} |");
         }
         s += "\n";
     }

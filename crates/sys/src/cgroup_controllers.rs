@@ -4,7 +4,7 @@
 
 use std::path::Path;
 
-use crate::error::{SysError, SysResult};
+use crate::error::SysResult;
 use crate::journal::Undo;
 
 /// The words of a cgroup file (`cgroup.controllers`, `cgroup.subtree_control`);
@@ -99,10 +99,7 @@ pub fn give_to_children(
                 children: crate::cgroup_names::child_names(dir),
             },
         )?;
-        std::fs::write(&subtree, format!("+{c}")).map_err(|source| SysError::Write {
-            path: subtree.clone(),
-            source,
-        })?;
+        crate::journal::write_text(&subtree, &format!("+{c}"))?;
     }
     Ok(())
 }

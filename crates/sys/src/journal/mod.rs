@@ -32,7 +32,7 @@ use file::{Header, Line};
 pub use file::{BadLine, MAX_JOURNAL_BYTES, shown};
 pub use place::{Places, journal_dir, named_dir, places};
 pub use restore::{RestoreReport, RestoredJournal, pending_orphans, restore_dead, restore_orphans};
-pub use undo::undo_entries;
+pub use undo::{undo_entries, write_text};
 
 /// How to take one change back.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -158,7 +158,7 @@ fn detach_loop(device: &Path) -> SysResult<()> {
 }
 
 /// Writes `value` into `path` (a sysctl, a sysfs knob, a cgroup file).
-pub(super) fn write_text(path: &Path, value: &str) -> SysResult<()> {
+pub fn write_text(path: &Path, value: &str) -> SysResult<()> {
     std::fs::write(path, value).map_err(|source| SysError::Write {
         path: path.to_path_buf(),
         source,

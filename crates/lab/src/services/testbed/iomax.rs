@@ -24,7 +24,7 @@ use oslab_sys::cgroup_controllers::{
     delegated, give_to_children, not_given, not_roots_alone, words,
 };
 use oslab_sys::fsread::Root;
-use oslab_sys::journal::Undo;
+use oslab_sys::journal::{Undo, write_text};
 use oslab_sys::parse::memcg::{self, Version};
 use oslab_sys::{SysError, SysResult};
 use serde::{Deserialize, Serialize};
@@ -125,13 +125,6 @@ pub fn live_placement() -> Result<Placement, String> {
     placement(&own, &root)
 }
 
-fn write(path: &Path, text: &str) -> SysResult<()> {
-    std::fs::write(path, text).map_err(|source| SysError::Write {
-        path: path.to_path_buf(),
-        source,
-    })
-}
-
 /// Makes the capped cgroup `name` for device `dev` ("MAJOR:MINOR") at
 /// `bandwidth` bytes per second and moves this process into its `lab`;
 /// `record` journals each step's undo before the step.
@@ -158,11 +151,11 @@ pub fn apply(
             source,
         })?;
         if *dir == cgroup {
-            write(&cgroup.join("cgroup.subtree_control"), "+io +memory")?;
-            write(&cgroup.join("io.max"), &format!("{dev} wbps={bandwidth}"))?;
+            write_text(&cgroup.join("cgroup.subtree_control"), "+io +memory")?;
+            write_text(&cgroup.join("io.max"), &format!("{dev} wbps={bandwidth}"))?;
         }
     }
-    write(&lab.join("cgroup.procs"), &std::process::id().to_string())?;
+    write_text(&lab.join("cgroup.procs"), &std::process::id().to_string())?;
     Ok(IoMaxCap { cgroup, lab })
 }
 

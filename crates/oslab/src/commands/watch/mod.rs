@@ -70,9 +70,10 @@ fn warm_up(root: &Root, bands: &[Vec<usize>]) {
     let a = snapshot(root);
     let b = snapshot(root);
     if let Some(r) = derive(&a, &b, a.t_ns) {
+        let cpus = per_cpu_shares(&a, &b);
         let _ = watch::line(&local_hms(), &r, &[], bands);
-        let _ = watch::json_line(unix_time_s(), &r, &per_cpu_shares(&a, &b));
-        let _ = watch::per_cpu_lines(&per_cpu_shares(&a, &b));
+        let _ = watch::json_line(unix_time_s(), &r, &cpus);
+        let _ = watch::per_cpu_lines(&cpus);
     }
     let _ = watch::openmetrics(&b, "", oslab_sys::machine::page_size());
 }
@@ -276,12 +277,7 @@ fn check_outputs(json: Option<&Path>, record: Option<&Path>) -> Result<(), Failu
         crate::output::check_file_target(p, flag)?;
     }
     if let [(j, _), (r, _)] = files[..] {
-        use std::os::unix::fs::MetadataExt;
-        let same_inode = match (std::fs::metadata(j), std::fs::metadata(r)) {
-            (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-            _ => false,
-        };
-        if same_inode || std::path::absolute(j).ok() == std::path::absolute(r).ok() {
+        if one_file(j, r) || std::path::absolute(j).ok() == std::path::absolute(r).ok() {
             return Err(Failure::usage(format!(
                 "--json and --record both name {}: give each its own file",
                 j.display()
@@ -289,6 +285,15 @@ fn check_outputs(json: Option<&Path>, record: Option<&Path>) -> Result<(), Failu
         }
     }
     Ok(())
+}
+
+/// Whether two existing paths are one file (the same inode on the same device).
+fn one_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
 }
 
 /// Serves the latest metrics on `listener` from a thread of its own.

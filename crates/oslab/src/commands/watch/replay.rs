@@ -9,7 +9,7 @@ use oslab_sys::infile;
 use oslab_sys::sar::Snapshot;
 use oslab_sys::sar_record::Recording;
 
-use super::{Shown, serve};
+use super::{Shown, one_file, serve};
 use crate::failure::{CmdResult, Failure};
 
 /// The recording's text. `json` (the --json file) must not be the recording
@@ -29,16 +29,12 @@ pub(super) fn read(path: &Path, json: Option<&Path>) -> Result<String, Failure> 
 /// Whether the recording `from` (`-`: standard input) and the output `out` are
 /// one file.
 fn same_file(from: &Path, out: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
     let from = if infile::is_stdin(from) {
         Path::new("/dev/stdin")
     } else {
         from
     };
-    match (std::fs::metadata(from), std::fs::metadata(out)) {
-        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
-        _ => false,
-    }
+    one_file(from, out)
 }
 
 /// The recording in `text`, checked whole, or why it is not one (exit 2). At least
