@@ -296,7 +296,8 @@ fn wcall_evaluation_runs_every_cell_and_leaves_nothing_changed() {
         eprintln!("skipped: the WCALL evaluation needs root (testbed, SCHED_FIFO writers)");
         return;
     }
-    let r = wcall_evaluation(&["writes=30"]);
+    // a quick run leaves out what no claim needs; asked for, every cell runs
+    let r = wcall_evaluation(&["writes=30", "starts=late,together", "alone_governed=yes"]);
     for p in ["vanilla", "wcall", "wcall-fair"] {
         // contested scenarios run twice: competitors started late and together
         for (s, n) in [

@@ -12,7 +12,7 @@ use super::predict::Predicted;
 use super::{Plan, Raw};
 use crate::harness::check::figure;
 use crate::harness::{Output, finding, measurement};
-use crate::services::cells::record::{Cell, POLICIES, Scenario};
+use crate::services::cells::record::{Cell, POLICIES, Scenario, Start};
 use crate::services::write_latency::{LatencyStats, latency_stats};
 use crate::wb::common::stall_causes;
 
@@ -249,6 +249,31 @@ fn matrix_note(m: &Matrix, plan: &Plan, raw: &Raw) -> String {
     )
 }
 
+/// What a run without `--quick` would add to this one's cells, if anything.
+fn full_run_adds(plan: &Plan) -> Option<String> {
+    use crate::services::cells::settings::{RUNS, WRITES};
+    let mut adds = Vec::new();
+    if !plan.starts.contains(&Start::Together) {
+        adds.push("competitors that start together with the high writer".to_string());
+    }
+    if !plan.alone_governed {
+        adds.push("the high writer alone under wcall and wcall-fair".to_string());
+    }
+    if plan.writes < WRITES.full {
+        adds.push(format!(
+            "{} writes a cell, not {}, so longer pauses can show",
+            WRITES.full, plan.writes
+        ));
+    }
+    if (plan.runs as u64) < RUNS.full {
+        adds.push(format!(
+            "{} runs of the matrix, not {}",
+            RUNS.full, plan.runs
+        ));
+    }
+    (!adds.is_empty()).then(|| format!("the full run (without --quick) adds: {}", adds.join("; ")))
+}
+
 /// What this machine's memory does to every writer, measured on its own: the
 /// first touch of fresh memory against a second, and whether the governor's
 /// recycling of written-back pages was on for the governed cells.
@@ -344,6 +369,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     out.claims = super::claims::claims(&m, plan, raw, env);
     out.plots = super::plots::plots(&m, &rows_mean, &predicted);
     out.notes.push(matrix_note(&m, plan, raw));
+    out.notes.extend(full_run_adds(plan));
     out.notes.push(format!(
         "slow device {}: {}",
         raw.testbed_device,

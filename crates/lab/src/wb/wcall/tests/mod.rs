@@ -162,6 +162,7 @@ fn plan_of(raw: &Raw) -> Plan {
         policies,
         starts: vec![Start::Late],
         head_start_s: 2.0,
+        alone_governed: true,
         high_cmd: None,
         competitor_cmd: None,
         kill_coordinator: false,
@@ -414,4 +415,49 @@ fn no_prediction_without_the_kernels_state() {
         "{:?}",
         out.findings.iter().map(|f| &f.name).collect::<Vec<_>>()
     );
+}
+
+fn planned(mode: oslab_model::Mode) -> Plan {
+    let config = crate::harness::RunConfig {
+        mode,
+        repeat: None,
+        seed: 1,
+        scratch_dir: "/tmp".into(),
+        sets: Default::default(),
+    };
+    let machine = env(None).machine;
+    let mut p = crate::harness::Planner::new("wb.wcall", &config, &machine);
+    Experiment::plan(&WbWcall, &mut p)
+}
+
+#[test]
+fn a_quick_run_has_the_cells_every_claim_needs_and_says_what_the_full_run_adds() {
+    let quick = planned(oslab_model::Mode::Quick);
+    assert_eq!(quick.starts, [Start::Late]);
+    assert!(!quick.alone_governed);
+    assert_eq!(quick.scenarios.len(), 4);
+    assert_eq!(quick.policies.len(), 3);
+    let full = planned(oslab_model::Mode::Full);
+    assert_eq!(full.starts, [Start::Late, Start::Together]);
+    assert!(full.alone_governed);
+    // every claim is judged on a quick run's cells (none is "not judged")
+    let mut raw = matrix();
+    raw.cells
+        .retain(|c| c.scenario != Scenario::Alone || c.policy == Policy::Vanilla);
+    let out = judge(&quick, &raw, &env(Some("KVM")));
+    for c in &out.claims {
+        assert_ne!(c.verdict, Verdict::NotJudged, "{}: {}", c.id, c.why);
+    }
+    let adds = out
+        .notes
+        .iter()
+        .find(|n| n.starts_with("the full run (without --quick) adds"))
+        .expect("the note of what a full run adds");
+    assert!(
+        adds.contains("start together") && adds.contains("alone under wcall and wcall-fair"),
+        "{adds}"
+    );
+    // a full run adds nothing
+    let full_out = judge(&full, &raw, &env(Some("KVM")));
+    assert!(!full_out.notes.iter().any(|n| n.contains("the full run")));
 }
