@@ -2,7 +2,9 @@
 //!
 //! What: a square 2-D array of u32 summed row by row (in memory order) and column
 //! by column (a stride of one row), at 16 KiB, 1 MiB, 16 MiB and 256 MiB (64, 512,
-//! 2048 and 8192 on a side): ns per element both ways and their ratio.
+//! 2048 and 8192 on a side): ns per element both ways and their ratio. A quick run
+//! takes 64 MiB (4096) as its largest where that is at least 8x the last-level
+//! cache sysfs describes.
 //!
 //! Method: both sums are computed once and compared (a traversal that skipped
 //! elements would show); each sample repeats the traversal until it lasts at least
@@ -29,6 +31,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::harness::{Context, LabError, Meta, Needs, Output};
 use crate::harness::{Experiment, Measured, Planner};
+use crate::mem::common::sweep::sysfs_of;
 
 pub struct MemLocality;
 
@@ -50,6 +53,20 @@ static META: Meta = Meta {
 
 /// Elements on a side: 16 KiB, 1 MiB, 16 MiB and 256 MiB of u32.
 const SIDES: [usize; 4] = [64, 512, 2048, 8192];
+/// A quick run's largest array: 4096 on a side (64 MiB) where that is at least
+/// this many times the last-level cache sysfs describes, else 8192 (256 MiB).
+const QUICK_BEYOND_LLC: u64 = 8;
+
+/// The sides of a run: all of [`SIDES`], or in a quick run a smaller largest
+/// array where the last-level cache (`llc` bytes, from sysfs) leaves room.
+fn sides(quick: bool, llc: Option<u64>) -> Vec<usize> {
+    let mut sides = SIDES.to_vec();
+    let side = 4096;
+    if quick && llc.is_some_and(|c| c * QUICK_BEYOND_LLC <= (side * side * ELEMENT) as u64) {
+        *sides.last_mut().expect("sides") = side;
+    }
+    sides
+}
 const ELEMENT: usize = 4;
 /// A sample lasts at least this long.
 const SAMPLE_NS: u64 = 2_000_000;
@@ -99,7 +116,7 @@ impl Experiment for MemLocality {
     fn plan(&self, p: &mut Planner) -> Plan {
         Plan {
             samples: p.samples(3, 5),
-            sides: SIDES.to_vec(),
+            sides: sides(p.quick(), sysfs_of!(p.machine).last().map(|l| l.bytes)),
         }
     }
 

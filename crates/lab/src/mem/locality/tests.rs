@@ -89,3 +89,14 @@ fn measurements_per_order_and_size() {
     );
     assert_eq!(empty.claims[0].verdict, Verdict::NotJudged);
 }
+
+#[test]
+fn a_quick_run_shrinks_its_largest_array_only_where_the_cache_leaves_room() {
+    let mib = 1u64 << 20;
+    // 8 MiB of L3: 64 MiB is 8x that
+    assert_eq!(super::sides(true, Some(8 * mib)), [64, 512, 2048, 4096]);
+    // a bigger cache, no cache known, or a full run: 256 MiB
+    assert_eq!(super::sides(true, Some(16 * mib)), SIDES);
+    assert_eq!(super::sides(true, None), SIDES);
+    assert_eq!(super::sides(false, Some(8 * mib)), SIDES);
+}

@@ -42,7 +42,7 @@ static META: Meta = Meta {
         min_cpus: 1,
         free_disk_bytes: 0,
     },
-    quick_s: 25.0,
+    quick_s: 16.0,
     full_s: 60.0,
     internal: false,
     full_lab_only: false,

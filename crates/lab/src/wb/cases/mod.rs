@@ -58,7 +58,7 @@ static META: Meta = Meta {
         min_cpus: 1,
         free_disk_bytes: 0,
     },
-    quick_s: 55.0,
+    quick_s: 28.0,
     full_s: 130.0,
     internal: false,
     full_lab_only: false,
@@ -83,7 +83,7 @@ static BANDWIDTH: Setting<Bytes> = Setting {
 static DURATION: Setting<Seconds> = Setting {
     name: "duration",
     help: "seconds per case",
-    quick: 25.0,
+    quick: 12.0,
     full: 60.0,
     bounds: Some((1.0, 3600.0)),
     names: &[],

@@ -51,7 +51,7 @@ static META: Meta = Meta {
         min_cpus: 1,
         free_disk_bytes: 0,
     },
-    quick_s: 20.0,
+    quick_s: 10.0,
     full_s: 50.0,
     internal: false,
     full_lab_only: false,
@@ -76,7 +76,7 @@ static WRITERS: Setting<Count> = Setting {
 static DURATION: Setting<Seconds> = Setting {
     name: "duration",
     help: "seconds of writing",
-    quick: 15.0,
+    quick: 7.0,
     full: 40.0,
     bounds: Some((1.0, 3600.0)),
     names: &[],

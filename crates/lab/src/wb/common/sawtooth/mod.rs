@@ -77,7 +77,7 @@ pub static RATE: Setting<Bytes> = Setting {
 pub static DURATION: Setting<Seconds> = Setting {
     name: "duration",
     help: "seconds of writing",
-    quick: 25.0,
+    quick: 16.0,
     full: 60.0,
     bounds: Some((1.0, 3600.0)),
     names: &[],
