@@ -1,7 +1,9 @@
 //! Levels of a staircase curve: the plateaus of latency vs working-set size, found
 //! by segmenting log latency into pieces of constant level (dynamic programming with
-//! a penalty per segment and a minimum segment length), keeping the flat pieces,
-//! merging neighbours closer than a ratio, and locating where each one ends.
+//! a penalty per segment and a minimum segment length), keeping the flat pieces
+//! (a piece that is not flat is tried again without its first or its last point,
+//! which may belong to the step beside it), merging neighbours closer than a
+//! ratio, and locating where each one ends.
 
 use serde::{Deserialize, Serialize};
 
@@ -130,6 +132,52 @@ fn noise(z: &[f64]) -> f64 {
 /// or hostile raw file) has no levels rather than hours of work.
 pub const MAX_POINTS: usize = 4096;
 
+/// The plateaus of the smoothed log curve `z` over `lx` (log2 x): flat segments,
+/// neighbours with close levels merged; (first, last) index pairs.
+fn plateaus(lx: &[f64], z: &[f64], o: Options) -> Vec<(usize, usize)> {
+    let sigma = noise(z);
+    let penalty = (8.0 * sigma * sigma).max(0.02);
+    let flat = o.flat_ratio.ln();
+    let is_flat = |a: usize, b: usize| {
+        let mut v: Vec<f64> = z[a..=b].to_vec();
+        v.sort_by(|p, q| p.total_cmp(q));
+        // the spread of the middle: one outlier does not make a ramp
+        let lo = v[v.len() / 10];
+        let hi = v[v.len() - 1 - v.len() / 10];
+        hi - lo <= flat + 2.0 * sigma
+    };
+    // a segment that is not flat gets a second chance without its first or its
+    // last point (a point of the step before or after it, which the segmentation
+    // may attach to either side) if what is left still spans min_octaves
+    let mut plateaus: Vec<(usize, usize)> = segment(lx, z, o.min_octaves, penalty)
+        .into_iter()
+        .filter_map(|(a, b)| {
+            if is_flat(a, b) {
+                return Some((a, b));
+            }
+            [(a + 1, b), (a, b.saturating_sub(1))]
+                .into_iter()
+                .filter(|&(c, d)| c < d && lx[d] - lx[c] >= 0.9 * o.min_octaves)
+                .find(|&(c, d)| is_flat(c, d))
+        })
+        .collect();
+    let level = |a: usize, b: usize| median(&mut z[a..=b].to_vec());
+    // merge neighbours whose levels are close
+    let merge = o.merge_ratio.ln();
+    let mut k = 0;
+    while k + 1 < plateaus.len() {
+        let (a, b) = plateaus[k];
+        let (c, d) = plateaus[k + 1];
+        if (level(c, d) - level(a, b)).abs() < merge {
+            plateaus[k] = (a, d.max(b));
+            plateaus.remove(k + 1);
+        } else {
+            k += 1;
+        }
+    }
+    plateaus
+}
+
 /// The plateaus of y(x) (x ascending, y > 0), as levels from the lowest x up;
 /// none for a curve of more than [`MAX_POINTS`] points.
 pub fn detect(x: &[f64], y: &[f64], o: Options) -> Vec<Level> {
@@ -149,36 +197,9 @@ pub fn detect(x: &[f64], y: &[f64], o: Options) -> Vec<Level> {
             }
         })
         .collect();
-    let sigma = noise(&z);
-    let penalty = (8.0 * sigma * sigma).max(0.02);
-    let flat = o.flat_ratio.ln();
-    // plateaus: flat segments, by their own median level
     let lx: Vec<f64> = x[..n].iter().map(|v| v.max(1e-300).log2()).collect();
-    let mut plateaus: Vec<(usize, usize)> = segment(&lx, &z, o.min_octaves, penalty)
-        .into_iter()
-        .filter(|&(a, b)| {
-            let mut v: Vec<f64> = z[a..=b].to_vec();
-            v.sort_by(|p, q| p.total_cmp(q));
-            // the spread of the middle: one outlier does not make a ramp
-            let lo = v[v.len() / 10];
-            let hi = v[v.len() - 1 - v.len() / 10];
-            hi - lo <= flat + 2.0 * sigma
-        })
-        .collect();
+    let plateaus = plateaus(&lx, &z, o);
     let level = |a: usize, b: usize| median(&mut z[a..=b].to_vec());
-    // merge neighbours whose levels are close
-    let merge = o.merge_ratio.ln();
-    let mut k = 0;
-    while k + 1 < plateaus.len() {
-        let (a, b) = plateaus[k];
-        let (c, d) = plateaus[k + 1];
-        if (level(c, d) - level(a, b)).abs() < merge {
-            plateaus[k] = (a, d.max(b));
-            plateaus.remove(k + 1);
-        } else {
-            k += 1;
-        }
-    }
     let mut out = Vec::new();
     for (k, &(a, b)) in plateaus.iter().enumerate() {
         let zl = level(a, b);
@@ -343,5 +364,35 @@ mod tests {
                 .iter()
                 .all(|(a, b)| lx[*b] - lx[*a] >= 0.9 || (*a, *b) == (0, 39))
         );
+    }
+
+    /// A curve measured here whose L3 plateau climbs gently (11 to 18 ns from
+    /// 0.6 to 2.4 MiB): the segmentation put a point of the steps before and
+    /// after it into the plateau's two segments, which made both look like
+    /// ramps, and the level was lost in one run of two. Without those points
+    /// the two segments are flat and merge into one level.
+    #[test]
+    fn a_gently_climbing_plateau_is_still_a_level() {
+        let text = include_str!("../tests/fixtures/latency-gentle-l3.txt");
+        let (x, y): (Vec<f64>, Vec<f64>) = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+            .map(|l| {
+                let mut v = l.split_whitespace().map(|t| t.parse::<f64>().unwrap());
+                (v.next().unwrap(), v.next().unwrap())
+            })
+            .unzip();
+        let levels = detect(&x, &y, Options::default());
+        let mib = 1048576.0;
+        let l3 = levels
+            .iter()
+            .find(|l| (10.0..20.0).contains(&l.value))
+            .unwrap_or_else(|| panic!("no level at 10-20 ns: {levels:?}"));
+        assert!(l3.from_x < 1.0 * mib && l3.to_x >= 2.0 * mib, "{l3:?}");
+        let edge = l3.edge_x.unwrap();
+        assert!((2.0 * mib..4.0 * mib).contains(&edge), "{edge}");
+        // the steps on either side stay out of it: L2 before, memory after
+        assert!(levels.iter().any(|l| (4.0..6.0).contains(&l.value)));
+        assert!(levels.last().unwrap().value > 100.0);
     }
 }
