@@ -7,7 +7,9 @@
 //!    (strict, because a comparison tests dozens of figures at once);
 //! 2. otherwise both 95 % confidence intervals of the median: beyond noise when they
 //!    do not overlap;
-//! 3. otherwise (a single derived value such as a detected cache size) no call.
+//! 3. a derived value whose experiment gives the interval it lies in (a cache edge
+//!    between two sampled sizes): beyond noise when the intervals do not overlap;
+//! 4. otherwise (a single derived value) no call.
 //!
 //! A difference smaller than [`MIN_EFFECT`] of A is called within noise whatever the
 //! test says: with hundreds of samples a test finds 0.1 % shifts "significant", but
@@ -81,6 +83,8 @@ pub struct FigureComparison {
     pub b: f64,
     /// b / a; `None` when a is zero.
     pub ratio: Option<f64>,
+    /// The 95 % interval of each median; for a finding, the interval its
+    /// experiment knows it to lie in (`method` says which).
     pub a_ci95: Option<[f64; 2]>,
     pub b_ci95: Option<[f64; 2]>,
     pub p_value: Option<f64>,
@@ -426,6 +430,17 @@ fn finding_figures(xa: &ExperimentResult, xb: &ExperimentResult) -> Vec<FigureCo
         if fa.unit != fb.unit {
             continue;
         }
+        let (noise, method) = match (fa.range, fb.range) {
+            (Some([la, ha]), Some([lb, hb])) => (
+                if ha < lb || hb < la {
+                    Noise::Beyond
+                } else {
+                    Noise::Within
+                },
+                "the interval each run knows the value in (for an edge: the sampled sizes around it); beyond noise when they do not overlap".to_string(),
+            ),
+            _ => (Noise::Unknown, "single derived value".to_string()),
+        };
         figures.push(FigureComparison {
             experiment: e.to_string(),
             kind: "finding".into(),
@@ -434,11 +449,11 @@ fn finding_figures(xa: &ExperimentResult, xb: &ExperimentResult) -> Vec<FigureCo
             a: fa.value,
             b: fb.value,
             ratio: ratio(fa.value, fb.value),
-            a_ci95: None,
-            b_ci95: None,
+            a_ci95: fa.range,
+            b_ci95: fb.range,
             p_value: None,
-            method: "single derived value".into(),
-            noise: Noise::Unknown,
+            method,
+            noise,
         });
     }
     figures

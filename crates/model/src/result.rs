@@ -81,6 +81,19 @@ pub struct Finding {
     pub value: f64,
     pub unit: String,
     pub detail: String,
+    /// Where the experiment knows the value only to within an interval (a cache
+    /// edge lies between two sampled sizes): its low and high end. `compare`
+    /// calls two runs alike when their intervals overlap.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub range: Option<[f64; 2]>,
+}
+
+impl Finding {
+    /// The finding with the interval its value is known to lie in.
+    pub fn within(mut self, low: f64, high: f64) -> Finding {
+        self.range = (low.is_finite() && high.is_finite() && low <= high).then_some([low, high]);
+        self
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -358,3 +358,39 @@ fn a_result_set_compared_with_itself_is_named_as_such() {
     );
     assert!(oslab_report::compare::html(&c).contains("A and B are the same results"));
 }
+
+#[test]
+fn findings_known_to_within_a_range_are_compared_by_their_ranges() {
+    use oslab_model::compare::{Noise, compare, side};
+    let with = |value: f64, range: Option<[f64; 2]>| {
+        let mut r = null_result();
+        let f = oslab_lab::harness::finding("edge.L3", value, "bytes", "test");
+        r.findings = vec![match range {
+            Some([lo, hi]) => f.within(lo, hi),
+            None => f,
+        }];
+        vec![r]
+    };
+    let call = |a: &[oslab_model::ExperimentResult], b: &[oslab_model::ExperimentResult]| {
+        let c = compare(side("a", a), a, side("b", b), b, 1);
+        let f = c
+            .figures
+            .iter()
+            .find(|f| f.name == "edge.L3")
+            .unwrap()
+            .clone();
+        (f.noise, f.method, f.a_ci95)
+    };
+    let a = with(2.2e6, Some([2.0e6, 2.4e6]));
+    // touching or overlapping ranges: alike, whatever the middles
+    let (n, method, shown) = call(&a, &with(2.6e6, Some([2.4e6, 2.8e6])));
+    assert_eq!(n, Noise::Within, "{method}");
+    assert_eq!(shown, Some([2.0e6, 2.4e6]));
+    // apart: beyond noise
+    assert_eq!(
+        call(&a, &with(3.1e6, Some([2.9e6, 3.4e6]))).0,
+        Noise::Beyond
+    );
+    // a side without a range: no call
+    assert_eq!(call(&a, &with(2.2e6, None)).0, Noise::Unknown);
+}

@@ -91,7 +91,7 @@ pub fn text(c: &Comparison, width: Width) -> String {
         out.push_str(&figures_table(c, width));
         out.push_str("\n\n");
         let summary = format!(
-            "{} of {} figures differ beyond noise: p < {} in a permutation test on the raw samples (else non-overlapping 95% CIs) and medians at least {:.0} % apart.",
+            "{} of {} figures differ beyond noise: p < {} in a permutation test on the raw samples (else non-overlapping 95% CIs, or for a figure known to lie in a range such as a cache edge, non-overlapping ranges) and medians at least {:.0} % apart.",
             c.beyond_noise(),
             c.figures.len(),
             oslab_model::compare::ALPHA,
@@ -218,8 +218,8 @@ fn experiment_section(c: &Comparison, e: &str) -> String {
         &[
             "figure",
             "unit",
-            "A (95% CI)",
-            "B (95% CI)",
+            "A (95% CI or range)",
+            "B (95% CI or range)",
             "B / A",
             "difference",
         ],
@@ -263,7 +263,7 @@ pub fn html(c: &Comparison) -> String {
     body.push_str("</dl>\n");
     let _ = writeln!(
         body,
-        "<p>{} of {} figures differ beyond noise: a permutation test on the raw samples (difference of medians, p &lt; {}), or non-overlapping 95 % intervals where there are too few samples. Ratios are B / A.</p>",
+        "<p>{} of {} figures differ beyond noise: a permutation test on the raw samples (difference of medians, p &lt; {}), or non-overlapping 95 % intervals where there are too few samples, or non-overlapping ranges for a figure known only to within one (a cache edge lies between two sampled sizes). Ratios are B / A.</p>",
         c.beyond_noise(),
         c.figures.len(),
         oslab_model::compare::ALPHA

@@ -123,5 +123,6 @@ pub fn finding(name: &str, value: f64, unit: &str, detail: impl Into<String>) ->
         value,
         unit: unit.into(),
         detail: detail.into(),
+        range: None,
     }
 }

@@ -16,6 +16,10 @@ pub const RANGE_ABOVE_OCTAVES: f64 = 1.0;
 /// A latency this many times the plateau's has left it (the ratio below which
 /// two plateaus are one level in `oslab_stats::levels`).
 pub const LEFT_RATIO: f64 = 1.5;
+/// A latency from which on the curve stays at this many times the plateau's (or
+/// past the step's geometric middle, if lower) has left it for good: the high end
+/// of a gradual edge's range.
+pub const GONE_RATIO: f64 = 2.0;
 
 /// One sampled size of the curve and its median latency.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -228,13 +232,20 @@ fn edge(x: &[f64], y: &[f64], l: &Level, next: Option<&Level>) -> Option<Edge> {
     };
     let step = next.value / l.value;
     if gap_octaves > RANGE_ABOVE_OCTAVES {
-        // the first size that has clearly left the plateau and stays off it
+        // from the last size before the curve first leaves the plateau (1.5x its
+        // latency) to the first from which it stays at twice it or more (or past
+        // the middle of a smaller step): where a shared cache's edge wanders from
+        // run to run and the samples there are bimodal, the whole transition is
+        // the range
         let off = |i: usize| y[i] >= LEFT_RATIO * l.value;
-        let j = (b + 1..=c)
-            .find(|&i| off(i) && (i == c || off(i + 1)))
-            .unwrap_or(c);
-        // the last size before it still below 1.5x (a lone spike does not count)
-        let k = (b..j).rev().find(|&i| !off(i)).unwrap_or(b);
+        let gone_at = (GONE_RATIO * l.value).min((l.value * next.value).sqrt());
+        let gone = |i: usize| y[i] >= gone_at;
+        let first_off = (b + 1..=c).find(|&i| off(i)).unwrap_or(c);
+        let k = first_off.saturating_sub(1).max(b);
+        let j = (first_off..=c)
+            .find(|&i| (i..=c).all(gone))
+            .unwrap_or(c)
+            .max(k + 1);
         let (below, above) = (at(k), at(j));
         return Some(Edge {
             below,

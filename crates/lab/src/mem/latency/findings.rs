@@ -41,20 +41,23 @@ pub(super) fn level_findings(j: &Judging) -> Vec<Finding> {
                     e.above.ns
                 )
             };
-            out.push(finding(
-                &format!("edge.{}", p.name),
-                e.bytes,
-                "bytes",
-                format!(
-                    "{place}; the next plateau is {:.1}x slower; samples within half an octave of the edge spread up to {spread:.2}x{}",
-                    e.step,
-                    if spread > BIMODAL_SPREAD {
-                        " (bimodal: the cache may be shared or partitioned)"
-                    } else {
-                        ""
-                    }
-                ),
-            ));
+            out.push(
+                finding(
+                    &format!("edge.{}", p.name),
+                    e.bytes,
+                    "bytes",
+                    format!(
+                        "{place}; the next plateau is {:.1}x slower; samples within half an octave of the edge spread up to {spread:.2}x{}",
+                        e.step,
+                        if spread > BIMODAL_SPREAD {
+                            " (bimodal: the cache may be shared or partitioned)"
+                        } else {
+                            ""
+                        }
+                    ),
+                )
+                .within(e.below.bytes, e.above.bytes),
+            );
         }
         if let Some(mhz) = j.mhz {
             out.push(finding(
@@ -80,6 +83,7 @@ pub(super) fn sysfs_findings(j: &Judging) -> Vec<Finding> {
         let edge = j.reading.of_sysfs(i).and_then(|p| p.edge.as_ref());
         if let Some(e) = edge {
             let (r, lo, hi) = e.ratio(l.bytes);
+            let size = l.bytes as f64;
             out.push(finding(
                 &format!("ratio.{}", l.name),
                 r,
@@ -99,9 +103,9 @@ pub(super) fn sysfs_findings(j: &Judging) -> Vec<Finding> {
                         human_bytes(l.bytes)
                     )
                 },
-            ));
+            ).within(e.below.bytes / size, e.above.bytes / size));
         }
-        effective.push(finding(
+        let f = finding(
             &format!("effective.{}", l.name),
             edge.map_or(f64::NAN, |e| e.bytes),
             "bytes",
@@ -125,7 +129,11 @@ pub(super) fn sysfs_findings(j: &Judging) -> Vec<Finding> {
                     }
                 ),
             },
-        ));
+        );
+        effective.push(match edge {
+            Some(e) => f.within(e.below.bytes, e.above.bytes),
+            None => f,
+        });
     }
     out.extend(effective);
     out.extend(last_level(j));
@@ -168,5 +176,6 @@ fn last_level(j: &Judging) -> Option<Finding> {
                 String::new()
             }
         ),
-    ))
+    )
+    .within(e.below.bytes, e.above.bytes))
 }

@@ -16,9 +16,15 @@
 //! ends is interpolated between the two sampled sizes around the crossing of the
 //! geometric middle to the next plateau, unless the sampled sizes of the two
 //! plateaus lie more than an octave apart: then the curve leaves the plateau
-//! gradually and the edge is a range, the two sampled sizes between which the
-//! curve first reaches 1.5x the plateau's latency, each with the latency measured
-//! there (never one interpolated size far past where the curve already rose).
+//! gradually and the edge is a range, from the last sampled size before the curve
+//! first reaches 1.5x the plateau's latency to the first from which it stays at
+//! 2x or more (or past the middle of a smaller step), each with the latency
+//! measured there (never one interpolated size far past where the curve already
+//! rose). A shared last-level cache's edge wanders from run to run and its samples
+//! there are bimodal: the range spans that whole transition, so runs agree.
+//! Either way each edge's finding carries the two sampled sizes around it as its
+//! `range`, the resolution the sweep has there, which `compare` uses: two runs
+//! whose ranges overlap found the same edge.
 //! Edges are matched to the sysfs levels in order: an edge can be a level's when
 //! it lies above the previous level's size and at most 4x the level's own, and
 //! among those the largest latency jumps win (a spurious step, such as the TLB's
