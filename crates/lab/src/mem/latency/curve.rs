@@ -10,8 +10,10 @@ use crate::mem::common::sweep::SysfsLevel;
 pub const MATCH_ABOVE: f64 = 4.0;
 /// Between the last size on a plateau and the first on the next, a gap wider
 /// than this (octaves) makes the edge a range: the interpolated crossing would
-/// hide where the curve really leaves the plateau. The range is the two sampled
-/// sizes between which the curve first reaches [`LEFT_RATIO`] times the plateau.
+/// hide where the curve really leaves the plateau. The range runs from the last
+/// sampled size before the curve first reaches [`LEFT_RATIO`] times the plateau
+/// to the first from which it stays at [`GONE_RATIO`] times it (or past the
+/// step's middle).
 pub const RANGE_ABOVE_OCTAVES: f64 = 1.0;
 /// A latency this many times the plateau's has left it (the ratio below which
 /// two plateaus are one level in `oslab_stats::levels`).
@@ -32,8 +34,9 @@ pub struct Point {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Edge {
     /// The sampled sizes that bracket it, with the latency measured at each: around
-    /// the interpolated crossing (sharp), or the last size below 1.5x the
-    /// plateau's latency and the first at or above it (a range).
+    /// the interpolated crossing (sharp), or (a range) the last size before the
+    /// curve first reaches 1.5x the plateau's latency and the first from which it
+    /// stays at 2x (or past the step's middle).
     pub below: Point,
     pub above: Point,
     /// A range: the curve leaves the plateau gradually (the gap between the

@@ -5,7 +5,7 @@ use oslab_model::Finding;
 use oslab_units::human_bytes;
 
 use super::claims::RATIO_LOW;
-use super::curve::{self, LEFT_RATIO};
+use super::curve::{self, GONE_RATIO, LEFT_RATIO};
 use super::judging::{Judging, bytes, edge_words, shared_why};
 use crate::harness::finding;
 
@@ -22,7 +22,7 @@ pub(super) fn level_findings(j: &Judging) -> Vec<Finding> {
             let spread = curve::edge_spread(&sizes, &samples, e.bytes);
             let place = if e.range {
                 format!(
-                    "{:.2} ns; the plateau ends between {} ({:.2} ns, the last size below {LEFT_RATIO}x that) and {} ({:.2} ns, the first at {LEFT_RATIO}x): the plateau's last size and the next plateau's first lie {:.2} octaves apart, too far to interpolate, so the figure is the range's geometric middle",
+                    "{:.2} ns; the plateau ends between {} ({:.2} ns, the last size before the curve first reaches {LEFT_RATIO}x that) and {} ({:.2} ns, the first from which it stays at {GONE_RATIO}x or past the step's middle): the plateau's last size and the next plateau's first lie {:.2} octaves apart, too far to interpolate, so the figure is the range's geometric middle",
                     p.ns,
                     bytes(e.below.bytes),
                     e.below.ns,

@@ -62,7 +62,9 @@ const QUICK_BEYOND_LLC: u64 = 8;
 fn sides(quick: bool, llc: Option<u64>) -> Vec<usize> {
     let mut sides = SIDES.to_vec();
     let side = 4096;
-    if quick && llc.is_some_and(|c| c * QUICK_BEYOND_LLC <= (side * side * ELEMENT) as u64) {
+    if quick
+        && llc.is_some_and(|c| c.saturating_mul(QUICK_BEYOND_LLC) <= (side * side * ELEMENT) as u64)
+    {
         *sides.last_mut().expect("sides") = side;
     }
     sides

@@ -249,15 +249,21 @@ fn matrix_note(m: &Matrix, plan: &Plan, raw: &Raw) -> String {
     )
 }
 
-/// What a run without `--quick` would add to this one's cells, if anything.
+/// What a run without `--quick`, at its default settings, would add to this
+/// one's cells, if anything (only for the scenarios and policies this run has).
 fn full_run_adds(plan: &Plan) -> Option<String> {
     use crate::services::cells::settings::{RUNS, WRITES};
     let mut adds = Vec::new();
-    if !plan.starts.contains(&Start::Together) {
+    let contested = plan
+        .scenarios
+        .iter()
+        .any(|s| Scenario::CONTESTED.contains(s));
+    if contested && !plan.starts.contains(&Start::Together) {
         adds.push("competitors that start together with the high writer".to_string());
     }
-    if !plan.alone_governed {
-        adds.push("the high writer alone under wcall and wcall-fair".to_string());
+    let governed = plan.policies.iter().any(|p| *p != Policy::Vanilla);
+    if governed && plan.scenarios.contains(&Scenario::Alone) && !plan.alone_governed {
+        adds.push("the high writer alone under the governed policies".to_string());
     }
     if plan.writes < WRITES.full {
         adds.push(format!(
@@ -271,7 +277,12 @@ fn full_run_adds(plan: &Plan) -> Option<String> {
             RUNS.full, plan.runs
         ));
     }
-    (!adds.is_empty()).then(|| format!("the full run (without --quick) adds: {}", adds.join("; ")))
+    (!adds.is_empty()).then(|| {
+        format!(
+            "a full run (without --quick, default settings) adds: {}",
+            adds.join("; ")
+        )
+    })
 }
 
 /// What this machine's memory does to every writer, measured on its own: the

@@ -100,7 +100,7 @@ static SCENARIO_CHOICE: Setting<Choices> = Setting {
 
 static START_CHOICE: Setting<Choices> = Setting {
     name: "starts",
-    help: "when the competitors start: late (head_start seconds before the high writer) and/or together",
+    help: "when the competitors start: late (head_start seconds before the high writer) and/or together (quick: late only)",
     quick: Vec::new(),
     full: Vec::new(),
     bounds: None,

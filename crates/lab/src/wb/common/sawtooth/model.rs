@@ -2,10 +2,9 @@
 //! writer's rate alone (blind: nothing of the run is read before predicting it),
 //! the simulator's Dirty sawtooth from its steady-state start, its peak, trough and
 //! period beside the measured ones, and the claim that the simulator predicts this
-//! machine. The simulation costs milliseconds. A model that shows no second peak
-//! in a run as long as the real one, where the real run sawed faster, has answered
-//! (its period is at least the time since its last peak) and differs; only where
-//! that bound does not rule out the measured period is the claim not judged.
+//! machine. The simulation costs milliseconds. A model that shows no whole period
+//! in a run as long as the real one, where the kernel sawed two or more, has
+//! answered and differs; with fewer real periods the claim is not judged.
 
 use oslab_model::{Claim, Finding};
 use oslab_stats::sawtooth::Sawtooth;
@@ -202,26 +201,28 @@ fn compared(prefix: &str, cfg: &Config, real: &Sawtooth) -> (Vec<Finding>, Vec<C
             unit,
             detail,
         ));
-        let no_second_peak = (key == "period_s")
-            .then(|| period_at_least(cfg, &sim))
-            .flatten();
+        let kernel_periods = real.peaks.len().saturating_sub(1);
         conditions.push(match real_v {
-            Some(r) => match (sim_v, no_second_peak) {
-                // the model saws slower than the run is long: that is its answer
-                (None, Some(least)) if !within(r, floor).holds(least) => Condition::new(
-                    format!("{subject} (no second simulated peak, so at least)"),
-                    unit,
-                    within(r, floor),
-                    least,
-                ),
-                _ => Condition::from_option(
-                    &subject,
-                    unit,
-                    within(r, floor),
-                    sim_v,
-                    "the simulation showed no full period",
-                ),
-            },
+            // the kernel sawed whole periods where the model shows none in the
+            // same time: that is the model's answer, and it differs
+            Some(_) if key == "period_s" && sim_v.is_none() && kernel_periods >= 2 => {
+                Condition::new(
+                    format!(
+                        "{subject}: whole periods the simulation shows in the run's {:.0} s (the kernel sawed {kernel_periods})",
+                        cfg.duration_s
+                    ),
+                    "",
+                    Rule::AtLeast(1.0),
+                    0.0,
+                )
+            }
+            Some(r) => Condition::from_option(
+                &subject,
+                unit,
+                within(r, floor),
+                sim_v,
+                "the simulation showed no full period",
+            ),
             None => Condition::missing(
                 &subject,
                 unit,
@@ -231,16 +232,6 @@ fn compared(prefix: &str, cfg: &Config, real: &Sawtooth) -> (Vec<Finding>, Vec<C
         });
     }
     (findings, conditions)
-}
-
-/// Where the simulation shows no full period: the least its period can be, the
-/// time from its last peak (or its start) to its end, as no second peak came.
-fn period_at_least(cfg: &Config, sim: &Sawtooth) -> Option<f64> {
-    if sim.period.is_some() {
-        return None;
-    }
-    let since = sim.peaks.last().map_or(0.0, |p| p[0]);
-    Some(cfg.duration_s - since)
 }
 
 #[cfg(test)]
@@ -298,19 +289,30 @@ mod tests {
     }
 
     #[test]
-    fn a_model_that_saws_slower_than_the_run_is_long_differs() {
+    fn a_model_that_shows_no_period_where_the_kernel_sawed_differs() {
         // 2 MiB/s under a 16 MiB background limit: the model peaks after about
-        // 8 s and writes nearly everything back, so a 12 s run shows it one peak,
-        // and its period is at least the 4 s after it against a measured 1 s
+        // 8 s and writes nearly everything back, so a 12 s run shows it one peak
+        // and no whole period
         let mut c = background(2.0, 16);
         c.duration_s = 12.0;
         let sim = simulated(&c);
         assert_eq!(sim.peaks.len(), 1, "{sim:?}");
-        let (_, claim) = check(&c, &saw(16.0, 12.0, 1.0));
+        let sawed = |periods: usize| Sawtooth {
+            peaks: (0..=periods).map(|i| [1.0 + i as f64, 16.0]).collect(),
+            ..saw(16.0, 0.125, 1.0)
+        };
+        // the kernel sawed three whole periods: the model differs
+        let (_, claim) = check(&c, &sawed(3));
         assert_eq!(claim.verdict, oslab_model::Verdict::Differs, "{claim:?}");
-        assert!(claim.observed.contains("at least"), "{}", claim.observed);
-        // against a measured period the bound does not rule out: not judged
-        let (_, open) = check(&c, &saw(16.0, 0.125, 4.0));
+        assert!(
+            claim
+                .observed
+                .contains("whole periods the simulation shows"),
+            "{}",
+            claim.observed
+        );
+        // one real period only: too little to tell, not judged
+        let (_, open) = check(&c, &sawed(1));
         assert_eq!(open.verdict, oslab_model::Verdict::NotJudged, "{open:?}");
     }
 }

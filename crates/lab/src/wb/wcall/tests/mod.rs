@@ -451,13 +451,29 @@ fn a_quick_run_has_the_cells_every_claim_needs_and_says_what_the_full_run_adds()
     let adds = out
         .notes
         .iter()
-        .find(|n| n.starts_with("the full run (without --quick) adds"))
+        .find(|n| n.starts_with("a full run (without --quick, default settings) adds"))
         .expect("the note of what a full run adds");
     assert!(
-        adds.contains("start together") && adds.contains("alone under wcall and wcall-fair"),
+        adds.contains("start together") && adds.contains("alone under the governed policies"),
         "{adds}"
     );
     // a full run adds nothing
     let full_out = judge(&full, &raw, &env(Some("KVM")));
-    assert!(!full_out.notes.iter().any(|n| n.contains("the full run")));
+    assert!(!full_out.notes.iter().any(|n| n.contains("a full run")));
+    // only what this run's scenarios and policies would get
+    let only_vanilla_bulk = Plan {
+        scenarios: vec![Scenario::Bulk],
+        policies: vec![Policy::Vanilla],
+        ..quick
+    };
+    let out = judge(&only_vanilla_bulk, &raw, &env(Some("KVM")));
+    let adds = out
+        .notes
+        .iter()
+        .find(|n| n.starts_with("a full run"))
+        .unwrap();
+    assert!(
+        adds.contains("start together") && !adds.contains("alone"),
+        "{adds}"
+    );
 }
