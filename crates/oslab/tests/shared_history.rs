@@ -48,11 +48,12 @@ fn eight_machines_at_once(db: &OsStr) {
             .map(|m| {
                 scope.spawn(move || {
                     for _ in 0..RUNS {
-                        ok(oslab_db(db)
+                        let (_, err) = ok(oslab_db(db)
                             .env("OSLAB_MACHINE", format!("machine-{m}"))
                             .args(["run", "null", "--label", &format!("from {m}")])
                             .output()
                             .unwrap());
+                        assert!(err.contains("kept as run"), "machine-{m}: {err}");
                     }
                 })
             })

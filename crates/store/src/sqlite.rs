@@ -47,8 +47,7 @@ pub(crate) fn open(path: &Path, create: bool) -> Result<Sqlite, StoreError> {
     }
     let err = |e: rusqlite::Error| classify(&location, e);
     let conn = Connection::open_with_flags(path, flags).map_err(err)?;
-    conn.busy_timeout(std::time::Duration::from_secs(10))
-        .map_err(err)?;
+    conn.busy_timeout(BUSY_TIMEOUT).map_err(err)?;
     let app_id: i32 = conn
         .query_row("PRAGMA application_id", [], |r| r.get(0))
         .map_err(err)?;
@@ -57,11 +56,35 @@ pub(crate) fn open(path: &Path, create: bool) -> Result<Sqlite, StoreError> {
     }
     conn.pragma_update(None, "foreign_keys", "ON")
         .map_err(err)?;
-    conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(()))
+    retry_while_busy(|| conn.query_row("PRAGMA journal_mode = WAL", [], |_| Ok(())))
         .map_err(err)?;
     conn.pragma_update(None, "synchronous", "NORMAL")
         .map_err(err)?;
     Ok(Sqlite { conn })
+}
+
+/// How long a connection waits for another process's lock before it gives up.
+const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// Runs `f` again while SQLite says the database is busy, up to [`BUSY_TIMEOUT`].
+/// Turning a new file to WAL needs an exclusive lock that SQLite takes without
+/// calling the busy handler, so two processes making one history at once would
+/// otherwise see "database is locked" at once.
+fn retry_while_busy<T>(mut f: impl FnMut() -> rusqlite::Result<T>) -> rusqlite::Result<T> {
+    let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+    loop {
+        match f() {
+            Err(e)
+                if matches!(
+                    e.sqlite_error_code(),
+                    Some(ErrorCode::DatabaseBusy | ErrorCode::DatabaseLocked)
+                ) && std::time::Instant::now() < deadline =>
+            {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            other => return other,
+        }
+    }
 }
 
 fn value_of(v: ValueRef) -> Value {
@@ -141,12 +164,14 @@ impl Backend for Sqlite {
     }
 
     fn holds_foreign_tables(&mut self) -> Sql<bool> {
-        let app_id: i32 = self
-            .conn
-            .query_row("PRAGMA application_id", [], |r| r.get(0))?;
-        let objects: i64 = self
-            .conn
-            .query_row("SELECT count(*) FROM sqlite_master", [], |r| r.get(0))?;
+        // One statement, so one snapshot: read apart, another process's first
+        // migration could commit between the two and its tables look foreign.
+        let (app_id, objects): (i32, i64) = self.conn.query_row(
+            "SELECT (SELECT application_id FROM pragma_application_id()),
+                    (SELECT count(*) FROM sqlite_master)",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         Ok(app_id != APPLICATION_ID && objects != 0)
     }
 }

@@ -582,3 +582,40 @@ fn the_example_dashboard_queries_the_views() {
         assert!(!rows.is_empty(), "no row from {q}");
     }
 }
+
+/// Eight connections opening one new file at the same instant, many times over:
+/// each makes or finds the history and begins its run. Turning the new file to WAL
+/// and telling oslab's tables from a foreign program's both race with the first
+/// migration; neither may cost a run.
+#[test]
+fn many_openers_of_one_new_sqlite_file_all_begin_their_runs() {
+    const OPENERS: usize = 8;
+    for round in 0..100 {
+        let place = sqlite_place();
+        let t = &place.target;
+        let start = std::sync::Barrier::new(OPENERS);
+        let failed: Vec<String> = std::thread::scope(|scope| {
+            let openers: Vec<_> = (0..OPENERS)
+                .map(|_| {
+                    scope.spawn(|| {
+                        start.wait();
+                        Store::open_or_create(t)
+                            .and_then(|mut s| s.begin_run(&meta("m")))
+                            .err()
+                            .map(|e| e.to_string())
+                    })
+                })
+                .collect();
+            openers
+                .into_iter()
+                .filter_map(|o| o.join().unwrap())
+                .collect()
+        });
+        assert!(failed.is_empty(), "round {round}: {failed:?}");
+        let runs = Store::open_existing(t)
+            .unwrap()
+            .runs(&RunFilter::default())
+            .unwrap();
+        assert_eq!(runs.len(), OPENERS, "round {round}");
+    }
+}
