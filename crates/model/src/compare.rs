@@ -332,6 +332,7 @@ pub fn compare(
         caveats.extend(run_caveats(xa, xb));
         figures.extend(measurement_figures(xa, xb, seed, &mut caveats));
         figures.extend(finding_figures(xa, xb));
+        caveats.extend(one_sided_figures(xa, xb));
         claims.extend(claim_pairs(xa, xb));
     }
     if !a.hostname.is_empty()
@@ -417,6 +418,37 @@ fn measurement_figures(
         }
     }
     figures
+}
+
+/// The figures of an experiment that only one side has (a size a run chose from
+/// its machine's cache, a level one run found): said, since they are not compared.
+fn one_sided_figures(xa: &ExperimentResult, xb: &ExperimentResult) -> Option<String> {
+    let names = |x: &ExperimentResult| -> Vec<String> {
+        x.measurements
+            .iter()
+            .map(|m| m.name.clone())
+            .chain(x.findings.iter().map(|f| f.name.clone()))
+            .collect()
+    };
+    let (na, nb) = (names(xa), names(xb));
+    let only = |x: &[String], y: &[String]| -> Vec<String> {
+        x.iter().filter(|n| !y.contains(n)).cloned().collect()
+    };
+    let (oa, ob) = (only(&na, &nb), only(&nb, &na));
+    let side = |label: &str, names: &[String]| {
+        (!names.is_empty()).then(|| format!("{} only in {label}", names.join(", ")))
+    };
+    let said: Vec<String> = [side("A", &oa), side("B", &ob)]
+        .into_iter()
+        .flatten()
+        .collect();
+    (!said.is_empty()).then(|| {
+        format!(
+            "{}: not compared, each measured or found by one side only: {}",
+            xa.experiment,
+            said.join("; ")
+        )
+    })
 }
 
 /// The findings both runs derived, in the same unit.

@@ -105,7 +105,10 @@ fn json_round_trips_and_matches() {
 
 #[test]
 fn csv_files() {
-    let files = oslab_report::csv_out::files(&null_result());
+    let mut r = null_result();
+    r.findings
+        .push(oslab_lab::harness::finding("edge.L2", 1.5e6, "bytes", "test").within(1.0e6, 2.0e6));
+    let files = oslab_report::csv_out::files(&r);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
         names,
@@ -393,4 +396,44 @@ fn findings_known_to_within_a_range_are_compared_by_their_ranges() {
     );
     // a side without a range: no call
     assert_eq!(call(&a, &with(2.2e6, None)).0, Noise::Unknown);
+}
+
+/// A figure one side has and the other does not (mem.locality's largest array is
+/// sized from the machine's cache) is named in a caveat, not dropped in silence.
+#[test]
+fn figures_of_one_side_only_are_named() {
+    use oslab_model::compare::{compare, side};
+    let with = |names: &[&str]| {
+        let mut r = null_result();
+        r.findings = names
+            .iter()
+            .map(|n| oslab_lab::harness::finding(n, 2.0, "ratio", "test"))
+            .collect();
+        vec![r]
+    };
+    let (a, b) = (
+        with(&["ratio.16MiB", "ratio.64MiB"]),
+        with(&["ratio.16MiB", "ratio.256MiB"]),
+    );
+    let c = compare(side("a", &a), &a, side("b", &b), &b, 1);
+    let found: Vec<&str> = c
+        .figures
+        .iter()
+        .filter(|f| f.kind == "finding")
+        .map(|f| f.name.as_str())
+        .collect();
+    assert_eq!(found, ["ratio.16MiB"]);
+    let said: Vec<&String> = c
+        .caveats
+        .iter()
+        .filter(|w| w.contains("one side only"))
+        .collect();
+    assert_eq!(said.len(), 1, "{:?}", c.caveats);
+    assert!(
+        said[0].contains("ratio.64MiB only in A") && said[0].contains("ratio.256MiB only in B"),
+        "{}",
+        said[0]
+    );
+    let same = compare(side("a", &a), &a, side("b", &a), &a, 1);
+    assert!(!same.caveats.iter().any(|w| w.contains("one side only")));
 }

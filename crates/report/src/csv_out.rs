@@ -65,7 +65,7 @@ impl CsvTable {
                 "cv",
                 "outliers",
             ],
-            CsvTable::Findings => &["finding", "value", "unit", "detail"],
+            CsvTable::Findings => &["finding", "value", "unit", "detail", "low", "high"],
             CsvTable::Claims => &["claim", "verdict", "text", "expectation", "observed", "why"],
             CsvTable::Series => &["plot", "series", "x", "y", "x_unit", "y_unit"],
         }
@@ -105,18 +105,7 @@ impl CsvTable {
                     ])
                 })
                 .collect(),
-            CsvTable::Findings => r
-                .findings
-                .iter()
-                .map(|f| {
-                    vec![
-                        f.name.clone(),
-                        f.value.to_string(),
-                        f.unit.clone(),
-                        f.detail.clone(),
-                    ]
-                })
-                .collect(),
+            CsvTable::Findings => r.findings.iter().map(finding_row).collect(),
             CsvTable::Claims => r
                 .claims
                 .iter()
@@ -163,6 +152,20 @@ fn number(v: f64) -> String {
 }
 
 /// The noise flag in the JSON's words: `steady`, `noisy` or `too_few_samples`.
+fn finding_row(f: &oslab_model::Finding) -> Vec<String> {
+    let [low, high] = f.range.map_or([String::new(), String::new()], |[l, h]| {
+        [l.to_string(), h.to_string()]
+    });
+    vec![
+        f.name.clone(),
+        f.value.to_string(),
+        f.unit.clone(),
+        f.detail.clone(),
+        low,
+        high,
+    ]
+}
+
 fn noise_flag(n: oslab_stats::NoiseVerdict) -> String {
     serde_json::to_value(n)
         .ok()

@@ -104,6 +104,25 @@ pub const MIGRATIONS: &[Migration] = &[
         ",
         backfill: Some(backfill_v3),
     },
+    Migration {
+        version: 4,
+        what: "the interval a finding is known in (an edge's sampled sizes around it)",
+        sql: "
+            ALTER TABLE findings ADD COLUMN range_low {real};
+            ALTER TABLE findings ADD COLUMN range_high {real};
+            DROP VIEW run_findings;
+            CREATE VIEW run_findings AS
+                SELECT u.id AS run_id, CAST(r.started_at AS {time}) AS time, u.machine,
+                       u.kernel, u.cpu_model, u.label, u.state AS run_state,
+                       r.experiment, r.mode, r.status, f.position,
+                       f.name AS finding, f.value, f.unit, f.detail,
+                       f.range_low, f.range_high
+                FROM runs u
+                JOIN results r ON r.run_id = u.id
+                JOIN findings f ON f.result_id = r.id;
+        ",
+        backfill: Some(backfill_v4),
+    },
 ];
 
 /// The newest schema this build knows.
@@ -159,7 +178,35 @@ fn backfill_v3(db: &mut dyn Backend) -> Sql<()> {
                 &[position.into(), id.into(), (&m.name).into()],
             )?;
         }
-        write::insert_findings(db, id, &r)?;
+        for (position, f) in r.findings.iter().enumerate() {
+            db.run(
+                "INSERT INTO findings (result_id, position, name, value, unit, detail)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+                &[
+                    id.into(),
+                    position.into(),
+                    (&f.name).into(),
+                    f.value.into(),
+                    (&f.unit).into(),
+                    (&f.detail).into(),
+                ],
+            )?;
+        }
+    }
+    Ok(())
+}
+
+fn backfill_v4(db: &mut dyn Backend) -> Sql<()> {
+    for (id, _, r) in readable_results(db)? {
+        for (position, f) in r.findings.iter().enumerate() {
+            if let Some([low, high]) = f.range {
+                db.run(
+                    "UPDATE findings SET range_low = $1, range_high = $2
+                     WHERE result_id = $3 AND position = $4",
+                    &[low.into(), high.into(), id.into(), position.into()],
+                )?;
+            }
+        }
     }
     Ok(())
 }

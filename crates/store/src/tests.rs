@@ -199,7 +199,9 @@ fn view_rows(s: &mut Store, sql: &str) -> Vec<Vec<String>> {
 
 fn the_views_give_a_row_per_run_and_figure(t: &Target) {
     let mut s = Store::open_or_create(t).unwrap();
-    let r = fixture();
+    let mut r = fixture();
+    r.findings.push(r.findings[0].clone().within(1.5, 2.5));
+    r.findings[1].name = "edge".into();
     for host in ["a", "b"] {
         let run = s.begin_run(&meta(host)).unwrap();
         s.add_result(run, 0, &r).unwrap();
@@ -235,12 +237,24 @@ fn the_views_give_a_row_per_run_and_figure(t: &Target) {
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0][..2], ["a".to_string(), f.name.clone()]);
     assert_eq!(rows[0][3], f.unit);
+    // A finding's range is there where it has one, NULL where not.
+    let ranges = view_rows(
+        &mut s,
+        "SELECT finding, range_low, range_high FROM run_findings WHERE machine = 'a' ORDER BY position",
+    );
+    assert_eq!(
+        ranges,
+        vec![
+            vec![f.name.clone(), "NULL".into(), "NULL".into()],
+            vec!["edge".into(), "1.5".into(), "2.5".into()],
+        ]
+    );
     // The time column is the result's start, as the database's own time type.
     let times = view_rows(
         &mut s,
         "SELECT count(*) FROM run_findings WHERE time >= CAST('2000-01-01T00:00:00Z' AS {time})",
     );
-    assert_eq!(times, vec![vec!["2".to_string()]]);
+    assert_eq!(times, vec![vec!["4".to_string()]]);
 }
 
 fn an_import_stores_a_run_whole_and_once(t: &Target) {
@@ -413,7 +427,7 @@ fn a_version_1_database_is_migrated_and_backfilled() {
     conn.execute(
         "INSERT INTO results (run_id, position, experiment, mode, status, started_at, result_json)
          VALUES (1, 0, 'null', 'quick', 'completed', '2026-01-01T00:00:00Z', ?1)",
-        [include_str!("../tests/fixtures/null-result.json")],
+        [ranged_fixture_json()],
     )
     .unwrap();
     drop(conn);
@@ -429,6 +443,20 @@ fn a_version_1_database_is_migrated_and_backfilled() {
     let findings = view_rows(&mut s, "SELECT finding FROM run_findings ORDER BY position");
     let names: Vec<String> = fixture().findings.iter().map(|f| f.name.clone()).collect();
     assert_eq!(findings.concat(), names, "findings backfilled");
+    let range = view_rows(&mut s, "SELECT range_low, range_high FROM run_findings");
+    assert_eq!(
+        range,
+        vec![vec!["1.5".to_string(), "2.5".into()]],
+        "ranges backfilled"
+    );
+}
+
+/// The fixture's JSON with a range on its first finding, as a stored result.
+fn ranged_fixture_json() -> String {
+    let mut v: serde_json::Value =
+        serde_json::from_str(include_str!("../tests/fixtures/null-result.json")).unwrap();
+    v["findings"][0]["range"] = serde_json::json!([1.5, 2.5]);
+    v.to_string()
 }
 
 fn file(p: &Path) -> Target {

@@ -117,16 +117,16 @@ fn insert_measurements(db: &mut dyn Backend, result_id: i64, r: &ExperimentResul
     Ok(())
 }
 
-/// The finding rows of one result (version 3's schema; its backfill uses this too).
-pub(crate) fn insert_findings(
-    db: &mut dyn Backend,
-    result_id: i64,
-    r: &ExperimentResult,
-) -> Sql<()> {
+/// The finding rows of one result.
+fn insert_findings(db: &mut dyn Backend, result_id: i64, r: &ExperimentResult) -> Sql<()> {
     for (position, f) in r.findings.iter().enumerate() {
+        let [low, high] = f
+            .range
+            .map_or([Value::Null, Value::Null], |[l, h]| [l.into(), h.into()]);
         db.run(
-            "INSERT INTO findings (result_id, position, name, value, unit, detail)
-             VALUES ($1, $2, $3, $4, $5, $6)",
+            "INSERT INTO findings (result_id, position, name, value, unit, detail,
+                                   range_low, range_high)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             &[
                 result_id.into(),
                 position.into(),
@@ -134,6 +134,8 @@ pub(crate) fn insert_findings(
                 f.value.into(),
                 (&f.unit).into(),
                 (&f.detail).into(),
+                low,
+                high,
             ],
         )?;
     }
