@@ -179,7 +179,38 @@ pub fn restore_orphans(dir: &Path, include_live: bool) -> RestoreReport {
             kept,
         });
     }
+    retry_kept(&mut report);
     report
+}
+
+/// How many more times journals kept for a failed undo are tried.
+const RETRIES: usize = 3;
+
+/// Tries the journals kept for a failed undo again, while that undoes more: one
+/// journal's undo can need another's first (after kill -9, the testbed's cgroup
+/// cannot go while it still holds the governor's groups, whose journal sorts after
+/// it). A journal's outcomes keep what was undone in any pass and the failures of
+/// its last try only.
+fn retry_kept(report: &mut RestoreReport) {
+    for _ in 0..RETRIES {
+        let mut progress = false;
+        for j in report.restored.iter_mut().filter(|j| j.kept) {
+            let Ok(c) = file::read(&j.path, process::euid()) else {
+                continue;
+            };
+            let (outcomes, kept) = settle(&j.path, &c.lines);
+            if !outcomes.iter().any(|o| o.result.is_ok()) {
+                continue;
+            }
+            progress = true;
+            j.outcomes.retain(|o| o.result.is_ok());
+            j.outcomes.extend(outcomes);
+            j.kept = kept;
+        }
+        if !progress {
+            break;
+        }
+    }
 }
 
 /// Undoes the journal process `pid` left in `dir`, once that process is gone (a

@@ -705,3 +705,54 @@ fn escapes_count_toward_the_bound() {
     assert!(s.ends_with("... (300 characters)"), "{s}");
     assert_eq!(shown(&"\u{1}".repeat(40), 200), "\\u{1}".repeat(40));
 }
+
+/// After kill -9 one journal's undo can need another's first: here the first
+/// journal's folder still holds a file the second journal made. One restore
+/// undoes both, and reports no failure.
+#[test]
+fn one_restore_undoes_journals_that_depend_on_each_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let outer = dir.path().join("outer");
+    std::fs::create_dir(&outer).unwrap();
+    let inner = outer.join("inner");
+    std::fs::write(&inner, "x").unwrap();
+    let journal = |pid: u32, undo: Undo| {
+        let header = format!(
+            r#"{{"oslab_journal":1,"pid":{pid},"start_time":18446744073709551615,"command":"oslab"}}"#
+        );
+        let entry = serde_json::to_string(&Entry {
+            seq: 1,
+            description: format!("made by {pid}"),
+            undo,
+        })
+        .unwrap();
+        std::fs::write(
+            dir.path().join(format!("journal-{pid}.jsonl")),
+            format!("{header}\n{entry}\n"),
+        )
+        .unwrap();
+    };
+    // journal-1 sorts first, and its folder is not empty until journal-2 is undone
+    journal(
+        1,
+        Undo::RemoveCgroup {
+            path: outer.clone(),
+            parent: dir.path().to_path_buf(),
+        },
+    );
+    journal(
+        2,
+        Undo::RemovePath {
+            path: inner.clone(),
+        },
+    );
+    let report = restore_orphans(dir.path(), false);
+    assert!(!inner.exists() && !outer.exists());
+    assert_eq!(report.restored.len(), 2);
+    for j in &report.restored {
+        assert!(!j.kept, "{j:?}");
+        assert!(j.outcomes.iter().all(|o| o.result.is_ok()), "{j:?}");
+    }
+    assert!(!report.needs_attention());
+    assert!(restore_orphans(dir.path(), false).restored.is_empty());
+}
