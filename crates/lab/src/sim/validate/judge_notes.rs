@@ -27,10 +27,11 @@ pub fn notes(raw: &Raw, groups: &[Group], hz: u64) -> Vec<String> {
         let alloc_med = oslab_stats::median(&alloc).unwrap_or(0.0);
         let alloc_p90 = oslab_stats::quantile(&alloc, 0.9).unwrap_or(0.0);
         notes.push(format!(
-            "{}: testbed {} capped at {:.0} MiB/s (measured {:.1}), dirty_bytes {:.0} MiB, background {:.0} MiB; a write costs {:.0} ns per page to copy ({:.1} GB/s) and {:.0} ns more per new page-cache page (median of the free-run probe; p90 {:.0} ns)",
+            "{}: testbed {} capped at {:.0} MiB/s ({}; measured {:.1}), dirty_bytes {:.0} MiB, background {:.0} MiB; a write costs {:.0} ns per page to copy ({:.1} GB/s) and {:.0} ns more per new page-cache page (median of the free-run probe; p90 {:.0} ns)",
             s.spec.name,
             s.testbed_dev,
             s.bandwidth as f64 / MIB,
+            s.testbed_cap.describe(),
             s.testbed_measured_bytes_s / MIB,
             s.dirty_bytes as f64 / MIB,
             s.dirty_background_bytes as f64 / MIB,

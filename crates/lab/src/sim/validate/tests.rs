@@ -34,6 +34,7 @@ fn setting(cells: Vec<CellRaw>) -> SettingRaw {
         dirty_background_bytes: s.dirty_background_bytes,
         spec: s,
         testbed_dev: "7:0".into(),
+        testbed_cap: Default::default(),
         testbed_measured_bytes_s: 40.0 * (1 << 20) as f64,
         costs: PageCosts {
             fresh_ns_per_page: vec![900.0, 1000.0, 1100.0],
@@ -151,6 +152,12 @@ fn a_kernel_that_behaves_like_the_model_meets_every_target() {
         .unwrap();
     assert_eq!((p99.value, p99.unit.as_str()), (0.0, "%"));
     assert!(p99.detail.contains("within target"), "{}", p99.detail);
+    assert!(
+        out.notes.iter().any(|n| n
+            .contains("capped at 40 MiB/s (loop device capped by the cgroup v1 blkio throttle;")),
+        "the slow device's kind is said: {:?}",
+        out.notes
+    );
 }
 
 #[test]

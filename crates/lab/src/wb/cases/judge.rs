@@ -181,9 +181,10 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         raw.testbed.measured_bytes_s / (1u64 << 20) as f64,
         "MiB/s",
         format!(
-            "write-back throughput of {} measured when it was built (capped at {}/s)",
+            "write-back throughput of {} measured when it was built (capped at {}/s: {})",
             raw.testbed.device,
-            human_bytes(cap)
+            human_bytes(cap),
+            raw.testbed.cap.describe()
         ),
     ));
     out.claims.push(match (figs.first(), figs.get(1)) {

@@ -169,8 +169,11 @@ pub struct TestbedFacts {
     /// Its "MAJ:MIN".
     pub dev: String,
     pub size_bytes: u64,
-    /// The blkio write cap.
+    /// The write cap.
     pub bandwidth_bytes_s: u64,
+    /// How the cap was made (v1 blkio in runs recorded before v2).
+    #[serde(default)]
+    pub cap: crate::services::testbed::Cap,
     /// Write-back throughput measured after it was built (buffered writes + fsync).
     pub measured_bytes_s: f64,
 }
@@ -182,6 +185,7 @@ impl TestbedFacts {
             dev: tb.dev.clone(),
             size_bytes: tb.size_bytes,
             bandwidth_bytes_s: tb.bandwidth_bytes_s,
+            cap: tb.cap.clone(),
             measured_bytes_s: tb.measured_bytes_s,
         }
     }

@@ -33,6 +33,7 @@ fn raw(swapped: bool) -> Raw {
             dev: "7:0".into(),
             size_bytes: 1 << 30,
             bandwidth_bytes_s: 20 << 20,
+            cap: Default::default(),
             measured_bytes_s: 20.0 * (1 << 20) as f64,
         },
         cases: if swapped {
@@ -57,6 +58,16 @@ fn every_verdict() {
     assert!(f("case2.flushes") > f("case1.flushes"));
     assert!(f("case1.peak_dirty_mib") > 50.0);
     assert_eq!(f("testbed_measured_mib_s"), 20.0);
+    let testbed = out
+        .findings
+        .iter()
+        .find(|f| f.name == "testbed_measured_mib_s")
+        .unwrap();
+    assert!(
+        testbed.detail.contains("cgroup v1 blkio throttle"),
+        "the slow device's kind is said: {}",
+        testbed.detail
+    );
     let out = judge::judge(&plan(), &raw(true), &test_env(None));
     let c = &out.claims[0];
     assert_eq!(c.verdict, Verdict::Differs);
