@@ -331,7 +331,7 @@ pub fn compare(
         };
         caveats.extend(run_caveats(xa, xb));
         figures.extend(measurement_figures(xa, xb, seed, &mut caveats));
-        figures.extend(finding_figures(xa, xb));
+        figures.extend(finding_figures(xa, xb, &mut caveats));
         caveats.extend(one_sided_figures(xa, xb));
         claims.extend(claim_pairs(xa, xb));
     }
@@ -420,23 +420,38 @@ fn measurement_figures(
     figures
 }
 
+/// How many names of figures one side lacks a caveat lists (a quick run against a
+/// full one can lack dozens).
+const ONE_SIDED_SHOWN: usize = 8;
+
 /// The figures of an experiment that only one side has (a size a run chose from
 /// its machine's cache, a level one run found): said, since they are not compared.
 fn one_sided_figures(xa: &ExperimentResult, xb: &ExperimentResult) -> Option<String> {
-    let names = |x: &ExperimentResult| -> Vec<String> {
+    // (is a finding, name): a measurement and a finding may share a name
+    let names = |x: &ExperimentResult| -> Vec<(bool, String)> {
         x.measurements
             .iter()
-            .map(|m| m.name.clone())
-            .chain(x.findings.iter().map(|f| f.name.clone()))
+            .map(|m| (false, m.name.clone()))
+            .chain(x.findings.iter().map(|f| (true, f.name.clone())))
             .collect()
     };
     let (na, nb) = (names(xa), names(xb));
-    let only = |x: &[String], y: &[String]| -> Vec<String> {
-        x.iter().filter(|n| !y.contains(n)).cloned().collect()
+    let only = |x: &[(bool, String)], y: &[(bool, String)]| -> Vec<String> {
+        x.iter()
+            .filter(|n| !y.contains(n))
+            .map(|(_, n)| n.clone())
+            .collect()
     };
     let (oa, ob) = (only(&na, &nb), only(&nb, &na));
     let side = |label: &str, names: &[String]| {
-        (!names.is_empty()).then(|| format!("{} only in {label}", names.join(", ")))
+        (!names.is_empty()).then(|| {
+            let shown = names.len().min(ONE_SIDED_SHOWN);
+            let more = match names.len() - shown {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            format!("{}{more} only in {label}", names[..shown].join(", "))
+        })
     };
     let said: Vec<String> = [side("A", &oa), side("B", &ob)]
         .into_iter()
@@ -452,7 +467,11 @@ fn one_sided_figures(xa: &ExperimentResult, xb: &ExperimentResult) -> Option<Str
 }
 
 /// The findings both runs derived, in the same unit.
-fn finding_figures(xa: &ExperimentResult, xb: &ExperimentResult) -> Vec<FigureComparison> {
+fn finding_figures(
+    xa: &ExperimentResult,
+    xb: &ExperimentResult,
+    caveats: &mut Vec<String>,
+) -> Vec<FigureComparison> {
     let e = xa.experiment.as_str();
     let mut figures = Vec::new();
     for fa in &xa.findings {
@@ -460,6 +479,10 @@ fn finding_figures(xa: &ExperimentResult, xb: &ExperimentResult) -> Vec<FigureCo
             continue;
         };
         if fa.unit != fb.unit {
+            caveats.push(format!(
+                "{e} {}: units differ ({} vs {}), not compared",
+                fa.name, fa.unit, fb.unit
+            ));
             continue;
         }
         let (noise, method) = match (fa.range, fb.range) {

@@ -436,4 +436,28 @@ fn figures_of_one_side_only_are_named() {
     );
     let same = compare(side("a", &a), &a, side("b", &a), &a, 1);
     assert!(!same.caveats.iter().any(|w| w.contains("one side only")));
+    // many: the first eight named, the rest counted
+    let names: Vec<String> = (0..12).map(|i| format!("level{i}")).collect();
+    let many = with(&names.iter().map(String::as_str).collect::<Vec<_>>());
+    let c = compare(side("a", &many), &many, side("b", &a), &a, 1);
+    let said = c
+        .caveats
+        .iter()
+        .find(|w| w.contains("one side only"))
+        .unwrap();
+    assert!(
+        said.contains("level7 and 4 more only in A") && !said.contains("level8"),
+        "{said}"
+    );
+    // a finding in another unit on each side is said too
+    let mut other = with(&["ratio.16MiB"]);
+    other[0].findings[0].unit = "%".into();
+    let c = compare(side("a", &a), &a, side("b", &other), &other, 1);
+    assert!(
+        c.caveats
+            .iter()
+            .any(|w| w.contains("ratio.16MiB: units differ (ratio vs %)")),
+        "{:?}",
+        c.caveats
+    );
 }

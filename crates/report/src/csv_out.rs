@@ -151,7 +151,7 @@ fn number(v: f64) -> String {
     }
 }
 
-/// The noise flag in the JSON's words: `steady`, `noisy` or `too_few_samples`.
+/// A finding's row: its range's ends empty where it has none.
 fn finding_row(f: &oslab_model::Finding) -> Vec<String> {
     let [low, high] = f.range.map_or([String::new(), String::new()], |[l, h]| {
         [l.to_string(), h.to_string()]
@@ -166,6 +166,7 @@ fn finding_row(f: &oslab_model::Finding) -> Vec<String> {
     ]
 }
 
+/// The noise flag in the JSON's words: `steady`, `noisy` or `too_few_samples`.
 fn noise_flag(n: oslab_stats::NoiseVerdict) -> String {
     serde_json::to_value(n)
         .ok()

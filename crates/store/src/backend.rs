@@ -150,6 +150,14 @@ const SLOTS: &[(&str, &str, &str)] = &[
     ("{real}", "REAL", "DOUBLE PRECISION"),
     // SQLite has no time type: the RFC 3339 text sorts and compares as time does.
     ("{time}", "TEXT", "TIMESTAMPTZ"),
+    // A view given more columns: PostgreSQL replaces it in place, which keeps its
+    // grants (a read-only dashboard user's SELECT) and the views built on it;
+    // SQLite has no CREATE OR REPLACE VIEW and keeps no grants.
+    (
+        "{replace view run_findings}",
+        "DROP VIEW run_findings; CREATE VIEW run_findings",
+        "CREATE OR REPLACE VIEW run_findings",
+    ),
 ];
 
 impl Dialect {

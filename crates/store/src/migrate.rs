@@ -110,8 +110,7 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: "
             ALTER TABLE findings ADD COLUMN range_low {real};
             ALTER TABLE findings ADD COLUMN range_high {real};
-            DROP VIEW run_findings;
-            CREATE VIEW run_findings AS
+            {replace view run_findings} AS
                 SELECT u.id AS run_id, CAST(r.started_at AS {time}) AS time, u.machine,
                        u.kernel, u.cpu_model, u.label, u.state AS run_state,
                        r.experiment, r.mode, r.status, f.position,

@@ -381,6 +381,35 @@ fn raw_backend(t: &Target) -> Box<dyn Backend> {
     }
 }
 
+/// PostgreSQL: a read-only dashboard user granted SELECT on a view keeps it when a
+/// migration gives the view more columns (a dropped and re-made view would lose
+/// the grant, and the dashboard would get "permission denied").
+#[test]
+fn a_dashboard_users_grant_survives_a_migration_of_its_view() {
+    let Some(url) = testing::fresh_database("grants") else {
+        return;
+    };
+    let mut db = raw_backend(&Target::Postgres(url));
+    migrate::migrate_to(db.as_mut(), 3).unwrap();
+    let role = format!("oslab_reader_{}", std::process::id());
+    db.batch(&format!(
+        "CREATE ROLE {role}; GRANT SELECT ON run_findings TO {role}"
+    ))
+    .unwrap();
+    migrate::migrate_to(db.as_mut(), migrate::latest()).unwrap();
+    let can = db
+        .rows(
+            &format!("SELECT has_table_privilege('{role}', 'run_findings', 'SELECT')::text"),
+            &[],
+        )
+        .unwrap()[0]
+        .text(0)
+        .unwrap();
+    db.batch(&format!("DROP OWNED BY {role}; DROP ROLE {role}"))
+        .unwrap();
+    assert_eq!(can, "true");
+}
+
 fn migrating_step_by_step_gives_the_schema_of_a_new_database(t: &Target) {
     let mut stepwise = raw_backend(t);
     for m in migrate::MIGRATIONS {

@@ -189,22 +189,29 @@ const RETRIES: usize = 3;
 /// Tries the journals kept for a failed undo again, while that undoes more: one
 /// journal's undo can need another's first (after kill -9, the testbed's cgroup
 /// cannot go while it still holds the governor's groups, whose journal sorts after
-/// it). A journal's outcomes keep what was undone in any pass and the failures of
-/// its last try only.
+/// it). Each retried entry's outcome takes the place of its failure, so the
+/// outcomes stay newest first.
 fn retry_kept(report: &mut RestoreReport) {
     for _ in 0..RETRIES {
         let mut progress = false;
         for j in report.restored.iter_mut().filter(|j| j.kept) {
+            let failed = j.outcomes.iter().filter(|o| o.result.is_err()).count();
             let Ok(c) = file::read(&j.path, process::euid()) else {
                 continue;
             };
-            let (outcomes, kept) = settle(&j.path, &c.lines);
-            if !outcomes.iter().any(|o| o.result.is_ok()) {
+            // the kept file holds exactly the failed entries, unless its rewrite
+            // failed and the whole journal is still there: then leave it be
+            if c.entries().len() != failed {
                 continue;
             }
-            progress = true;
-            j.outcomes.retain(|o| o.result.is_ok());
-            j.outcomes.extend(outcomes);
+            let (outcomes, kept) = settle(&j.path, &c.lines);
+            progress |= outcomes.iter().any(|o| o.result.is_ok());
+            let mut retried = outcomes.into_iter();
+            for slot in j.outcomes.iter_mut().filter(|o| o.result.is_err()) {
+                if let Some(o) = retried.next() {
+                    *slot = o;
+                }
+            }
             j.kept = kept;
         }
         if !progress {

@@ -716,43 +716,70 @@ fn one_restore_undoes_journals_that_depend_on_each_other() {
     std::fs::create_dir(&outer).unwrap();
     let inner = outer.join("inner");
     std::fs::write(&inner, "x").unwrap();
-    let journal = |pid: u32, undo: Undo| {
+    let knob = dir.path().join("knob");
+    std::fs::write(&knob, "new").unwrap();
+    let journal = |pid: u32, undos: Vec<(&str, Undo)>| {
         let header = format!(
             r#"{{"oslab_journal":1,"pid":{pid},"start_time":18446744073709551615,"command":"oslab"}}"#
         );
-        let entry = serde_json::to_string(&Entry {
-            seq: 1,
-            description: format!("made by {pid}"),
-            undo,
-        })
-        .unwrap();
-        std::fs::write(
-            dir.path().join(format!("journal-{pid}.jsonl")),
-            format!("{header}\n{entry}\n"),
-        )
-        .unwrap();
+        let mut text = format!("{header}\n");
+        for (seq, (description, undo)) in undos.into_iter().enumerate() {
+            let entry = Entry {
+                seq: seq as u64 + 1,
+                description: description.into(),
+                undo,
+            };
+            text += &format!("{}\n", serde_json::to_string(&entry).unwrap());
+        }
+        std::fs::write(dir.path().join(format!("journal-{pid}.jsonl")), text).unwrap();
     };
     // journal-1 sorts first, and its folder is not empty until journal-2 is undone
     journal(
         1,
-        Undo::RemoveCgroup {
-            path: outer.clone(),
-            parent: dir.path().to_path_buf(),
-        },
+        vec![
+            (
+                "outer",
+                Undo::RemoveCgroup {
+                    path: outer.clone(),
+                    parent: dir.path().to_path_buf(),
+                },
+            ),
+            (
+                "knob",
+                Undo::WriteFile {
+                    path: knob.clone(),
+                    contents: "old".into(),
+                },
+            ),
+        ],
     );
     journal(
         2,
-        Undo::RemovePath {
-            path: inner.clone(),
-        },
+        vec![(
+            "inner",
+            Undo::RemovePath {
+                path: inner.clone(),
+            },
+        )],
     );
     let report = restore_orphans(dir.path(), false);
     assert!(!inner.exists() && !outer.exists());
+    assert_eq!(std::fs::read_to_string(&knob).unwrap(), "old");
     assert_eq!(report.restored.len(), 2);
     for j in &report.restored {
         assert!(!j.kept, "{j:?}");
         assert!(j.outcomes.iter().all(|o| o.result.is_ok()), "{j:?}");
     }
+    let first: Vec<&str> = report.restored[0]
+        .outcomes
+        .iter()
+        .map(|o| o.description.as_str())
+        .collect();
+    assert_eq!(
+        first,
+        ["knob", "outer"],
+        "newest first, the retry in its place"
+    );
     assert!(!report.needs_attention());
     assert!(restore_orphans(dir.path(), false).restored.is_empty());
 }

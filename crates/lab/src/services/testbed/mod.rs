@@ -52,6 +52,11 @@ impl Cap {
             ),
         }
     }
+
+    /// [`Cap::describe`] of a cap a result may not have recorded.
+    pub fn describe_recorded(cap: Option<&Cap>) -> String {
+        cap.map_or_else(|| "slow device's kind not recorded".into(), Cap::describe)
+    }
 }
 
 /// A testbed that is up.

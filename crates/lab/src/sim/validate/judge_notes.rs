@@ -31,7 +31,7 @@ pub fn notes(raw: &Raw, groups: &[Group], hz: u64) -> Vec<String> {
             s.spec.name,
             s.testbed_dev,
             s.bandwidth as f64 / MIB,
-            s.testbed_cap.describe(),
+            crate::services::testbed::Cap::describe_recorded(s.testbed_cap.as_ref()),
             s.testbed_measured_bytes_s / MIB,
             s.dirty_bytes as f64 / MIB,
             s.dirty_background_bytes as f64 / MIB,

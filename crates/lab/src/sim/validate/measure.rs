@@ -66,7 +66,7 @@ fn run_setting(
             dirty_bytes: spec.dirty_bytes,
             dirty_background_bytes: spec.dirty_background_bytes,
             testbed_dev: tb.dev.clone(),
-            testbed_cap: tb.cap.clone(),
+            testbed_cap: Some(tb.cap.clone()),
             testbed_measured_bytes_s: tb.measured_bytes_s,
             costs,
             cells,

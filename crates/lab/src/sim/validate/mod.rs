@@ -295,9 +295,9 @@ pub struct SettingRaw {
     pub dirty_background_bytes: u64,
     /// The testbed as the kernel names its bdi ("7:0").
     pub testbed_dev: String,
-    /// How the testbed's bandwidth was capped (v1 blkio in runs recorded before v2).
+    /// How the testbed's bandwidth was capped; None in runs recorded before it was kept.
     #[serde(default)]
-    pub testbed_cap: crate::services::testbed::Cap,
+    pub testbed_cap: Option<crate::services::testbed::Cap>,
     pub testbed_measured_bytes_s: f64,
     pub costs: PageCosts,
     pub cells: Vec<CellRaw>,

@@ -34,7 +34,7 @@ fn setting(cells: Vec<CellRaw>) -> SettingRaw {
         dirty_background_bytes: s.dirty_background_bytes,
         spec: s,
         testbed_dev: "7:0".into(),
-        testbed_cap: Default::default(),
+        testbed_cap: Some(Default::default()),
         testbed_measured_bytes_s: 40.0 * (1 << 20) as f64,
         costs: PageCosts {
             fresh_ns_per_page: vec![900.0, 1000.0, 1100.0],

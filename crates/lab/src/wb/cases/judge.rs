@@ -184,7 +184,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
             "write-back throughput of {} measured when it was built (capped at {}/s: {})",
             raw.testbed.device,
             human_bytes(cap),
-            raw.testbed.cap.describe()
+            crate::services::testbed::Cap::describe_recorded(raw.testbed.cap.as_ref())
         ),
     ));
     out.claims.push(match (figs.first(), figs.get(1)) {

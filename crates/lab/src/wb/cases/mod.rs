@@ -171,9 +171,9 @@ pub struct TestbedFacts {
     pub size_bytes: u64,
     /// The write cap.
     pub bandwidth_bytes_s: u64,
-    /// How the cap was made (v1 blkio in runs recorded before v2).
+    /// How the cap was made; None in runs recorded before it was kept.
     #[serde(default)]
-    pub cap: crate::services::testbed::Cap,
+    pub cap: Option<crate::services::testbed::Cap>,
     /// Write-back throughput measured after it was built (buffered writes + fsync).
     pub measured_bytes_s: f64,
 }
@@ -185,7 +185,7 @@ impl TestbedFacts {
             dev: tb.dev.clone(),
             size_bytes: tb.size_bytes,
             bandwidth_bytes_s: tb.bandwidth_bytes_s,
-            cap: tb.cap.clone(),
+            cap: Some(tb.cap.clone()),
             measured_bytes_s: tb.measured_bytes_s,
         }
     }

@@ -33,7 +33,7 @@ fn raw(swapped: bool) -> Raw {
             dev: "7:0".into(),
             size_bytes: 1 << 30,
             bandwidth_bytes_s: 20 << 20,
-            cap: Default::default(),
+            cap: Some(Default::default()),
             measured_bytes_s: 20.0 * (1 << 20) as f64,
         },
         cases: if swapped {
