@@ -122,6 +122,55 @@ pub fn look(socket: &Path) -> std::io::Result<(BoardView, libc::ucred)> {
     Ok((board, a.server))
 }
 
+/// Why a governor named on the command line cannot be joined.
+#[derive(Debug)]
+pub enum NotJoinable {
+    /// No socket of that name in any folder searched.
+    NotRunning,
+    /// Its socket is there, but nobody answered on it within the patience given
+    /// (a daemon starved of CPU by real-time writers answers late).
+    NoAnswer(String),
+}
+
+/// The governor named `name`, asked again until it answers or `patience` is
+/// spent: one whose socket exists is worth waiting for, where [`discover`] gives
+/// each governor one look.
+pub fn find(name: &str, patience: Duration) -> Result<Found, NotJoinable> {
+    find_in(&dirs_to_search(), name, patience)
+}
+
+fn find_in(dirs: &[PathBuf], name: &str, patience: Duration) -> Result<Found, NotJoinable> {
+    let sockets: Vec<PathBuf> = dirs
+        .iter()
+        .map(|d| d.join(format!("{name}{SUFFIX}")))
+        .filter(|p| p.exists())
+        .collect();
+    if sockets.is_empty() {
+        return Err(NotJoinable::NotRunning);
+    }
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        let mut last = String::new();
+        for socket in &sockets {
+            match look(socket) {
+                Ok((_, server)) => {
+                    return Ok(Found {
+                        name: name.to_string(),
+                        pid: server.pid as u32,
+                        uid: server.uid,
+                        socket: socket.clone(),
+                    });
+                }
+                Err(e) => last = e.to_string(),
+            }
+        }
+        if std::time::Instant::now() >= deadline {
+            return Err(NotJoinable::NoAnswer(last));
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
 /// Governors running now that this user may join: root's and its own, each
 /// confirmed by a connection (a socket nobody listens on is left alone).
 pub fn discover() -> Vec<Found> {
@@ -157,6 +206,29 @@ pub fn discover() -> Vec<Found> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A named governor whose socket is there but silent is told apart from one
+    /// that is not running, after the patience given.
+    #[test]
+    fn a_silent_governor_is_not_called_absent() {
+        let dir = tempfile::tempdir().unwrap();
+        let dirs = [dir.path().to_path_buf()];
+        let patience = Duration::from_millis(200);
+        assert!(matches!(
+            find_in(&dirs, "absent", patience),
+            Err(NotJoinable::NotRunning)
+        ));
+        // bound and listening, never answering: a daemon kept off the CPU
+        let _listener =
+            std::os::unix::net::UnixListener::bind(dir.path().join(format!("silent{SUFFIX}")))
+                .unwrap();
+        let t0 = std::time::Instant::now();
+        assert!(matches!(
+            find_in(&dirs, "silent", patience),
+            Err(NotJoinable::NoAnswer(_))
+        ));
+        assert!(t0.elapsed() >= patience);
+    }
 
     #[test]
     fn governor_names_are_plain_file_names() {

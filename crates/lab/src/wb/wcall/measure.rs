@@ -168,8 +168,20 @@ fn run_cell(
     for p in &plans {
         let _ = std::fs::remove_file(&p.file);
         let _ = std::fs::remove_file(&p.latency_file);
+        let _ = std::fs::remove_file(&p.err_file);
     }
     timed_writer::settle();
+    // a paced high writer that never wrote leaves nothing to judge: say why,
+    // not p99 0 (a user's command timed by the kernel's trace has its own note)
+    if let (Some(WriterKind::Paced { .. }), Some(e)) = (
+        plans.first().map(|p| &p.kind),
+        writers.first().and_then(|w| w.trace.error.clone()),
+    ) {
+        return Err(LabError::Failed(format!(
+            "cell {tag}: writer {}: {e}",
+            plans[0].name
+        )));
+    }
     Ok(Cell {
         policy,
         scenario,

@@ -66,6 +66,8 @@ pub struct WriterPlan {
     pub kind: WriterKind,
     pub file: PathBuf,
     pub latency_file: PathBuf,
+    /// Where its standard error goes, read back when it leaves no record.
+    pub err_file: PathBuf,
 }
 
 impl WriterPlan {
@@ -75,13 +77,16 @@ impl WriterPlan {
             kind,
             file: PathBuf::new(),
             latency_file: PathBuf::new(),
+            err_file: PathBuf::new(),
         }
     }
 
-    /// Names its files: the data on the testbed, the latencies in the scratch.
+    /// Names its files: the data on the testbed, the latencies and its standard
+    /// error in the scratch.
     pub fn with_file(mut self, mount: &Path, scratch: &Path, tag: &str) -> WriterPlan {
         self.file = mount.join(format!("{tag}-{}.dat", self.name));
         self.latency_file = scratch.join(format!("{tag}-{}.lat", self.name));
+        self.err_file = scratch.join(format!("{tag}-{}.err", self.name));
         self
     }
 
@@ -144,7 +149,9 @@ impl WriterPlan {
                 c
             }
         };
-        cmd.stdout(Stdio::null()).stderr(Stdio::null());
+        let stderr =
+            std::fs::File::create(&self.err_file).map_or_else(|_| Stdio::null(), Stdio::from);
+        cmd.stdout(Stdio::null()).stderr(stderr);
         std::os::unix::process::CommandExt::process_group(&mut cmd, 0);
         let child =
             oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)
@@ -163,6 +170,8 @@ impl WriterPlan {
             program_pid,
             file: self.file.clone(),
             latency_file: self.latency_file.clone(),
+            err_file: self.err_file.clone(),
+            status: None,
             started_ns: oslab_sys::clock::monotonic_ns(),
         })
     }
@@ -190,6 +199,9 @@ pub struct Launched {
     pub program_pid: u32,
     pub file: PathBuf,
     pub latency_file: PathBuf,
+    err_file: PathBuf,
+    /// How it exited, once waited for.
+    status: Option<std::process::ExitStatus>,
     started_ns: u64,
 }
 
@@ -207,7 +219,21 @@ impl Launched {
     }
 
     pub fn wait(&mut self) {
-        let _ = self.child.wait();
+        self.status = self.child.wait().ok();
+    }
+
+    /// How it failed, when it exited unsuccessfully: the status and the end of
+    /// its standard error.
+    fn failure(&self) -> Option<String> {
+        let status = self.status.filter(|s| !s.success())?;
+        let err = std::fs::read_to_string(&self.err_file).unwrap_or_default();
+        let tail: Vec<&str> = err.lines().rev().take(3).collect();
+        let tail: Vec<&str> = tail.into_iter().rev().collect();
+        Some(if tail.is_empty() {
+            format!("it exited with {status}")
+        } else {
+            format!("it exited with {status}: {}", tail.join(" / "))
+        })
     }
 
     /// The paced writer's own record of its writes: "start_ns latency_ns" a line.
@@ -226,8 +252,9 @@ impl Launched {
         t.tgid = self.program_pid;
         if t.latency_ms.is_empty() {
             t.error = Some(format!(
-                "the writer left no record of its writes in {}",
-                self.latency_file.display()
+                "the writer left no record of its writes in {}{}",
+                self.latency_file.display(),
+                self.failure().map(|f| format!("; {f}")).unwrap_or_default()
             ));
         }
         t
@@ -388,6 +415,7 @@ mod tests {
             },
             file: file.clone(),
             latency_file: dir.path().join("l"),
+            err_file: dir.path().join("e"),
         };
         let child = Command::new("true").spawn().unwrap();
         let l = Launched {
@@ -395,6 +423,8 @@ mod tests {
             program_pid: 1,
             file: file.clone(),
             latency_file: dir.path().join("l"),
+            err_file: dir.path().join("e"),
+            status: None,
             started_ns: 0,
         };
         assert_eq!(check_content(&plan, &l), Content::Intact);
@@ -413,11 +443,47 @@ mod tests {
             program_pid: 9,
             file: dir.path().join("absent"),
             latency_file: lat,
+            err_file: dir.path().join("e"),
+            status: None,
             started_ns: 0,
         };
         let t = l.read_latencies(1_000_000_000);
         assert_eq!(t.start_s, vec![0.5, 0.52]);
         assert_eq!(t.latency_ms, vec![0.2, 3.5]);
         assert_eq!(t.tgid, 9);
+        assert!(t.error.is_none());
+    }
+
+    /// A writer that fails before its first write is named with its exit status
+    /// and the end of what it said, not judged as a writer with no slow writes.
+    #[test]
+    fn a_writer_that_failed_says_how() {
+        let dir = tempfile::tempdir().unwrap();
+        let err_file = dir.path().join("e");
+        let plan = WriterPlan {
+            name: "w".into(),
+            kind: WriterKind::Dd,
+            file: dir.path().join("d"),
+            latency_file: dir.path().join("l"),
+            err_file: err_file.clone(),
+        };
+        let mut cmd = Command::new("sh");
+        cmd.args(["-c", "echo cannot join the governor >&2; exit 3"])
+            .stderr(std::fs::File::create(&err_file).unwrap());
+        let mut l = Launched {
+            child: cmd.spawn().unwrap(),
+            program_pid: 1,
+            file: plan.file.clone(),
+            latency_file: plan.latency_file.clone(),
+            err_file,
+            status: None,
+            started_ns: 0,
+        };
+        l.wait();
+        let e = l.read_latencies(0).error.unwrap();
+        assert!(
+            e.contains("no record") && e.contains("exit status: 3: cannot join the governor"),
+            "{e}"
+        );
     }
 }

@@ -2,12 +2,16 @@
 
 use oslab_wcall::cli::WcallRunArgs;
 use oslab_wcall::launch;
-use oslab_wcall::rendezvous::{self, Found};
+use oslab_wcall::rendezvous::{self, Found, NotJoinable};
 use oslab_wcall::shm::group_number;
 use oslab_wcall::shm::wire::{self, Ask, Request};
 
 use super::governor::{described, options, start};
 use crate::failure::{CmdResult, Failure};
+
+/// How long `wcall run --name` waits for a governor whose socket is there to
+/// answer: a daemon that real-time writers keep off the CPU answers late.
+const NAMED_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The governor `wcall run` uses: the one named, the one daemon running, or one
 /// of its own (with a word on what that means).
@@ -15,17 +19,22 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
     if a.private {
         return Ok(None);
     }
-    let daemons: Vec<Found> = rendezvous::discover()
-        .into_iter()
-        .filter(|f| !f.name.starts_with("run-"))
-        .collect();
     let chosen = match &a.name {
-        Some(name) => daemons.into_iter().find(|f| &f.name == name).ok_or_else(|| {
-            Failure::runtime(format!(
+        Some(name) => rendezvous::find(name, NAMED_PATIENCE).map_err(|e| match e {
+            NotJoinable::NotRunning => Failure::runtime(format!(
                 "no governor named '{name}' is running (start one with `oslab wcall daemon --name {name}`)"
-            ))
+            )),
+            NotJoinable::NoAnswer(why) => Failure::runtime(format!(
+                "governor '{name}' did not answer within {} s ({why}); is its daemon starved of CPU?",
+                NAMED_PATIENCE.as_secs()
+            )),
         })?,
-        None => match daemons.len() {
+        None => {
+            let daemons: Vec<Found> = rendezvous::discover()
+                .into_iter()
+                .filter(|f| !f.name.starts_with("run-"))
+                .collect();
+            match daemons.len() {
             0 => {
                 eprintln!(
                     "oslab wcall: no governor daemon runs, so this command gets a governor of its own, which sees only its own writers; to govern several programs together start `oslab wcall daemon` first and run each with `oslab wcall run`"
@@ -40,7 +49,8 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
                     names.join(", ")
                 )));
             }
-        },
+            }
+        }
     };
     let given = a.policy.given();
     if !given.is_empty() {
