@@ -300,6 +300,13 @@ fn bad_input_and_attach_get_one_sentence() {
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains("no governor named 'nobody-runs-this'"));
+    // a name is a file name in the governors' folder, never a path out of it
+    let o = oslab()
+        .args(["wcall", "run", "--name", "../../tmp/x", "--", "true"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--name:"), "{}", stderr(&o));
     for bad in ["vip=1GiB", "normal", "normal=lots", "rt-high=10"] {
         let o = oslab()
             .args([

@@ -125,49 +125,77 @@ pub fn look(socket: &Path) -> std::io::Result<(BoardView, libc::ucred)> {
 /// Why a governor named on the command line cannot be joined.
 #[derive(Debug)]
 pub enum NotJoinable {
-    /// No socket of that name in any folder searched.
+    /// Not a governor name (a path, a dot file, too long).
+    BadName(String),
+    /// No socket of that name in any folder searched, or one nobody listens on.
     NotRunning,
+    /// Its socket answered with a refusal (another user's governor, say).
+    Refused(String),
     /// Its socket is there, but nobody answered on it within the patience given
     /// (a daemon starved of CPU by real-time writers answers late).
     NoAnswer(String),
 }
 
-/// The governor named `name`, asked again until it answers or `patience` is
-/// spent: one whose socket exists is worth waiting for, where [`discover`] gives
-/// each governor one look.
+/// The governor named `name`, asked again while it is slow to answer, until
+/// `patience` is spent: one whose socket is there is worth waiting for, where
+/// [`discover`] gives each governor one look. `run-` governors are private to
+/// their command and are not found by name, as [`discover`]'s callers skip them.
 pub fn find(name: &str, patience: Duration) -> Result<Found, NotJoinable> {
+    check_name(name).map_err(NotJoinable::BadName)?;
+    if name.starts_with("run-") {
+        return Err(NotJoinable::NotRunning);
+    }
     find_in(&dirs_to_search(), name, patience)
 }
 
+/// Whether an error of [`look`] is the governor being slow, worth asking again.
+fn slow(e: &std::io::Error) -> bool {
+    use std::io::ErrorKind as K;
+    matches!(
+        e.kind(),
+        K::WouldBlock | K::TimedOut | K::ConnectionReset | K::BrokenPipe | K::UnexpectedEof
+    )
+}
+
 fn find_in(dirs: &[PathBuf], name: &str, patience: Duration) -> Result<Found, NotJoinable> {
-    let sockets: Vec<PathBuf> = dirs
+    use std::os::unix::fs::FileTypeExt;
+    let mut sockets: Vec<PathBuf> = dirs
         .iter()
         .map(|d| d.join(format!("{name}{SUFFIX}")))
-        .filter(|p| p.exists())
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_socket()))
         .collect();
-    if sockets.is_empty() {
-        return Err(NotJoinable::NotRunning);
-    }
     let deadline = std::time::Instant::now() + patience;
-    loop {
-        let mut last = String::new();
-        for socket in &sockets {
-            match look(socket) {
+    let mut last = String::new();
+    while !sockets.is_empty() && std::time::Instant::now() < deadline {
+        let mut still_slow = Vec::new();
+        for socket in sockets {
+            match look(&socket) {
                 Ok((_, server)) => {
                     return Ok(Found {
                         name: name.to_string(),
                         pid: server.pid as u32,
                         uid: server.uid,
-                        socket: socket.clone(),
+                        socket,
                     });
                 }
-                Err(e) => last = e.to_string(),
+                Err(e) if slow(&e) => {
+                    last = e.to_string();
+                    still_slow.push(socket);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => {}
+                Err(e) => return Err(NotJoinable::Refused(e.to_string())),
+            }
+            if std::time::Instant::now() >= deadline {
+                break;
             }
         }
-        if std::time::Instant::now() >= deadline {
-            return Err(NotJoinable::NoAnswer(last));
-        }
+        sockets = still_slow;
         std::thread::sleep(Duration::from_millis(100));
+    }
+    if last.is_empty() {
+        Err(NotJoinable::NotRunning)
+    } else {
+        Err(NotJoinable::NoAnswer(last))
     }
 }
 
@@ -228,6 +256,34 @@ mod tests {
             Err(NotJoinable::NoAnswer(_))
         ));
         assert!(t0.elapsed() >= patience);
+        // a socket nobody listens on (a daemon killed by SIGKILL): not running, at once
+        let stale = dir.path().join(format!("stale{SUFFIX}"));
+        drop(std::os::unix::net::UnixListener::bind(&stale).unwrap());
+        assert!(matches!(
+            find_in(&dirs, "stale", Duration::from_secs(30)),
+            Err(NotJoinable::NotRunning)
+        ));
+        // a plain file of that name is no governor
+        std::fs::write(dir.path().join(format!("plain{SUFFIX}")), "").unwrap();
+        assert!(matches!(
+            find_in(&dirs, "plain", patience),
+            Err(NotJoinable::NotRunning)
+        ));
+    }
+
+    /// A name that is a path, or a command's private governor, is never looked up.
+    #[test]
+    fn only_governor_names_are_found_by_name() {
+        for bad in ["../../tmp/x", "/tmp/x", ".x", ""] {
+            assert!(
+                matches!(find(bad, Duration::ZERO), Err(NotJoinable::BadName(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            find("run-1234", Duration::ZERO),
+            Err(NotJoinable::NotRunning)
+        ));
     }
 
     #[test]

@@ -226,7 +226,8 @@ impl Launched {
     /// its standard error.
     fn failure(&self) -> Option<String> {
         let status = self.status.filter(|s| !s.success())?;
-        let err = std::fs::read_to_string(&self.err_file).unwrap_or_default();
+        let err = String::from_utf8_lossy(&std::fs::read(&self.err_file).unwrap_or_default())
+            .into_owned();
         let tail: Vec<&str> = err.lines().rev().take(3).collect();
         let tail: Vec<&str> = tail.into_iter().rev().collect();
         Some(if tail.is_empty() {

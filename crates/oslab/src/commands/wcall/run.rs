@@ -24,6 +24,10 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
             NotJoinable::NotRunning => Failure::runtime(format!(
                 "no governor named '{name}' is running (start one with `oslab wcall daemon --name {name}`)"
             )),
+            NotJoinable::BadName(why) => Failure::usage(format!("--name: {why}")),
+            NotJoinable::Refused(why) => {
+                Failure::runtime(format!("cannot join governor '{name}': {why}"))
+            }
             NotJoinable::NoAnswer(why) => Failure::runtime(format!(
                 "governor '{name}' did not answer within {} s ({why}); is its daemon starved of CPU?",
                 NAMED_PATIENCE.as_secs()
