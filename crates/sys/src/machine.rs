@@ -599,17 +599,20 @@ mod props {
         fn collect_over_a_corrupted_tree_never_panics(
             picks in proptest::collection::vec((any::<proptest::sample::Index>(), garbage()), 1..6),
         ) {
-            let (root, files) = &*TREE;
-            for (i, text) in &picks {
-                std::fs::write(i.get(files), text).unwrap();
-            }
-            let r = std::panic::catch_unwind(|| collect(&Root::at(root.path()), &probes()));
-            // put the tree back for the next case before judging this one
-            for (i, _) in &picks {
-                let f = i.get(files);
-                std::fs::copy(fixture().join(f.strip_prefix(root.path()).unwrap()), f).unwrap();
-            }
-            prop_assert!(r.is_ok(), "collect panicked with {:?}", picks);
+            let survived = TREE.with(|(root, files)| {
+                for (i, text) in &picks {
+                    std::fs::write(i.get(files), text).unwrap();
+                }
+                let r = std::panic::catch_unwind(|| collect(&Root::at(root.path()), &probes()));
+                // put the tree back for the next case before judging this one
+                for (i, _) in &picks {
+                    let f = i.get(files);
+                    std::fs::copy(fixture().join(f.strip_prefix(root.path()).unwrap()), f)
+                        .unwrap();
+                }
+                r.is_ok()
+            });
+            prop_assert!(survived, "collect panicked with {:?}", picks);
         }
     }
 
@@ -650,9 +653,12 @@ mod props {
         (dir, files)
     }
 
-    /// The copy the property corrupts and repairs (one test uses it).
-    static TREE: std::sync::LazyLock<(tempfile::TempDir, Vec<PathBuf>)> =
-        std::sync::LazyLock::new(copy_of_fixture);
+    thread_local! {
+        /// The copy the property corrupts and repairs (one test uses it): one per
+        /// test thread, removed when the thread ends (a static is never dropped,
+        /// and left a copy in the temporary folder after every run).
+        static TREE: (tempfile::TempDir, Vec<PathBuf>) = copy_of_fixture();
+    }
 
     /// Regression (found by the property above): sets x ways x line x partitions of
     /// a cache overflowed on a garbage number_of_sets.
