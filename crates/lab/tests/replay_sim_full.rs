@@ -103,3 +103,41 @@ fn the_periodic_pass_riding_on_background_passes_is_followed() {
     }
     assert!(finding(&r, &format!("blind.saw.{c}.period_s")).abs() < 0.3);
 }
+
+#[test]
+fn the_models_flusher_and_estimate_are_set_beside_the_traced_ones() {
+    // every cell's background episodes (MiB, interval) and the write bandwidth
+    // estimate at the passes, blind and from the kernel's carried estimates,
+    // reported; from the same estimates the model's chunks are the kernel's
+    // (12 MiB on the testbed), blind its estimate on the testbed sits higher
+    // (its own history of the chain) and so do its chunks
+    let r = judged_fixture(FIXTURE, "sim.validate");
+    for c in CELLS {
+        for f in ["flush_mib", "flush_interval_s", "flush_estimate_mib_s"] {
+            for side in ["blind.saw", "saw"] {
+                let name = format!("{side}.{c}.{f}");
+                let d = &r.finding(&name).unwrap_or_else(|| panic!("{name}")).detail;
+                assert!(d.ends_with("reported"), "{name}: {d}");
+            }
+        }
+    }
+    let detail = |name: &str| r.finding(name).unwrap().detail.clone();
+    let seeded = detail("saw.testbed.5mib_s.bg32mib.periodic_off.flush_mib");
+    assert!(
+        seeded.starts_with("real 12.0 MiB (12.0-20.0), predicted 12 MiB"),
+        "{seeded}"
+    );
+    let blind = detail("blind.saw.testbed.5mib_s.bg32mib.periodic_off.flush_mib");
+    assert!(blind.contains("predicted 16 MiB"), "{blind}");
+    let note = r
+        .notes
+        .iter()
+        .find(|n| n.starts_with("the flusher on the sawtooth cells' devices"))
+        .expect("the flusher note");
+    assert!(
+        note.ends_with(
+            "flush_mib 12 of 12, flush_interval_s 12 of 12, flush_estimate_mib_s 12 of 12"
+        ),
+        "{note}"
+    );
+}

@@ -55,6 +55,29 @@ pub struct RatelimitRecord {
     pub avg_write_bw: f64,
 }
 
+/// Why the flusher wrote (the writeback_start tracepoint's reason, the two the
+/// model has).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FlushKind {
+    /// Expired inodes (wb_check_old_data_flush).
+    Periodic,
+    /// Over the background limit (wb_check_background_flush).
+    #[default]
+    Background,
+}
+
+/// One pass of the flusher for one reason (the writeback_written tracepoint): the
+/// pages it put under write back and the device's estimate when it began.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct FlushRecord {
+    pub t_s: f64,
+    pub kind: FlushKind,
+    pub pages: u64,
+    /// avg_write_bandwidth when the pass began, bytes per second.
+    pub avg_write_bw: f64,
+}
+
 /// Everything a run produced.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Outcome {
@@ -64,6 +87,9 @@ pub struct Outcome {
     pub pauses: Vec<PauseRecord>,
     #[serde(default)]
     pub ratelimits: Vec<RatelimitRecord>,
+    /// The flusher's passes that wrote pages.
+    #[serde(default)]
+    pub flushes: Vec<FlushRecord>,
     pub events: u64,
     pub flusher_wakeups: u64,
     pub background_runs: u64,

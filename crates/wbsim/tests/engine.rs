@@ -209,6 +209,23 @@ fn the_papers_three_writers_under_each_policy_are_pinned() {
     }
 }
 
+/// 4 MiB/s under background 16 MiB, the flusher every 5 s, expire 10 s, a fast
+/// disk, estimates starting at next to nothing (4 MiB chunks), for 20 s.
+fn periodic_rides_case() -> Config {
+    let s = Sysctls {
+        dirty_bytes: 4 << 30,
+        dirty_background_bytes: 16 * MIB,
+        dirty_expire_centisecs: 1000,
+        dirty_writeback_centisecs: 500,
+        ..Default::default()
+    };
+    let mut cfg = base(s, vec![rate(4.0 * MIB as f64)], 20.0);
+    cfg.start = oslab_wbsim::config::Start::Given;
+    cfg.initial.write_bw_bytes_s = Some(4096.0);
+    cfg.initial.avg_write_bw_bytes_s = Some(4096.0);
+    cfg
+}
+
 #[test]
 fn the_periodic_pass_rides_on_a_background_wakeup() {
     // 4 MiB/s under background 16 MiB, the flusher every 5 s, expire 10 s, a fast
@@ -222,18 +239,7 @@ fn the_periodic_pass_rides_on_a_background_wakeup() {
     // writes the whole inode. So Dirty first falls to nothing at about 15.95 s,
     // at a background pass, not at 10 s where a timer on a fixed 5 s grid from
     // the first dirtying would have taken it.
-    let s = Sysctls {
-        dirty_bytes: 4 << 30,
-        dirty_background_bytes: 16 * MIB,
-        dirty_expire_centisecs: 1000,
-        dirty_writeback_centisecs: 500,
-        ..Default::default()
-    };
-    let mut cfg = base(s, vec![rate(4.0 * MIB as f64)], 20.0);
-    cfg.start = oslab_wbsim::config::Start::Given;
-    cfg.initial.write_bw_bytes_s = Some(4096.0);
-    cfg.initial.avg_write_bw_bytes_s = Some(4096.0);
-    let out = simulate(&cfg);
+    let out = simulate(&periodic_rides_case());
     let dirty_at = |t: f64| {
         out.samples
             .iter()
@@ -257,4 +263,43 @@ fn the_periodic_pass_rides_on_a_background_wakeup() {
             .filter(|x| x.t_s > 4.2 && x.t_s < emptied)
             .all(|x| (12 * MIB..=16 * MIB + MIB / 2).contains(&x.dirty))
     );
+}
+
+#[test]
+fn the_flushers_passes_are_recorded_with_their_reason_pages_and_estimate() {
+    use oslab_wbsim::outcome::FlushKind;
+    // the case above: 4 MiB/s under background 16 MiB, estimates at next to
+    // nothing (chunk round_down(0 + 4 MiB, 4 MiB) = 4 MiB): the first pass is a
+    // background one at 4.0 s (16 MiB dirtied) of one chunk, 1024 pages, begun
+    // with the given estimate (4096 B/s); every background pass before the
+    // periodic one that empties the inode writes one chunk; the periodic pass
+    // (the first background wake-up after 14.95 s, about 15.9 s) writes all that
+    // is dirty, 12-16.5 MiB.
+    let out = simulate(&periodic_rides_case());
+    let first = out.flushes[0];
+    assert_eq!(first.kind, FlushKind::Background);
+    assert_eq!(first.pages, 1024);
+    assert_eq!(first.avg_write_bw, 4096.0);
+    assert!((3.95..=4.15).contains(&first.t_s), "{}", first.t_s);
+    let periodic: Vec<_> = out
+        .flushes
+        .iter()
+        .filter(|f| f.kind == FlushKind::Periodic)
+        .collect();
+    assert_eq!(periodic.len(), 1, "{:?}", out.flushes);
+    let p = periodic[0];
+    assert!((15.5..=16.1).contains(&p.t_s), "{}", p.t_s);
+    let pages = 12 * MIB / 4096..=16 * MIB / 4096 + 128;
+    assert!(pages.contains(&p.pages), "{}", p.pages);
+    assert!(
+        out.flushes
+            .iter()
+            .filter(|f| f.t_s < p.t_s)
+            .all(|f| f.kind == FlushKind::Background && f.pages == 1024),
+        "{:?}",
+        out.flushes
+    );
+    // every page a pass put under write back was dirtied by the writer
+    let written: u64 = out.flushes.iter().map(|f| f.pages * 4096).sum();
+    assert!(written <= out.bytes_dirtied);
 }

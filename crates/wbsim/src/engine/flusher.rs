@@ -6,8 +6,9 @@
 //! the limit again after each round (wb_writeback, writeback_sb_inodes).
 
 use super::{Ev, MIN_CHUNK, Sim};
-use crate::config::{MS, RuleSet};
+use crate::config::{MS, RuleSet, SEC};
 use crate::kernel::PAGE;
+use crate::outcome::{FlushKind, FlushRecord};
 
 impl<'a> Sim<'a> {
     /// Dirty inodes, oldest first; only those dirtied at or before `expired_before`
@@ -73,36 +74,79 @@ impl<'a> Sim<'a> {
         true
     }
 
-    /// Runs the flusher's work until it is done or blocked on the device queue.
+    /// Runs the flusher's work until it is done or blocked on the device queue;
+    /// each reason's part is recorded as a pass.
     pub(super) fn flusher_run(&mut self) {
         if self.fl.kupdate_active {
-            loop {
-                // nothing can have expired before one expire interval has passed
-                let expired = self
-                    .now
-                    .checked_sub(self.cfg.sysctls.dirty_expire_centisecs * 10 * MS)
-                    .map(|limit| self.dirty_inodes(Some(limit)))
-                    .unwrap_or_default();
-                if expired.is_empty() {
-                    self.fl.kupdate_active = false;
-                    break;
-                }
-                if !self.write_round(&expired, true) {
-                    return;
-                }
+            let (before, bw) = (self.dirty, self.avg_write_bw_bytes());
+            let finished = self.expired_rounds();
+            self.record_pass(FlushKind::Periodic, before, bw);
+            if !finished {
+                return;
             }
         }
+        let (before, bw) = (self.dirty, self.avg_write_bw_bytes());
+        let finished = self.background_rounds();
+        self.record_pass(FlushKind::Background, before, bw);
+        if finished {
+            // the worker's run is over: wb_workfn queues its next look one interval on
+            self.arm_kupdate_after_run();
+        }
+    }
+
+    /// Expired inodes, round after round, until none is left; false when blocked
+    /// on the device queue.
+    fn expired_rounds(&mut self) -> bool {
+        loop {
+            // nothing can have expired before one expire interval has passed
+            let expired = self
+                .now
+                .checked_sub(self.cfg.sysctls.dirty_expire_centisecs * 10 * MS)
+                .map(|limit| self.dirty_inodes(Some(limit)))
+                .unwrap_or_default();
+            if expired.is_empty() {
+                self.fl.kupdate_active = false;
+                return true;
+            }
+            if !self.write_round(&expired, true) {
+                return false;
+            }
+        }
+    }
+
+    /// Every dirty inode, round after round, while over the background limit;
+    /// false when blocked on the device queue.
+    fn background_rounds(&mut self) -> bool {
         while self.over_background() {
             let all = self.dirty_inodes(None);
             if all.is_empty() {
                 break;
             }
             if !self.write_round(&all, false) {
-                return;
+                return false;
             }
         }
-        // the worker's run is over: wb_workfn queues its next look one interval on
-        self.arm_kupdate_after_run();
+        true
+    }
+
+    fn avg_write_bw_bytes(&self) -> f64 {
+        (self.wb.est.avg_write_bandwidth * PAGE) as f64
+    }
+
+    /// Records a pass of `kind` that took the dirty bytes from `before` to what is
+    /// dirty now (the flusher runs within one instant of simulated time, so
+    /// nothing else dirtied or cleaned pages in between), with the device's
+    /// estimate when it began, bytes per second.
+    fn record_pass(&mut self, kind: FlushKind, before: u64, avg_write_bw: f64) {
+        let pages = before.saturating_sub(self.dirty) / PAGE;
+        if pages > 0 {
+            self.out.flushes.push(FlushRecord {
+                t_s: self.now as f64 / SEC as f64,
+                kind,
+                pages,
+                avg_write_bw,
+            });
+        }
     }
 
     /// wb_check_old_data_flush (linux-6): every run of the worker, whatever woke

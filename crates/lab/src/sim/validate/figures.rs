@@ -26,6 +26,13 @@ pub enum Fig {
     SawTrough,
     /// A sawtooth cell's median period.
     SawPeriod,
+    /// The flusher's background write back on a sawtooth cell's device: the
+    /// median MiB of an episode (passes less than 100 ms apart), the median time
+    /// between episodes, and the median write bandwidth estimate
+    /// (avg_write_bandwidth) when the passes began.
+    FlushMib,
+    FlushInterval,
+    FlushEstimate,
 }
 
 /// How a figure is held to its real value.
@@ -46,6 +53,9 @@ pub enum Target {
 impl Fig {
     /// A sawtooth cell's figures.
     pub const SAWTOOTH: [Fig; 3] = [Fig::SawPeak, Fig::SawTrough, Fig::SawPeriod];
+
+    /// A sawtooth cell's flusher figures (reported beside the targeted ones).
+    pub const FLUSHER: [Fig; 3] = [Fig::FlushMib, Fig::FlushInterval, Fig::FlushEstimate];
 
     /// A contention cell's figures.
     pub const ALL: [Fig; 10] = [
@@ -76,15 +86,18 @@ impl Fig {
             Fig::SawPeak => "peak_mib",
             Fig::SawTrough => "trough_mib",
             Fig::SawPeriod => "period_s",
+            Fig::FlushMib => "flush_mib",
+            Fig::FlushInterval => "flush_interval_s",
+            Fig::FlushEstimate => "flush_estimate_mib_s",
         }
     }
 
     pub fn unit(self) -> &'static str {
         match self {
             Fig::Over200 => "count",
-            Fig::Throughput | Fig::Ratelimit => "MiB/s",
-            Fig::PeakDirty | Fig::SawPeak | Fig::SawTrough => "MiB",
-            Fig::SawPeriod => "s",
+            Fig::Throughput | Fig::Ratelimit | Fig::FlushEstimate => "MiB/s",
+            Fig::PeakDirty | Fig::SawPeak | Fig::SawTrough | Fig::FlushMib => "MiB",
+            Fig::SawPeriod | Fig::FlushInterval => "s",
             _ => "ms",
         }
     }

@@ -354,6 +354,12 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     for j in &saw.seeded {
         out.findings.push(saw_finding("", j));
     }
+    for j in &saw.flush_blind {
+        out.findings.push(saw_finding("blind.", j));
+    }
+    for j in &saw.flush_seeded {
+        out.findings.push(saw_finding("", j));
+    }
     out.claims.push(blind_claim(&everything, &saw.blind));
     out.claims.push(claim(&PREDICTS, &main, "testbed"));
     if raw.settings.iter().any(|s| s.spec.name != "main") {
@@ -363,6 +369,9 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     out.notes.push(blind_note(&all));
     if !saw.blind.is_empty() {
         out.notes.push(saw.note());
+    }
+    if !saw.flush_blind.is_empty() {
+        out.notes.push(saw.flush_note());
     }
     if !saw.empty.is_empty() {
         out.notes.push(format!(

@@ -1,16 +1,28 @@
 //! Judging the sawtooth cells: each cell simulated blind (its settings, the
 //! writer's rate and the device's probed bandwidth; nothing of its runs), its
-//! median peak, trough and period beside the range of the real runs.
+//! median peak, trough and period beside the range of the real runs, and the
+//! flusher's background episodes and bandwidth estimate beside the traced ones.
 
 use oslab_stats::sawtooth::{Sawtooth, cycle_confirmed_at};
 use oslab_wbsim::Config;
 use oslab_wbsim::config::{Initial, Start};
 
-use super::{SawCell, SawDevice, SawDeviceRaw};
+use oslab_model::trace::FlushReason;
+
+use super::{HARD_LIMIT, SawCell, SawDevice, SawDeviceRaw};
 use crate::sim::validate::figures::{Compared, Fig, Verdict};
 use crate::wb::common::sawtooth::SawRaw;
+use crate::wb::common::sawtooth::flusher::{KernelFlush, kernel_flush, simulated_flush};
 use crate::wb::common::sawtooth::model::{self, DIRTYABLE_FAR};
 use crate::wb::common::sawtooth::sawtooth_of;
+
+/// One run of a sawtooth cell, simulated: the sawtooth of Dirty and the
+/// flusher's background write back.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Predicted {
+    pub saw: Sawtooth,
+    pub flush: Option<KernelFlush>,
+}
 
 /// The simulator's configuration for `cell` on the device of `dev`, blind.
 pub fn blind_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64) -> Config {
@@ -46,7 +58,7 @@ pub fn first_estimate(dev: &SawDeviceRaw) -> f64 {
 /// cell as the kernel carries its. Nothing measured in any run is read: the
 /// order, the cells' settings and the probe only. None for a cell sim.validate
 /// does not run (a raw file is untrusted).
-pub fn blind_chain(dev: &SawDeviceRaw, hz: u64, cycles: usize) -> Vec<Option<Sawtooth>> {
+pub fn blind_chain(dev: &SawDeviceRaw, hz: u64, cycles: usize) -> Vec<Option<Predicted>> {
     let first = first_estimate(dev);
     let mut at = Initial {
         write_bw_bytes_s: Some(first),
@@ -62,31 +74,39 @@ pub fn blind_chain(dev: &SawDeviceRaw, hz: u64, cycles: usize) -> Vec<Option<Saw
             let mut cfg = blind_config(dev, &r.cell, hz);
             cfg.start = Start::Given;
             cfg.initial = at;
-            let (saw, end) = run_as_measured(&cfg, &r.cell, cycles);
+            let (run, end) = run_as_measured(&cfg, &r.cell, cycles);
             at = end;
-            Some(saw)
+            Some(run)
         })
         .collect()
 }
 
 /// `cfg`, one run of `cell`, simulated as the real runs went: stopped once
 /// `cycles` whole cycles of Dirty are seen (0: its whole length, as runs before
-/// 2026-11-27 went); its sawtooth and the estimates it ended with.
-pub fn run_as_measured(cfg: &Config, cell: &SawCell, cycles: usize) -> (Sawtooth, Initial) {
-    let (t, y, saw, end) = model::simulated_run(cfg);
+/// 2026-11-27 went); what it predicts and the estimates it ended with.
+pub fn run_as_measured(cfg: &Config, cell: &SawCell, cycles: usize) -> (Predicted, Initial) {
+    let whole = model::simulated_run(cfg);
     let stop = match cycles {
         0 => None,
-        n => cycle_confirmed_at(&t, &y, cell.min_drop_mib(), n),
+        n => cycle_confirmed_at(&whole.t, &whole.y, cell.min_drop_mib(), n),
     };
-    match stop {
+    let run = match stop {
         Some(at) if at < cfg.duration_s => {
             let mut short = cfg.clone();
             short.duration_s = at;
-            let (_, _, saw, end) = model::simulated_run(&short);
-            (saw, end)
+            model::simulated_run(&short)
         }
-        _ => (saw, end),
-    }
+        _ => whole,
+    };
+    let flush = simulated_flush(&run.outcome, FlushReason::Background, HARD_LIMIT);
+    let end = run.outcome.end_estimates;
+    (
+        Predicted {
+            saw: run.saw,
+            flush,
+        },
+        end,
+    )
 }
 
 /// The kernel's write bandwidth estimates (write_bw, avg_write_bw, bytes per
@@ -162,17 +182,56 @@ fn value(s: &Sawtooth, fig: Fig) -> Option<f64> {
     }
 }
 
+fn flush_value(f: &KernelFlush, fig: Fig) -> Option<f64> {
+    match fig {
+        Fig::FlushMib => Some(f.episode_mib),
+        Fig::FlushInterval => f.episode_interval_s,
+        Fig::FlushEstimate => Some(f.avg_write_bw_mib_s),
+        _ => None,
+    }
+    .filter(|v| v.is_finite())
+}
+
 /// The real runs of `cell` beside its predictions (one per run, blind or
 /// seeded; their median is judged): one entry per figure the real runs show.
 pub fn compare(cell: SawCell, real: &[Sawtooth], predicted: &[Sawtooth]) -> Vec<SawJudged> {
-    Fig::SAWTOOTH
-        .iter()
+    judged(cell, &Fig::SAWTOOTH, |fig| {
+        let values = |v: &[Sawtooth]| v.iter().filter_map(|s| value(s, fig)).collect();
+        (values(real), values(predicted))
+    })
+}
+
+/// The flusher's background episodes and estimate of the real runs of `cell`
+/// (None where a run was not traced) beside the predicted ones, reported.
+pub fn compare_flush(
+    cell: SawCell,
+    real: &[Option<KernelFlush>],
+    predicted: &[Option<KernelFlush>],
+) -> Vec<SawJudged> {
+    judged(cell, &Fig::FLUSHER, |fig| {
+        let values = |v: &[Option<KernelFlush>]| {
+            v.iter()
+                .flatten()
+                .filter_map(|f| flush_value(f, fig))
+                .collect()
+        };
+        (values(real), values(predicted))
+    })
+}
+
+/// `figs` of `cell` judged from (real, predicted) values per figure; a figure
+/// no real run shows is left out.
+fn judged(
+    cell: SawCell,
+    figs: &[Fig],
+    values: impl Fn(Fig) -> (Vec<f64>, Vec<f64>),
+) -> Vec<SawJudged> {
+    figs.iter()
         .filter_map(|&fig| {
-            let r: Vec<f64> = real.iter().filter_map(|s| value(s, fig)).collect();
+            let (r, p) = values(fig);
             if r.is_empty() {
                 return None;
             }
-            let p: Vec<f64> = predicted.iter().filter_map(|s| value(s, fig)).collect();
             let verdict = Compared {
                 fig,
                 real: r.clone(),
@@ -199,6 +258,9 @@ pub const MAX_RUNS: usize = 120;
 pub struct SawVerdicts {
     pub blind: Vec<SawJudged>,
     pub seeded: Vec<SawJudged>,
+    /// The flusher's figures, blind and seeded: reported, not in the claim.
+    pub flush_blind: Vec<SawJudged>,
+    pub flush_seeded: Vec<SawJudged>,
     pub empty: Vec<String>,
 }
 
@@ -215,6 +277,40 @@ impl SawVerdicts {
         )
     }
 }
+
+impl SawVerdicts {
+    /// How the model's flusher followed the traced one: per figure, how many
+    /// cells' predictions fell within 10 % of the real median or inside the real
+    /// runs' range, blind and seeded.
+    pub fn flush_note(&self) -> String {
+        let close = |v: &[SawJudged], fig: Fig| {
+            let of: Vec<&SawJudged> = v.iter().filter(|j| j.fig == fig).collect();
+            let near = of
+                .iter()
+                .filter(|j| {
+                    j.verdict
+                        .is_some_and(|v| v.in_range || v.error.abs() <= FLUSH_NEAR)
+                })
+                .count();
+            format!("{near} of {}", of.len())
+        };
+        let per = |v: &[SawJudged]| {
+            Fig::FLUSHER
+                .iter()
+                .map(|&f| format!("{} {}", f.key(), close(v, f)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        format!(
+            "the flusher on the sawtooth cells' devices, the model's background episodes (passes less than 100 ms apart: MiB each, seconds between) and its write bandwidth estimate when they began (avg_write_bandwidth) beside the kernel's writeback_start/writeback_written trace (the *.flush_* findings, reported, not in the claim): within 10 % of the real median or inside the real runs' range, blind: {}; from the kernel's carried estimates: {}",
+            per(&self.flush_blind),
+            per(&self.flush_seeded)
+        )
+    }
+}
+
+/// How close a flusher figure must come to count in [`SawVerdicts::flush_note`].
+const FLUSH_NEAR: f64 = 0.1;
 
 /// How many cells `judged` covers.
 pub fn cells(judged: &[SawJudged]) -> usize {
@@ -273,14 +369,23 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize) -> SawVerdicts {
                 .map(|r| &r.saw)
                 .collect();
             let real: Vec<Sawtooth> = runs.iter().map(|r| sawtooth_of(r, cell.rate)).collect();
-            let blind: Vec<Sawtooth> = dev
+            let real_flush: Vec<Option<KernelFlush>> = runs
+                .iter()
+                .map(|r| kernel_flush(r, FlushReason::Background, HARD_LIMIT))
+                .collect();
+            let blind: Vec<&Predicted> = dev
                 .runs
                 .iter()
                 .zip(&chain)
                 .filter(|(r, _)| r.cell == cell)
-                .filter_map(|(_, s)| s.clone())
+                .filter_map(|(_, p)| p.as_ref())
                 .collect();
-            let v = compare(cell, &real, &blind);
+            let blind_saw: Vec<Sawtooth> = blind.iter().map(|p| p.saw.clone()).collect();
+            let blind_flush: Vec<Option<KernelFlush>> =
+                blind.iter().map(|p| p.flush.clone()).collect();
+            out.flush_blind
+                .extend(compare_flush(cell, &real_flush, &blind_flush));
+            let v = compare(cell, &real, &blind_saw);
             if v.is_empty() {
                 out.empty.push(format!(
                     "{}: its runs show no sawtooth (no drop of Dirty of half a second of writing)",
@@ -288,13 +393,18 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize) -> SawVerdicts {
                 ));
             }
             out.blind.extend(v);
-            let seeded: Vec<Sawtooth> = runs
+            let seeded: Vec<Predicted> = runs
                 .iter()
                 .filter_map(|r| seeded_config(dev, &cell, hz, r))
                 .map(|c| run_as_measured(&c, &cell, cycles).0)
                 .collect();
             if !seeded.is_empty() {
-                out.seeded.extend(compare(cell, &real, &seeded));
+                let saw: Vec<Sawtooth> = seeded.iter().map(|p| p.saw.clone()).collect();
+                out.seeded.extend(compare(cell, &real, &saw));
+                let flush: Vec<Option<KernelFlush>> =
+                    seeded.iter().map(|p| p.flush.clone()).collect();
+                out.flush_seeded
+                    .extend(compare_flush(cell, &real_flush, &flush));
             }
         }
     }

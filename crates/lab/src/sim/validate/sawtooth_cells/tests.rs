@@ -198,7 +198,7 @@ fn a_run_stops_after_six_drops_as_the_real_runs_do_by_hand() {
     let c = cell(SawDevice::Testbed, 10, 64, false);
     let dev = device(Some(40 * MIB), (40 * MIB) as f64);
     let cfg = blind_config(&dev, &c, 250);
-    let (saw, _) = judge::run_as_measured(&cfg, &c, CYCLES);
+    let saw = judge::run_as_measured(&cfg, &c, CYCLES).0.saw;
     assert_eq!(saw.peaks.len(), CYCLES, "{saw:?}");
     let t_end = saw.troughs.last().unwrap()[0];
     assert!(
@@ -207,7 +207,7 @@ fn a_run_stops_after_six_drops_as_the_real_runs_do_by_hand() {
     );
     assert!((saw.period.unwrap() - 0.8).abs() < 0.06, "{saw:?}");
     // 0 cycles: the whole bound, as the runs before the rule went
-    let (whole, _) = judge::run_as_measured(&cfg, &c, 0);
+    let whole = judge::run_as_measured(&cfg, &c, 0).0.saw;
     assert!(whole.peaks.len() > 30, "{}", whole.peaks.len());
 }
 
@@ -270,9 +270,9 @@ fn the_chain_starts_the_testbed_at_its_probe_and_the_root_disk_idle() {
     dev.runs = vec![run_of(c, 0)];
     let first = judge::blind_chain(&dev, 250, CYCLES)[0].clone().unwrap();
     assert!(
-        (11.0..13.5).contains(&first.troughs[0][1]),
+        (11.0..13.5).contains(&first.saw.troughs[0][1]),
         "{:?}",
-        first.troughs
+        first.saw.troughs
     );
 }
 

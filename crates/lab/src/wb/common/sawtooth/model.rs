@@ -8,7 +8,7 @@
 
 use oslab_model::{Claim, Finding};
 use oslab_stats::sawtooth::Sawtooth;
-use oslab_wbsim::config::{Initial, MIB};
+use oslab_wbsim::config::MIB;
 use oslab_wbsim::{Class, Config, DeviceCfg, DeviceKind, Kind, RuleSet, Sysctls, WriterCfg};
 
 use crate::harness::check::{Check, Condition, Rule};
@@ -81,16 +81,24 @@ pub fn simulated(cfg: &Config) -> Sawtooth {
 
 /// The simulated Dirty curve of `cfg` (times in s, MiB) and its sawtooth.
 pub fn simulated_curve(cfg: &Config) -> (Vec<f64>, Vec<f64>, Sawtooth) {
-    let (t, y, saw, _) = simulated_run(cfg);
-    (t, y, saw)
+    let run = simulated_run(cfg);
+    (run.t, run.y, run.saw)
 }
 
-/// [`simulated_curve`], and the device's estimates when the simulation ended
-/// (where the next run on the device starts).
-pub fn simulated_run(cfg: &Config) -> (Vec<f64>, Vec<f64>, Sawtooth, Initial) {
-    let out = oslab_wbsim::simulate(cfg);
-    let t: Vec<f64> = out.samples.iter().map(|s| s.t_s).collect();
-    let y: Vec<f64> = out
+/// One simulated run: its Dirty curve (times in s, MiB), the curve's sawtooth,
+/// and the whole outcome (the flusher's passes, the estimates it ended with:
+/// where the next run on the device starts).
+pub struct SimulatedRun {
+    pub t: Vec<f64>,
+    pub y: Vec<f64>,
+    pub saw: Sawtooth,
+    pub outcome: oslab_wbsim::Outcome,
+}
+
+pub fn simulated_run(cfg: &Config) -> SimulatedRun {
+    let outcome = oslab_wbsim::simulate(cfg);
+    let t: Vec<f64> = outcome.samples.iter().map(|s| s.t_s).collect();
+    let y: Vec<f64> = outcome
         .samples
         .iter()
         .map(|s| s.dirty as f64 / MIB as f64)
@@ -100,7 +108,7 @@ pub fn simulated_run(cfg: &Config) -> (Vec<f64>, Vec<f64>, Sawtooth, Initial) {
         _ => 1.0,
     });
     let saw = oslab_stats::sawtooth::sawtooth(&t, &y, (rate_mib * 0.5).max(1.0));
-    (t, y, saw, out.end_estimates)
+    SimulatedRun { t, y, saw, outcome }
 }
 
 /// Adds the blind prediction of a sawtooth run (`rate` bytes per second for
