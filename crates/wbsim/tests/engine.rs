@@ -303,3 +303,39 @@ fn the_flushers_passes_are_recorded_with_their_reason_pages_and_estimate() {
     let written: u64 = out.flushes.iter().map(|f| f.pages * 4096).sum();
     assert!(written <= out.bytes_dirtied);
 }
+
+#[test]
+fn a_start_all_wakeup_writes_back_everything_dirty_then() {
+    use oslab_wbsim::outcome::FlushKind;
+    // 4 MiB/s under background 16 MiB, periodic write back off, stopped at 6 s
+    // (background passes of 4 MiB from 4.0 s on keep 12-16 MiB dirty), the
+    // flushers woken after it as a write of dirty_writeback_centisecs does: one
+    // pass writes all that is dirty and by 8 s nothing is dirty or under write
+    // back on the 1000 MiB/s disk
+    let s = Sysctls {
+        dirty_bytes: 4 << 30,
+        dirty_background_bytes: 16 * MIB,
+        dirty_writeback_centisecs: 0,
+        ..Default::default()
+    };
+    let mut cfg = base(s, vec![rate(4.0 * MIB as f64)], 8.0);
+    cfg.writers[0].stop_ms = Some(6000.0);
+    cfg.start = oslab_wbsim::config::Start::Given;
+    cfg.initial.write_bw_bytes_s = Some(4096.0);
+    cfg.initial.avg_write_bw_bytes_s = Some(4096.0);
+    let plain = simulate(&cfg);
+    assert!(
+        (12 * MIB..=16 * MIB + MIB / 2).contains(&plain.end_dirty),
+        "{}",
+        plain.end_dirty
+    );
+    // (its last write is issued at 6.0 s: the wake-up comes just after)
+    let out = oslab_wbsim::engine::simulate_flush_all_at(&cfg, 6.05);
+    let last = *out.flushes.last().unwrap();
+    assert_eq!(last.kind, FlushKind::Periodic);
+    assert_eq!(last.t_s, 6.05);
+    assert_eq!(last.pages * 4096, plain.end_dirty);
+    assert_eq!((out.end_dirty, out.end_writeback), (0, 0));
+    // before the wake-up the two runs are the same
+    assert_eq!(out.flushes[..out.flushes.len() - 1], plain.flushes[..]);
+}

@@ -74,9 +74,48 @@ impl<'a> Sim<'a> {
         true
     }
 
+    /// wakeup_flusher_threads(WB_REASON_PERIODIC) (fs/fs-writeback.c, as a write
+    /// of a new non-zero dirty_writeback_centisecs does): a start-all work for as
+    /// many pages as are dirty now, written a chunk per inode round after round
+    /// like background work, whatever the limits.
+    pub(super) fn flush_all(&mut self) {
+        self.fl.start_all_left = self.dirty / PAGE;
+        if !self.fl.blocked {
+            self.flusher_run();
+        }
+    }
+
+    /// The start-all work's rounds until its pages are written or nothing is
+    /// dirty; false when blocked on the device queue.
+    fn start_all_rounds(&mut self) -> bool {
+        while self.fl.start_all_left > 0 {
+            let all = self.dirty_inodes(None);
+            if all.is_empty() {
+                break;
+            }
+            let before = self.dirty;
+            let finished = self.write_round(&all, false);
+            let written = before.saturating_sub(self.dirty) / PAGE;
+            self.fl.start_all_left = self.fl.start_all_left.saturating_sub(written);
+            if !finished {
+                return false;
+            }
+        }
+        self.fl.start_all_left = 0;
+        true
+    }
+
     /// Runs the flusher's work until it is done or blocked on the device queue;
     /// each reason's part is recorded as a pass.
     pub(super) fn flusher_run(&mut self) {
+        if self.fl.start_all_left > 0 {
+            let (before, bw) = (self.dirty, self.avg_write_bw_bytes());
+            let finished = self.start_all_rounds();
+            self.record_pass(FlushKind::Periodic, before, bw);
+            if !finished {
+                return;
+            }
+        }
         if self.fl.kupdate_active {
             let (before, bw) = (self.dirty, self.avg_write_bw_bytes());
             let finished = self.expired_rounds();

@@ -57,6 +57,8 @@ enum Ev {
     BandwidthWork,
     /// The governor's coordinator pass.
     GovernorPass,
+    /// wakeup_flusher_threads: write back everything dirty now.
+    FlushAll,
     Sample,
 }
 
@@ -144,6 +146,8 @@ struct FlusherState {
     /// event queue).
     kupdate_at: u64,
     kupdate_queued_at: u64,
+    /// Pages a start-all work (wakeup_flusher_threads) has still to write.
+    start_all_left: u64,
 }
 
 struct Sim<'a> {
@@ -362,6 +366,19 @@ fn estimates_of(wb: &Wb) -> crate::config::Initial {
 
 /// Runs one simulation from the estimates `cfg.initial` gives.
 fn run_from_given(cfg: &Config) -> Outcome {
+    run_given_with(cfg, None)
+}
+
+/// [`simulate`] from the estimates `cfg.initial` gives, with the flushers woken
+/// to write back everything dirty at `at_s` (wakeup_flusher_threads, as a write
+/// of a new non-zero vm.dirty_writeback_centisecs does): what happens to a
+/// device when a run that had periodic write back off puts the setting back.
+/// The caller stops the writers by then.
+pub fn simulate_flush_all_at(cfg: &Config, at_s: f64) -> Outcome {
+    run_given_with(cfg, Some((at_s.max(0.0) * SEC as f64) as u64))
+}
+
+fn run_given_with(cfg: &Config, flush_all_at: Option<u64>) -> Outcome {
     let mut sim = start(cfg);
     let at_start = estimates_of(&sim.wb);
     sim.out.start = crate::outcome::StartRecord {
@@ -384,6 +401,9 @@ fn run_from_given(cfg: &Config) -> Outcome {
     sim.start_governor();
     let sample = ((cfg.sample_ms * MS as f64) as u64).max(MS);
     sim.push(0, Ev::Sample);
+    if let Some(at) = flush_all_at {
+        sim.push(at, Ev::FlushAll);
+    }
     while let Some(Reverse((t, _, ev))) = sim.heap.pop() {
         if t > end {
             break;
@@ -400,6 +420,7 @@ fn run_from_given(cfg: &Config) -> Outcome {
             Ev::FlusherContinue => sim.flusher_run(),
             Ev::BandwidthWork => sim.bandwidth_work(),
             Ev::GovernorPass => sim.governor_pass(),
+            Ev::FlushAll => sim.flush_all(),
             Ev::Sample => {
                 sim.out.samples.push(Sample {
                     t_s: t as f64 / SEC as f64,

@@ -8,7 +8,7 @@ use oslab_wbsim::{Outcome, simulate};
 
 use super::configs::config_for;
 use super::figures::{self, Compared, Fig, Figures, Verdict};
-use super::sawtooth_cells::judge::SawJudged;
+use super::sawtooth_cells::judge::{Restore, SawJudged};
 use super::{Plan, Raw, SettingRaw};
 use crate::harness::check::{Check, Condition, Rule, figure};
 use crate::harness::{Output, finding};
@@ -347,7 +347,8 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         .filter(|g| g.setting.spec.name != "main")
         .collect();
     let everything: Vec<&Group> = all.iter().collect();
-    let saw = super::sawtooth_cells::judge::judge(&raw.sawtooth, hz, plan.sawtooth_cycles);
+    let restore = Restore::of_machine(env.machine.dirty.dirty_writeback_centisecs);
+    let saw = super::sawtooth_cells::judge::judge(&raw.sawtooth, hz, plan.sawtooth_cycles, restore);
     for j in &saw.blind {
         out.findings.push(saw_finding("blind.", j));
     }

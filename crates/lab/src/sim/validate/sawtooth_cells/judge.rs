@@ -58,7 +58,12 @@ pub fn first_estimate(dev: &SawDeviceRaw) -> f64 {
 /// cell as the kernel carries its. Nothing measured in any run is read: the
 /// order, the cells' settings and the probe only. None for a cell sim.validate
 /// does not run (a raw file is untrusted).
-pub fn blind_chain(dev: &SawDeviceRaw, hz: u64, cycles: usize) -> Vec<Option<Predicted>> {
+pub fn blind_chain(
+    dev: &SawDeviceRaw,
+    hz: u64,
+    cycles: usize,
+    restore: Restore,
+) -> Vec<Option<Predicted>> {
     let first = first_estimate(dev);
     let mut at = Initial {
         write_bw_bytes_s: Some(first),
@@ -74,32 +79,71 @@ pub fn blind_chain(dev: &SawDeviceRaw, hz: u64, cycles: usize) -> Vec<Option<Pre
             let mut cfg = blind_config(dev, &r.cell, hz);
             cfg.start = Start::Given;
             cfg.initial = at;
-            let (run, end) = run_as_measured(&cfg, &r.cell, cycles);
+            let (run, end) = run_as_measured(&cfg, &r.cell, cycles, restore);
             at = end;
             Some(run)
         })
         .collect()
 }
 
+/// What putting the machine's vm.dirty_writeback_centisecs back after a run does
+/// to the device: a cell with periodic write back off sets it to 0, and writing a
+/// new non-zero value wakes the flushers to write back everything dirty
+/// (dirty_writeback_centisecs_handler -> wakeup_flusher_threads), so the run's
+/// leftover Dirty goes to the device at once and the estimate carried into the
+/// next run has seen it (the kernel's trace shows these passes, reason periodic,
+/// at the end of every such run).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Restore {
+    /// The machine's interval is not 0: putting it back wakes the flushers.
+    WakesFlushers,
+    /// The machine runs with periodic write back off too (or this is not a
+    /// chain): nothing happens at a run's end.
+    Nothing,
+}
+
+impl Restore {
+    /// From the machine's interval before the runs (None: the kernel's default,
+    /// 500).
+    pub fn of_machine(writeback_centisecs: Option<u64>) -> Restore {
+        match writeback_centisecs.unwrap_or(500) {
+            0 => Restore::Nothing,
+            _ => Restore::WakesFlushers,
+        }
+    }
+}
+
+/// How long after the writer's end the setting is put back in the simulation, s.
+const RESTORE_AFTER_S: f64 = 0.01;
+
 /// `cfg`, one run of `cell`, simulated as the real runs went: stopped once
 /// `cycles` whole cycles of Dirty are seen (0: its whole length, as runs before
-/// 2026-11-27 went); what it predicts and the estimates it ended with.
-pub fn run_as_measured(cfg: &Config, cell: &SawCell, cycles: usize) -> (Predicted, Initial) {
+/// 2026-11-27 went); what it predicts and the estimates it hands on to the next
+/// run (after the flush its end wakes, see [`Restore`]).
+pub fn run_as_measured(
+    cfg: &Config,
+    cell: &SawCell,
+    cycles: usize,
+    restore: Restore,
+) -> (Predicted, Initial) {
     let whole = model::simulated_run(cfg);
     let stop = match cycles {
         0 => None,
         n => cycle_confirmed_at(&whole.t, &whole.y, cell.min_drop_mib(), n),
     };
-    let run = match stop {
+    let (run, length) = match stop {
         Some(at) if at < cfg.duration_s => {
             let mut short = cfg.clone();
             short.duration_s = at;
-            model::simulated_run(&short)
+            (model::simulated_run(&short), at)
         }
-        _ => whole,
+        _ => (whole, cfg.duration_s),
     };
     let flush = simulated_flush(&run.outcome, FlushReason::Background, HARD_LIMIT);
-    let end = run.outcome.end_estimates;
+    let end = match (restore, cell.periodic) {
+        (Restore::WakesFlushers, false) => after_restore(cfg, length, &run.outcome),
+        _ => run.outcome.end_estimates,
+    };
     (
         Predicted {
             saw: run.saw,
@@ -107,6 +151,21 @@ pub fn run_as_measured(cfg: &Config, cell: &SawCell, cycles: usize) -> (Predicte
         },
         end,
     )
+}
+
+/// The estimates after a run of `cfg` that ended at `length` s (as `out`) and
+/// the flush that putting periodic write back on again wakes: the writer
+/// stopped, everything dirty written back, and the bandwidth update that follows
+/// the last completion (200 ms later) done.
+fn after_restore(cfg: &Config, length: f64, out: &oslab_wbsim::Outcome) -> Initial {
+    let mut tail = cfg.clone();
+    for w in &mut tail.writers {
+        w.stop_ms = Some(length * 1e3);
+    }
+    let left = (out.end_dirty + out.end_writeback) as f64;
+    let drain = left / cfg.device.bandwidth_bytes_s.max(1.0);
+    tail.duration_s = length + RESTORE_AFTER_S + drain + 1.0;
+    oslab_wbsim::engine::simulate_flush_all_at(&tail, length + RESTORE_AFTER_S).end_estimates
 }
 
 /// The kernel's write bandwidth estimates (write_bw, avg_write_bw, bytes per
@@ -325,7 +384,7 @@ pub fn cells(judged: &[SawJudged]) -> usize {
 
 /// Every cell of every device simulated blind, and from each run's carried
 /// estimates, and compared.
-pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize) -> SawVerdicts {
+pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize, restore: Restore) -> SawVerdicts {
     let mut out = SawVerdicts::default();
     for dev in devices {
         let bandwidth_ok =
@@ -347,7 +406,7 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize) -> SawVerdicts {
             ));
             continue;
         }
-        let chain = blind_chain(dev, hz, cycles);
+        let chain = blind_chain(dev, hz, cycles, restore);
         let mut cells: Vec<SawCell> = Vec::new();
         for r in &dev.runs {
             if !cells.contains(&r.cell) {
@@ -396,7 +455,7 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize) -> SawVerdicts {
             let seeded: Vec<Predicted> = runs
                 .iter()
                 .filter_map(|r| seeded_config(dev, &cell, hz, r))
-                .map(|c| run_as_measured(&c, &cell, cycles).0)
+                .map(|c| run_as_measured(&c, &cell, cycles, Restore::Nothing).0)
                 .collect();
             if !seeded.is_empty() {
                 let saw: Vec<Sawtooth> = seeded.iter().map(|p| p.saw.clone()).collect();

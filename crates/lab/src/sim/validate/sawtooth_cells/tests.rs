@@ -1,7 +1,7 @@
 use oslab_stats::sawtooth::Sawtooth;
 use oslab_wbsim::DeviceKind;
 
-use super::judge::{blind_config, compare};
+use super::judge::{Restore, blind_config, compare};
 use super::*;
 use crate::sim::validate::figures::Fig;
 use crate::wb::common::sawtooth::model;
@@ -198,7 +198,9 @@ fn a_run_stops_after_six_drops_as_the_real_runs_do_by_hand() {
     let c = cell(SawDevice::Testbed, 10, 64, false);
     let dev = device(Some(40 * MIB), (40 * MIB) as f64);
     let cfg = blind_config(&dev, &c, 250);
-    let saw = judge::run_as_measured(&cfg, &c, CYCLES).0.saw;
+    let saw = judge::run_as_measured(&cfg, &c, CYCLES, Restore::Nothing)
+        .0
+        .saw;
     assert_eq!(saw.peaks.len(), CYCLES, "{saw:?}");
     let t_end = saw.troughs.last().unwrap()[0];
     assert!(
@@ -207,7 +209,7 @@ fn a_run_stops_after_six_drops_as_the_real_runs_do_by_hand() {
     );
     assert!((saw.period.unwrap() - 0.8).abs() < 0.06, "{saw:?}");
     // 0 cycles: the whole bound, as the runs before the rule went
-    let whole = judge::run_as_measured(&cfg, &c, 0).0.saw;
+    let whole = judge::run_as_measured(&cfg, &c, 0, Restore::Nothing).0.saw;
     assert!(whole.peaks.len() > 30, "{}", whole.peaks.len());
 }
 
@@ -221,12 +223,12 @@ fn the_blind_chain_starts_each_run_where_the_simulation_of_the_last_ended() {
     let slow = cell(SawDevice::Testbed, 5, 32, false);
     let mut dev = device(Some(40 * MIB), (40 * MIB) as f64);
     dev.runs = vec![run_of(fast, 0), run_of(slow, 0)];
-    let chain = judge::blind_chain(&dev, 250, 0);
+    let chain = judge::blind_chain(&dev, 250, 0, Restore::WakesFlushers);
     let given = |c: &SawCell, at: oslab_wbsim::config::Initial| {
         let mut cfg = blind_config(&dev, c, 250);
         cfg.start = oslab_wbsim::config::Start::Given;
         cfg.initial = at;
-        judge::run_as_measured(&cfg, c, 0)
+        judge::run_as_measured(&cfg, c, 0, Restore::WakesFlushers)
     };
     let probe = oslab_wbsim::config::Initial {
         write_bw_bytes_s: Some((40 * MIB) as f64),
@@ -252,7 +254,10 @@ fn the_blind_chain_starts_each_run_where_the_simulation_of_the_last_ended() {
     let mut odd = dev.clone();
     odd.runs
         .push(run_of(cell(SawDevice::Testbed, 3, 32, false), 0));
-    assert_eq!(judge::blind_chain(&odd, 250, 0)[2], None);
+    assert_eq!(
+        judge::blind_chain(&odd, 250, 0, Restore::WakesFlushers)[2],
+        None
+    );
 }
 
 #[test]
@@ -268,7 +273,9 @@ fn the_chain_starts_the_testbed_at_its_probe_and_the_root_disk_idle() {
     let mut dev = root.clone();
     let c = cell(SawDevice::Root, 2, 16, false);
     dev.runs = vec![run_of(c, 0)];
-    let first = judge::blind_chain(&dev, 250, CYCLES)[0].clone().unwrap();
+    let first = judge::blind_chain(&dev, 250, CYCLES, Restore::WakesFlushers)[0]
+        .clone()
+        .unwrap();
     assert!(
         (11.0..13.5).contains(&first.saw.troughs[0][1]),
         "{:?}",
@@ -283,12 +290,38 @@ fn a_hostile_raw_file_cannot_make_the_chain_run_away() {
     let c = cell(SawDevice::Testbed, 10, 64, false);
     let mut many = device(Some(40 * MIB), (40 * MIB) as f64);
     many.runs = (0..=judge::MAX_RUNS).map(|i| run_of(c, i)).collect();
-    let v = judge::judge(&[many], 250, CYCLES);
+    let v = judge::judge(&[many], 250, CYCLES, Restore::WakesFlushers);
     assert!(v.blind.is_empty() && v.seeded.is_empty());
     assert!(v.empty[0].contains("more than sim.validate makes"), "{v:?}");
     let mut huge = device(Some(40 * MIB), 1e300);
     huge.runs = vec![run_of(c, 0)];
-    let v = judge::judge(&[huge], 250, CYCLES);
+    let v = judge::judge(&[huge], 250, CYCLES, Restore::WakesFlushers);
     assert!(v.blind.is_empty());
     assert!(v.empty[0].contains("no usable device bandwidth"), "{v:?}");
+}
+
+#[test]
+fn a_run_with_periodic_write_back_off_hands_on_the_estimate_after_its_end_flush() {
+    // 10 MiB/s under 64 MiB on the 40 MiB/s testbed, periodic off: when the run
+    // ends, putting the machine's interval back wakes the flushers, which write
+    // back the 50-64 MiB left dirty at the device's 40 MiB/s; the estimate handed
+    // on has seen that burst (it is not where the run's own simulation ended).
+    // With periodic on, or on a machine whose interval is 0 too, nothing happens.
+    let off = cell(SawDevice::Testbed, 10, 64, false);
+    let dev = device(Some(40 * MIB), (40 * MIB) as f64);
+    let cfg = blind_config(&dev, &off, 250);
+    let (plain, plain_end) = judge::run_as_measured(&cfg, &off, CYCLES, Restore::Nothing);
+    let (flushed, flushed_end) = judge::run_as_measured(&cfg, &off, CYCLES, Restore::WakesFlushers);
+    // the run itself is the same
+    assert_eq!(plain, flushed);
+    assert_ne!(plain_end, flushed_end);
+    let on = cell(SawDevice::Testbed, 10, 64, true);
+    let cfg_on = blind_config(&dev, &on, 250);
+    assert_eq!(
+        judge::run_as_measured(&cfg_on, &on, CYCLES, Restore::Nothing).1,
+        judge::run_as_measured(&cfg_on, &on, CYCLES, Restore::WakesFlushers).1
+    );
+    assert_eq!(Restore::of_machine(Some(0)), Restore::Nothing);
+    assert_eq!(Restore::of_machine(Some(500)), Restore::WakesFlushers);
+    assert_eq!(Restore::of_machine(None), Restore::WakesFlushers);
 }
