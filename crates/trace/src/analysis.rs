@@ -337,9 +337,9 @@ pub fn episodes(passes: &[&FlushPass], gap_ns: u64) -> Vec<(u64, u64, u64, Flush
             continue;
         }
         match out.last_mut() {
-            Some(last) if p.start_ns <= last.1 + gap_ns => {
+            Some(last) if p.start_ns <= last.1.saturating_add(gap_ns) => {
                 last.1 = last.1.max(p.end_ns);
-                last.2 += p.pages;
+                last.2 = last.2.saturating_add(p.pages);
             }
             _ => out.push((p.start_ns, p.end_ns, p.pages, p.reason)),
         }

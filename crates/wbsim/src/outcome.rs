@@ -60,15 +60,19 @@ pub struct RatelimitRecord {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum FlushKind {
-    /// Expired inodes (wb_check_old_data_flush).
+    /// Expired inodes (wb_check_old_data_flush), or everything dirty after a
+    /// wake-up of the flushers for that reason (wakeup_flusher_threads).
     Periodic,
     /// Over the background limit (wb_check_background_flush).
     #[default]
     Background,
 }
 
-/// One pass of the flusher for one reason (the writeback_written tracepoint): the
-/// pages it put under write back and the device's estimate when it began.
+/// One run of the flusher's work for one reason: the pages it put under write
+/// back and the device's estimate when it began. The kernel's writeback_written
+/// tracepoint fires once per loop of wb_writeback, so one record may stand for
+/// several of the kernel's passes within an instant; episodes (passes less than
+/// 100 ms apart) compare alike.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 pub struct FlushRecord {
     pub t_s: f64,

@@ -79,17 +79,20 @@ impl<'a> Sim<'a> {
     /// many pages as are dirty now, written a chunk per inode round after round
     /// like background work, whatever the limits.
     pub(super) fn flush_all(&mut self) {
+        self.out.flusher_wakeups += 1;
         self.fl.start_all_left = self.dirty / PAGE;
+        self.fl.start_all_before = self.now;
         if !self.fl.blocked {
             self.flusher_run();
         }
     }
 
-    /// The start-all work's rounds until its pages are written or nothing is
-    /// dirty; false when blocked on the device queue.
+    /// The start-all work's rounds until its pages are written or no inode
+    /// dirtied before it began is dirty (wb_writeback takes those only); false
+    /// when blocked on the device queue.
     fn start_all_rounds(&mut self) -> bool {
         while self.fl.start_all_left > 0 {
-            let all = self.dirty_inodes(None);
+            let all = self.dirty_inodes(Some(self.fl.start_all_before));
             if all.is_empty() {
                 break;
             }

@@ -146,8 +146,10 @@ struct FlusherState {
     /// event queue).
     kupdate_at: u64,
     kupdate_queued_at: u64,
-    /// Pages a start-all work (wakeup_flusher_threads) has still to write.
+    /// Pages a start-all work (wakeup_flusher_threads) has still to write, and
+    /// when it began (it writes inodes dirtied before then).
     start_all_left: u64,
+    start_all_before: u64,
 }
 
 struct Sim<'a> {
@@ -369,11 +371,13 @@ fn run_from_given(cfg: &Config) -> Outcome {
     run_given_with(cfg, None)
 }
 
-/// [`simulate`] from the estimates `cfg.initial` gives, with the flushers woken
-/// to write back everything dirty at `at_s` (wakeup_flusher_threads, as a write
-/// of a new non-zero vm.dirty_writeback_centisecs does): what happens to a
-/// device when a run that had periodic write back off puts the setting back.
-/// The caller stops the writers by then.
+/// A run of `cfg` from the estimates `cfg.initial` gives (whatever `cfg.start`
+/// says), with the flushers woken to write back everything dirty at `at_s`
+/// (wakeup_flusher_threads, as a write of a new non-zero
+/// vm.dirty_writeback_centisecs does): what happens to a device when a run that
+/// had periodic write back off puts the setting back. The caller stops the
+/// writers before then: at the same instant the wake-up comes before anything
+/// else due then.
 pub fn simulate_flush_all_at(cfg: &Config, at_s: f64) -> Outcome {
     run_given_with(cfg, Some((at_s.max(0.0) * SEC as f64) as u64))
 }

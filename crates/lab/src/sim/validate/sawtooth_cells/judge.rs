@@ -53,7 +53,8 @@ pub fn first_estimate(dev: &SawDeviceRaw) -> f64 {
 
 /// The blind prediction of every run of `dev`, in the order the runs went: the
 /// device's runs simulated as one session, each from the estimates the
-/// simulation of the run before it ended with (the first from
+/// simulation of the run before it handed on (where it ended, or after its end
+/// flush, see [`Restore`]; the first from
 /// [`first_estimate`]), so that the model carries its own history from cell to
 /// cell as the kernel carries its. Nothing measured in any run is read: the
 /// order, the cells' settings and the probe only. None for a cell sim.validate
@@ -87,29 +88,31 @@ pub fn blind_chain(
 }
 
 /// What putting the machine's vm.dirty_writeback_centisecs back after a run does
-/// to the device: a cell with periodic write back off sets it to 0, and writing a
-/// new non-zero value wakes the flushers to write back everything dirty
-/// (dirty_writeback_centisecs_handler -> wakeup_flusher_threads), so the run's
-/// leftover Dirty goes to the device at once and the estimate carried into the
+/// to the device: writing a new non-zero value wakes the flushers to write back
+/// everything dirty (dirty_writeback_centisecs_handler -> wakeup_flusher_threads),
+/// so a run whose cell set another interval (periodic write back off sets 0) has
+/// its leftover Dirty go to the device at once, and the estimate carried into the
 /// next run has seen it (the kernel's trace shows these passes, reason periodic,
-/// at the end of every such run).
+/// at the end of every periodic-off run). Holds the machine's interval,
+/// centiseconds (0: nothing to put back that wakes anyone).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Restore {
-    /// The machine's interval is not 0: putting it back wakes the flushers.
-    WakesFlushers,
-    /// The machine runs with periodic write back off too (or this is not a
-    /// chain): nothing happens at a run's end.
-    Nothing,
-}
+pub struct Restore(pub u64);
 
 impl Restore {
+    /// Nothing happens at a run's end (a machine with periodic write back off, or
+    /// a run that is not part of a session).
+    pub const NOTHING: Restore = Restore(0);
+
     /// From the machine's interval before the runs (None: the kernel's default,
     /// 500).
     pub fn of_machine(writeback_centisecs: Option<u64>) -> Restore {
-        match writeback_centisecs.unwrap_or(500) {
-            0 => Restore::Nothing,
-            _ => Restore::WakesFlushers,
-        }
+        Restore(writeback_centisecs.unwrap_or(500))
+    }
+
+    /// Whether putting the machine's interval back after a run of `cell` wakes
+    /// the flushers: it is not 0 and not the cell's own.
+    pub fn wakes_after(self, cell: &SawCell) -> bool {
+        self.0 != 0 && self.0 != cell.periodic_centisecs().0
     }
 }
 
@@ -140,9 +143,10 @@ pub fn run_as_measured(
         _ => (whole, cfg.duration_s),
     };
     let flush = simulated_flush(&run.outcome, FlushReason::Background, HARD_LIMIT);
-    let end = match (restore, cell.periodic) {
-        (Restore::WakesFlushers, false) => after_restore(cfg, length, &run.outcome),
-        _ => run.outcome.end_estimates,
+    let end = if restore.wakes_after(cell) {
+        after_restore(cfg, length, &run.outcome).end_estimates
+    } else {
+        run.outcome.end_estimates
     };
     (
         Predicted {
@@ -153,19 +157,32 @@ pub fn run_as_measured(
     )
 }
 
-/// The estimates after a run of `cfg` that ended at `length` s (as `out`) and
-/// the flush that putting periodic write back on again wakes: the writer
-/// stopped, everything dirty written back, and the bandwidth update that follows
-/// the last completion (200 ms later) done.
-fn after_restore(cfg: &Config, length: f64, out: &oslab_wbsim::Outcome) -> Initial {
+/// The longest drain after a run the simulation gives the end flush, s: a raw
+/// file is untrusted, and a device that needs longer has no sawtooth worth
+/// judging anyway.
+const MOST_DRAIN_S: f64 = 60.0;
+
+/// The run of `cfg` that ended at `length` s (as `out`) followed by the flush
+/// that putting periodic write back on again wakes: the writer stopped, then
+/// everything dirty written back, and the bandwidth update that follows the last
+/// completion (200 ms later) done. From the estimates `cfg.initial` gives, as the
+/// session's runs start.
+pub(super) fn after_restore(
+    cfg: &Config,
+    length: f64,
+    out: &oslab_wbsim::Outcome,
+) -> oslab_wbsim::Outcome {
     let mut tail = cfg.clone();
+    tail.start = Start::Given;
     for w in &mut tail.writers {
         w.stop_ms = Some(length * 1e3);
     }
     let left = (out.end_dirty + out.end_writeback) as f64;
-    let drain = left / cfg.device.bandwidth_bytes_s.max(1.0);
+    let drain = (left / cfg.device.bandwidth_bytes_s).clamp(0.0, MOST_DRAIN_S);
     tail.duration_s = length + RESTORE_AFTER_S + drain + 1.0;
-    oslab_wbsim::engine::simulate_flush_all_at(&tail, length + RESTORE_AFTER_S).end_estimates
+    // nothing reads the tail's samples
+    tail.sample_ms = tail.sample_ms.max(1000.0);
+    oslab_wbsim::engine::simulate_flush_all_at(&tail, length + RESTORE_AFTER_S)
 }
 
 /// The kernel's write bandwidth estimates (write_bw, avg_write_bw, bytes per
@@ -222,6 +239,11 @@ impl SawJudged {
                 self.key(),
                 crate::harness::check::figure(v.real_median, ""),
                 crate::harness::check::figure(v.predicted, "")
+            ),
+            None if Fig::FLUSHER.contains(&self.fig) => format!(
+                "{prefix}{}: real {}, the simulation has no such figure (fewer than two episodes)",
+                self.key(),
+                crate::harness::check::figure(real, "")
             ),
             None => format!(
                 "{prefix}{}: real {}, the simulation shows no sawtooth",
@@ -308,7 +330,8 @@ fn judged(
 }
 
 /// The most runs of one device sim.validate records (12 cells, 10 runs each):
-/// a raw file is untrusted, and each run costs a simulation or two.
+/// a raw file is untrusted, and each run costs up to three simulations (the
+/// run, again cut at its stop, and its end flush).
 pub const MAX_RUNS: usize = 120;
 
 /// The sawtooth cells judged: blind (the headline) and seeded (the diagnosis),
@@ -387,8 +410,11 @@ pub fn cells(judged: &[SawJudged]) -> usize {
 pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize, restore: Restore) -> SawVerdicts {
     let mut out = SawVerdicts::default();
     for dev in devices {
-        let bandwidth_ok =
-            |b: f64| b.is_finite() && b > 0.0 && b <= oslab_wbsim::settings::MAX_BYTES as f64;
+        let bandwidth_ok = |b: f64| {
+            b.is_finite()
+                && b >= oslab_wbsim::settings::MIN_RATE as f64
+                && b <= oslab_wbsim::settings::MAX_BYTES as f64
+        };
         let usable = bandwidth_ok(dev.measured_bytes_s)
             && dev.cap_bytes_s.is_none_or(|c| bandwidth_ok(c as f64));
         if dev.runs.len() > MAX_RUNS {
@@ -455,7 +481,7 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize, restore: Restore)
             let seeded: Vec<Predicted> = runs
                 .iter()
                 .filter_map(|r| seeded_config(dev, &cell, hz, r))
-                .map(|c| run_as_measured(&c, &cell, cycles, Restore::Nothing).0)
+                .map(|c| run_as_measured(&c, &cell, cycles, Restore::NOTHING).0)
                 .collect();
             if !seeded.is_empty() {
                 let saw: Vec<Sawtooth> = seeded.iter().map(|p| p.saw.clone()).collect();

@@ -198,7 +198,7 @@ fn a_run_stops_after_six_drops_as_the_real_runs_do_by_hand() {
     let c = cell(SawDevice::Testbed, 10, 64, false);
     let dev = device(Some(40 * MIB), (40 * MIB) as f64);
     let cfg = blind_config(&dev, &c, 250);
-    let saw = judge::run_as_measured(&cfg, &c, CYCLES, Restore::Nothing)
+    let saw = judge::run_as_measured(&cfg, &c, CYCLES, Restore::NOTHING)
         .0
         .saw;
     assert_eq!(saw.peaks.len(), CYCLES, "{saw:?}");
@@ -209,26 +209,27 @@ fn a_run_stops_after_six_drops_as_the_real_runs_do_by_hand() {
     );
     assert!((saw.period.unwrap() - 0.8).abs() < 0.06, "{saw:?}");
     // 0 cycles: the whole bound, as the runs before the rule went
-    let whole = judge::run_as_measured(&cfg, &c, 0, Restore::Nothing).0.saw;
+    let whole = judge::run_as_measured(&cfg, &c, 0, Restore::NOTHING).0.saw;
     assert!(whole.peaks.len() > 30, "{}", whole.peaks.len());
 }
 
 #[test]
-fn the_blind_chain_starts_each_run_where_the_simulation_of_the_last_ended() {
+fn the_blind_chain_starts_each_run_where_the_simulation_of_the_last_handed_on() {
     // 10 MiB/s under 64 MiB, then 5 MiB/s under 32 MiB on the 40 MiB/s testbed,
     // one after the other as sim.validate runs them (whole bounds, no stop rule):
-    // the second run's simulation starts from the estimates the first one's
-    // ended with, not from the probe's 40 MiB/s
+    // the second run's simulation starts from the estimates the first one
+    // handed on (after its end flush: periodic was off), not from the probe's
+    // 40 MiB/s
     let fast = cell(SawDevice::Testbed, 10, 64, false);
     let slow = cell(SawDevice::Testbed, 5, 32, false);
     let mut dev = device(Some(40 * MIB), (40 * MIB) as f64);
     dev.runs = vec![run_of(fast, 0), run_of(slow, 0)];
-    let chain = judge::blind_chain(&dev, 250, 0, Restore::WakesFlushers);
+    let chain = judge::blind_chain(&dev, 250, 0, Restore::of_machine(Some(500)));
     let given = |c: &SawCell, at: oslab_wbsim::config::Initial| {
         let mut cfg = blind_config(&dev, c, 250);
         cfg.start = oslab_wbsim::config::Start::Given;
         cfg.initial = at;
-        judge::run_as_measured(&cfg, c, 0, Restore::WakesFlushers)
+        judge::run_as_measured(&cfg, c, 0, Restore::of_machine(Some(500)))
     };
     let probe = oslab_wbsim::config::Initial {
         write_bw_bytes_s: Some((40 * MIB) as f64),
@@ -255,7 +256,7 @@ fn the_blind_chain_starts_each_run_where_the_simulation_of_the_last_ended() {
     odd.runs
         .push(run_of(cell(SawDevice::Testbed, 3, 32, false), 0));
     assert_eq!(
-        judge::blind_chain(&odd, 250, 0, Restore::WakesFlushers)[2],
+        judge::blind_chain(&odd, 250, 0, Restore::of_machine(Some(500)))[2],
         None
     );
 }
@@ -273,7 +274,7 @@ fn the_chain_starts_the_testbed_at_its_probe_and_the_root_disk_idle() {
     let mut dev = root.clone();
     let c = cell(SawDevice::Root, 2, 16, false);
     dev.runs = vec![run_of(c, 0)];
-    let first = judge::blind_chain(&dev, 250, CYCLES, Restore::WakesFlushers)[0]
+    let first = judge::blind_chain(&dev, 250, CYCLES, Restore::of_machine(Some(500)))[0]
         .clone()
         .unwrap();
     assert!(
@@ -290,38 +291,69 @@ fn a_hostile_raw_file_cannot_make_the_chain_run_away() {
     let c = cell(SawDevice::Testbed, 10, 64, false);
     let mut many = device(Some(40 * MIB), (40 * MIB) as f64);
     many.runs = (0..=judge::MAX_RUNS).map(|i| run_of(c, i)).collect();
-    let v = judge::judge(&[many], 250, CYCLES, Restore::WakesFlushers);
+    let v = judge::judge(&[many], 250, CYCLES, Restore::of_machine(Some(500)));
     assert!(v.blind.is_empty() && v.seeded.is_empty());
     assert!(v.empty[0].contains("more than sim.validate makes"), "{v:?}");
-    let mut huge = device(Some(40 * MIB), 1e300);
-    huge.runs = vec![run_of(c, 0)];
-    let v = judge::judge(&[huge], 250, CYCLES, Restore::WakesFlushers);
-    assert!(v.blind.is_empty());
-    assert!(v.empty[0].contains("no usable device bandwidth"), "{v:?}");
+    // (a bandwidth next to nothing would make the end flush's drain endless)
+    for b in [1e300, 1e-6, f64::NAN] {
+        let mut odd = device(Some(40 * MIB), b);
+        odd.runs = vec![run_of(c, 0)];
+        let v = judge::judge(&[odd], 250, CYCLES, Restore::of_machine(Some(500)));
+        assert!(v.blind.is_empty());
+        assert!(v.empty[0].contains("no usable device bandwidth"), "{v:?}");
+    }
 }
 
 #[test]
 fn a_run_with_periodic_write_back_off_hands_on_the_estimate_after_its_end_flush() {
-    // 10 MiB/s under 64 MiB on the 40 MiB/s testbed, periodic off: when the run
-    // ends, putting the machine's interval back wakes the flushers, which write
-    // back the 50-64 MiB left dirty at the device's 40 MiB/s; the estimate handed
-    // on has seen that burst (it is not where the run's own simulation ended).
-    // With periodic on, or on a machine whose interval is 0 too, nothing happens.
+    // 10 MiB/s under 64 MiB on the 40 MiB/s testbed, periodic off, from the
+    // probe's 40 MiB/s as the session starts: when the run ends, putting the
+    // machine's interval (500) back wakes the flushers 10 ms later, which write
+    // back all that is left dirty in one periodic pass; the estimate handed on
+    // is the one after that flush. With periodic on (the cell sets 500 too), or
+    // on a machine whose interval is 0, nothing happens.
+    let machine = Restore::of_machine(Some(500));
     let off = cell(SawDevice::Testbed, 10, 64, false);
     let dev = device(Some(40 * MIB), (40 * MIB) as f64);
-    let cfg = blind_config(&dev, &off, 250);
-    let (plain, plain_end) = judge::run_as_measured(&cfg, &off, CYCLES, Restore::Nothing);
-    let (flushed, flushed_end) = judge::run_as_measured(&cfg, &off, CYCLES, Restore::WakesFlushers);
+    let mut cfg = blind_config(&dev, &off, 250);
+    cfg.start = oslab_wbsim::config::Start::Given;
+    cfg.initial.write_bw_bytes_s = Some((40 * MIB) as f64);
+    cfg.initial.avg_write_bw_bytes_s = Some((40 * MIB) as f64);
+    let (plain, plain_end) = judge::run_as_measured(&cfg, &off, CYCLES, Restore::NOTHING);
+    let (flushed, flushed_end) = judge::run_as_measured(&cfg, &off, CYCLES, machine);
     // the run itself is the same
     assert_eq!(plain, flushed);
-    assert_ne!(plain_end, flushed_end);
-    let on = cell(SawDevice::Testbed, 10, 64, true);
-    let cfg_on = blind_config(&dev, &on, 250);
-    assert_eq!(
-        judge::run_as_measured(&cfg_on, &on, CYCLES, Restore::Nothing).1,
-        judge::run_as_measured(&cfg_on, &on, CYCLES, Restore::WakesFlushers).1
+    // the run again, to its stop, then the flush
+    let whole = model::simulated_run(&cfg);
+    let stop =
+        oslab_stats::sawtooth::cycle_confirmed_at(&whole.t, &whole.y, off.min_drop_mib(), CYCLES)
+            .expect("six drops within the bound");
+    let mut short = cfg.clone();
+    short.duration_s = stop;
+    let run = model::simulated_run(&short).outcome;
+    let tail = judge::after_restore(&cfg, stop, &run);
+    let last = *tail.flushes.last().unwrap();
+    assert_eq!(last.kind, oslab_wbsim::outcome::FlushKind::Periodic);
+    assert!(
+        (last.t_s - (stop + 0.01)).abs() < 1e-6,
+        "{} vs {stop}",
+        last.t_s
     );
-    assert_eq!(Restore::of_machine(Some(0)), Restore::Nothing);
-    assert_eq!(Restore::of_machine(Some(500)), Restore::WakesFlushers);
-    assert_eq!(Restore::of_machine(None), Restore::WakesFlushers);
+    assert_eq!(last.pages * 4096, run.end_dirty);
+    assert!(run.end_dirty > 40 * MIB, "{}", run.end_dirty);
+    assert_eq!((tail.end_dirty, tail.end_writeback), (0, 0));
+    assert_eq!(flushed_end, tail.end_estimates);
+    assert_ne!(flushed_end, plain_end);
+    let on = cell(SawDevice::Testbed, 10, 64, true);
+    let mut cfg_on = blind_config(&dev, &on, 250);
+    cfg_on.start = oslab_wbsim::config::Start::Given;
+    assert_eq!(
+        judge::run_as_measured(&cfg_on, &on, CYCLES, Restore::NOTHING).1,
+        judge::run_as_measured(&cfg_on, &on, CYCLES, machine).1
+    );
+    assert!(!Restore::of_machine(Some(0)).wakes_after(&off));
+    assert!(machine.wakes_after(&off) && !machine.wakes_after(&on));
+    // a machine at another interval is woken after either kind of cell
+    assert!(Restore::of_machine(Some(1500)).wakes_after(&on));
+    assert_eq!(Restore::of_machine(None), machine);
 }

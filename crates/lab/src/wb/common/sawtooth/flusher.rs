@@ -89,22 +89,18 @@ fn of_passes(passes: &[&FlushPass], page: u64, limit: u64) -> Option<KernelFlush
     if passes.is_empty() {
         return None;
     }
-    let written: Vec<f64> = passes
-        .iter()
-        .map(|f| (f.pages * page) as f64 / MIB)
-        .collect();
+    // a raw file's counts are untrusted: in floating point they cannot overflow
+    let mib = |pages: u64| pages as f64 * page as f64 / MIB;
+    let written: Vec<f64> = passes.iter().map(|f| mib(f.pages)).collect();
     let predicted: Vec<f64> = passes
         .iter()
-        .map(|f| chunk_for(f.avg_write_bw * page, limit) as f64 / MIB)
+        .map(|f| chunk_for(f.avg_write_bw.saturating_mul(page), limit) as f64 / MIB)
         .collect();
-    let bw: Vec<f64> = passes
-        .iter()
-        .map(|f| (f.avg_write_bw * page) as f64 / MIB)
-        .collect();
+    let bw: Vec<f64> = passes.iter().map(|f| mib(f.avg_write_bw)).collect();
     let eps = episodes(passes, 100_000_000);
     let starts: Vec<f64> = eps.iter().map(|e| e.0 as f64 / 1e9).collect();
     let gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
-    let ep_mib: Vec<f64> = eps.iter().map(|e| (e.2 * page) as f64 / MIB).collect();
+    let ep_mib: Vec<f64> = eps.iter().map(|e| mib(e.2)).collect();
     Some(KernelFlush {
         passes: passes.len(),
         written_mib: median(&written),
