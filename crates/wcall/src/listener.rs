@@ -1,11 +1,18 @@
-//! The governor's socket: a thread that accepts one connection at a time, reads
-//! one request within a short timeout, asks `crate::admission` and answers, handing
-//! the board (and, to a joining process, its own table) over with SCM_RIGHTS.
+//! The governor's socket: a thread that accepts connections, answers each once its
+//! request has arrived (asking `crate::admission`), handing the board (and, to a
+//! joining process, its own table) over with SCM_RIGHTS.
 //!
-//! A client that connects and says nothing costs the others at most the
-//! timeout; a governed program that cannot join within its own timeout runs
-//! ungoverned and says so. The socket is journaled and removed when the governor
-//! stops, on Ctrl-C and by `oslab restore`.
+//! A client that connects and says nothing holds up no other: connections wait
+//! side by side (at most [`MAX_WAITING`], for [`REQUEST_PATIENCE`] each); a
+//! governed program that cannot join within its own timeout runs ungoverned and
+//! says so. Run as root, the thread is real-time at the coordinator's priority,
+//! so real-time writers cannot keep a program that starts beside them from
+//! joining (on one CPU, two FIFO writers starved a normal thread past every
+//! client's timeout); since it then serves any user's requests ahead of normal
+//! work, it holds itself to [`RT_SHARE`] of a CPU, resting after each round of
+//! accepts and answers in proportion to the CPU time the round took. The socket
+//! is journaled and removed when the governor stops, on Ctrl-C and by `oslab
+//! restore`.
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -22,8 +29,24 @@ use crate::registry::Registry;
 use crate::shm::BoardMap;
 use crate::shm::wire::{self, REQUEST_BYTES, Reply, Request};
 
-/// How long one client may take to send its request and read the reply.
+/// How long one client may take to finish its request and read the reply, once
+/// it began.
 const CLIENT_TIMEOUT: Duration = Duration::from_millis(250);
+
+/// The most of a CPU the listener takes while real-time: a flood of requests from
+/// any user then slows the joins down, not the machine.
+pub const RT_SHARE: f64 = 0.1;
+
+/// How long to rest after a request that took `cpu_ns` of CPU so that the
+/// listener's busy share stays at most `share` (never more than a second: no
+/// request costs that much, and a wrong clock must not stop the listener).
+pub fn rest_after(cpu_ns: u64, share: f64) -> Duration {
+    if !(share > 0.0 && share < 1.0) {
+        return Duration::ZERO;
+    }
+    let rest = cpu_ns as f64 * (1.0 / share - 1.0);
+    Duration::from_nanos(rest.min(1e9) as u64)
+}
 
 pub struct Listener {
     path: PathBuf,
@@ -95,10 +118,12 @@ pub fn sweep_stale(dir: &Path, uid: u32, min_age: Duration) -> Vec<String> {
 }
 
 impl Listener {
+    /// `fifo`: the SCHED_FIFO priority to serve at (root's governors), or none.
     pub fn start(
         path: &Path,
         board: Arc<BoardMap>,
         registry: Arc<Mutex<Registry>>,
+        fifo: Option<i32>,
     ) -> std::io::Result<Listener> {
         if let Some(dir) = path.parent() {
             sweep_stale(dir, oslab_sys::process::uid(), STALE_AFTER);
@@ -134,7 +159,10 @@ impl Listener {
         let s = stop.clone();
         let handle = std::thread::Builder::new()
             .name("wcall-listener".into())
-            .spawn(move || serve(sock, &s, &board, &registry))?;
+            .spawn(move || {
+                let rt = fifo.is_some_and(|p| oslab_sys::process::set_fifo(p).is_ok());
+                serve(sock, &s, &board, &registry, rt)
+            })?;
         Ok(Listener {
             path: path.to_path_buf(),
             stop,
@@ -167,19 +195,82 @@ impl Drop for Listener {
     }
 }
 
-fn serve(sock: UnixListener, stop: &AtomicBool, board: &BoardMap, registry: &Mutex<Registry>) {
+fn serve(
+    sock: UnixListener,
+    stop: &AtomicBool,
+    board: &BoardMap,
+    registry: &Mutex<Registry>,
+    rt: bool,
+) {
+    let share = rt.then_some(RT_SHARE);
+    serve_with(sock, stop, REQUEST_PATIENCE, share, |stream| {
+        let _ = answer(stream, board, registry);
+    });
+}
+
+/// How long an accepted client has to start its request: long enough for a
+/// program that real-time writers keep off the CPU (under the kernel's real-time
+/// throttling normal tasks get 5 % of each second, so a turn can be 0.95 s away).
+const REQUEST_PATIENCE: Duration = Duration::from_secs(3);
+
+/// Connections waiting for their request at once; a newer one drops the oldest.
+const MAX_WAITING: usize = 64;
+
+/// Accepts connections and hands each to `handle` once its request has arrived
+/// (or it hung up), so a client that says nothing holds up no other; one that
+/// says nothing for `patience` is dropped. With a `share`, each round (its
+/// accepts and answers) is followed by a rest that keeps the thread's busy time
+/// within that share of a CPU, however fast connections come.
+fn serve_with(
+    sock: UnixListener,
+    stop: &AtomicBool,
+    patience: Duration,
+    share: Option<f64>,
+    mut handle: impl FnMut(&UnixStream),
+) {
+    let patience_ns = patience.as_nanos() as u64;
+    let mut waiting: std::collections::VecDeque<(UnixStream, u64)> = Default::default();
     while !stop.load(Ordering::Relaxed) {
-        let mut pfd = libc::pollfd {
-            fd: sock.as_raw_fd(),
-            events: libc::POLLIN,
-            revents: 0,
-        };
-        // SAFETY: poll on one pollfd of ours, 100 ms at most.
-        if unsafe { libc::poll(&mut pfd, 1, 100) } <= 0 {
+        let now = oslab_sys::clock::monotonic_ns();
+        waiting.retain(|(_, deadline)| *deadline > now);
+        let mut pfds: Vec<libc::pollfd> = std::iter::once(sock.as_raw_fd())
+            .chain(waiting.iter().map(|(s, _)| s.as_raw_fd()))
+            .map(|fd| libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        // SAFETY: poll on pollfds of ours, 100 ms at most.
+        if unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) } <= 0 {
             continue;
         }
-        if let Ok((stream, _)) = sock.accept() {
-            let _ = answer(&stream, board, registry);
+        let cpu0 = oslab_sys::clock::thread_cpu_ns();
+        // those ready, newest first, so removing one leaves the others' places
+        let ready: Vec<usize> = (1..pfds.len())
+            .rev()
+            .filter(|&i| pfds[i].revents != 0)
+            .map(|i| i - 1)
+            .collect();
+        for i in ready {
+            if let Some((stream, _)) = waiting.remove(i) {
+                handle(&stream);
+            }
+        }
+        if pfds[0].revents != 0 {
+            for _ in 0..MAX_WAITING {
+                let Ok((stream, _)) = sock.accept() else {
+                    break;
+                };
+                if waiting.len() == MAX_WAITING {
+                    waiting.pop_front();
+                }
+                waiting.push_back((stream, now.saturating_add(patience_ns)));
+            }
+        }
+        if let Some(share) = share {
+            let spent = oslab_sys::clock::thread_cpu_ns().saturating_sub(cpu0);
+            std::thread::sleep(rest_after(spent, share));
         }
     }
 }
@@ -231,6 +322,102 @@ fn reply(fd: RawFd, r: &Reply, fds: &[RawFd]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A socket served by `serve_with` on a thread of its own, until dropped.
+    struct Served {
+        _dir: tempfile::TempDir,
+        path: PathBuf,
+        stop: Arc<AtomicBool>,
+        server: Option<std::thread::JoinHandle<()>>,
+    }
+
+    impl Served {
+        fn start(
+            patience: Duration,
+            share: Option<f64>,
+            handle: impl FnMut(&UnixStream) + Send + 'static,
+        ) -> Served {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("g.sock");
+            let sock = UnixListener::bind(&path).unwrap();
+            sock.set_nonblocking(true).unwrap();
+            let stop = Arc::new(AtomicBool::new(false));
+            let s = stop.clone();
+            let server = std::thread::spawn(move || serve_with(sock, &s, patience, share, handle));
+            Served {
+                _dir: dir,
+                path,
+                stop,
+                server: Some(server),
+            }
+        }
+    }
+
+    impl Drop for Served {
+        fn drop(&mut self) {
+            self.stop.store(true, Ordering::Relaxed);
+            if let Some(s) = self.server.take() {
+                let served = s.join();
+                if !std::thread::panicking() {
+                    served.expect("the server thread panicked");
+                }
+            }
+        }
+    }
+
+    /// Clients that connect and say nothing, however many, do not hold up one
+    /// that asks.
+    #[test]
+    fn a_silent_client_holds_up_no_other() {
+        use std::io::{Read, Write};
+        let served = Served::start(Duration::from_secs(3600), Some(RT_SHARE), |stream| {
+            let mut b = [0u8; 4];
+            let mut stream = stream;
+            if stream.read_exact(&mut b).is_ok() {
+                let _ = stream.write_all(&b);
+            }
+        });
+        let path = &served.path;
+        // more silent connections than may wait: the oldest make room
+        let crowd: Vec<UnixStream> = (0..MAX_WAITING + 5)
+            .map(|_| UnixStream::connect(path).unwrap())
+            .collect();
+        let silent = UnixStream::connect(path).unwrap();
+        let mut asking = UnixStream::connect(path).unwrap();
+        asking.write_all(b"ping").unwrap();
+        let mut back = [0u8; 4];
+        asking.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"ping");
+        // answered while the silent one still waits, not after it was dropped
+        silent.set_nonblocking(true).unwrap();
+        let e = (&silent).read(&mut back).unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
+        // the first of the crowd was dropped to make room
+        assert_eq!((&crowd[0]).read(&mut back).unwrap(), 0);
+    }
+
+    #[test]
+    fn a_client_silent_past_the_patience_is_dropped() {
+        use std::io::Read;
+        let served = Served::start(Duration::ZERO, None, |_| panic!("nothing was asked"));
+        let mut silent = UnixStream::connect(&served.path).unwrap();
+        // the server closes it: the read sees the end, not a hang
+        let mut b = [0u8; 1];
+        assert_eq!(silent.read(&mut b).unwrap(), 0);
+    }
+
+    #[test]
+    fn the_rest_keeps_the_busy_share_at_the_bound() {
+        // 100 us of work at a 10 % share: 900 us of rest, 10 % busy
+        assert_eq!(rest_after(100_000, 0.1), Duration::from_micros(900));
+        assert_eq!(rest_after(0, 0.1), Duration::ZERO);
+        // no bound asked (or a nonsense one): no rest
+        for share in [0.0, 1.0, -1.0, f64::NAN] {
+            assert_eq!(rest_after(100_000, share), Duration::ZERO);
+        }
+        // a huge CPU figure rests a second, not forever
+        assert_eq!(rest_after(u64::MAX, 0.1), Duration::from_secs(1));
+    }
 
     #[test]
     fn sockets_nobody_listens_on_are_swept_and_nothing_else() {

@@ -74,7 +74,9 @@ impl CgroupUse {
 /// hold (RT-LOW is 1 to 50, NORMAL is not real-time), so busy writers cannot delay
 /// its passes, and below RT-HIGH (51 to 99), the group it protects: a pass scans the
 /// page cache of every governed file (cachestat, about 2 µs per cached MiB here) and
-/// must not preempt a high-priority writer in the middle of its write().
+/// must not preempt a high-priority writer in the middle of its write(). The
+/// socket's listener serves at the same priority (within a CPU share of its own:
+/// `listener::RT_SHARE`), so a program can join beside busy real-time writers.
 pub const COORDINATOR_FIFO: i32 = 50;
 
 /// How the coordinator runs.
@@ -154,7 +156,7 @@ impl Governor {
             }
         };
         coordinator.tick();
-        let listener = Listener::start(&socket, board.clone(), registry.clone())?;
+        let listener = Listener::start(&socket, board.clone(), registry.clone(), o.fifo_priority)?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -304,6 +306,30 @@ mod tests {
         }
     }
 
+    /// The SCHED_FIFO priority of this process's thread named `name`, if it is
+    /// SCHED_FIFO.
+    fn fifo_priority_of(name: &str) -> Option<i32> {
+        // the kernel keeps 15 bytes of a thread's name
+        let name = &name[..name.len().min(15)];
+        for t in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+            let comm = std::fs::read_to_string(t.path().join("comm")).unwrap_or_default();
+            if comm.trim_end_matches('\n') != name {
+                continue;
+            }
+            let tid: i32 = t.file_name().to_str()?.parse().ok()?;
+            let mut p = libc::sched_param { sched_priority: 0 };
+            // SAFETY: a thread id of ours and a valid sched_param to fill.
+            let (policy, rc) = unsafe {
+                (
+                    libc::sched_getscheduler(tid),
+                    libc::sched_getparam(tid, &mut p),
+                )
+            };
+            return (policy == libc::SCHED_FIFO && rc == 0).then_some(p.sched_priority);
+        }
+        None
+    }
+
     /// A governor listens on its socket, answers a look with its board, passes,
     /// and takes its socket away when it stops.
     #[test]
@@ -313,9 +339,34 @@ mod tests {
         // (the journal folder is only read when a change is recorded).
         unsafe { std::env::set_var("OSLAB_JOURNAL_DIR", journal.path()) };
         let name = format!("svc-test-{}", std::process::id());
-        let g = Governor::start(&name, options()).unwrap();
+        // as root, real-time as `oslab wcall daemon` runs it
+        let root = oslab_sys::process::is_root();
+        let g = Governor::start(
+            &name,
+            Options {
+                fifo_priority: root.then_some(COORDINATOR_FIFO),
+                ..options()
+            },
+        )
+        .unwrap();
         let socket = g.socket().to_path_buf();
         assert!(socket.exists());
+        if root {
+            // both the passes and the socket's answers outrank real-time writers
+            // of rt-low and normal
+            for thread in ["wcall-coordinator", "wcall-listener"] {
+                let start = std::time::Instant::now();
+                while fifo_priority_of(thread) != Some(COORDINATOR_FIFO) {
+                    assert!(
+                        start.elapsed() < Duration::from_secs(10),
+                        "{thread} is not SCHED_FIFO {COORDINATOR_FIFO}"
+                    );
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+            }
+        } else {
+            eprintln!("real-time threads not checked: needs root");
+        }
         let (board, server) = crate::rendezvous::look(&socket).unwrap();
         assert_eq!(server.pid as u32, std::process::id());
         let before = board.board().header.passes.load(Ordering::Relaxed);
