@@ -17,20 +17,34 @@ const POLICIES: [&str; 3] = ["vanilla", "wcall", "wcall-fair"];
 #[test]
 fn the_model_meets_the_targets_on_the_recorded_testbed() {
     let r = judged("sim.validate");
-    assert_eq!(verdict(&r, "sim-predicts-testbed"), Verdict::Holds);
-    // the headline is blind, and it is the first claim: 39 of 42 figures (93 %)
-    // is under the 95 % it asks for, every miss named
+    // from the kernel's state every figure but one is within target: the
+    // governed RT-55 writer's p99 behind RT-45 writers, over 200 writes the
+    // second slowest, was one of the governor's 100 ms holds in the kernel's
+    // run and is not in the model's (56 ms; on every full run the same figure
+    // is within target)
+    assert_eq!(verdict(&r, "sim-predicts-testbed"), Verdict::Differs);
+    let why = &r.claim("sim-predicts-testbed").unwrap().why;
+    assert!(why.contains("missed: rt45x2.wcall p99_ms"), "{why}");
+    // the headline is blind, and it is the first claim: 40 of 42 figures (95.2 %)
+    // meet the 95 % it asks for, every miss named
     assert_eq!(r.claims[0].id, "sim-predicts-testbed-blind");
-    assert_eq!(verdict(&r, "sim-predicts-testbed-blind"), Verdict::Differs);
+    assert_eq!(verdict(&r, "sim-predicts-testbed-blind"), Verdict::Holds);
     let why = &r.claim("sim-predicts-testbed-blind").unwrap().why;
-    assert!(why.contains("bulkx2.vanilla p50_ms"), "{why}");
+    assert!(
+        why.contains("within the share; missed: bulkx2.vanilla p50_ms"),
+        "{why}"
+    );
     for w in WORKLOADS {
         for p in POLICIES {
             let err = |fig: &str| finding(&r, &format!("{w}.{p}.{fig}"));
-            // in the stall regime every quantile is within 30 %; below 3 ms the
-            // target is 1 ms, which the claim above checks against the real figures
+            // in the stall regime every quantile is within 30 % (but the one
+            // above); below 3 ms the target is 1 ms, which the claim above checks
+            // against the real figures
             if w != "alone" && p != "wcall-fair" {
                 for fig in ["p50_ms", "p90_ms", "p99_ms"] {
+                    if (w, p, fig) == ("rt45x2", "wcall", "p99_ms") {
+                        continue;
+                    }
                     assert!(err(fig).abs() <= 30.0, "{w} {p} {fig}: {} %", err(fig));
                 }
             }
@@ -91,7 +105,7 @@ fn the_blind_prediction_is_reported_beside_the_seeded_one() {
         }
     }
     // the count of figures within target, blind and seeded, is in one note; the
-    // seeded side matches the claim above (every figure within target)
+    // seeded side matches the claim above (every figure but one within target)
     let note = r
         .notes
         .iter()
@@ -99,7 +113,7 @@ fn the_blind_prediction_is_reported_beside_the_seeded_one() {
         .expect("the blind note");
     // the counts docs/sim-scenarios.md quotes
     assert!(
-        note.contains("39 of 42 targeted figures within target, against 42 of 42"),
+        note.contains("40 of 42 targeted figures within target, against 41 of 42"),
         "{note}"
     );
     // without the kernel's state the model still finds the stall regime: the

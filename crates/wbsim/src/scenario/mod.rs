@@ -130,9 +130,7 @@ fn testbed_box(writers: Vec<WriterCfg>) -> Config {
             kind: DeviceKind::Throttled,
             bandwidth_bytes_s: 40.0 * MIB as f64,
             request_latency_ns: 0,
-            // ext4 maps at most 2048 blocks (8 MiB) per extent in writepages, and
-            // blk-throttle charges a bio whole, before the loop device splits it
-            max_request_bytes: 8 * MIB,
+            max_request_bytes: crate::config::TESTBED_REQUEST_BYTES,
             queue_bytes: 1 << 40,
         },
         folio_bytes: 2 * MIB,

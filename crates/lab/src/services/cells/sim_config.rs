@@ -136,7 +136,7 @@ impl TestbedSpec {
                 kind: DeviceKind::Throttled,
                 bandwidth_bytes_s: self.cap_bytes_s,
                 request_latency_ns: 0,
-                max_request_bytes: 8 * MIB,
+                max_request_bytes: oslab_wbsim::config::TESTBED_REQUEST_BYTES,
                 queue_bytes: 1 << 40,
             },
             copy_bytes_s: self.copy_bytes_s,

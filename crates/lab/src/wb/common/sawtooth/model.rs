@@ -62,7 +62,7 @@ pub fn on_device(mut cfg: Config, bandwidth: f64, throttled: bool, measured: f64
     cfg.device.bandwidth_bytes_s = bandwidth;
     if throttled {
         cfg.device.kind = DeviceKind::Throttled;
-        cfg.device.max_request_bytes = 8 * MIB;
+        cfg.device.max_request_bytes = oslab_wbsim::config::TESTBED_REQUEST_BYTES;
     }
     cfg.start = oslab_wbsim::config::Start::Steady;
     cfg.initial = oslab_wbsim::config::Initial {
