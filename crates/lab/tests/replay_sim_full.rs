@@ -1,5 +1,5 @@
-//! Replay of a whole full `oslab sim validate` run on this machine (2026-11-27
-//! 15:58-16:24 UTC, release build at 50d4e3b, a quiet 2-vCPU KVM guest, kernel
+//! Replay of a whole full `oslab sim validate` run on this machine (2026-11-28
+//! 11:49-12:16 UTC, release build at ee9e25e, a quiet 2-vCPU KVM guest, kernel
 //! 6.18, HZ 250, steal 0.0 %, 26 minutes): the contested writers at the main
 //! setting (alone, two RT-45 writers, two bulk writers under vanilla, wcall and
 //! wcall-fair; 500 writes, 3 runs) and the 12 sawtooth cells (one writer at 2, 5
@@ -44,21 +44,18 @@ fn every_sawtooth_cell_is_predicted_blind_and_from_the_kernels_state() {
 
 #[test]
 fn the_blind_headline_holds_and_names_each_miss() {
-    // 76 of 78 blind figures within target (97 %): 40 of 42 of the contested
+    // 77 of 78 blind figures within target (99 %): 41 of 42 of the contested
     // writers, 36 of 36 of the sawtooth cells
     let r = judged_fixture(FIXTURE, "sim.validate");
     assert_eq!(r.claims[0].id, "sim-predicts-testbed-blind");
     assert_eq!(verdict(&r, "sim-predicts-testbed-blind"), Verdict::Holds);
     let why = &r.claim("sim-predicts-testbed-blind").unwrap().why;
-    for miss in [
-        // the kernel's tail of full 200 ms pauses behind two RT-45 writers,
-        // which the model at its fixed point does not have
-        "rt45x2.vanilla p99_ms",
-        "rt45x2.vanilla writes_over_200ms",
-    ] {
-        assert!(why.contains(miss), "{miss}: {why}");
-    }
-    assert_eq!(why.matches("predicted").count(), 2, "{why}");
+    // the kernel's tail of long pauses behind two RT-45 writers (its pause
+    // ratchets up to 200 ms), which the model at its fixed point does not have
+    assert!(
+        why.ends_with("missed: rt45x2.vanilla p99_ms: real 88.0, predicted 52"),
+        "{why}"
+    );
     let note = r
         .notes
         .iter()
@@ -70,8 +67,11 @@ fn the_blind_headline_holds_and_names_each_miss() {
         ),
         "{note}"
     );
-    // the seeded contested claim is a diagnosis beside it, with its own misses
-    assert_eq!(verdict(&r, "sim-predicts-testbed"), Verdict::Differs);
+    // the seeded contested claim is a diagnosis beside it: from the kernel's
+    // carried estimates the model has the tail too (60 ms, real 52-113)
+    assert_eq!(verdict(&r, "sim-predicts-testbed"), Verdict::Holds);
+    let seeded = &r.finding("rt45x2.vanilla.p99_ms").unwrap().detail;
+    assert!(seeded.contains("predicted 60 ms"), "{seeded}");
 }
 
 #[test]
@@ -83,7 +83,7 @@ fn the_root_disks_session_starts_idle_as_the_kernels_did() {
     let r = judged_fixture(FIXTURE, "sim.validate");
     let detail = |name: &str| r.finding(name).unwrap().detail.clone();
     let trough = detail("blind.saw.root.10mib_s.bg64mib.periodic_off.trough_mib");
-    assert!(trough.starts_with("real 34.0 MiB (18.0-58.0)"), "{trough}");
+    assert!(trough.starts_with("real 34.0 MiB (21.0-57.5)"), "{trough}");
     assert!(trough.contains("within target"), "{trough}");
 }
 
@@ -106,9 +106,9 @@ fn the_periodic_pass_riding_on_background_passes_is_followed() {
 fn the_models_flusher_and_estimate_are_set_beside_the_traced_ones() {
     // every cell's background episodes (MiB, interval) and the write bandwidth
     // estimate at the passes, blind and from the kernel's carried estimates,
-    // reported; from the same estimates the model's chunks are the kernel's
-    // (12 MiB on the testbed), blind its estimate on the testbed sits higher
-    // (its own history of the chain) and so do its chunks
+    // reported; blind and from the kernel's estimates the model's chunks are
+    // the kernel's median on the testbed (12 MiB with periodic write back on,
+    // 16 MiB off, where a pass's chunk carries the tail of the one before)
     let r = judged_fixture(FIXTURE, "sim.validate");
     for c in CELLS {
         for f in ["flush_mib", "flush_interval_s", "flush_estimate_mib_s"] {
@@ -120,13 +120,16 @@ fn the_models_flusher_and_estimate_are_set_beside_the_traced_ones() {
         }
     }
     let detail = |name: &str| r.finding(name).unwrap().detail.clone();
-    let seeded = detail("saw.testbed.5mib_s.bg32mib.periodic_off.flush_mib");
+    let seeded = detail("saw.testbed.5mib_s.bg32mib.periodic_on.flush_mib");
     assert!(
-        seeded.starts_with("real 12.0 MiB (12.0-20.0), predicted 12 MiB"),
+        seeded.starts_with("real 12.0 MiB, predicted 12 MiB"),
         "{seeded}"
     );
     let blind = detail("blind.saw.testbed.5mib_s.bg32mib.periodic_off.flush_mib");
-    assert!(blind.contains("predicted 16 MiB"), "{blind}");
+    assert!(
+        blind.starts_with("real 16.0 MiB (12.0-20.0), predicted 16 MiB"),
+        "{blind}"
+    );
     let note = r
         .notes
         .iter()
