@@ -280,9 +280,9 @@ fn summary(booted: &[Booted]) -> String {
         .collect();
     for (b, v) in booted.iter().zip(&all) {
         let count = |x: &str| v.iter().filter(|(_, verdict, _)| verdict == x).count();
+        let done = checks(&b.out);
         let took = |name: &str| {
-            checks(&b.out)
-                .iter()
+            done.iter()
                 .find(|c| c.0 == name)
                 .map_or("-".to_string(), |c| format!("{:.0} s", c.2))
         };

@@ -124,20 +124,20 @@ pub fn sched_group(pid: u32) -> u32 {
         Err(_) => vec![pid as i32],
     };
     tids.into_iter()
-        .map(|tid| {
-            // SAFETY: queries of a thread's scheduling; no pointer but a local.
-            let policy = unsafe { libc::sched_getscheduler(tid) };
-            let mut p = libc::sched_param { sched_priority: 0 };
-            // SAFETY: as above, into a local.
-            let r = unsafe { libc::sched_getparam(tid, &mut p) };
-            if policy < 0 || r != 0 {
-                NORMAL
-            } else {
-                classify(policy & !libc::SCHED_RESET_ON_FORK, p.sched_priority)
-            }
-        })
+        .map(|tid| thread_sched(tid).map_or(NORMAL, |(policy, prio)| classify(policy, prio)))
         .min()
         .unwrap_or(NORMAL)
+}
+
+/// A thread's scheduling policy (without SCHED_RESET_ON_FORK) and priority; None
+/// when the kernel does not say (the thread is gone).
+pub fn thread_sched(tid: i32) -> Option<(i32, i32)> {
+    // SAFETY: queries of a thread's scheduling; no pointer but a local.
+    let policy = unsafe { libc::sched_getscheduler(tid) };
+    let mut p = libc::sched_param { sched_priority: 0 };
+    // SAFETY: as above, into a local.
+    let r = unsafe { libc::sched_getparam(tid, &mut p) };
+    (policy >= 0 && r == 0).then_some((policy & !libc::SCHED_RESET_ON_FORK, p.sched_priority))
 }
 
 #[cfg(test)]

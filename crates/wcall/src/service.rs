@@ -317,15 +317,8 @@ mod tests {
                 continue;
             }
             let tid: i32 = t.file_name().to_str()?.parse().ok()?;
-            let mut p = libc::sched_param { sched_priority: 0 };
-            // SAFETY: a thread id of ours and a valid sched_param to fill.
-            let (policy, rc) = unsafe {
-                (
-                    libc::sched_getscheduler(tid),
-                    libc::sched_getparam(tid, &mut p),
-                )
-            };
-            return (policy == libc::SCHED_FIFO && rc == 0).then_some(p.sched_priority);
+            let (policy, prio) = crate::facts::thread_sched(tid)?;
+            return (policy == libc::SCHED_FIFO).then_some(prio);
         }
         None
     }
