@@ -5,6 +5,7 @@
 mod common;
 use common::{finding, judged, verdict};
 use oslab_model::Verdict;
+use oslab_wbsim::config::Kernel;
 
 #[test]
 fn wb_throttle() {
@@ -176,7 +177,7 @@ fn every_traced_cell_is_simulated_unless_its_governor_was_killed() {
     let mut simulated = 0;
     for c in &raw.cells {
         let flushed = c.kernel.captured().is_some_and(|k| !k.flushes.is_empty());
-        let o = simulate(&plan, &raw, c);
+        let o = simulate(&plan, &raw, c, Kernel::default());
         assert_eq!(o.is_some(), flushed, "{:?} {:?}", c.policy, c.scenario);
         if let Some(o) = o {
             // every write of the first writer finished inside the simulation
@@ -188,7 +189,7 @@ fn every_traced_cell_is_simulated_unless_its_governor_was_killed() {
     // the model has no governor that dies mid-cell
     let mut killed = raw.cells[0].clone();
     killed.coordinator_killed_at_s = Some(1.0);
-    assert!(simulate(&plan, &raw, &killed).is_none());
+    assert!(simulate(&plan, &raw, &killed, Kernel::default()).is_none());
 }
 
 /// wb.throttle checks the simulator: its blind prediction of the two bulk

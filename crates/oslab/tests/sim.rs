@@ -326,3 +326,31 @@ fn a_calibrated_profile_fills_what_the_scenario_leaves_to_the_machine() {
     )
     .unwrap();
 }
+
+#[test]
+fn the_kernels_rules_are_the_users_to_pick_and_named() {
+    let run = |args: &[&str]| {
+        let out = oslab()
+            .args(["sim", "run", "testbed-bulk", "--policy", "vanilla"])
+            .args(args)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (rc, out, _) = run(&[]);
+    assert_eq!(rc, Some(0));
+    assert!(out.contains("HZ 250, Linux 6.14+'s rules)"), "{out}");
+    let (rc, out, _) = run(&["--set", "kernel=6.1"]);
+    assert_eq!(rc, Some(0));
+    assert!(out.contains("HZ 250, Linux 6.1-6.13's rules)"), "{out}");
+    let (rc, _, err) = run(&["--set", "kernel=5.4"]);
+    assert_eq!(rc, Some(2));
+    assert_eq!(
+        err.trim(),
+        "oslab: --set kernel=5.4: '5.4' is not one of 6.14, 6.1"
+    );
+}

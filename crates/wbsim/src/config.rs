@@ -32,6 +32,58 @@ pub enum RuleSet {
     Linux2626,
 }
 
+/// Which releases' linux-6 rules, where they differ. From 6.1 to 6.18 the rules
+/// the model follows are the same line for line but one (v6.14, "consolidate
+/// wb_thresh bumping logic into __wb_calc_thresh"): the floor that keeps a device
+/// the kernel has not seen write for long from a threshold near zero
+/// (docs/kernels.md lists what else moved and is not modelled).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum Kernel {
+    /// 6.14 and later: `__wb_calc_thresh` lifts the device's share of a threshold
+    /// to an eighth of the room left under it, (thresh - dirty) / 8, for the
+    /// throttle and for the background test alike (there counting dirty pages
+    /// only, not those under write back).
+    #[default]
+    #[serde(rename = "6.14")]
+    Since614,
+    /// 6.1 to 6.13: only `wb_position_ratio` lifts the share, to an eighth of the
+    /// room under the hard limit, (limit - dirty) / 8; the background test takes
+    /// the bare share.
+    #[serde(rename = "6.1")]
+    Before614,
+}
+
+impl Kernel {
+    /// The rules of the release `major.minor`.
+    pub fn of_release(major: u32, minor: u32) -> Kernel {
+        if (major, minor) >= (6, 14) {
+            Kernel::Since614
+        } else {
+            Kernel::Before614
+        }
+    }
+
+    /// The rules of a release string as uname gives it ("6.1.0-56-amd64"); one
+    /// that does not start with a version (a raw file is untrusted) gets the
+    /// default.
+    pub fn of_uname(release: &str) -> Kernel {
+        let mut n = release.split(['.', '-']).map(|x| x.parse::<u32>().ok());
+        match (n.next().flatten(), n.next().flatten()) {
+            (Some(major), Some(minor)) => Kernel::of_release(major, minor),
+            _ => Kernel::default(),
+        }
+    }
+
+    /// The device's share of `thresh` (pages) as `__wb_calc_thresh` gives it:
+    /// `share`, lifted on 6.14+ to (thresh - dirty) / 8 while `dirty` is under it.
+    pub fn wb_thresh(self, share: u64, thresh: u64, dirty: u64) -> u64 {
+        match self {
+            Kernel::Since614 if thresh > dirty => share.max((thresh - dirty) / 8),
+            _ => share,
+        }
+    }
+}
+
 /// vm.dirty_* as set; a non-zero `*_bytes` wins over its ratio (linux-6 only).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -201,6 +253,9 @@ pub struct Config {
     /// How the governor runs the policies.
     #[serde(default)]
     pub governor: GovernorCfg,
+    /// Which releases' linux-6 rules (6.14 and later unless said).
+    #[serde(default)]
+    pub kernel: Kernel,
 }
 
 /// Where a run's estimates for the device come from.
@@ -299,6 +354,7 @@ impl Config {
             start: Start::default(),
             initial: Initial::default(),
             governor: GovernorCfg::default(),
+            kernel: Kernel::default(),
         }
     }
 }
@@ -315,5 +371,39 @@ impl WriterCfg {
             Class::Rt { .. } => "rt-low".into(),
             Class::Normal { .. } => "normal".into(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_release_picks_the_idle_devices_floor() {
+        for (release, k) in [
+            ("6.1.0-56-amd64", Kernel::Before614),
+            ("6.12.117+deb12-rt-amd64", Kernel::Before614),
+            ("5.15.0-91-generic", Kernel::Before614),
+            ("6.13.7", Kernel::Before614),
+            ("6.14.0", Kernel::Since614),
+            ("6.18.0-rc1", Kernel::Since614),
+            ("7.0", Kernel::Since614),
+            ("", Kernel::Since614),
+            ("linux", Kernel::Since614),
+        ] {
+            assert_eq!(Kernel::of_uname(release), k, "{release}");
+        }
+    }
+
+    #[test]
+    fn since_614_a_share_is_lifted_to_an_eighth_of_the_room_under_it() {
+        // thresh 16384 pages, 15000 dirty: (16384 - 15000) / 8 = 173
+        assert_eq!(Kernel::Since614.wb_thresh(100, 16384, 15000), 173);
+        assert_eq!(Kernel::Since614.wb_thresh(400, 16384, 15000), 400);
+        // at or over the threshold nothing is lifted
+        assert_eq!(Kernel::Since614.wb_thresh(100, 16384, 16384), 100);
+        assert_eq!(Kernel::Since614.wb_thresh(100, 16384, 20000), 100);
+        // before 6.14 the share is bare here (wb_position_ratio lifts its own)
+        assert_eq!(Kernel::Before614.wb_thresh(100, 16384, 15000), 100);
     }
 }

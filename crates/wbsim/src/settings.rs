@@ -14,7 +14,7 @@ use oslab_settings::{
 };
 
 use crate::bounds::{within, within_whole};
-use crate::config::{Config, DeviceKind, MS, RuleSet};
+use crate::config::{Config, DeviceKind, Kernel, MS, RuleSet};
 
 /// The most bytes of memory, limits and queues a scenario may have (64 TiB).
 pub const MAX_BYTES: u64 = 1 << 46;
@@ -149,6 +149,14 @@ pub static OTHER_WRITEBACK: Setting<Rate> = key!(
     Some((0, MAX_BYTES)),
     "other devices' write-back, per second"
 );
+pub static KERNEL: Setting<OneOf> = Setting {
+    name: "kernel",
+    help: "whose rules: 6.14+, or 6.1 to 6.13 (idle device floor)",
+    quick: "6.14",
+    full: "6.14",
+    bounds: None,
+    names: KERNEL_NAMES,
+};
 pub static DEVICE_KIND: Setting<OneOf> = Setting {
     name: "device",
     help: "a disk's queue or blk-throttle's",
@@ -170,6 +178,9 @@ pub static RULES: Setting<OneOf> = Setting {
 
 /// The kernels whose rules the simulator follows, as a scenario names them.
 pub const RULE_NAMES: &[&str] = &["linux-6", "linux-2.6.26"];
+/// The releases whose linux-6 rules differ (config::Kernel), as a scenario
+/// names them.
+pub const KERNEL_NAMES: &[&str] = &["6.14", "6.1"];
 /// What the device's queue is, as a scenario names it.
 pub const DEVICE_KINDS: &[&str] = &["disk", "throttled"];
 /// Where a run's estimates start (config::Start).
@@ -309,6 +320,18 @@ pub static KEYS: &[Key] = &[
         required: false,
         apply: |c, v| c.other_writeback_bytes_s = *typed::<Rate>(v) as f64,
         check: |c| within_whole(&OTHER_WRITEBACK, c.other_writeback_bytes_s),
+    },
+    Key {
+        setting: &KERNEL,
+        field: "kernel",
+        required: false,
+        apply: |c, v| {
+            c.kernel = match *typed::<OneOf>(v) {
+                "6.1" => Kernel::Before614,
+                _ => Kernel::Since614,
+            }
+        },
+        check: |_| Ok(()),
     },
     Key {
         setting: &DEVICE_KIND,

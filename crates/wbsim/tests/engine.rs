@@ -1,6 +1,7 @@
 //! Hand-checked small cases and properties of the simulator.
 
-use oslab_wbsim::config::MIB;
+use oslab_wbsim::config::{Kernel, MIB};
+use oslab_wbsim::outcome::FlushKind;
 use oslab_wbsim::{
     Class, Config, DeviceCfg, DeviceKind, Kind, Policy, RuleSet, Sysctls, WriterCfg, scenario,
     simulate,
@@ -338,4 +339,42 @@ fn a_start_all_wakeup_writes_back_everything_dirty_then() {
     assert_eq!((out.end_dirty, out.end_writeback), (0, 0));
     // before the wake-up the two runs are the same
     assert_eq!(out.flushes[..out.flushes.len() - 1], plain.flushes[..]);
+}
+
+#[test]
+fn an_idle_devices_background_pass_stops_where_its_release_says() {
+    // one writer at 10 MiB/s (1 MiB writes) on a 40 MiB/s disk under background
+    // 256 MiB (65536 pages), periodic write back off, while other disks complete
+    // 4 GiB/s: this device's share of completions stays near 1 %. The second
+    // background pass begins at 257 MiB dirty with the estimate at 38.8 MiB/s, so
+    // a chunk of round_down(19.4 + 4, 4) = 20 MiB. 6.1-6.13 go on while Dirty is
+    // over the bare share of the threshold (about 2.6 MiB): all 257 MiB. 6.14+
+    // lift the share to (bg - dirty) / 8 while dirty is under bg, so the pass
+    // stops at the first chunk boundary where dirty <= (65536 - dirty) / 8, i.e.
+    // at or under 7281 pages (28.4 MiB): 257 - 12 x 20 = 17 MiB, 240 written.
+    let s = Sysctls {
+        dirty_bytes: 512 * MIB,
+        dirty_background_bytes: 256 * MIB,
+        dirty_writeback_centisecs: 0,
+        ..Default::default()
+    };
+    let mut cfg = base(s, vec![rate(10.0 * MIB as f64)], 60.0);
+    cfg.device.bandwidth_bytes_s = 40.0 * MIB as f64;
+    cfg.other_writeback_bytes_s = 4096.0 * MIB as f64;
+    let second_pass = |kernel| {
+        let mut c = cfg.clone();
+        c.kernel = kernel;
+        let out = simulate(&c);
+        let passes: Vec<_> = out
+            .flushes
+            .iter()
+            .filter(|f| f.kind == FlushKind::Background)
+            .collect();
+        assert_eq!(passes.len(), 2, "{kernel:?}: {passes:?}");
+        let p = passes[1];
+        assert!((p.avg_write_bw / MIB as f64 - 38.8).abs() < 0.05, "{p:?}");
+        p.pages * 4096 / MIB
+    };
+    assert_eq!(second_pass(Kernel::Before614), 257);
+    assert_eq!(second_pass(Kernel::Since614), 240);
 }

@@ -52,8 +52,12 @@ impl<'a> Sim<'a> {
             return false;
         }
         let now = self.ticks();
-        let wb_bg = self.wb.share.of(now, self.normal.bg / PAGE) * PAGE;
-        self.dirty > wb_bg
+        let (bg, dirty) = (self.normal.bg / PAGE, self.dirty / PAGE);
+        let wb_bg = self
+            .cfg
+            .kernel
+            .wb_thresh(self.wb.share.of(now, bg), bg, dirty);
+        self.dirty > wb_bg * PAGE
     }
 
     /// One round: a chunk of each inode in `inodes`, in order; false when the

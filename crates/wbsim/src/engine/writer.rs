@@ -163,7 +163,10 @@ impl<'a> Sim<'a> {
             return None;
         }
         self.start_background();
-        let wb_thresh = self.wb.share.of(now, thresh);
+        let wb_thresh = self
+            .cfg
+            .kernel
+            .wb_thresh(self.wb.share.of(now, thresh), thresh, dirty);
         // one device holds every dirty page the simulation has
         let wb_dirty = dirty;
         self.wb.dirty_exceeded = wb_dirty > wb_thresh && dirty > thresh;
@@ -175,6 +178,7 @@ impl<'a> Sim<'a> {
             wb_dirty,
             limit: thresh.max(self.wb.dirty_limit),
             write_bw: self.wb.est.avg_write_bandwidth,
+            kernel: self.cfg.kernel,
         };
         let pos_ratio = wb_position_ratio(&dtc);
         if now > self.wb.est.bw_time_stamp + crate::kernel::bandwidth_interval(self.hz) as i64 {

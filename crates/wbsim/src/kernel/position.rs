@@ -4,6 +4,7 @@
 //! free-run ceiling, 0 at the limit, times the device's own line.
 
 use super::{SHIFT, freerun};
+use crate::config::Kernel;
 
 /// The global control line: 1 + ((setpoint - dirty) / (limit - setpoint))^3, in
 /// 1/1024ths, clamped to [0, 2]. Signed integer steps as the kernel's (division
@@ -35,6 +36,9 @@ pub struct Dtc {
     pub limit: u64,
     /// The device's avg_write_bandwidth, pages per second.
     pub write_bw: u64,
+    /// Where the release lifts an idle device's share (`wb_thresh` is already
+    /// lifted on 6.14+; before, only here).
+    pub kernel: Kernel,
 }
 
 impl Dtc {
@@ -55,8 +59,11 @@ pub fn wb_position_ratio(d: &Dtc) -> u64 {
     let setpoint = d.setpoint();
     let mut pos = pos_ratio_polynom(setpoint, d.dirty, d.limit);
     let mut wb_thresh = d.wb_thresh.min(d.thresh);
-    // a device idle for long has a tiny share: give it room to ramp up
-    wb_thresh = wb_thresh.max((d.limit - d.dirty) / 8);
+    // a device idle for long has a tiny share: give it room to ramp up (6.14
+    // moved this into __wb_calc_thresh, against thresh, which Dtc's caller does)
+    if d.kernel == Kernel::Before614 {
+        wb_thresh = wb_thresh.max((d.limit - d.dirty) / 8);
+    }
     let x = (wb_thresh << 16) / (d.thresh | 1);
     let wb_setpoint = (setpoint * x) >> 16;
     let span = ((d.thresh.saturating_sub(wb_thresh) + 8 * d.write_bw) * x) >> 16;
@@ -91,6 +98,7 @@ mod tests {
             wb_dirty,
             limit: 16384,
             write_bw: 10240, // 40 MiB/s
+            kernel: Kernel::Since614,
         }
     }
 
@@ -131,6 +139,30 @@ mod tests {
         assert_eq!(wb_position_ratio(&testbed(15000, 6554, 14000)), 766);
         // wb_dirty beyond x_intercept - span / 4: a quarter of the global figure
         assert_eq!(wb_position_ratio(&testbed(15000, 6554, 40000)), 989 / 4);
+    }
+
+    #[test]
+    fn before_614_an_idle_device_is_lifted_against_the_hard_limit() {
+        // a device with 100 pages of share and 1000 dirty while the smoothed
+        // limit stands at 20000 (over thresh 16384), 15000 dirty in all: 6.1-6.13
+        // lift the share here to (20000 - 15000) / 8 = 625; 6.14+ take it lifted
+        // against thresh by the caller, (16384 - 15000) / 8 = 173, and add nothing
+        let d = |wb_thresh, kernel| Dtc {
+            limit: 20000,
+            kernel,
+            ..testbed(15000, wb_thresh, 1000)
+        };
+        let before = wb_position_ratio(&d(100, Kernel::Before614));
+        assert_eq!(before, wb_position_ratio(&d(625, Kernel::Since614)));
+        // by hand: setpoint (12288 + 20000) / 2 = 16144; x = 1144 << 10 / 3857 =
+        // 303, 303^2 >> 10 = 89, 89 x 303 >> 10 = 26: pos 1050.
+        // 625: x = 625 << 16 / 16385 = 2499, wb_setpoint 16144 x 2499 >> 16 = 615,
+        // span (15759 + 81920) x 2499 >> 16 = 3724, x_intercept 4339; 1000 is
+        // under 4339 - 931: 1050 x (4339 - 1000) / 3725 = 941
+        assert_eq!(before, 941);
+        // 173: x = 691, wb_setpoint 170, span 1034, x_intercept 1204; 1000 is
+        // past 1204 - 258: a quarter, 262
+        assert_eq!(wb_position_ratio(&d(173, Kernel::Since614)), 1050 / 4);
     }
 
     #[test]

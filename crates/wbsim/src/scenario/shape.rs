@@ -16,7 +16,7 @@ use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
 use crate::policy::Policy;
-use crate::settings::{DEVICE_KINDS, RULE_NAMES, START_NAMES};
+use crate::settings::{DEVICE_KINDS, KERNEL_NAMES, RULE_NAMES, START_NAMES};
 
 /// What a value must be.
 #[derive(Clone, Copy)]
@@ -177,6 +177,7 @@ pub const FILE: &[Entry] = &[
     may("start", Shape::OneOf(START_NAMES)),
     may("initial", Shape::Table(INITIAL)),
     may("governor", Shape::Table(GOVERNOR)),
+    may("kernel", Shape::OneOf(KERNEL_NAMES)),
 ];
 
 /// What does not fit, where: the field's path, the byte range it stands at, and
@@ -482,6 +483,7 @@ mod tests {
             ("rules", RULE_NAMES),
             ("kind", DEVICE_KINDS),
             ("start", START_NAMES),
+            ("kernel", KERNEL_NAMES),
         ] {
             for n in names {
                 let mut t = everything();

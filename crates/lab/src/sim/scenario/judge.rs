@@ -197,17 +197,23 @@ pub fn machine_description(c: &oslab_wbsim::Config) -> String {
     format!("the scenario's machine ({})", setup_words(c))
 }
 
-/// The device, the writers and the tick rate of a configuration, in words.
+/// The device, the writers, the tick rate and the kernel's rules of a
+/// configuration, in words.
 pub fn setup_words(c: &oslab_wbsim::Config) -> String {
     format!(
-        "{} MiB/s {}, {} writers, HZ {}",
+        "{} MiB/s {}, {} writers, HZ {}, {}",
         fmt_rate(c.device.bandwidth_bytes_s),
         match c.device.kind {
             oslab_wbsim::DeviceKind::Disk => "disk",
             oslab_wbsim::DeviceKind::Throttled => "throttled device",
         },
         c.writers.len(),
-        c.hz
+        c.hz,
+        match (c.rules, c.kernel) {
+            (oslab_wbsim::RuleSet::Linux2626, _) => "Linux 2.6.26's rules",
+            (_, oslab_wbsim::config::Kernel::Since614) => "Linux 6.14+'s rules",
+            (_, oslab_wbsim::config::Kernel::Before614) => "Linux 6.1-6.13's rules",
+        }
     )
 }
 

@@ -2,6 +2,7 @@
 //! as they were started, on the setting's testbed, with the copy and page
 //! allocation costs measured before the cells.
 
+use oslab_wbsim::config::Kernel;
 use oslab_wbsim::{Config, Kind, WriterCfg};
 
 use super::workload::{WriterArgs, writers_for};
@@ -49,18 +50,27 @@ pub fn testbed_of(s: &SettingRaw, hz: u64) -> TestbedSpec {
 }
 
 /// The simulator's configuration for `cell` of setting `s`, with `hz` ticks per
-/// second, starting from `seed`.
-pub fn config_for(s: &SettingRaw, c: &CellRaw, writes: u64, hz: u64, seed: Seed) -> Config {
+/// second and `kernel`'s rules, starting from `seed`.
+pub fn config_for(
+    s: &SettingRaw,
+    c: &CellRaw,
+    writes: u64,
+    hz: u64,
+    kernel: Kernel,
+    seed: Seed,
+) -> Config {
     let cell = &c.cell;
     let writers = writers_for(cell.scenario, writes)
         .iter()
         .map(writer_cfg)
         .collect();
-    testbed_of(s, hz).config(
+    let mut cfg = testbed_of(s, hz).config(
         cell.policy,
         writers,
         cell.last_write_end_s() + 1.0,
         seed,
         c.io.others_bytes_s(),
-    )
+    );
+    cfg.kernel = kernel;
+    cfg
 }

@@ -3,6 +3,7 @@
 //! plots. Pure: from the plan, the raw data and the environment.
 
 use oslab_model::{Axis, Environment, Plot, Scale, Series, SeriesStyle};
+use oslab_wbsim::config::Kernel;
 use oslab_wbsim::policy::Policy;
 use oslab_wbsim::{Outcome, simulate};
 
@@ -64,12 +65,12 @@ fn hz_of(raw: &Raw, env: &Environment) -> u64 {
 }
 
 /// Simulates cell `i` of setting `s`.
-pub fn simulate_cell(s: &SettingRaw, i: usize, hz: u64) -> Simulated {
+pub fn simulate_cell(s: &SettingRaw, i: usize, hz: u64, kernel: Kernel) -> Simulated {
     let c = &s.cells[i];
     let t = traced(&c.cell, &s.testbed_dev, s.dirty_bytes / 4096);
-    let cfg = config_for(s, c, s.spec.writes, hz, Seed::Carried(t.as_ref()));
+    let cfg = config_for(s, c, s.spec.writes, hz, kernel, Seed::Carried(t.as_ref()));
     let outcome = simulate(&cfg);
-    let blind = simulate_blind(config_for(s, c, s.spec.writes, hz, Seed::Blind));
+    let blind = simulate_blind(config_for(s, c, s.spec.writes, hz, kernel, Seed::Blind));
     Simulated {
         real: figures::real(&c.cell, t.as_ref()),
         predicted: figures::simulated(&outcome),
@@ -133,11 +134,11 @@ impl Group<'_> {
 }
 
 /// Every cell of every setting simulated, grouped by workload and policy.
-pub fn groups(raw: &Raw, hz: u64) -> Vec<Group<'_>> {
+pub fn groups(raw: &Raw, hz: u64, kernel: Kernel) -> Vec<Group<'_>> {
     let mut out: Vec<Group> = Vec::new();
     for s in &raw.settings {
         for (i, c) in s.cells.iter().enumerate() {
-            let sim = simulate_cell(s, i, hz);
+            let sim = simulate_cell(s, i, hz, kernel);
             let at = out.iter().position(|g| {
                 std::ptr::eq(g.setting, s)
                     && g.scenario == c.cell.scenario
@@ -315,7 +316,9 @@ fn ratelimit_plot(g: &Group) -> Option<Plot> {
 
 pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let hz = hz_of(raw, env);
-    let all = groups(raw, hz);
+    // the release that ran the cells: where rules differ, the model takes its
+    let kernel = Kernel::of_uname(&env.machine.kernel.release);
+    let all = groups(raw, hz, kernel);
     let mut out = Output::default();
     for g in &all {
         let seeded = Fig::ALL.map(|f| (format!("{}.{}", g.key(), f.key()), g.compared(f)));

@@ -2,6 +2,7 @@
 //! behaves exactly like the model must meet every target with no error, and one
 //! that is three times slower must not), and its inputs read by hand.
 
+use oslab_wbsim::config::Kernel;
 use oslab_wbsim::policy::Policy;
 
 use super::configs::config_for;
@@ -63,7 +64,14 @@ fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
         },
         io: IoCounts::default(),
     };
-    let mut cfg = config_for(&setting(Vec::new()), &empty, 150, 250, Seed::Carried(None));
+    let mut cfg = config_for(
+        &setting(Vec::new()),
+        &empty,
+        150,
+        250,
+        Kernel::default(),
+        Seed::Carried(None),
+    );
     // long enough for every write; the judge simulates up to the last one
     cfg.duration_s = 60.0;
     let o = oslab_wbsim::simulate(&cfg);
@@ -132,7 +140,7 @@ fn a_kernel_that_behaves_like_the_model_meets_every_target() {
         modelled_cell(Policy::Vanilla, 1.0),
         modelled_cell(Policy::WcallFair, 1.0),
     ]);
-    for g in groups(&r, 250) {
+    for g in groups(&r, 250, Kernel::default()) {
         for f in [Fig::P50, Fig::P90, Fig::P99, Fig::Over200, Fig::Throughput] {
             let v = g.compared(f).verdict().unwrap();
             assert_eq!(v.predicted, v.real_median, "{:?} {:?}", g.policy, f);

@@ -6,6 +6,7 @@
 
 use oslab_model::Environment;
 use oslab_units::human_bytes;
+use oslab_wbsim::config::Kernel;
 use oslab_wbsim::policy::Policy;
 
 use super::predict::Predicted;
@@ -358,7 +359,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let (scenarios, policies) = m.present();
     let mut out = Output::default();
     let mut rows_mean = Vec::new();
-    let predicted = Predicted::new(plan, raw);
+    let predicted = Predicted::new(plan, raw, Kernel::of_uname(&env.machine.kernel.release));
     for &s in &scenarios {
         for &p in &policies {
             cell_figures(

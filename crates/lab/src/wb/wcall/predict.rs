@@ -6,6 +6,7 @@
 //! without the kernel's trace, gets no prediction: the model would be guessing
 //! the workload or the state it starts from.
 
+use oslab_wbsim::config::Kernel;
 use oslab_wbsim::{Class, Kind, Outcome, WriterCfg};
 
 use super::writers::{DD_BLOCK, WriterKind, writers_for};
@@ -78,7 +79,7 @@ fn testbed(plan: &Plan, raw: &Raw, hz: u64) -> TestbedSpec {
 /// The simulation of `cell`, from the state the kernel carried into it; None
 /// without the kernel's trace, with a user's command, or where the governor was
 /// killed on purpose (the model has no governor that dies).
-pub fn simulate(plan: &Plan, raw: &Raw, cell: &Cell) -> Option<Outcome> {
+pub fn simulate(plan: &Plan, raw: &Raw, cell: &Cell, kernel: Kernel) -> Option<Outcome> {
     if cell.coordinator_killed_at_s.is_some() {
         return None;
     }
@@ -90,13 +91,14 @@ pub fn simulate(plan: &Plan, raw: &Raw, cell: &Cell) -> Option<Outcome> {
     // room for the first writer to finish its writes even if the model has it
     // wait longer than the kernel did
     let real_end_s = high_start_s(cell) + cell.span_s();
-    let cfg = testbed(plan, raw, hz).config(
+    let mut cfg = testbed(plan, raw, hz).config(
         cell.policy,
         writers,
         2.0 * real_end_s + 1.0,
         Seed::Carried(Some(&t)),
         None,
     );
+    cfg.kernel = kernel;
     Some(oslab_wbsim::simulate(&cfg))
 }
 
@@ -107,10 +109,15 @@ pub struct Predicted<'a> {
 }
 
 impl<'a> Predicted<'a> {
-    pub fn new(plan: &Plan, raw: &'a Raw) -> Predicted<'a> {
+    /// `kernel`: the rules of the release that ran the cells.
+    pub fn new(plan: &Plan, raw: &'a Raw, kernel: Kernel) -> Predicted<'a> {
         Predicted {
             cells: &raw.cells,
-            outcomes: raw.cells.iter().map(|c| simulate(plan, raw, c)).collect(),
+            outcomes: raw
+                .cells
+                .iter()
+                .map(|c| simulate(plan, raw, c, kernel))
+                .collect(),
         }
     }
 
