@@ -183,7 +183,13 @@ fn assert_works(b: &Booted) {
     if !realtime {
         expected.push("wcall");
     }
-    expected.extend(["wcall-run", "stalls", "restore"]);
+    expected.extend([
+        "wcall-run",
+        "stalls",
+        "delegated-up",
+        "delegated-down",
+        "restore",
+    ]);
     assert_eq!(names, expected, "{r}: checks run");
     for (name, rc, _) in &done {
         assert_eq!(
@@ -202,6 +208,18 @@ fn assert_works(b: &Booted) {
     assert!(
         up.contains("cgroup v2 io.max"),
         "{r}: the testbed's cap is the v2 one:\n{up}"
+    );
+    // started in a delegated cgroup (systemd's Delegate=yes), the testbed is
+    // built inside it and taken away with everything oslab changed there
+    let up = text(&b.out, "delegated-up.txt");
+    assert!(
+        up.contains("/sys/fs/cgroup/m.slice/m.scope/oslab-testbed-"),
+        "{r}: the testbed's cgroup is in the delegated scope:\n{up}"
+    );
+    assert_eq!(
+        text(&b.out, "delegated.txt"),
+        "cgroups left in the scope: 0\nscope gives its children: \nthe job's shell back in the scope: 1\n",
+        "{r}"
     );
     let wcall = text(&b.out, "wcall-run.txt");
     assert!(

@@ -14,9 +14,16 @@
 //! places its groups beside `lab` (its `v2_parent` finds the testbed cgroup).
 //! Where oslab sits in the root cgroup, P is the root and oslab turns on io and
 //! memory for the root's children if they are off (journaled: turned off again).
-//! Elsewhere P must already give both controllers to its children and belong to
-//! root: a P another user owns could freeze or starve oslab, and moving out of a
-//! cgroup directly under the root could lift a limit set on it.
+//! Where oslab's own cgroup is delegated to it (systemd's `Delegate=yes`, e.g.
+//! `systemd-run --scope -p Delegate=yes oslab ...`), P is that cgroup: as systemd
+//! asks of a delegated cgroup's user, oslab first moves the processes in it into
+//! a leaf of its own (`P/oslab-testbed-X-home`: a cgroup that gives controllers to
+//! its children may hold no process itself), then gives io and memory to P's
+//! children; every step journaled and undone in reverse. Elsewhere P must already
+//! give both controllers to its children and be delegated. P and the folders
+//! above it must belong to root alone: a P another user owns could freeze or
+//! starve oslab, and moving out of a cgroup directly under the root could lift a
+//! limit set on it.
 
 use std::path::{Path, PathBuf};
 
@@ -48,6 +55,9 @@ pub struct Placement {
     pub enable: Vec<&'static str>,
     /// The cgroup oslab is in now, where it and its children go back to.
     pub home: PathBuf,
+    /// `parent` is oslab's own (delegated) cgroup: its processes move into a
+    /// leaf of it before it gives controllers to its children.
+    pub vacate: bool,
 }
 
 fn lacks(dir: &Path, file: &str) -> Vec<&'static str> {
@@ -79,6 +89,28 @@ pub fn placement(own: &Path, root: &Path) -> Result<Placement, String> {
             parent: root.to_path_buf(),
             enable: not_given(root, &NEEDED),
             home: own.to_path_buf(),
+            vacate: false,
+        });
+    }
+    if own.starts_with(root) && delegated(own) {
+        let missing = lacks(own, "cgroup.controllers");
+        if !missing.is_empty() {
+            return Err(format!(
+                "oslab's cgroup {} is delegated but is not given {} (systemd: Delegate=yes, or Delegate=io memory)",
+                own.display(),
+                missing.join(" or ")
+            ));
+        }
+        if let Some(who) = not_roots_alone(own, root) {
+            return Err(format!(
+                "{who} is not root's alone: whoever else can write there could freeze or starve a root process placed under it"
+            ));
+        }
+        return Ok(Placement {
+            parent: own.to_path_buf(),
+            enable: not_given(own, &NEEDED),
+            home: own.to_path_buf(),
+            vacate: true,
         });
     }
     let Some(parent) = own.parent().filter(|p| *p != root && p.starts_with(root)) else {
@@ -97,7 +129,7 @@ pub fn placement(own: &Path, root: &Path) -> Result<Placement, String> {
     }
     if !delegated(parent) {
         return Err(format!(
-            "{} is not delegated (systemd's Delegate=yes marks it), so cgroups oslab made there would be its manager's to remove; run oslab from the root cgroup or inside a delegated cgroup",
+            "{} is not delegated (systemd's Delegate=yes marks it), so cgroups oslab made there would be its manager's to remove; run oslab from the root cgroup or in a delegated scope of its own (systemd-run --scope -p Delegate=yes oslab ...)",
             parent.display()
         ));
     }
@@ -106,6 +138,7 @@ pub fn placement(own: &Path, root: &Path) -> Result<Placement, String> {
             parent: parent.to_path_buf(),
             enable: Vec::new(),
             home: own.to_path_buf(),
+            vacate: false,
         }),
         Some(who) => Err(format!(
             "{who} is not root's alone: whoever else can write there could freeze or starve a root process placed under it"
@@ -135,21 +168,21 @@ pub fn apply(
     bandwidth: u64,
     record: &mut dyn FnMut(String, Undo) -> SysResult<u64>,
 ) -> SysResult<IoMaxCap> {
+    // where oslab and whatever its cgroup held wait while the cap stands, and
+    // where stragglers go when it is taken down
+    let home = if at.vacate {
+        let leaf = at.parent.join(format!("{name}-home"));
+        make_cgroup(&leaf, &at.home, record)?;
+        vacate(&at.parent, &leaf)?;
+        leaf
+    } else {
+        at.home.clone()
+    };
     give_to_children(&at.parent, &at.enable, record)?;
     let cgroup = at.parent.join(name);
     let lab = cgroup.join("lab");
     for dir in [&cgroup, &lab] {
-        record(
-            format!("create cgroup {}", dir.display()),
-            Undo::RemoveCgroup {
-                path: dir.clone(),
-                parent: at.home.clone(),
-            },
-        )?;
-        std::fs::create_dir(dir).map_err(|source| SysError::Write {
-            path: dir.clone(),
-            source,
-        })?;
+        make_cgroup(dir, &home, record)?;
         if *dir == cgroup {
             write_text(&cgroup.join("cgroup.subtree_control"), "+io +memory")?;
             write_text(&cgroup.join("io.max"), &format!("{dev} wbps={bandwidth}"))?;
@@ -157,6 +190,53 @@ pub fn apply(
     }
     write_text(&lab.join("cgroup.procs"), &std::process::id().to_string())?;
     Ok(IoMaxCap { cgroup, lab })
+}
+
+/// Makes cgroup `dir`, its removal (stragglers to `home`) journaled first.
+fn make_cgroup(
+    dir: &Path,
+    home: &Path,
+    record: &mut dyn FnMut(String, Undo) -> SysResult<u64>,
+) -> SysResult<()> {
+    record(
+        format!("create cgroup {}", dir.display()),
+        Undo::RemoveCgroup {
+            path: dir.to_path_buf(),
+            parent: home.to_path_buf(),
+        },
+    )?;
+    std::fs::create_dir(dir).map_err(|source| SysError::Write {
+        path: dir.to_path_buf(),
+        source,
+    })
+}
+
+/// How many times the processes of a cgroup being vacated are moved before
+/// oslab gives up (a process forking as fast as it is moved).
+const VACATE_ROUNDS: usize = 16;
+
+/// Moves every process of `from` into `to`, until `from` holds none.
+fn vacate(from: &Path, to: &Path) -> SysResult<()> {
+    let procs = from.join("cgroup.procs");
+    for _ in 0..VACATE_ROUNDS {
+        let text = std::fs::read_to_string(&procs).map_err(|source| SysError::Read {
+            path: procs.clone(),
+            source,
+        })?;
+        let pids: Vec<&str> = text.split_whitespace().collect();
+        if pids.is_empty() {
+            return Ok(());
+        }
+        for pid in pids {
+            // a process that exited meanwhile is gone from both
+            let _ = write_text(&to.join("cgroup.procs"), pid);
+        }
+    }
+    Err(SysError::Other(format!(
+        "processes kept arriving in {} while oslab moved them into {}",
+        from.display(),
+        to.display()
+    )))
 }
 
 #[cfg(test)]
@@ -171,6 +251,22 @@ mod tests {
             std::fs::write(path, text).unwrap();
         }
         t
+    }
+
+    /// The cap `oslab-testbed-x` built at `at`, and the undos recorded, each
+    /// checked to come before its step.
+    fn applied(at: &Placement) -> (IoMaxCap, Vec<Undo>) {
+        let mut undos = Vec::new();
+        let cap = apply(at, "oslab-testbed-x", "7:3", 10 << 20, &mut |d, u| {
+            // nothing of the step exists yet when its undo is recorded
+            if let Undo::RemoveCgroup { path, .. } = &u {
+                assert!(!path.exists(), "{d}");
+            }
+            undos.push(u);
+            Ok(undos.len() as u64)
+        })
+        .unwrap();
+        (cap, undos)
     }
 
     #[test]
@@ -192,16 +288,7 @@ mod tests {
             ("cgroup.subtree_control", ""),
         ]);
         let at = placement(t.path(), t.path()).unwrap();
-        let mut undos = Vec::new();
-        let cap = apply(&at, "oslab-testbed-x", "7:3", 10 << 20, &mut |d, u| {
-            // nothing of the step exists yet when its undo is recorded
-            if let Undo::RemoveCgroup { path, .. } = &u {
-                assert!(!path.exists(), "{d}");
-            }
-            undos.push(u);
-            Ok(undos.len() as u64)
-        })
-        .unwrap();
+        let (cap, undos) = applied(&at);
         let cg = t.path().join("oslab-testbed-x");
         assert_eq!(cap.cgroup, cg);
         assert_eq!(cap.lab, cg.join("lab"));
@@ -265,6 +352,86 @@ mod tests {
             }
             Err(e) => assert!(!oslab_sys::process::is_root() && e.contains("is not root's alone")),
         }
+    }
+
+    #[test]
+    fn in_a_delegated_cgroup_of_its_own_oslab_moves_into_a_leaf_and_builds_there() {
+        // systemd-run --scope -p Delegate=yes: the scope is delegated and given io
+        // and memory; its parent is neither
+        let t = tree(&[
+            ("cgroup.controllers", "io memory\n"),
+            ("system.slice/cgroup.subtree_control", "io memory pids\n"),
+            (
+                "system.slice/run-u7.scope/cgroup.controllers",
+                "io memory pids\n",
+            ),
+            ("system.slice/run-u7.scope/cgroup.subtree_control", ""),
+            ("system.slice/run-u7.scope/cgroup.procs", ""),
+        ]);
+        let own = t.path().join("system.slice/run-u7.scope");
+        let e = placement(&own, t.path()).unwrap_err();
+        assert!(e.contains("system.slice is not delegated"), "{e}");
+        delegate(&own);
+        let at = match placement(&own, t.path()) {
+            Ok(p) => p,
+            Err(e) => {
+                // the test's temporary folder is root's only when the tests run as root
+                assert!(!oslab_sys::process::is_root() && e.contains("is not root's alone"));
+                return;
+            }
+        };
+        assert_eq!((&at.parent, &at.home, at.vacate), (&own, &own, true));
+        assert_eq!(at.enable, vec!["io", "memory"]);
+        let (cap, undos) = applied(&at);
+        assert_eq!(cap.cgroup, own.join("oslab-testbed-x"));
+        // the leaf first (its processes go back to the scope when it goes), then
+        // the controllers, then the cap, whose stragglers wait in the leaf
+        let home = own.join("oslab-testbed-x-home");
+        let kinds: Vec<String> = undos
+            .iter()
+            .map(|u| match u {
+                Undo::WithdrawController {
+                    dir,
+                    controller,
+                    children,
+                } => {
+                    assert_eq!(dir, &own);
+                    // the leaf was there before: withdrawing may go past it
+                    assert_eq!(children, &["oslab-testbed-x-home".to_string()]);
+                    format!("-{controller}")
+                }
+                Undo::RemoveCgroup { path, parent } => {
+                    let back = if *path == home { &own } else { &home };
+                    assert_eq!(parent, back, "{}", path.display());
+                    path.strip_prefix(&own).unwrap().display().to_string()
+                }
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                "oslab-testbed-x-home",
+                "-io",
+                "-memory",
+                "oslab-testbed-x",
+                "oslab-testbed-x/lab"
+            ]
+        );
+        assert!(home.is_dir());
+    }
+
+    #[test]
+    fn a_delegated_cgroup_not_given_io_and_memory_says_so() {
+        let t = tree(&[
+            ("cgroup.controllers", "io memory\n"),
+            ("a.slice/b.scope/cgroup.controllers", "pids memory\n"),
+            ("a.slice/b.scope/cgroup.procs", ""),
+        ]);
+        let own = t.path().join("a.slice/b.scope");
+        delegate(&own);
+        let e = placement(&own, t.path()).unwrap_err();
+        assert!(e.contains("is delegated but is not given io"), "{e}");
     }
 
     #[test]
