@@ -28,26 +28,13 @@ static __always_inline struct file *fd_file(struct task_struct *t, long fd)
 #define S_IFREG 0100000
 #define S_IFBLK 0060000
 
-/* A kernel pointer taken as a typed one the verifier lets the program load
- * through (6.2+; absent on older kernels, where libbpf leaves it NULL). */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;
-
 /* Whether the file is a regular file or a block device (not a pipe, socket
- * or terminal). This runs on every read and write of the machine: where the
- * kernel has bpf_rdonly_cast the two loads are fault-safe direct loads, else
- * two helper calls (bpf_probe_read_kernel), each several times the cost. */
+ * or terminal). */
 static __always_inline bool is_file(struct file *f)
 {
 	if (!f)
 		return false;
-	unsigned short mode;
-	if (bpf_ksym_exists(bpf_rdonly_cast)) {
-		struct file *typed = bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
-		mode = typed->f_inode->i_mode;
-	} else {
-		mode = BPF_CORE_READ(f, f_inode, i_mode);
-	}
-	unsigned short fmt = mode & S_IFMT;
+	unsigned short fmt = BPF_CORE_READ(f, f_inode, i_mode) & S_IFMT;
 	return fmt == S_IFREG || fmt == S_IFBLK;
 }
 
