@@ -32,11 +32,12 @@ pub enum RuleSet {
     Linux2626,
 }
 
-/// Which releases' linux-6 rules, where they differ. From 6.1 to 6.18 the rules
-/// the model follows are the same line for line but one (v6.14, "consolidate
-/// wb_thresh bumping logic into __wb_calc_thresh"): the floor that keeps a device
-/// the kernel has not seen write for long from a threshold near zero
-/// (docs/kernels.md lists what else moved and is not modelled).
+/// Which releases' linux-6 rules, where they differ. Between 6.1 and 6.18 one rule
+/// the model follows moved (v6.14, "consolidate wb_thresh bumping logic into
+/// __wb_calc_thresh"): the floor that keeps a device the kernel has not seen
+/// write for long from a threshold near zero. The model has both forms; what else
+/// moved it follows in its newer form only (docs/kernels.md lists it: before
+/// about 6.10 a periodic pass also wrote inodes not yet expired).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum Kernel {
     /// 6.14 and later: `__wb_calc_thresh` lifts the device's share of a threshold
@@ -48,7 +49,7 @@ pub enum Kernel {
     Since614,
     /// 6.1 to 6.13: only `wb_position_ratio` lifts the share, to an eighth of the
     /// room under the hard limit, (limit - dirty) / 8; the background test takes
-    /// the bare share.
+    /// the bare share. The flusher stays 6.10's and later's.
     #[serde(rename = "6.1")]
     Before614,
 }
@@ -63,12 +64,16 @@ impl Kernel {
         }
     }
 
-    /// The rules of a release string as uname gives it ("6.1.0-56-amd64"); one
-    /// that does not start with a version (a raw file is untrusted) gets the
-    /// default.
+    /// The rules of a release string as uname gives it ("6.1.0-56-amd64",
+    /// "6.13+"); one that does not start with MAJOR.MINOR (a raw file is
+    /// untrusted) gets the default.
     pub fn of_uname(release: &str) -> Kernel {
-        let mut n = release.split(['.', '-']).map(|x| x.parse::<u32>().ok());
-        match (n.next().flatten(), n.next().flatten()) {
+        let number = |s: &str| -> Option<u32> {
+            let digits: String = s.chars().take_while(char::is_ascii_digit).collect();
+            digits.parse().ok()
+        };
+        let mut parts = release.splitn(3, '.');
+        match (parts.next().and_then(number), parts.next().and_then(number)) {
             (Some(major), Some(minor)) => Kernel::of_release(major, minor),
             _ => Kernel::default(),
         }
@@ -385,6 +390,9 @@ mod tests {
             ("6.12.117+deb12-rt-amd64", Kernel::Before614),
             ("5.15.0-91-generic", Kernel::Before614),
             ("6.13.7", Kernel::Before614),
+            ("6.13+", Kernel::Before614),
+            ("6.1_custom", Kernel::Before614),
+            ("6.99999999999999999999", Kernel::Since614),
             ("6.14.0", Kernel::Since614),
             ("6.18.0-rc1", Kernel::Since614),
             ("7.0", Kernel::Since614),

@@ -39,11 +39,13 @@ pub struct OpenFields {
     pub page_alloc: bool,
     pub hz: bool,
     pub device_bandwidth: bool,
+    /// Which releases' rules (`kernel`): the profiled machine's.
+    pub kernel: bool,
 }
 
 impl OpenFields {
     pub fn any(self) -> bool {
-        self.copy || self.page_alloc || self.hz || self.device_bandwidth
+        self.copy || self.page_alloc || self.hz || self.device_bandwidth || self.kernel
     }
 }
 
@@ -62,6 +64,9 @@ impl MachineProfile {
         }
         if open.device_bandwidth {
             c.device.bandwidth_bytes_s = self.device_write_bytes_s;
+        }
+        if open.kernel {
+            c.kernel = crate::config::Kernel::of_uname(&self.kernel);
         }
         c
     }
@@ -104,13 +109,30 @@ mod tests {
             page_alloc: true,
             hz: false,
             device_bandwidth: false,
+            kernel: false,
         };
         let c = profile().apply(&base, open);
         assert_eq!(c.copy_bytes_s, 3e9);
         assert_eq!(c.page_alloc_ns, vec![12_000.0, 200.0]);
         assert_eq!(
-            (c.hz, c.device.bandwidth_bytes_s),
-            (base.hz, base.device.bandwidth_bytes_s)
+            (c.hz, c.device.bandwidth_bytes_s, c.kernel),
+            (base.hz, base.device.bandwidth_bytes_s, base.kernel)
         );
+    }
+
+    #[test]
+    fn a_profile_of_an_older_kernel_brings_its_rules() {
+        let base = crate::scenario::find("testbed-fig2").unwrap().config;
+        let older = MachineProfile {
+            kernel: "6.1.0-56-amd64".into(),
+            ..profile()
+        };
+        let open = OpenFields {
+            kernel: true,
+            ..OpenFields::default()
+        };
+        assert_eq!(base.kernel, crate::config::Kernel::Since614);
+        let c = older.apply(&base, open);
+        assert_eq!(c.kernel, crate::config::Kernel::Before614);
     }
 }

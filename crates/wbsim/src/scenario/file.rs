@@ -43,6 +43,7 @@ pub fn from_toml(name: &str, text: &str) -> Result<Scenario, String> {
             page_alloc: absent("page_alloc_ns"),
             hz: absent("hz"),
             device_bandwidth: device_bw_absent,
+            kernel: absent("kernel"),
         },
     })
 }

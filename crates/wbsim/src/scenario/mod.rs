@@ -167,7 +167,7 @@ fn scenario(name: &str, title: &str, description: &str, config: Config) -> Scena
 }
 
 /// A scenario of this machine's testbed: the throttle's cap is the scenario's,
-/// the page-cache costs and the tick rate are this machine's.
+/// the page-cache costs, the tick rate and the kernel's rules are this machine's.
 fn on_this_machine(s: Scenario) -> Scenario {
     Scenario {
         open: crate::profile::OpenFields {
@@ -175,6 +175,7 @@ fn on_this_machine(s: Scenario) -> Scenario {
             page_alloc: true,
             hz: true,
             device_bandwidth: false,
+            kernel: true,
         },
         ..s
     }

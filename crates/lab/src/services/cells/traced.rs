@@ -4,6 +4,7 @@
 //! write back (which shrinks the testbed's share of the limit).
 
 use oslab_trace::analysis::Captured;
+use oslab_wbsim::config::Kernel;
 
 use crate::services::cells::record::Cell;
 
@@ -58,8 +59,8 @@ pub fn dirty_limit_pages(p: &oslab_trace::records::Pause, normal_thresh: u64) ->
 }
 
 /// What the kernel recorded of `cell` on the testbed `dev`, with the normal hard
-/// limit `normal_thresh` (pages); None without a trace.
-pub fn traced(cell: &Cell, dev: &str, normal_thresh: u64) -> Option<Traced> {
+/// limit `normal_thresh` (pages), under `kernel`'s rules; None without a trace.
+pub fn traced(cell: &Cell, dev: &str, normal_thresh: u64, kernel: Kernel) -> Option<Traced> {
     let c = cell.kernel.captured()?;
     let page = c.page_size.max(1) as f64;
     let hz = c.hz.max(1) as f64;
@@ -91,7 +92,7 @@ pub fn traced(cell: &Cell, dev: &str, normal_thresh: u64) -> Option<Traced> {
             .map(|p| dirty_limit_pages(p, normal_thresh) * page as u64),
         wb_share: ours
             .first()
-            .filter(|p| p.thresh > 0)
+            .filter(|p| p.thresh > 0 && !lifted(kernel, p))
             .map(|p| p.wb_thresh as f64 / p.thresh as f64),
         pauses_ms: ours
             .iter()
@@ -106,6 +107,14 @@ pub fn traced(cell: &Cell, dev: &str, normal_thresh: u64) -> Option<Traced> {
             .collect(),
         others_bytes_s: (end > 0.0).then(|| others as f64 * page / end),
     })
+}
+
+/// Whether the device's threshold in decision `p` is the floor 6.14+ lift an
+/// idle device's share to, (thresh - dirty) / 8, rather than its share of
+/// completions: the share itself is then unknown (somewhere under it).
+pub fn lifted(kernel: Kernel, p: &oslab_trace::records::Pause) -> bool {
+    let floor = kernel.wb_thresh(0, p.thresh, p.dirty);
+    floor > 0 && p.wb_thresh <= floor
 }
 
 /// The device the flusher wrote the most pages to over a trace: in a cell on the

@@ -67,7 +67,7 @@ fn hz_of(raw: &Raw, env: &Environment) -> u64 {
 /// Simulates cell `i` of setting `s`.
 pub fn simulate_cell(s: &SettingRaw, i: usize, hz: u64, kernel: Kernel) -> Simulated {
     let c = &s.cells[i];
-    let t = traced(&c.cell, &s.testbed_dev, s.dirty_bytes / 4096);
+    let t = traced(&c.cell, &s.testbed_dev, s.dirty_bytes / 4096, kernel);
     let cfg = config_for(s, c, s.spec.writes, hz, kernel, Seed::Carried(t.as_ref()));
     let outcome = simulate(&cfg);
     let blind = simulate_blind(config_for(s, c, s.spec.writes, hz, kernel, Seed::Blind));

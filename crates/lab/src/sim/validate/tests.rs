@@ -251,4 +251,29 @@ fn the_domains_limit_is_read_from_either_kind_of_task() {
         crate::services::cells::traced::dirty_limit_pages(&normal, 16384),
         20186
     );
+    // a device's recorded threshold at 6.14's floor, (21140 - 16000) / 8 = 642,
+    // is not its share of completions (unknown, somewhere under it); before 6.14
+    // the record is the bare share
+    use crate::services::cells::traced::lifted;
+    let idle = Pause {
+        wb_thresh: 642,
+        ..base
+    };
+    assert!(lifted(Kernel::Since614, &idle));
+    assert!(!lifted(Kernel::Before614, &idle));
+    assert!(!lifted(
+        Kernel::Since614,
+        &Pause {
+            wb_thresh: 643,
+            ..base
+        }
+    ));
+    // over the threshold there is no floor
+    assert!(!lifted(
+        Kernel::Since614,
+        &Pause {
+            dirty: 21140,
+            ..idle
+        }
+    ));
 }

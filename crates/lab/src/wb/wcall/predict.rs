@@ -85,7 +85,7 @@ pub fn simulate(plan: &Plan, raw: &Raw, cell: &Cell, kernel: Kernel) -> Option<O
     }
     let captured = cell.kernel.captured()?;
     let dev = raw.testbed_bdi.clone().or_else(|| busiest_bdi(captured))?;
-    let t = traced(cell, &dev, raw.dirty_bytes / 4096)?;
+    let t = traced(cell, &dev, raw.dirty_bytes / 4096, kernel)?;
     let writers = writer_cfgs(plan, cell)?;
     let hz = u64::from(captured.hz.max(1));
     // room for the first writer to finish its writes even if the model has it
