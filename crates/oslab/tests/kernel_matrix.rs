@@ -188,6 +188,8 @@ fn assert_works(b: &Booted) {
         "stalls",
         "delegated-up",
         "delegated-down",
+        "delegated-reaped-up",
+        "delegated-reaped-down",
         "restore",
     ]);
     assert_eq!(names, expected, "{r}: checks run");
@@ -220,6 +222,11 @@ fn assert_works(b: &Booted) {
         text(&b.out, "delegated.txt"),
         "cgroups left in the scope: 0\nscope gives its children: \nthe job's shell back in the scope: 1\n",
         "{r}"
+    );
+    let up = text(&b.out, "delegated-reaped-up.txt");
+    assert!(
+        up.contains("which its manager removes with them once no process is left there"),
+        "{r}: a testbed left up in a scope is said to live as long as the scope:\n{up}"
     );
     let wcall = text(&b.out, "wcall-run.txt");
     assert!(

@@ -392,6 +392,7 @@ mod tests {
             ("6.13.7", Kernel::Before614),
             ("6.13+", Kernel::Before614),
             ("6.1_custom", Kernel::Before614),
+            // a minor number past u32 is no version: the default
             ("6.99999999999999999999", Kernel::Since614),
             ("6.14.0", Kernel::Since614),
             ("6.18.0-rc1", Kernel::Since614),

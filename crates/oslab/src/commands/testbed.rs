@@ -103,6 +103,9 @@ fn up(a: TestbedUpArgs) -> CmdResult {
             j.mark_complete()
                 .map_err(|e| Failure::runtime(e.to_string()))?;
             print(&describe(&tb));
+            if let Some(w) = tb.cap.scope_warning() {
+                eprintln!("oslab: note: {w}");
+            }
             print("take it down with 'oslab testbed down' (or 'oslab restore')\n");
             Ok(0)
         }

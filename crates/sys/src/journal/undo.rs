@@ -54,6 +54,11 @@ pub(super) fn apply_undo(undo: &Undo) -> SysResult<()> {
 }
 
 fn withdraw_controller(dir: &Path, controller: &str, before: &[String]) -> SysResult<()> {
+    // a delegated cgroup its manager removed (systemd reaps an emptied scope)
+    // gave nothing to anyone any more
+    if !dir.join("cgroup.subtree_control").exists() {
+        return Ok(());
+    }
     let newcomers: Vec<String> = crate::cgroup_names::child_names(dir)
         .into_iter()
         .filter(|c| !before.contains(c))

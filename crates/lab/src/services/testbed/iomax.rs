@@ -51,7 +51,8 @@ pub struct IoMaxCap {
 pub struct Placement {
     /// The cgroup the testbed's cgroup is made in.
     pub parent: PathBuf,
-    /// Controllers to turn on for `parent`'s children (only ever at the root).
+    /// Controllers to turn on for `parent`'s children (at the root, or in
+    /// oslab's own delegated cgroup).
     pub enable: Vec<&'static str>,
     /// The cgroup oslab is in now, where it and its children go back to.
     pub home: PathBuf,
@@ -211,6 +212,9 @@ fn make_cgroup(
     })
 }
 
+/// errno of a write to cgroup.procs naming a process that has exited.
+const ESRCH: i32 = 3;
+
 /// How many times the processes of a cgroup being vacated are moved before
 /// oslab gives up (a process forking as fast as it is moved).
 const VACATE_ROUNDS: usize = 16;
@@ -218,6 +222,7 @@ const VACATE_ROUNDS: usize = 16;
 /// Moves every process of `from` into `to`, until `from` holds none.
 fn vacate(from: &Path, to: &Path) -> SysResult<()> {
     let procs = from.join("cgroup.procs");
+    let mut last = None;
     for _ in 0..VACATE_ROUNDS {
         let text = std::fs::read_to_string(&procs).map_err(|source| SysError::Read {
             path: procs.clone(),
@@ -228,14 +233,19 @@ fn vacate(from: &Path, to: &Path) -> SysResult<()> {
             return Ok(());
         }
         for pid in pids {
-            // a process that exited meanwhile is gone from both
-            let _ = write_text(&to.join("cgroup.procs"), pid);
+            match std::fs::write(to.join("cgroup.procs"), pid) {
+                Ok(()) => {}
+                // a process that exited meanwhile is gone from both
+                Err(e) if e.raw_os_error() == Some(ESRCH) => {}
+                Err(e) => last = Some(format!("process {pid}: {e}")),
+            }
         }
     }
     Err(SysError::Other(format!(
-        "processes kept arriving in {} while oslab moved them into {}",
+        "could not move every process of {} into {}: {}",
         from.display(),
-        to.display()
+        to.display(),
+        last.unwrap_or_else(|| "processes kept arriving".into())
     )))
 }
 
@@ -372,16 +382,17 @@ mod tests {
         let e = placement(&own, t.path()).unwrap_err();
         assert!(e.contains("system.slice is not delegated"), "{e}");
         delegate(&own);
-        let at = match placement(&own, t.path()) {
-            Ok(p) => p,
-            Err(e) => {
-                // the test's temporary folder is root's only when the tests run as root
-                assert!(!oslab_sys::process::is_root() && e.contains("is not root's alone"));
-                return;
-            }
+        let at = Placement {
+            parent: own.clone(),
+            enable: vec!["io", "memory"],
+            home: own.clone(),
+            vacate: true,
         };
-        assert_eq!((&at.parent, &at.home, at.vacate), (&own, &own, true));
-        assert_eq!(at.enable, vec!["io", "memory"]);
+        match placement(&own, t.path()) {
+            Ok(p) => assert_eq!(p, at),
+            // the test's temporary folder is root's only when the tests run as root
+            Err(e) => assert!(!oslab_sys::process::is_root() && e.contains("is not root's alone")),
+        }
         let (cap, undos) = applied(&at);
         assert_eq!(cap.cgroup, own.join("oslab-testbed-x"));
         // the leaf first (its processes go back to the scope when it goes), then

@@ -53,6 +53,22 @@ impl Cap {
         }
     }
 
+    /// A warning for a testbed left up inside a delegated cgroup that is not the
+    /// root's (a systemd scope): systemd removes a scope, and the testbed's
+    /// cgroups in it, once no process is left there.
+    pub fn scope_warning(&self) -> Option<String> {
+        let Cap::IoMaxV2(c) = self else {
+            return None;
+        };
+        let parent = c.cgroup.parent()?;
+        oslab_sys::cgroup_controllers::delegated(parent).then(|| {
+            format!(
+                "the cap's cgroups are in {}, which its manager removes with them once no process is left there: keep a shell in it (e.g. systemd-run --scope -p Delegate=yes bash, then oslab and the writers from that shell)",
+                parent.display()
+            )
+        })
+    }
+
     /// [`Cap::describe`] of a cap a result may not have recorded.
     pub fn describe_recorded(cap: Option<&Cap>) -> String {
         cap.map_or_else(|| "slow device's kind not recorded".into(), Cap::describe)
