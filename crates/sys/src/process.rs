@@ -24,6 +24,12 @@ pub fn current_cpu() -> Option<u32> {
     (c >= 0).then_some(c as u32)
 }
 
+/// Whether `e` says the process named has exited (ESRCH), e.g. from a write
+/// of its pid to a cgroup.procs file.
+pub fn has_exited(e: &std::io::Error) -> bool {
+    e.raw_os_error() == Some(libc::ESRCH)
+}
+
 pub fn is_root() -> bool {
     // SAFETY: geteuid cannot fail.
     unsafe { libc::geteuid() == 0 }

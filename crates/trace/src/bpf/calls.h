@@ -17,19 +17,6 @@ static __always_inline bool is_write_call(long id)
 	       id == 82 || id == 83 || id == 227 || id == 287;
 #else
 	return false;
-/* Calls whose third argument counts iovecs, not bytes. */
-static __always_inline bool is_vectored(long id)
-{
-#if defined(__TARGET_ARCH_x86)
-	/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
-	return id == 19 || id == 20 || id == 295 || id == 296 || id == 327 || id == 328;
-#elif defined(__TARGET_ARCH_arm64)
-	return id == 65 || id == 66 || id == 69 || id == 70 || id == 286 || id == 287;
-#else
-	return false;
-#endif
-}
-
 #endif
 }
 
@@ -43,19 +30,6 @@ static __always_inline bool is_read_call(long id)
 	return id == 63 || id == 65 || id == 67 || id == 69 || id == 286;
 #else
 	return false;
-/* Calls whose third argument counts iovecs, not bytes. */
-static __always_inline bool is_vectored(long id)
-{
-#if defined(__TARGET_ARCH_x86)
-	/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
-	return id == 19 || id == 20 || id == 295 || id == 296 || id == 327 || id == 328;
-#elif defined(__TARGET_ARCH_arm64)
-	return id == 65 || id == 66 || id == 69 || id == 70 || id == 286 || id == 287;
-#else
-	return false;
-#endif
-}
-
 #endif
 }
 
@@ -68,19 +42,6 @@ static __always_inline bool takes_fd(long id)
 	return id != 227;
 #else
 	return true;
-/* Calls whose third argument counts iovecs, not bytes. */
-static __always_inline bool is_vectored(long id)
-{
-#if defined(__TARGET_ARCH_x86)
-	/* readv, writev, preadv, pwritev, preadv2, pwritev2 */
-	return id == 19 || id == 20 || id == 295 || id == 296 || id == 327 || id == 328;
-#elif defined(__TARGET_ARCH_arm64)
-	return id == 65 || id == 66 || id == 69 || id == 70 || id == 286 || id == 287;
-#else
-	return false;
-#endif
-}
-
 #endif
 }
 

@@ -33,6 +33,7 @@ use oslab_sys::cgroup_controllers::{
 use oslab_sys::fsread::Root;
 use oslab_sys::journal::{Undo, write_text};
 use oslab_sys::parse::memcg::{self, Version};
+use oslab_sys::process::has_exited;
 use oslab_sys::{SysError, SysResult};
 use serde::{Deserialize, Serialize};
 
@@ -103,9 +104,7 @@ pub fn placement(own: &Path, root: &Path) -> Result<Placement, String> {
             ));
         }
         if let Some(who) = not_roots_alone(own, root) {
-            return Err(format!(
-                "{who} is not root's alone: whoever else can write there could freeze or starve a root process placed under it"
-            ));
+            return Err(not_roots(&who));
         }
         return Ok(Placement {
             parent: own.to_path_buf(),
@@ -141,10 +140,14 @@ pub fn placement(own: &Path, root: &Path) -> Result<Placement, String> {
             home: own.to_path_buf(),
             vacate: false,
         }),
-        Some(who) => Err(format!(
-            "{who} is not root's alone: whoever else can write there could freeze or starve a root process placed under it"
-        )),
+        Some(who) => Err(not_roots(&who)),
     }
+}
+
+fn not_roots(who: &str) -> String {
+    format!(
+        "{who} is not root's alone: whoever else can write there could freeze or starve a root process placed under it"
+    )
 }
 
 /// This process's placement on the live system, or why there is none.
@@ -212,9 +215,6 @@ fn make_cgroup(
     })
 }
 
-/// errno of a write to cgroup.procs naming a process that has exited.
-const ESRCH: i32 = 3;
-
 /// How many times the processes of a cgroup being vacated are moved before
 /// oslab gives up (a process forking as fast as it is moved).
 const VACATE_ROUNDS: usize = 16;
@@ -233,10 +233,10 @@ fn vacate(from: &Path, to: &Path) -> SysResult<()> {
             return Ok(());
         }
         for pid in pids {
-            match std::fs::write(to.join("cgroup.procs"), pid) {
+            match write_text(&to.join("cgroup.procs"), pid) {
                 Ok(()) => {}
                 // a process that exited meanwhile is gone from both
-                Err(e) if e.raw_os_error() == Some(ESRCH) => {}
+                Err(SysError::Write { source, .. }) if has_exited(&source) => {}
                 Err(e) => last = Some(format!("process {pid}: {e}")),
             }
         }
