@@ -272,3 +272,129 @@ fn postgres_of_another_user_is_governed_in_rt_high_and_loses_nothing() {
     drop(server);
     stop(daemon);
 }
+
+/// The pid of a running postmaster whose data folder is on an oslab testbed, with
+/// that testbed's folder.
+fn testbed_postmaster() -> Option<(u32, String)> {
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(cmd) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        let args: Vec<String> = cmd
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        if !args.first().is_some_and(|a| a.ends_with("/postgres")) {
+            continue;
+        }
+        let Some(data) = args.iter().skip_while(|a| *a != "-D").nth(1) else {
+            continue;
+        };
+        if let Some(at) = data.find("/oslab-testbed-") {
+            let end = data[at + 1..].find('/').map_or(data.len(), |e| at + 1 + e);
+            return Some((pid, data[..end].to_string()));
+        }
+    }
+    None
+}
+
+/// Loop devices whose backing file is under `dir`.
+fn loops_under(dir: &str) -> Vec<String> {
+    std::fs::read_dir("/sys/block")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let f = std::fs::read_to_string(e.path().join("loop/backing_file")).ok()?;
+            f.starts_with(dir)
+                .then(|| e.file_name().to_string_lossy().into_owned())
+        })
+        .collect()
+}
+
+/// Ctrl-C while wb.database's server runs: oslab undoes its changes (the testbed's
+/// mount, its loop device) before it exits, while the server (its own user's, its
+/// data on that testbed) still holds the file system. The server must still go
+/// when oslab does, and the mount and the loop device with it.
+#[test]
+fn an_interrupted_database_run_leaves_no_server_mount_or_loop_device() {
+    if !common::is_root() {
+        eprintln!("skipped: the testbed and a server of user postgres need root");
+        return;
+    }
+    let has_user = Command::new("id")
+        .arg("postgres")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    let has_binaries = oslab_store::testing::find_binaries().is_some_and(|b| {
+        ["pg_ctl", "pgbench", "psql"]
+            .iter()
+            .all(|p| b.join(p).is_file())
+    });
+    if !has_binaries || !has_user {
+        eprintln!("skipped: no PostgreSQL server with its user postgres here");
+        return;
+    }
+    let mut run = Command::new(env!("CARGO_BIN_EXE_oslab"))
+        .args(["run", "wb.database", "--quick", "--no-db"])
+        .env(
+            "OSLAB_JOURNAL_DIR",
+            common::journal_dir("oslab-database-interrupted"),
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let (pid, testbed) = loop {
+        if let Some(found) = testbed_postmaster() {
+            break found;
+        }
+        if let Ok(Some(status)) = run.try_wait() {
+            let mut err = String::new();
+            std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
+            panic!("wb.database ended ({status}) before its server was seen: {err}");
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(180),
+            "no server on a testbed after 180 s"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    /// Stops the server at once if the test fails with it still running (the pid
+    /// still a postmaster on that testbed, not a process that took the pid since).
+    struct Leftover(u32, String);
+    impl Drop for Leftover {
+        fn drop(&mut self) {
+            if testbed_postmaster().is_some_and(|(pid, dir)| pid == self.0 && dir == self.1) {
+                // SAFETY: kill(2) with a pid and a signal number
+                unsafe { libc::kill(self.0 as i32, libc::SIGQUIT) };
+            }
+        }
+    }
+    let _leftover = Leftover(pid, testbed.clone());
+    std::thread::sleep(Duration::from_secs(1));
+    // SAFETY: a signal to the child this test started and has not reaped
+    unsafe { libc::kill(run.id() as i32, libc::SIGINT) };
+    let status = run.wait().unwrap();
+    assert_eq!(status.code(), Some(130), "interrupted by SIGINT");
+    let gone = Instant::now();
+    let proc_dir = PathBuf::from(format!("/proc/{pid}"));
+    while proc_dir.exists() || !loops_under(&testbed).is_empty() {
+        assert!(
+            gone.elapsed() < Duration::from_secs(90),
+            "90 s after oslab ended: server {pid} running {}, loop devices over {testbed}: {:?}",
+            proc_dir.exists(),
+            loops_under(&testbed)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
+    assert!(!mounts.contains(&testbed), "{testbed} still mounted");
+    assert!(!std::path::Path::new(&testbed).exists(), "{testbed} left");
+}

@@ -15,6 +15,15 @@ use crate::harness::LabError;
 /// `$1` the binaries, `$2` the data folder, `$3` the socket folder; standard input
 /// is oslab's pipe. TERM is ignored: oslab's death closes the pipe, which stops it.
 /// A start that fails or times out is stopped too, so no half-started server stays.
+/// An interrupted oslab undoes its changes before it exits, so by the time the pipe
+/// closes the testbed may be unmounted (lazily: the server still holds it) and the
+/// data folder's path gone: pg_ctl then cannot find the server, and the
+/// postmaster's pid, read when it started, stops it instead (fast shutdown, then
+/// immediate after 20 s, within the 90 s oslab gives the supervisor), and only
+/// while that pid is still the process that started then (its start time in
+/// /proc/PID/stat): a pid reused since is another process's. The mount and the
+/// loop device go with it. A start that oslab interrupts (pg_ctl waiting for the
+/// server to come up) has no pid yet and is not covered.
 const SUPERVISOR: &str = r#"
 trap '' TERM
 bin=$1; data=$2; sock=$3
@@ -23,9 +32,20 @@ bin=$1; data=$2; sock=$3
   "$bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1
   exit 1
 }
+started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 20; }
+pm=$(head -n 1 "$data/postmaster.pid")
+case $pm in ''|0*|*[!0-9]*) pm= ;; esac
+[ -n "$pm" ] && since=$(started "$pm")
 echo up
 cat >/dev/null
-"$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null
+"$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 && exit 0
+[ -n "$pm" ] && [ -n "$since" ] || exit 1
+same() { [ "$(started "$pm")" = "$since" ]; }
+same && kill -INT "$pm" 2>/dev/null || exit 0
+i=0
+while same && [ $i -lt 200 ]; do sleep 0.1; i=$((i + 1)); done
+same && kill -QUIT "$pm" 2>/dev/null
+exit 0
 "#;
 
 /// The user the distribution runs PostgreSQL as.
