@@ -3,6 +3,8 @@
 //! that the experiment keeps in its raw data; where it is not available, the
 //! outcome says why and the experiment measures as before.
 
+use std::time::Duration;
+
 use oslab_model::machine::MachineInfo;
 use oslab_trace::analysis::hz_from_pauses;
 use oslab_trace::{SchedOptions, TraceOutcome, Tracer, Watch, WritebackOptions};
@@ -23,11 +25,33 @@ impl KernelTrace {
     /// Write-back tracing of this process and the children it starts from now on,
     /// every write-like call recorded.
     pub fn writeback(machine: &MachineInfo) -> KernelTrace {
-        let opts = WritebackOptions {
-            watch: Watch::Pids(vec![std::process::id()]),
-            all_writes: true,
-            ..WritebackOptions::default()
-        };
+        KernelTrace::with(
+            machine,
+            WritebackOptions {
+                watch: Watch::Pids(vec![std::process::id()]),
+                all_writes: true,
+                ..WritebackOptions::default()
+            },
+        )
+    }
+
+    /// Write-back tracing of this process and the children it starts from now on:
+    /// only calls at least `threshold` long are recorded (a busy database makes
+    /// thousands of short calls a second), and the kernel stack of every blocked
+    /// stretch of a tenth of that or more inside any watched call.
+    pub fn slow_calls(machine: &MachineInfo, threshold: Duration) -> KernelTrace {
+        KernelTrace::with(
+            machine,
+            WritebackOptions {
+                watch: Watch::Pids(vec![std::process::id()]),
+                write_threshold: threshold,
+                stack_threshold: threshold / 10,
+                ..WritebackOptions::default()
+            },
+        )
+    }
+
+    fn with(machine: &MachineInfo, opts: WritebackOptions) -> KernelTrace {
         KernelTrace {
             tracer: Tracer::writeback(&opts).map_err(|e| reason(&e)),
             hz: known_hz(machine),

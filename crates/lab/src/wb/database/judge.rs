@@ -3,6 +3,7 @@
 
 use oslab_model::Claim;
 
+use super::account::{Account, NEW_SEGMENT, SlowCall, TRACED_FROM};
 use super::{CellRaw, Mode, Plan, Raw};
 use crate::harness::check::{Check, Condition, Rule};
 use crate::harness::{Output, finding, measurement};
@@ -133,6 +134,12 @@ pub fn judge(plan: &Plan, raw: &Raw) -> Output {
             raw.postgres
         ),
     ));
+    for mode in Mode::ALL {
+        if let Some((f, note)) = kernel_account(raw, mode) {
+            out.findings.push(f);
+            out.notes.push(note);
+        }
+    }
     out.claims = vec![guarded(raw), share(raw), intact(raw), vanilla(raw)];
     out.notes.push(format!(
         "pgbench -N -c 2 -j 2 -T {} at scale {}, synchronous_commit on, PostgreSQL as shipped; dd if=/dev/zero bs=1M beside it; dirty_bytes 64 MiB, background 32 MiB; governed: oslab wcall daemon --sync-guard {} MiB, PostgreSQL in rt-high, dd in normal. Steal over the cells: {}.",
@@ -146,6 +153,63 @@ pub fn judge(plan: &Plan, raw: &Raw) -> Output {
             .join(", ")
     ));
     out
+}
+
+/// How many of the server's calls took over 200 ms in `mode`'s cells by the
+/// kernel's account, and a note naming the slowest three and what they waited
+/// for; None when no cell of the mode kept an account (runs recorded before).
+fn kernel_account(raw: &Raw, mode: Mode) -> Option<(oslab_model::Finding, String)> {
+    let of = cells(raw, mode);
+    let traced: Vec<&Account> = of.iter().filter_map(|c| c.kernel.as_ref()).collect();
+    if traced.is_empty() {
+        return None;
+    }
+    let m = mode.name();
+    if let Some(why) = traced.iter().find_map(|a| a.not_traced.as_ref()) {
+        return Some((
+            finding(
+                &format!("{m}.server_calls_over_200ms"),
+                f64::NAN,
+                "calls",
+                why.clone(),
+            ),
+            format!("kernel's account, {m}: {why}"),
+        ));
+    }
+    let over: u64 = traced.iter().map(|a| a.calls_over_slow).sum();
+    let lost: u64 = traced.iter().map(|a| a.lost).sum();
+    let short = if lost > 0 {
+        format!("; the tracer lost {lost} records, so this may be short")
+    } else {
+        String::new()
+    };
+    let mut slowest: Vec<&SlowCall> = traced.iter().flat_map(|a| &a.slowest).collect();
+    slowest.sort_by(|a, b| b.ms.total_cmp(&a.ms));
+    let named = if slowest.is_empty() {
+        format!(
+            "no call of the server took {} ms or more",
+            TRACED_FROM.as_millis()
+        )
+    } else {
+        slowest
+            .iter()
+            .take(3)
+            .map(|c| c.describe())
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Some((
+        finding(
+            &format!("{m}.server_calls_over_200ms"),
+            over as f64,
+            "calls",
+            format!(
+                "PostgreSQL's system calls over 200 ms in {} runs, by the kernel's account (eBPF){short}",
+                traced.len()
+            ),
+        ),
+        format!("kernel's account, {m}: the server's slowest calls: {named}{short}"),
+    ))
 }
 
 fn guarded(raw: &Raw) -> Claim {
@@ -204,12 +268,59 @@ fn guarded(raw: &Raw) -> Claim {
             "the copy's pages never reach the flusher's long queues and its own write back yields whenever its requests wait at the device, so a commit queues behind at most one of its chunks".into()
         } else if !o.failed(0) && !o.failed(1) && !o.failed(3) && alone_slow > 0 {
             format!(
-                "the p99 bounds hold; the slow commits are the database's own: its dirty data pages (backends evicting buffers, checkpoints) pass the background threshold and the flusher queues them at the device, which the guard does not pace; alone, with no copy, {alone_slow} commits took over 200 ms"
+                "the p99 bounds hold; the slow commits are the database's own: alone, with no copy, {alone_slow} commits took over 200 ms{}",
+                slow_kinds(raw)
             )
         } else {
             "a commit still met a full device: the copy's chunks (whole folios, 1 MiB for dd bs=1M) or the database's own write back filled it".into()
         }
     })
+}
+
+/// "; by the kernel's account the server's calls over 200 ms were, alone: fsync
+/// of a new WAL segment 7; governed: ...", or nothing without accounts.
+fn slow_kinds(raw: &Raw) -> String {
+    let mut parts = Vec::new();
+    for mode in [Mode::Alone, Mode::Governed] {
+        let mut by: Vec<(String, u64)> = Vec::new();
+        let accounts: Vec<&Account> = cells(raw, mode)
+            .iter()
+            .filter_map(|c| c.kernel.as_ref())
+            .filter(|a| a.not_traced.is_none())
+            .collect();
+        if accounts.is_empty() {
+            continue;
+        }
+        for (k, n) in accounts.iter().flat_map(|a| &a.over_slow_by_kind) {
+            match by.iter_mut().find(|(x, _)| x == k) {
+                Some((_, m)) => *m += n,
+                None => by.push((k.clone(), *n)),
+            }
+        }
+        by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let listed = if by.is_empty() {
+            "none".to_string()
+        } else {
+            by.iter()
+                .map(|(k, n)| format!("{k} {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        parts.push(format!("{}: {listed}", mode.name()));
+    }
+    if parts.is_empty() {
+        return String::new();
+    }
+    let new_segments = parts.iter().any(|p| p.contains(NEW_SEGMENT));
+    format!(
+        "; by the kernel's account the server's calls over 200 ms were, {}{}",
+        parts.join("; "),
+        if new_segments {
+            " (PostgreSQL fills each new 16 MiB WAL segment with zeros and fsyncs it while holding its WAL write lock, so every commit waits for it)"
+        } else {
+            ""
+        }
+    )
 }
 
 fn finite(x: f64) -> Option<f64> {

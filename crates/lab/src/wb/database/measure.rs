@@ -8,8 +8,12 @@ use std::time::Instant;
 
 use oslab_wcall::cli::{Launch, WcallPolicyArgs, WcallRunArgs};
 
+use oslab_model::machine::MachineInfo;
+
+use super::account::{TRACED_FROM, account};
 use super::server::{self, Cluster, Running};
 use super::{BACKGROUND, CellRaw, DIRTY, DataCheck, Mode, Plan, Raw};
+use crate::harness::kernel_trace::KernelTrace;
 use crate::harness::{Context, LabError, Measured};
 use crate::services::daemon::Daemon;
 use crate::services::knobs::Knobs;
@@ -21,6 +25,7 @@ struct Env<'a> {
     cluster: &'a Cluster,
     exe: PathBuf,
     plan: &'a Plan,
+    machine: &'a MachineInfo,
 }
 
 pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
@@ -79,6 +84,7 @@ fn with_testbed(
         cluster: &cluster,
         exe,
         plan,
+        machine: ctx.machine,
     };
     let mut cells = Vec::new();
     for run in 0..plan.runs {
@@ -159,6 +165,9 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
         )?),
         _ => None,
     };
+    // before the server starts: the tracer follows the processes this one starts
+    // from now on, and the server's are forked by the postmaster it starts
+    let kernel = KernelTrace::slow_calls(e.machine, TRACED_FROM);
     let server = Running::start(match &daemon {
         Some(d) => governed_server(e, &d.name),
         None => plain_server(e.cluster),
@@ -169,6 +178,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
     oslab_sys::process::sync_all();
     let disk = e.tb.disk_name();
     let (device0, steal0, t0) = (written_bytes(&disk), steal_ticks(), Instant::now());
+    let start_ns = oslab_sys::clock::monotonic_ns();
     let copy = e.tb.mount.join("copy");
     let mut dd = match mode {
         Mode::Alone => None,
@@ -196,6 +206,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
     }
     oslab_sys::process::sync_all();
     let span_s = t0.elapsed().as_secs_f64();
+    let account = account(&kernel.finish(), start_ns);
     let device_bytes = written_bytes(&disk).saturating_sub(device0);
     let steal_pct = steal_ticks().percent_since(&steal0);
     let latency_counts = read_pgbench_logs(&prefix);
@@ -216,6 +227,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
         copy_bytes,
         data,
         steal_pct,
+        kernel: Some(account),
     })
 }
 

@@ -32,6 +32,7 @@
 //! References: docs/wcall.md ("The sync guard"); issue 31; PostgreSQL's pgbench
 //! documentation (the per-transaction log's third field is the latency in µs).
 
+mod account;
 mod judge;
 mod measure;
 mod server;
@@ -164,6 +165,10 @@ pub struct CellRaw {
     pub data: DataCheck,
     /// CPU time the hypervisor stole over the cell, percent.
     pub steal_pct: f64,
+    /// The kernel's account of the server's slowest calls over the cell (None in
+    /// runs recorded before it was kept).
+    #[serde(default)]
+    pub kernel: Option<account::Account>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,6 +34,7 @@ fn cell(mode: Mode, counts: Vec<(u64, u64)>, copy_mib: u64, device_mib: u64) -> 
         copy_bytes: copy_mib << 20,
         data: data(n),
         steal_pct: 0.0,
+        kernel: None,
     }
 }
 
@@ -173,4 +174,150 @@ fn a_copy_with_a_hole_or_a_nonzero_byte_is_not_intact() {
     let f = std::fs::File::create(&p).unwrap();
     f.set_len(1 << 20).unwrap(); // all hole
     assert!(!all_zeros(&p));
+}
+
+/// A captured trace: a slow fdatasync of the server, blocked twice in two places,
+/// a write of the server of exactly 200 ms, and a slower write of dd that is not
+/// the server's; `lost` records lost.
+fn traced_losing(lost: u64) -> oslab_trace::TraceOutcome {
+    let call = |pid: u32, comm: &str, call: &str, start: u64, dur: u64, wb: u64, blocked: u64| {
+        serde_json::json!({
+            "pid": pid, "tgid": pid, "call": call, "fd": 3, "count": 0, "ret": 0,
+            "start_ns": start, "dur_ns": dur, "throttle_ns": 0, "wbwait_ns": wb,
+            "blocked_ns": blocked, "runq_ns": 0, "pauses": 0, "prio": 120,
+            "comm": comm, "file_name": "000000010000000000000003"
+        })
+    };
+    let off = |pid: u32, start: u64, dur: u64, frames: &[&str]| {
+        serde_json::json!({"pid": pid, "tgid": pid, "call": "fdatasync",
+            "start_ns": start, "dur_ns": dur, "stack": frames})
+    };
+    let c = serde_json::json!({
+        "writes": [
+            call(10, "postgres", "fdatasync", 1_000_000_000, 612_000_000, 410_000_000, 190_000_000),
+            call(11, "postgres", "write", 3_000_000_000, 200_000_000, 0, 0),
+            call(12, "dd", "write", 4_000_000_000, 900_000_000, 0, 0),
+        ],
+        "offcpu": [
+            off(10, 1_100_000_000, 120_000_000, &["schedule+0x1", "io_schedule+0x2", "wait_for_completion_io_timeout+0x3", "submit_bio_wait+0x4"]),
+            off(10, 1_300_000_000, 70_000_000, &["schedule+0x1", "jbd2_log_wait_commit+0x9", "ext4_sync_file+0x2"]),
+            // the same thread blocked longer, but after the call ended
+            off(10, 2_000_000_000, 500_000_000, &["schedule+0x1", "futex_wait+0x2", "do_futex+0x3"]),
+            // another thread blocked longer, inside the call's time
+            off(11, 1_200_000_000, 300_000_000, &["schedule+0x1", "futex_wait+0x2", "do_futex+0x3"]),
+        ],
+        "lost": lost, "undecoded": 0, "hz": 250
+    });
+    oslab_trace::TraceOutcome::Traced(Box::new(serde_json::from_value(c).unwrap()))
+}
+
+fn traced() -> oslab_trace::TraceOutcome {
+    traced_losing(0)
+}
+
+#[test]
+fn the_kernels_account_names_the_servers_slowest_calls_and_where_they_blocked() {
+    let a = account::account(&traced(), 500_000_000);
+    assert_eq!(a.not_traced, None);
+    assert_eq!(
+        a.calls_over_slow, 1,
+        "only the 612 ms fdatasync is over 200 ms, not the write of 200 ms"
+    );
+    assert_eq!(a.slowest.len(), 2, "dd's write is not the server's");
+    let s = &a.slowest[0];
+    assert_eq!((s.call.as_str(), s.ms), ("fdatasync", 612.0));
+    assert_eq!(s.cause, "write-back wait");
+    assert_eq!(
+        s.blocked_in,
+        "wait_for_completion_io_timeout <- submit_bio_wait"
+    );
+    assert_eq!(
+        s.describe(),
+        "fdatasync of 000000010000000000000003, 612 ms at 0.5 s: write-back wait 410 ms, blocked 190 ms (blocked in wait_for_completion_io_timeout <- submit_bio_wait)"
+    );
+    assert_eq!(a.slowest[1].blocked_in, "", "never blocked inside the call");
+    assert_eq!(
+        a.over_slow_by_kind,
+        vec![("fdatasync of a WAL segment".to_string(), 1)]
+    );
+}
+
+#[test]
+fn a_clusters_files_are_told_apart_by_name() {
+    use account::file_kind;
+    assert_eq!(file_kind("xlogtemp.28544"), "a new WAL segment");
+    assert_eq!(file_kind("00000001000000000000001B"), "a WAL segment");
+    for table in ["16397", "16397.1", "16397_fsm", "16397_vm"] {
+        assert_eq!(file_kind(table), "a table or index", "{table}");
+    }
+    assert_eq!(file_kind(""), "no file");
+    assert_eq!(file_kind("postmaster.pid"), "another file");
+    assert_eq!(file_kind("0000000100000000000000XY"), "another file");
+}
+
+#[test]
+fn the_judgement_carries_each_modes_account_and_says_why_one_is_missing() {
+    let mut r = raw();
+    r.cells[2].kernel = Some(account::account(&traced(), 500_000_000));
+    r.cells[1].kernel = Some(account::account(
+        &oslab_trace::TraceOutcome::NotAvailable {
+            reason: "needs root".into(),
+        },
+        0,
+    ));
+    let out = judge(&plan(), &r);
+    let f = |id: &str| out.findings.iter().find(|f| f.name == id);
+    assert!(
+        f("alone.server_calls_over_200ms").is_none(),
+        "no account kept"
+    );
+    assert!(f("vanilla.server_calls_over_200ms").unwrap().value.is_nan());
+    assert_eq!(f("governed.server_calls_over_200ms").unwrap().value, 1.0);
+    assert!(out.notes.iter().any(|n| n.starts_with(
+        "kernel's account, governed: the server's slowest calls: fdatasync of 000000010000000000000003, 612 ms at 0.5 s"
+    )));
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n == "kernel's account, vanilla: kernel tracing: not available (needs root)")
+    );
+    // lost records are said where the counts are
+    r.cells[2].kernel = Some(account::account(&traced_losing(7), 0));
+    let out = judge(&plan(), &r);
+    let f = out
+        .findings
+        .iter()
+        .find(|f| f.name == "governed.server_calls_over_200ms")
+        .unwrap();
+    assert!(f.detail.contains("lost 7 records"), "{}", f.detail);
+}
+
+#[test]
+fn slow_commits_of_the_database_alone_are_explained_by_the_kernels_account() {
+    let mut r = raw();
+    // one governed commit over 200 ms; the p99s still hold
+    r.cells[2].latency_counts.push((250_000, 1));
+    r.cells[0].latency_counts.push((300_000, 1));
+    let mut alone = account::account(&traced(), 500_000_000);
+    alone.over_slow_by_kind = vec![("fsync of a new WAL segment".into(), 2)];
+    r.cells[0].kernel = Some(alone);
+    r.cells[2].kernel = Some(account::account(&traced(), 500_000_000));
+    let out = judge(&plan(), &r);
+    let c = &out.claims[0];
+    assert_eq!(c.verdict, Verdict::Differs);
+    assert!(
+        c.why.contains(
+            "alone: fsync of a new WAL segment 2; governed: fdatasync of a WAL segment 1"
+        ),
+        "{c:?}"
+    );
+    assert!(c.why.contains("fills each new 16 MiB WAL segment"), "{c:?}");
+    // without new segments among the slow calls, nothing is said of them
+    r.cells[0].kernel = Some(account::account(&traced(), 500_000_000));
+    let c = judge(&plan(), &r).claims.remove(0);
+    assert!(
+        c.why.contains("alone: fdatasync of a WAL segment 1"),
+        "{c:?}"
+    );
+    assert!(!c.why.contains("16 MiB"), "{c:?}");
 }
