@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 /// Calls at least this long are recorded.
 pub const TRACED_FROM: Duration = Duration::from_millis(50);
-/// A call at least this long is counted as slow (the claim's bound on commits).
+/// A call longer than this is counted as slow (the claim's bound on commits).
 pub const SLOW_MS: f64 = 200.0;
 /// How many of the slowest calls each cell keeps.
 const KEPT: usize = 5;

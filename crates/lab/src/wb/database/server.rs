@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 use crate::harness::LabError;
 
 /// `$1` the binaries, `$2` the data folder, `$3` the socket folder; standard input
-/// is oslab's pipe. TERM is ignored: oslab's death closes the pipe, which stops it.
+/// is oslab's pipe. TERM is ignored, and so are the signals a terminal sends its
+/// whole foreground group (Ctrl-C's INT, QUIT, a closed terminal's HUP), which
+/// would end the shell before it stops the server; oslab's death closes the pipe,
+/// which stops it (PIPE ignored too: `echo up` to an oslab already gone).
 /// A start that fails or times out is stopped too, so no half-started server stays.
 /// An interrupted oslab undoes its changes before it exits, so by the time the pipe
 /// closes the testbed may be unmounted (lazily: the server still holds it) and the
@@ -25,7 +28,7 @@ use crate::harness::LabError;
 /// loop device go with it. A start that oslab interrupts (pg_ctl waiting for the
 /// server to come up) has no pid yet and is not covered.
 const SUPERVISOR: &str = r#"
-trap '' TERM
+trap '' INT HUP QUIT TERM PIPE
 bin=$1; data=$2; sock=$3
 "$bin/pg_ctl" -D "$data" -l "$data/../server.log" -w -t 60 \
   -o "-k $sock -c listen_addresses=''" start >/dev/null || {
