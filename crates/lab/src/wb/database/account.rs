@@ -65,22 +65,27 @@ fn ms(ns: u64) -> f64 {
     ns as f64 / 1e6
 }
 
+/// Amounts summed by key, the largest first (ties by key).
+pub fn tally(items: impl IntoIterator<Item = (String, u64)>) -> Vec<(String, u64)> {
+    let mut by = std::collections::BTreeMap::new();
+    for (k, n) in items {
+        *by.entry(k).or_insert(0) += n;
+    }
+    let mut v: Vec<(String, u64)> = by.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+    v
+}
+
 /// Where the call `w` was blocked longest, from the sleeps of its thread inside it.
 fn blocked_longest(w: &WriteCall, offcpu: &[OffCpu]) -> String {
     let end = w.start_ns + w.dur_ns;
-    let mut by: Vec<(String, u64)> = Vec::new();
-    for o in offcpu
+    let sleeps = offcpu
         .iter()
         .filter(|o| o.pid == w.pid && o.start_ns >= w.start_ns && o.start_ns < end)
-    {
-        let place = blocker(&o.stack);
-        match by.iter_mut().find(|(p, _)| *p == place) {
-            Some((_, ns)) => *ns += o.dur_ns,
-            None => by.push((place, o.dur_ns)),
-        }
-    }
-    by.into_iter()
-        .max_by_key(|(_, ns)| *ns)
+        .map(|o| (blocker(&o.stack), o.dur_ns));
+    tally(sleeps)
+        .into_iter()
+        .next()
         .map(|(p, _)| p)
         .unwrap_or_default()
 }
@@ -101,20 +106,14 @@ pub fn account(outcome: &TraceOutcome, start_ns: u64) -> Account {
     server.sort_by(|a, b| b.dur_ns.cmp(&a.dur_ns).then(a.start_ns.cmp(&b.start_ns)));
     let slow_ns = (SLOW_MS * 1e6) as u64;
     let slow: Vec<&&WriteCall> = server.iter().filter(|w| w.dur_ns > slow_ns).collect();
-    let mut by_kind: Vec<(String, u64)> = Vec::new();
-    for w in &slow {
-        let key = format!("{} of {}", w.call, file_kind(&w.file_name));
-        match by_kind.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, n)) => *n += 1,
-            None => by_kind.push((key, 1)),
-        }
-    }
-    by_kind.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     Account {
         not_traced: None,
         calls_over_slow: slow.len() as u64,
         lost: c.lost,
-        over_slow_by_kind: by_kind,
+        over_slow_by_kind: tally(
+            slow.iter()
+                .map(|w| (format!("{} of {}", w.call, file_kind(&w.file_name)), 1)),
+        ),
         slowest: server
             .iter()
             .take(KEPT)
@@ -134,6 +133,7 @@ pub fn account(outcome: &TraceOutcome, start_ns: u64) -> Account {
     }
 }
 
+/// The kind [`file_kind`] gives a WAL segment being made.
 pub const NEW_SEGMENT: &str = "a new WAL segment";
 
 /// What a file of a PostgreSQL cluster is, by its name: a WAL segment is 24 hex

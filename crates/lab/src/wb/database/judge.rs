@@ -3,7 +3,7 @@
 
 use oslab_model::Claim;
 
-use super::account::{Account, NEW_SEGMENT, SlowCall, TRACED_FROM};
+use super::account::{Account, NEW_SEGMENT, SlowCall, TRACED_FROM, tally};
 use super::{CellRaw, Mode, Plan, Raw};
 use crate::harness::check::{Check, Condition, Rule};
 use crate::harness::{Output, finding, measurement};
@@ -281,8 +281,8 @@ fn guarded(raw: &Raw) -> Claim {
 /// of a new WAL segment 7; governed: ...", or nothing without accounts.
 fn slow_kinds(raw: &Raw) -> String {
     let mut parts = Vec::new();
+    let mut new_segments = false;
     for mode in [Mode::Alone, Mode::Governed] {
-        let mut by: Vec<(String, u64)> = Vec::new();
         let accounts: Vec<&Account> = cells(raw, mode)
             .iter()
             .filter_map(|c| c.kernel.as_ref())
@@ -291,13 +291,12 @@ fn slow_kinds(raw: &Raw) -> String {
         if accounts.is_empty() {
             continue;
         }
-        for (k, n) in accounts.iter().flat_map(|a| &a.over_slow_by_kind) {
-            match by.iter_mut().find(|(x, _)| x == k) {
-                Some((_, m)) => *m += n,
-                None => by.push((k.clone(), *n)),
-            }
-        }
-        by.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let by = tally(
+            accounts
+                .iter()
+                .flat_map(|a| a.over_slow_by_kind.iter().cloned()),
+        );
+        new_segments |= by.iter().any(|(k, _)| k.ends_with(NEW_SEGMENT));
         let listed = if by.is_empty() {
             "none".to_string()
         } else {
@@ -311,7 +310,6 @@ fn slow_kinds(raw: &Raw) -> String {
     if parts.is_empty() {
         return String::new();
     }
-    let new_segments = parts.iter().any(|p| p.contains(NEW_SEGMENT));
     format!(
         "; by the kernel's account the server's calls over 200 ms were, {}{}",
         parts.join("; "),
