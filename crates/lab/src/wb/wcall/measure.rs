@@ -162,6 +162,12 @@ fn run_cell(
             trace,
         });
     }
+    // what the testbed held when the high writer failed (ENOSPC is the likely
+    // cause), read before the files go
+    let failure_context = writers
+        .first()
+        .and_then(|w| w.trace.error.as_ref())
+        .map(|_| testbed_fill(&e.tb.mount, &plans));
     // every byte was checked in the page cache: removing the files first spares
     // the next cell the wait for their write back (sync still waits for what the
     // device has in flight)
@@ -178,8 +184,9 @@ fn run_cell(
         writers.first().and_then(|w| w.trace.error.clone()),
     ) {
         return Err(LabError::Failed(format!(
-            "cell {tag}: writer {}: {e}",
-            plans[0].name
+            "cell {tag}: writer {}: {e} ({})",
+            plans[0].name,
+            failure_context.unwrap_or_default()
         )));
     }
     Ok(Cell {
@@ -194,6 +201,22 @@ fn run_cell(
         polls: polled.polls,
         coordinator_killed_at_s: polled.coordinator_killed_at_s,
     })
+}
+
+/// The testbed's free space and each writer's file size, for a failed cell's
+/// message.
+fn testbed_fill(mount: &Path, plans: &[WriterPlan]) -> String {
+    let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
+    let free = oslab_sys::machine::free_bytes(mount)
+        .map_or("unknown".to_string(), |b| format!("{:.0} MiB", mib(b)));
+    let files: Vec<String> = plans
+        .iter()
+        .map(|p| {
+            let size = std::fs::metadata(&p.file).map_or(0, |m| m.len());
+            format!("{} {:.0} MiB", p.name, mib(size))
+        })
+        .collect();
+    format!("testbed free: {free}; files: {}", files.join(", "))
 }
 
 /// The first writer's span (start and end seconds since the cell's start), for
