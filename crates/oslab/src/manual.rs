@@ -136,7 +136,7 @@ const EXAMPLES: &[(&str, &str)] = &[
         "Every file call of cp over 50 ms, and what it waited for.",
     ),
     (
-        "sudo oslab wcall daemon --sync-guard 8MiB",
+        "sudo oslab wcall daemon --sync-guard 2MiB",
         "The write-cache governor for every program started under it.",
     ),
     (

@@ -39,8 +39,10 @@ pub struct WcallPolicyArgs {
     pub recycle: Option<String>,
     /// While an rt-high process is governed, hold every other group's dirty and
     /// write-back memory within SIZE and write it back itself, one chunk at a time
-    /// and only as fast as the device has room, so an rt-high fsync (a database's
-    /// commit) never queues behind a bulk writer's write back, e.g. 8MiB [default: off]
+    /// and only as fast as the device has room, and write rt-high's own pages back
+    /// chunk by chunk as they are dirtied, so an rt-high fsync (a database's
+    /// commit) never queues behind a long run of write back; SIZE about what the
+    /// device writes in 50 ms, e.g. 2MiB [default: off]
     #[arg(long, value_name = "SIZE")]
     pub sync_guard: Option<String>,
     /// Do not place governed processes in per-group memory cgroups (as root they are,

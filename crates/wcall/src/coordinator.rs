@@ -34,7 +34,7 @@ use crate::registry::Registry;
 use crate::roster::{self, counts};
 use crate::shm::board::{MONITOR_CACHESTAT, MONITOR_KERNEL};
 use crate::shm::{Board, BoardMap, GROUPS, RT_HIGH};
-use crate::trickle::Trickle;
+use crate::trickle::{Lane, Trickle};
 use crate::trust::{Budget, PASS_PROC_BYTES};
 
 /// A writer counts as an active task of its group for this long after a write.
@@ -85,8 +85,9 @@ pub struct Tuning {
     pub recycle: bool,
     /// While an rt-high process is governed, every other group's dirty and
     /// write-back bytes are held within this many bytes and written back by the
-    /// governor in small chunks (`crate::trickle`), so that an rt-high fsync
-    /// never queues behind a long run of their write back.
+    /// governor in small paced chunks, and rt-high's own files in small chunks
+    /// as they are dirtied (`crate::trickle`), so that an rt-high fsync never
+    /// queues behind a long run of write back.
     pub sync_guard: Option<u64>,
 }
 
@@ -104,6 +105,8 @@ pub struct Coordinator {
     files: Files,
     pusher: Option<Pusher>,
     trickle: Option<Trickle>,
+    /// rt-high's own files, written back unpaced under the sync guard.
+    trickle_high: Option<Trickle>,
     monitor: Option<KernelMonitor>,
     recycled_at: u64,
     dirtiers_at: u64,
@@ -155,7 +158,12 @@ impl Coordinator {
             cgroups: None,
             files: Files::default(),
             pusher: Pusher::start().ok(),
-            trickle: tuning.sync_guard.and_then(|_| Trickle::start().ok()),
+            trickle: tuning
+                .sync_guard
+                .and_then(|_| Trickle::start(Lane::Paced).ok()),
+            trickle_high: tuning
+                .sync_guard
+                .and_then(|_| Trickle::start(Lane::Unpaced).ok()),
             monitor: None,
             recycled_at: 0,
             dirtiers_at: 0,
@@ -260,7 +268,6 @@ impl Coordinator {
         let guard = self.guard_on(members);
         let gates = self.guarded_gates(states, room, guard);
         let mut to_push = Vec::new();
-        let mut to_trickle = Vec::new();
         for (g, gate) in gates.iter().enumerate() {
             let slot = &b.groups[g];
             slot.tasks.store(states[g].tasks as u32, Ordering::Relaxed);
@@ -288,15 +295,18 @@ impl Coordinator {
                     b.members[s].pushes.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            // rt-high's own files stay the flusher's: trickling them too was
-            // tried and gave no steady gain (docs/wcall.md, "The sync guard")
-            if guard.is_some() && g != RT_HIGH as usize {
-                to_trickle.extend(self.files.of_group(g));
-            }
             slot.pass_done();
         }
+        // under the guard rt-high's own files go out unpaced, the rest paced
+        let (high, low) = match guard {
+            Some(_) => self.files.for_trickle(),
+            None => Default::default(),
+        };
         if let Some(t) = &self.trickle {
-            t.set(to_trickle);
+            t.set(low);
+        }
+        if let Some(t) = &self.trickle_high {
+            t.set(high);
         }
         to_push
     }

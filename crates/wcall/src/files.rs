@@ -19,10 +19,36 @@ use oslab_wbsim::policy::GroupState;
 use crate::registry::Registry;
 use crate::shm::own::{FILE_FREE, FILE_READY};
 use crate::shm::{Board, GROUPS, group_index};
+use crate::trickle::Guarded;
 use crate::trust::{Budget, FileClaim, Refusal};
+
+fn guarded(id: (u64, u64), file: &Arc<File>, dirty: bool) -> Guarded {
+    Guarded {
+        id,
+        file: file.clone(),
+        dirty,
+    }
+}
+
+/// Files by group into the sync guard's lanes, (rt-high's, the others'): one
+/// entry per file however many processes write it, dirty if any saw it dirty;
+/// a file rt-high writes too is rt-high's, so no file is in both.
+pub fn split_lanes(files: impl Iterator<Item = (usize, Guarded)>) -> (Vec<Guarded>, Vec<Guarded>) {
+    let mut high: HashMap<(u64, u64), Guarded> = HashMap::new();
+    let mut low: HashMap<(u64, u64), Guarded> = HashMap::new();
+    for (g, f) in files {
+        let lane = if g == RT_HIGH { &mut high } else { &mut low };
+        lane.entry(f.id)
+            .and_modify(|e| e.dirty |= f.dirty)
+            .or_insert(f);
+    }
+    low.retain(|id, _| !high.contains_key(id));
+    (high.into_values().collect(), low.into_values().collect())
+}
 
 /// Where a file's process is no longer on the board.
 const NORMAL: usize = crate::shm::NORMAL as usize;
+const RT_HIGH: usize = crate::shm::RT_HIGH as usize;
 
 /// At most this many files found through the kernel's records.
 pub const MAX_DISCOVERED: usize = 1024;
@@ -34,6 +60,8 @@ struct Opened {
     /// The board slot of its process, and the group it is charged to.
     slot: usize,
     group: usize,
+    /// It had dirty pages at the last pass.
+    dirty: bool,
 }
 
 /// A file a governed process dirtied without the interposer seeing it.
@@ -43,6 +71,7 @@ struct Discovered {
     pid: u32,
     slot: usize,
     group: usize,
+    dirty: bool,
 }
 
 #[derive(Default)]
@@ -87,20 +116,22 @@ impl Files {
         self.open_registered(reg, board, budget, refused);
         let page = oslab_sys::machine::page_size();
         let mut counted = HashSet::new();
+        // (dirty, busy: dirty or under write back)
         let mut charge = |id: (u64, u64), g: usize, f: &File| {
             let (d, w) = footprint(f, page);
             if counted.insert(id) {
                 states[g].dirty = states[g].dirty.saturating_add(d);
                 states[g].writeback = states[g].writeback.saturating_add(w);
             }
-            d > 0 || w > 0
+            (d > 0, d > 0 || w > 0)
         };
         self.registered.retain(|_, o| {
             let owner = group_of(board, o.slot, o.claim.pid);
             if let Some(g) = owner {
                 o.group = g;
             }
-            let busy = charge((o.claim.dev, o.claim.ino), o.group, &o.file);
+            let busy;
+            (o.dirty, busy) = charge((o.claim.dev, o.claim.ino), o.group, &o.file);
             // kept while its process lives or it still has pages to write
             busy || owner.is_some()
         });
@@ -109,7 +140,9 @@ impl Files {
             if let Some(g) = owner {
                 x.group = g;
             }
-            charge(x.id, x.group, &x.file) || owner.is_some()
+            let busy;
+            (x.dirty, busy) = charge(x.id, x.group, &x.file);
+            busy || owner.is_some()
         });
     }
 
@@ -152,6 +185,7 @@ impl Files {
                                 claim,
                                 slot: i,
                                 group,
+                                dirty: false,
                             },
                         );
                     }
@@ -200,6 +234,7 @@ impl Files {
                     pid: d.tgid,
                     slot,
                     group: group_of(board, slot, d.tgid).unwrap_or(NORMAL),
+                    dirty: false,
                 });
             }
         }
@@ -218,6 +253,20 @@ impl Files {
             .filter(|x| x.group == g)
             .map(|x| x.file.clone());
         registered.chain(found).collect()
+    }
+
+    /// The sync guard's two lanes: rt-high's files and the other groups', one
+    /// entry per file, each marked with whether it was dirty at the last pass.
+    pub fn for_trickle(&self) -> (Vec<Guarded>, Vec<Guarded>) {
+        let registered = self.registered.values().map(|o| {
+            let id = (o.claim.dev, o.claim.ino);
+            (o.group, guarded(id, &o.file, o.dirty))
+        });
+        let found = self
+            .discovered
+            .iter()
+            .map(|x| (x.group, guarded(x.id, &x.file, x.dirty)));
+        split_lanes(registered.chain(found))
     }
 
     /// The board slots of group `g` whose files the kernel found them dirtying
@@ -241,5 +290,55 @@ impl Files {
             .map(|o| o.file.clone())
             .chain(self.discovered.iter().map(|x| x.file.clone()))
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_file_goes_to_one_lane_once_and_rt_high_keeps_what_it_shares() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = |name: &str, dirty: bool| {
+            let path = dir.path().join(name);
+            let f = Arc::new(File::create(&path).unwrap());
+            let m = f.metadata().unwrap();
+            guarded((m.dev(), m.ino()), &f, dirty)
+        };
+        let (wal, table, copy) = (file("wal", false), file("table", false), file("copy", true));
+        let shared = file("shared", false);
+        let table_dirty = Guarded {
+            dirty: true,
+            ..table.clone()
+        };
+        let (high, low) = split_lanes(
+            [
+                (RT_HIGH, wal.clone()),
+                (RT_HIGH, table.clone()),
+                // a second backend's handle on the same table, which it dirtied
+                (RT_HIGH, table_dirty),
+                (NORMAL, copy.clone()),
+                (NORMAL, shared.clone()),
+                (RT_HIGH, shared.clone()),
+            ]
+            .into_iter(),
+        );
+        let ids = |v: &[Guarded]| {
+            let mut ids: Vec<(u64, u64)> = v.iter().map(|g| g.id).collect();
+            ids.sort_unstable();
+            ids
+        };
+        let mut want_high = vec![wal.id, table.id, shared.id];
+        want_high.sort_unstable();
+        assert_eq!(ids(&high), want_high);
+        assert_eq!(
+            ids(&low),
+            vec![copy.id],
+            "the shared file is rt-high's alone"
+        );
+        let t = high.iter().find(|g| g.id == table.id).unwrap();
+        assert!(t.dirty, "dirty when any handle saw it dirty");
+        assert!(!high.iter().find(|g| g.id == wal.id).unwrap().dirty);
     }
 }

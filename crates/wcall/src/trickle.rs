@@ -1,6 +1,5 @@
-//! The sync guard's write back: the guarded groups' files written back by the
-//! governor itself, one chunk at a time, paced to what the device has left, on a
-//! thread of its own.
+//! The sync guard's write back: governed files written back by the governor
+//! itself, one chunk at a time, on threads of their own.
 //!
 //! Why: an fsync or fdatasync of an rt-high program (a database's commit) queues
 //! at the device behind whatever write back is queued there. The flusher writes a
@@ -8,13 +7,17 @@
 //! a loop device, 32 ms at 40 MiB/s) and, on a throttled device, queues tens of
 //! MiB of them: commits measured 1.5-2.4 s behind a `dd`. Kept under the
 //! background threshold by the guard's hold, a bulk writer's pages are never the
-//! flusher's to write; this thread writes them one chunk at a time (the kernel
+//! flusher's to write; the paced lane writes them one chunk at a time (the kernel
 //! writes whole folios: a chunk of a file written 1 MiB at a time is 1 MiB) and
 //! waits for each, so at most one chunk of theirs is ever queued, and it rests
 //! between chunks for as long as they wait at the device ([`Pace`]): a full
 //! device (on blk-throttle, a spent budget that holds every request to the end of
-//! its 100 ms slice) is what a commit must never meet.
+//! its 100 ms slice) is what a commit must never meet. The unpaced lane writes
+//! rt-high's own files the same way without resting: a database's evicted data
+//! pages would otherwise gather for the flusher's long runs, ahead of its own
+//! commits.
 
+use std::collections::{HashMap, HashSet};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::sync::{Arc, Condvar, Mutex};
@@ -23,15 +26,27 @@ use std::time::Duration;
 
 use oslab_sys::fileio::cachestat_range;
 
-/// The size of one chunk of write back.
+/// The most dirty bytes in one chunk of write back.
 pub const CHUNK: u64 = 128 << 10;
+/// The most file one chunk spans (scattered pages gathered into one call).
+const MAX_SPAN: u64 = 32 * CHUNK;
 /// How long the thread sleeps when nothing guarded is dirty.
 const IDLE: Duration = Duration::from_millis(5);
+
+/// A file for a lane: who it is, and whether it had dirty pages at the
+/// coordinator's last pass (a clean file is not scanned).
+#[derive(Clone)]
+pub struct Guarded {
+    /// (device, inode): one cursor per file, however many processes write it.
+    pub id: (u64, u64),
+    pub file: Arc<File>,
+    pub dirty: bool,
+}
 
 #[derive(Default)]
 struct Work {
     /// The files to guard from now on, when the coordinator has said.
-    files: Option<Vec<Arc<File>>>,
+    files: Option<Vec<Guarded>>,
     stop: bool,
 }
 
@@ -40,13 +55,29 @@ pub struct Trickle {
     handle: Option<JoinHandle<()>>,
 }
 
+/// How a trickle thread spaces its chunks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lane {
+    /// Rests after each chunk as [`Pace`] says: the lower groups' files, which
+    /// take what the device has left.
+    Paced,
+    /// One chunk after another, each waited for: rt-high's own files, whose
+    /// pages would otherwise wait for the flusher's long runs (the database's
+    /// evicted data pages), ahead of its own commits.
+    Unpaced,
+}
+
 impl Trickle {
-    pub fn start() -> std::io::Result<Trickle> {
+    pub fn start(lane: Lane) -> std::io::Result<Trickle> {
         let work: Arc<(Mutex<Work>, Condvar)> = Arc::default();
         let w = work.clone();
+        let name = match lane {
+            Lane::Paced => "wcall-trickle",
+            Lane::Unpaced => "wcall-trickle-hi",
+        };
         let handle = std::thread::Builder::new()
-            .name("wcall-trickle".into())
-            .spawn(move || run(&w))?;
+            .name(name.into())
+            .spawn(move || run(&w, lane))?;
         Ok(Trickle {
             work,
             handle: Some(handle),
@@ -54,7 +85,7 @@ impl Trickle {
     }
 
     /// The files to write back from now on (none: the thread idles).
-    pub fn set(&self, files: Vec<Arc<File>>) {
+    pub fn set(&self, files: Vec<Guarded>) {
         let (lock, cv) = &*self.work;
         if let Ok(mut w) = lock.lock() {
             w.files = Some(files);
@@ -67,6 +98,8 @@ impl Trickle {
 struct Cursor {
     file: Arc<File>,
     at: u64,
+    /// Dirty at the coordinator's last pass.
+    dirty: bool,
 }
 
 fn sync_range(f: &File, off: u64, len: u64, flags: libc::c_uint) -> bool {
@@ -74,22 +107,37 @@ fn sync_range(f: &File, off: u64, len: u64, flags: libc::c_uint) -> bool {
     unsafe { libc::sync_file_range(f.as_raw_fd(), off as i64, len as i64, flags) == 0 }
 }
 
+/// Dirty bytes of `f` in `len` bytes from `off` (len 0: to the end).
 fn dirty_in(f: &File, off: u64, len: u64) -> u64 {
-    cachestat_range(f, off, len).map_or(0, |c| c.dirty)
+    cachestat_range(f, off, len).map_or(0, |c| c.dirty * oslab_sys::machine::page_size())
 }
 
-/// The next chunk of `c` with dirty pages, from its cursor to the end, then from
-/// the start when pages below the cursor were dirtied again; None when clean.
-fn next_dirty_chunk(c: &mut Cursor) -> Option<u64> {
+/// The next chunk of `c` to write back, from its cursor to the end, then from the
+/// start when pages below the cursor were dirtied again; None when clean. A chunk
+/// starts at the first dirty [`CHUNK`]-sized step and takes in the steps after it
+/// while they add up to at most `CHUNK` of dirty pages, up to [`MAX_SPAN`] of
+/// file: one step of a file written in order, many of one whose pages are
+/// dirtied here and there (a database's table).
+fn next_dirty_chunk(c: &mut Cursor) -> Option<(u64, u64)> {
     let len = c.file.metadata().ok()?.len();
     for _ in 0..2 {
         if c.at < len && dirty_in(&c.file, c.at, 0) > 0 {
             while c.at < len {
                 let off = c.at;
                 c.at += CHUNK;
-                if dirty_in(&c.file, off, CHUNK) > 0 {
-                    return Some(off);
+                let mut dirty = dirty_in(&c.file, off, CHUNK);
+                if dirty == 0 {
+                    continue;
                 }
+                while c.at < len && dirty < CHUNK && c.at - off < MAX_SPAN {
+                    let more = dirty_in(&c.file, c.at, CHUNK);
+                    if dirty + more > CHUNK {
+                        break;
+                    }
+                    dirty += more;
+                    c.at += CHUNK;
+                }
+                return Some((off, c.at - off));
             }
         }
         if dirty_in(&c.file, 0, 0) == 0 {
@@ -137,9 +185,9 @@ impl Pace {
     }
 }
 
-fn run(work: &(Mutex<Work>, Condvar)) {
+fn run(work: &(Mutex<Work>, Condvar), lane: Lane) {
     let (lock, _) = work;
-    let mut cursors: Vec<Cursor> = Vec::new();
+    let mut cursors: HashMap<(u64, u64), Cursor> = HashMap::new();
     let mut pace = Pace::default();
     loop {
         {
@@ -147,29 +195,25 @@ fn run(work: &(Mutex<Work>, Condvar)) {
             if w.stop {
                 return;
             }
-            // keep the cursors of files still guarded, start new ones at 0
             if let Some(files) = w.files.take() {
-                cursors.retain(|c| files.iter().any(|f| Arc::ptr_eq(f, &c.file)));
-                for f in files {
-                    if !cursors.iter().any(|c| Arc::ptr_eq(&f, &c.file)) {
-                        cursors.push(Cursor { file: f, at: 0 });
-                    }
-                }
+                take_files(&mut cursors, files);
             }
         }
         let mut wrote = false;
-        for c in &mut cursors {
-            let Some(off) = next_dirty_chunk(c) else {
+        for c in cursors.values_mut().filter(|c| c.dirty) {
+            let Some((off, len)) = next_dirty_chunk(c) else {
                 continue;
             };
             let t = std::time::Instant::now();
-            let ok = sync_range(&c.file, off, CHUNK, libc::SYNC_FILE_RANGE_WRITE)
-                && sync_range(&c.file, off, CHUNK, libc::SYNC_FILE_RANGE_WAIT_AFTER);
+            let ok = sync_range(&c.file, off, len, libc::SYNC_FILE_RANGE_WRITE)
+                && sync_range(&c.file, off, len, libc::SYNC_FILE_RANGE_WAIT_AFTER);
+            let rest = match lane {
+                Lane::Paced => pace.after(t.elapsed()),
+                Lane::Unpaced => Duration::ZERO,
+            };
             // a chunk the kernel refused (the file system full, say) stays dirty:
             // rest at least a little, or the loop would spin on it
-            let rest = pace
-                .after(t.elapsed())
-                .max(if ok { Duration::ZERO } else { IDLE });
+            let rest = rest.max(if ok { Duration::ZERO } else { IDLE });
             if rest_or_stop(work, rest) {
                 return;
             }
@@ -178,6 +222,23 @@ fn run(work: &(Mutex<Work>, Condvar)) {
         if !wrote && rest_or_stop(work, IDLE) {
             return;
         }
+    }
+}
+
+/// The cursors of files still guarded kept where they are (with the latest word
+/// on whether they are dirty), new ones started at 0, the rest dropped.
+fn take_files(cursors: &mut HashMap<(u64, u64), Cursor>, files: Vec<Guarded>) {
+    let keep: HashSet<(u64, u64)> = files.iter().map(|g| g.id).collect();
+    cursors.retain(|id, _| keep.contains(id));
+    for g in files {
+        cursors
+            .entry(g.id)
+            .and_modify(|c| c.dirty = g.dirty)
+            .or_insert(Cursor {
+                file: g.file,
+                at: 0,
+                dirty: g.dirty,
+            });
     }
 }
 
@@ -216,6 +277,48 @@ impl Drop for Trickle {
 mod tests {
     use super::*;
     use std::io::Write;
+    use std::os::unix::fs::MetadataExt;
+
+    fn guarded(f: &Arc<File>) -> Guarded {
+        let m = f.metadata().unwrap();
+        Guarded {
+            id: (m.dev(), m.ino()),
+            file: f.clone(),
+            dirty: true,
+        }
+    }
+
+    /// A file of `steps` chunks written a page at a time (the page cache's folios
+    /// follow the size of the writes, and a folio is dirtied and written back
+    /// whole) and synced: its writer, path and folder.
+    fn written_clean(steps: u64) -> (File, std::path::PathBuf, tempfile::TempDir) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let mut w = File::create(&path).unwrap();
+        for _ in 0..steps * CHUNK / 4096 {
+            w.write_all(&[1u8; 4096]).unwrap();
+        }
+        w.sync_all().unwrap();
+        (w, path, dir)
+    }
+
+    /// Waits until the trickle has written every dirty page of `f` back.
+    fn wait_clean(f: &File) {
+        let t0 = std::time::Instant::now();
+        while dirty_in(f, 0, 0) > 0 {
+            assert!(t0.elapsed().as_secs() < 60, "still dirty");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Whether this kernel reports dirty pages (cachestat, Linux 6.5).
+    fn sees_dirty_pages() -> bool {
+        let ok = oslab_sys::fileio::has_cachestat();
+        if !ok {
+            eprintln!("skipped: no cachestat(2) on this kernel");
+        }
+        ok
+    }
 
     #[test]
     fn guarded_files_are_written_back_chunk_by_chunk_to_the_end() {
@@ -224,15 +327,36 @@ mod tests {
         let mut f = File::create(&path).unwrap();
         f.write_all(&vec![5u8; 3 << 20]).unwrap();
         let f = Arc::new(File::open(&path).unwrap());
-        let t = Trickle::start().unwrap();
-        t.set(vec![f.clone()]);
-        let t0 = std::time::Instant::now();
-        while dirty_in(&f, 0, 0) > 0 {
-            assert!(t0.elapsed().as_secs() < 60, "still dirty");
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        let t = Trickle::start(Lane::Paced).unwrap();
+        t.set(vec![guarded(&f)]);
+        wait_clean(&f);
         drop(t);
         assert_eq!(std::fs::read(&path).unwrap(), vec![5u8; 3 << 20]);
+    }
+
+    #[test]
+    fn the_unpaced_lane_writes_back_pages_dirtied_here_and_there() {
+        if !sees_dirty_pages() {
+            return;
+        }
+        let (w, path, _dir) = written_clean(64);
+        use std::os::unix::fs::FileExt;
+        // a table's pages updated in place: one page in every third step
+        for step in (0..64).step_by(3) {
+            w.write_all_at(&[9u8; 4096], step * CHUNK + 8192).unwrap();
+        }
+        let f = Arc::new(File::open(&path).unwrap());
+        assert!(dirty_in(&f, 0, 0) >= 22 * 4096, "the updates are dirty");
+        let t = Trickle::start(Lane::Unpaced).unwrap();
+        t.set(vec![guarded(&f)]);
+        wait_clean(&f);
+        drop(t);
+        let back = std::fs::read(&path).unwrap();
+        for step in 0..64u64 {
+            let at = (step * CHUNK + 8192) as usize;
+            let want = if step % 3 == 0 { 9 } else { 1 };
+            assert_eq!(back[at], want, "step {step}");
+        }
     }
 
     #[test]
@@ -258,23 +382,91 @@ mod tests {
 
     #[test]
     fn a_cursor_finds_pages_dirtied_again_below_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("b");
-        let mut w = File::create(&path).unwrap();
-        // written a page at a time: the page cache's folios follow the size of
-        // the writes, and a folio is dirtied (and written back) whole
-        for _ in 0..4 * CHUNK / 4096 {
-            w.write_all(&[1u8; 4096]).unwrap();
+        if !sees_dirty_pages() {
+            return;
         }
-        w.sync_all().unwrap();
+        let (w, path, _dir) = written_clean(4);
         let mut c = Cursor {
             file: Arc::new(File::open(&path).unwrap()),
             at: 3 * CHUNK,
+            dirty: true,
         };
         assert_eq!(next_dirty_chunk(&mut c), None, "all clean");
         use std::os::unix::fs::FileExt;
         w.write_all_at(b"x", CHUNK + 5).unwrap();
-        assert_eq!(next_dirty_chunk(&mut c), Some(CHUNK));
-        assert_eq!(c.at, 2 * CHUNK);
+        // the steps after it add no dirty page: the chunk runs to the end
+        assert_eq!(next_dirty_chunk(&mut c), Some((CHUNK, 3 * CHUNK)));
+        assert_eq!(c.at, 4 * CHUNK);
+    }
+
+    #[test]
+    fn a_chunk_gathers_scattered_pages_and_stops_at_a_full_step() {
+        if !sees_dirty_pages() {
+            return;
+        }
+        let (w, path, _dir) = written_clean(8);
+        use std::os::unix::fs::FileExt;
+        // a page here and there in steps 1, 3 and 4, then step 6 rewritten whole
+        for step in [1, 3, 4] {
+            w.write_all_at(&[2u8; 4096], step * CHUNK + 4096).unwrap();
+        }
+        for page in 0..CHUNK / 4096 {
+            w.write_all_at(&[3u8; 4096], 6 * CHUNK + page * 4096)
+                .unwrap();
+        }
+        let mut c = Cursor {
+            file: Arc::new(File::open(&path).unwrap()),
+            at: 0,
+            dirty: true,
+        };
+        assert_eq!(next_dirty_chunk(&mut c), Some((CHUNK, 5 * CHUNK)));
+        assert_eq!(next_dirty_chunk(&mut c), Some((6 * CHUNK, CHUNK)));
+        w.sync_all().unwrap();
+        assert_eq!(next_dirty_chunk(&mut c), None);
+    }
+
+    #[test]
+    fn a_chunk_spans_at_most_max_span_of_file() {
+        if !sees_dirty_pages() {
+            return;
+        }
+        let (w, path, _dir) = written_clean(64);
+        use std::os::unix::fs::FileExt;
+        // one page in every step: 64 pages, far under CHUNK, over 8 MiB of file
+        for step in 0..64 {
+            w.write_all_at(&[4u8; 4096], step * CHUNK).unwrap();
+        }
+        let mut c = Cursor {
+            file: Arc::new(File::open(&path).unwrap()),
+            at: 0,
+            dirty: true,
+        };
+        assert_eq!(next_dirty_chunk(&mut c), Some((0, MAX_SPAN)));
+        assert_eq!(next_dirty_chunk(&mut c), Some((MAX_SPAN, MAX_SPAN)));
+    }
+
+    #[test]
+    fn files_handed_over_keep_their_cursors_and_news_of_being_dirty() {
+        let dir = tempfile::tempdir().unwrap();
+        let open = |name: &str| {
+            let path = dir.path().join(name);
+            File::create(&path).unwrap();
+            Arc::new(File::open(&path).unwrap())
+        };
+        let (a, b) = (open("a"), open("b"));
+        let mut cursors = HashMap::new();
+        take_files(&mut cursors, vec![guarded(&a), guarded(&b)]);
+        assert_eq!(cursors.len(), 2);
+        let id_a = guarded(&a).id;
+        cursors.get_mut(&id_a).unwrap().at = 5 * CHUNK;
+        // a again (from a second process's handle: the same file), b gone
+        let again = Guarded {
+            dirty: false,
+            ..guarded(&a)
+        };
+        take_files(&mut cursors, vec![again.clone(), again]);
+        assert_eq!(cursors.len(), 1, "one cursor a file, b dropped");
+        let c = &cursors[&id_a];
+        assert_eq!((c.at, c.dirty), (5 * CHUNK, false));
     }
 }

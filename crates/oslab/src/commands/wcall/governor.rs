@@ -36,7 +36,7 @@ pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
                 .filter(|b| *b >= 1 << 20)
                 .ok_or_else(|| {
                     Failure::usage(format!(
-                        "--sync-guard {h}: give a size of at least 1MiB, such as 8MiB"
+                        "--sync-guard {h}: give a size of at least 1MiB, such as 2MiB"
                     ))
                 })?,
         ),
@@ -77,7 +77,7 @@ pub fn described(g: &Governor, o: &Options) -> String {
     };
     let guard = match o.tuning.sync_guard {
         Some(b) => format!(
-            "; sync guard: while an rt-high process is governed, the other groups are held within {} and written back by the governor as fast as the device has room",
+            "; sync guard: while an rt-high process is governed, the other groups are held within {} and written back by the governor as fast as the device has room, and rt-high's own pages chunk by chunk as they are dirtied",
             oslab_units::human_bytes(b)
         ),
         None => String::new(),
