@@ -265,7 +265,7 @@ fn guarded(raw: &Raw) -> Claim {
     );
     GUARDED.judge(&conditions, &context, |o| {
         if o.holds() {
-            "the copy's pages never reach the flusher's long queues and its own write back yields whenever its requests wait at the device, so a commit queues behind at most one of its chunks".into()
+            "the copy's pages never reach the flusher's long queues, its write back yields whenever its requests wait at the device, and the database's own pages go out chunk by chunk as it writes them, so a commit mostly queues behind a chunk of each (and, when the copy's dirty time expires, behind what the guard let it hold)".into()
         } else if !o.failed(0) && !o.failed(1) && !o.failed(3) && alone_slow > 0 {
             format!(
                 "the p99 bounds hold; the slow commits are the database's own: alone, with no copy, {alone_slow} commits took over 200 ms{}",

@@ -23,6 +23,8 @@ use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
 struct Env<'a> {
     tb: &'a Testbed,
     cluster: &'a Cluster,
+    /// pgbench's logs, beside the testbed's image, not on the device measured.
+    logs: PathBuf,
     exe: PathBuf,
     plan: &'a Plan,
     machine: &'a MachineInfo,
@@ -79,9 +81,15 @@ fn with_testbed(
         cluster.query("create extension if not exists amcheck")?;
         cluster.query("show server_version")?
     };
+    // pgbench's log is the benchmark's instrument, not the database's load: it
+    // is kept off the device measured, where its writes would queue beside the
+    // commits it times
+    let logs = tb.dir.join("pgbench-logs");
+    server::users_own_dir(&logs)?;
     let e = Env {
         tb,
         cluster: &cluster,
+        logs,
         exe,
         plan,
         machine: ctx.machine,
@@ -188,7 +196,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
             daemon.as_ref().map(|d| d.name.as_str()),
         )?),
     };
-    let prefix = e.cluster.home.join(format!("pgbench-{tag}"));
+    let prefix = e.logs.join(format!("pgbench-{tag}"));
     let bench = e.cluster.pgbench(&[
         "-N".into(),
         "-c".into(),

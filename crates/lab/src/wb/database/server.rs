@@ -101,6 +101,18 @@ fn user_ids(name: &str) -> Option<(u32, u32)> {
     })
 }
 
+/// Makes the folder `dir`, new, for the server's user alone (mode 0700).
+pub fn users_own_dir(dir: &Path) -> Result<(), LabError> {
+    let (uid, gid) = user_ids(USER).ok_or_else(|| LabError::Failed(format!("no user '{USER}'")))?;
+    std::fs::create_dir(dir)
+        .and_then(|()| std::os::unix::fs::chown(dir, Some(uid), Some(gid)))
+        .and_then(|()| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))
+        })
+        .map_err(|e| LabError::Failed(format!("{}: {e}", dir.display())))
+}
+
 /// A cluster made on the testbed: `home` holds the data and the socket.
 pub struct Cluster {
     pub bin: PathBuf,
@@ -119,16 +131,8 @@ impl Cluster {
     /// Makes `home` (the server user's) and a cluster in it.
     pub fn create(home: &Path) -> Result<Cluster, LabError> {
         let bin = binaries().ok_or_else(|| LabError::Failed("PostgreSQL vanished".into()))?;
-        let (uid, gid) =
-            user_ids(USER).ok_or_else(|| LabError::Failed(format!("no user '{USER}'")))?;
         // the socket lives here: nobody but the server's user (and root) may reach it
-        std::fs::create_dir(home)
-            .and_then(|()| std::os::unix::fs::chown(home, Some(uid), Some(gid)))
-            .and_then(|()| {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::set_permissions(home, std::fs::Permissions::from_mode(0o700))
-            })
-            .map_err(|e| LabError::Failed(format!("{}: {e}", home.display())))?;
+        users_own_dir(home)?;
         let c = Cluster {
             bin,
             home: home.to_path_buf(),
