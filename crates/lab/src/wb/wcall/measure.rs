@@ -162,8 +162,8 @@ fn run_cell(
             trace,
         });
     }
-    // what the testbed held when the high writer failed (ENOSPC is the likely
-    // cause), read before the files go
+    // what the testbed holds once the writers stopped, when the high writer
+    // failed (ENOSPC is the likely cause), read before the files go
     let failure_context = writers
         .first()
         .and_then(|w| w.trace.error.as_ref())
@@ -203,17 +203,19 @@ fn run_cell(
     })
 }
 
-/// The testbed's free space and each writer's file size, for a failed cell's
-/// message.
+/// The testbed's free space and the room each writer's file takes, for a failed
+/// cell's message.
 fn testbed_fill(mount: &Path, plans: &[WriterPlan]) -> String {
+    use std::os::unix::fs::MetadataExt;
     let mib = |b: u64| b as f64 / (1u64 << 20) as f64;
     let free = oslab_sys::machine::free_bytes(mount)
         .map_or("unknown".to_string(), |b| format!("{:.0} MiB", mib(b)));
     let files: Vec<String> = plans
         .iter()
         .map(|p| {
-            let size = std::fs::metadata(&p.file).map_or(0, |m| m.len());
-            format!("{} {:.0} MiB", p.name, mib(size))
+            // blocks: what the file system gave it, holes and all
+            let used = std::fs::metadata(&p.file).map_or(0, |m| m.blocks() * 512);
+            format!("{} {:.0} MiB", p.name, mib(used))
         })
         .collect();
     format!("testbed free: {free}; files: {}", files.join(", "))
