@@ -42,7 +42,16 @@ pub fn split_lanes(files: impl Iterator<Item = (usize, Guarded)>) -> (Vec<Guarde
             .and_modify(|e| e.dirty |= f.dirty)
             .or_insert(f);
     }
-    low.retain(|id, _| !high.contains_key(id));
+    let shared: Vec<(u64, u64)> = low
+        .keys()
+        .filter(|id| high.contains_key(id))
+        .copied()
+        .collect();
+    for id in shared {
+        if let (Some(f), Some(h)) = (low.remove(&id), high.get_mut(&id)) {
+            h.dirty |= f.dirty;
+        }
+    }
     (high.into_values().collect(), low.into_values().collect())
 }
 
@@ -319,7 +328,14 @@ mod tests {
                 // a second backend's handle on the same table, which it dirtied
                 (RT_HIGH, table_dirty),
                 (NORMAL, copy.clone()),
-                (NORMAL, shared.clone()),
+                // the copy's group dirtied it, rt-high writes it too
+                (
+                    NORMAL,
+                    Guarded {
+                        dirty: true,
+                        ..shared.clone()
+                    },
+                ),
                 (RT_HIGH, shared.clone()),
             ]
             .into_iter(),
@@ -340,5 +356,7 @@ mod tests {
         let t = high.iter().find(|g| g.id == table.id).unwrap();
         assert!(t.dirty, "dirty when any handle saw it dirty");
         assert!(!high.iter().find(|g| g.id == wal.id).unwrap().dirty);
+        let s = high.iter().find(|g| g.id == shared.id).unwrap();
+        assert!(s.dirty, "what the other lane saw dirty stays dirty");
     }
 }

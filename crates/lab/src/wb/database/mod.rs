@@ -23,9 +23,10 @@
 //! Pitfalls: pgbench empties pgbench_history before each run, so the balances are
 //! checked against the change of sum(abalance) over the cell. The database's own
 //! write back (backends evicting dirty buffers, checkpoints) goes through the
-//! flusher, not the guard, and stalls its own commits now and then, alone too
-//! (commits of 100-400 ms seen here with no copy at all): the claims compare with
-//! the same run's alone cell. blk-throttle, the testbed's device, holds a request
+//! flusher unguarded, and under the guard out on the governor's unpaced lane; a
+//! new WAL segment (16 MiB written and fsynced under the WAL write lock) stalls
+//! its commits either way, alone too (commits of 300-700 ms seen here with no copy
+//! at all): the claims compare with the same run's alone cell. blk-throttle, the testbed's device, holds a request
 //! that finds its budget spent to the end of a 100 ms slice, which a real disk does
 //! not. The copy is of /dev/zero: its check also requires no hole in the file.
 //!
