@@ -8,6 +8,7 @@ use oslab_model::ExperimentResult;
 use oslab_model::machine::MachineInfo;
 use oslab_report::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use oslab_store::{Store, StoreError, Target};
+use oslab_sys::chase::{self, chain, chain::LastFolder};
 use oslab_sys::outfile;
 
 use crate::failure::Failure;
@@ -31,22 +32,47 @@ pub fn data_dir() -> Option<PathBuf> {
 /// postgres:// URL; another `scheme://` is a usage error. A file follows the
 /// rule of every output: its folder must exist (none is made for it), and it
 /// must be a regular file or a free name, reached through no link another
-/// user owns.
+/// user owns; and [`stable_file`]'s.
 fn parse(value: &OsStr, named_by: &str) -> Result<Target, Failure> {
     let target = Target::parse(value).map_err(|e| Failure::usage(format!("{named_by} {e}")))?;
-    if let Target::File(path) = &target {
-        let why = match outfile::check(path) {
-            Ok(t) if t.is_file() => return Ok(target),
-            Ok(_) => "it is not a regular file".to_string(),
-            Err(e) => e.to_string(),
-        };
-        return Err(Failure::usage(format!(
-            "cannot use {named_by}{}{}: {why}",
-            if named_by.ends_with('=') { "" } else { " " },
+    let Target::File(path) = &target else {
+        return Ok(target);
+    };
+    let sep = if named_by.ends_with('=') { "" } else { " " };
+    stable_file(path).map(Target::File).map_err(|why| {
+        Failure::usage(format!(
+            "cannot use {named_by}{sep}{}: {why}",
             path.display()
-        )));
+        ))
+    })
+}
+
+/// A database file as SQLite will use it: SQLite opens the file and makes its
+/// -wal, -shm and -journal files beside it by name, so the folder that holds it
+/// and every folder above must be root's or the caller's, the folder itself
+/// writable by nobody else (a sticky /tmp would let another user plant a link
+/// at x.db-wal). The path without links, which nobody else can change.
+fn stable_file(path: &Path) -> Result<PathBuf, String> {
+    let resolved = match outfile::check(path) {
+        Ok(outfile::Target::File(p)) => p,
+        Ok(_) => return Err("it is not a regular file".into()),
+        Err(e) => return Err(e.to_string()),
+    };
+    let folder = resolved.parent().unwrap_or(Path::new("/"));
+    chain::stable_folder(folder, &chase::trusted_owners(), LastFolder::Private)
+        .map_err(|e| e.to_string())?;
+    Ok(resolved)
+}
+
+/// `target` checked as [`stable_file`] when it is a file whose folder exists
+/// (the default database's folder is made, checked, before it is opened).
+pub fn stable_target(target: &Target) -> Result<Target, String> {
+    match target {
+        Target::File(p) if p.parent().is_some_and(Path::exists) => stable_file(p)
+            .map(Target::File)
+            .map_err(|why| format!("cannot use {}: {why}", p.display())),
+        t => Ok(t.clone()),
     }
-    Ok(target)
 }
 
 /// Makes the data folder when `target` is a database file in it (the default
@@ -83,7 +109,7 @@ pub fn chosen(arg: Option<&Path>) -> Result<Target, Failure> {
 /// Opens an existing database for reading commands (history, compare, export, report).
 /// A database the user named that does not exist is a usage error.
 pub fn open_existing(arg: Option<&Path>) -> Result<Store, Failure> {
-    let target = chosen(arg)?;
+    let target = stable_target(&chosen(arg)?).map_err(Failure::usage)?;
     Store::open_existing(&target).map_err(|e| match e {
         StoreError::Missing(_) | StoreError::BadUrl { .. } if arg.is_some() => {
             Failure::usage(e.to_string())
@@ -160,10 +186,15 @@ impl Database {
             command: command.to_string(),
             label,
         };
-        if let Err(why) = make_data_folder(target) {
-            eprintln!("oslab: results are not kept: {why} (--no-db silences this)");
-            return Ok(None);
-        }
+        let target = match make_data_folder(target).and_then(|()| stable_target(target)) {
+            Ok(t) => t,
+            Err(why) if chosen => return Err(Failure::usage(why)),
+            Err(why) => {
+                eprintln!("oslab: results are not kept: {why} (--no-db silences this)");
+                return Ok(None);
+            }
+        };
+        let target = &target;
         let opened = Store::open_or_create(target).and_then(|mut s| {
             let id = s.begin_run(&meta)?;
             Ok((s, id))

@@ -50,6 +50,14 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "Scratch files, the testbed's image and, without XDG_RUNTIME_DIR, a user's journals and governor sockets (default /tmp).",
     ),
     (
+        "SUDO_UID",
+        "Set by sudo: for root started by sudo, the user whose links and folders oslab trusts as root's when it reaches a path named on the command line (outputs, inputs, --db, --scratch). Links and folders of any other user are not followed or used.",
+    ),
+    (
+        "PATH",
+        "Where oslab finds the programs it runs itself (losetup, mkfs.ext4, perf, cc, dd, setpriv): only in the folders of PATH that nobody but root (or the user oslab runs as) can change; those programs run with PATH narrowed to them. A command given after -- runs from PATH as a shell would run it.",
+    ),
+    (
         "COLUMNS",
         "The width tables fit when standard output is not a terminal (unset: rows are printed whole, as with --wide).",
     ),

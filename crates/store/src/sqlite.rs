@@ -32,14 +32,19 @@ pub(crate) fn open(path: &Path, create: bool) -> Result<Sqlite, StoreError> {
     if !create && !path.exists() {
         return Err(StoreError::Missing(location));
     }
-    if create
-        && let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.exists()
+    // no folder is made here: the caller makes and checks the folders a
+    // database lives in (a folder made by path could be made through a link)
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
     {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::Other {
-            location: location.clone(),
-            detail: format!("cannot create its folder: {e}"),
-        })?;
+        return Err(if create {
+            StoreError::Other {
+                location,
+                detail: format!("its folder {} does not exist", dir.display()),
+            }
+        } else {
+            StoreError::Missing(location)
+        });
     }
     let mut flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     if create {

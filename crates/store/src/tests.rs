@@ -41,9 +41,24 @@ struct Place {
 fn sqlite_place() -> Place {
     let dir = tempfile::tempdir().unwrap();
     Place {
-        target: Target::File(dir.path().join("sub/results.db")),
+        target: Target::File(dir.path().join("results.db")),
         _dir: Some(dir),
     }
+}
+
+/// The store makes no folder: the binary makes (and checks) the folders a
+/// database lives in, since one made by path could be made through a link.
+#[test]
+fn a_database_whose_folder_is_missing_is_not_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = Target::File(dir.path().join("sub/results.db"));
+    let e = Store::open_or_create(&target).err().unwrap();
+    assert!(e.to_string().contains("does not exist"), "{e}");
+    assert!(!dir.path().join("sub").exists());
+    assert!(matches!(
+        Store::open_existing(&target).err().unwrap(),
+        StoreError::Missing(_)
+    ));
 }
 
 fn postgres_place() -> Option<Place> {

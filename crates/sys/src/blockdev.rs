@@ -24,6 +24,11 @@ pub fn free_loop_device() -> SysResult<PathBuf> {
     Ok(PathBuf::from(format!("/dev/loop{n}")))
 }
 
+/// The program `name` as [`crate::program`] finds it.
+fn program(name: &str) -> SysResult<Command> {
+    crate::program::command(name).map_err(SysError::Other)
+}
+
 fn run(cmd: &mut Command, what: &str) -> SysResult<()> {
     let out = crate::signals::child_of_oslab(cmd, crate::signals::OnParentDeath::Kill)
         .output()
@@ -41,7 +46,7 @@ fn run(cmd: &mut Command, what: &str) -> SysResult<()> {
 /// Attaches `image` to `device` with direct I/O (no second copy in the page cache).
 pub fn attach_loop(device: &Path, image: &Path) -> SysResult<()> {
     run(
-        Command::new("losetup")
+        program("losetup")?
             .arg("--direct-io=on")
             .arg(device)
             .arg(image),
@@ -52,7 +57,7 @@ pub fn attach_loop(device: &Path, image: &Path) -> SysResult<()> {
 /// Makes an ext4 file system on `device`, quietly.
 pub fn mkfs_ext4(device: &Path) -> SysResult<()> {
     run(
-        Command::new("mkfs.ext4")
+        program("mkfs.ext4")?
             .args(["-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0"])
             .arg(device),
         "mkfs.ext4",

@@ -4,21 +4,27 @@
 //!
 //! oslab runs as root and the path comes from outside: a device (/dev/zero, a tape,
 //! /dev/watchdog, whose opening alone has effects), a FIFO or a folder is refused
-//! without being opened. The path is first opened with O_PATH, which opens nothing
-//! of what it names, and only the regular file that handle shows is opened for
-//! reading, through /proc/self/fd, so a path swapped for a device between the
-//! check and the open is never opened. Reads stop one byte past the limit, from a
+//! without being opened. The path is reached name by name with O_PATH, which
+//! opens nothing of what it names, following only links of root's or the
+//! caller's (a link another user planted could lead root to /etc/shadow, whose
+//! lines would surface in messages or imported rows); a file of the kernel's
+//! interfaces (procfs, sysfs, debugfs, tracefs, cgroupfs and their like) is
+//! refused; only the regular file that handle shows is opened for reading,
+//! through /proc/self/fd, so a path swapped for a device between the check and
+//! the open is never opened. Reads stop one byte past the limit, from a
 //! file that grows meanwhile and from standard input alike, and a gzip stream is
 //! decompressed under the same limit (a small bomb cannot fill memory).
 
 use std::fs::{File, OpenOptions};
 use std::io::Read;
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use oslab_units::human_bytes;
+
+use crate::chase::{self, LastLink, Reached};
 
 /// The default limit on an input file, decompressed or not (`--max-input`).
 pub const DEFAULT_MAX_INPUT: u64 = 1 << 30;
@@ -85,20 +91,33 @@ fn too_large(name: &str, max: u64) -> InputError {
 }
 
 /// What a file that is not regular is, for the refusal.
-fn kind_of(t: std::fs::FileType) -> &'static str {
-    if t.is_dir() {
-        "a folder"
-    } else if t.is_char_device() {
-        "a character device"
-    } else if t.is_block_device() {
-        "a block device"
-    } else if t.is_fifo() {
-        "a FIFO"
-    } else if t.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
+fn kind_of(kind: libc::mode_t) -> &'static str {
+    match kind {
+        libc::S_IFDIR => "a folder",
+        libc::S_IFCHR => "a character device",
+        libc::S_IFBLK => "a block device",
+        libc::S_IFIFO => "a FIFO",
+        libc::S_IFSOCK => "a socket",
+        _ => "not a regular file",
     }
+}
+
+fn kind_of_type(t: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    let kind = if t.is_dir() {
+        libc::S_IFDIR
+    } else if t.is_char_device() {
+        libc::S_IFCHR
+    } else if t.is_block_device() {
+        libc::S_IFBLK
+    } else if t.is_fifo() {
+        libc::S_IFIFO
+    } else if t.is_socket() {
+        libc::S_IFSOCK
+    } else {
+        0
+    };
+    kind_of(kind)
 }
 
 fn open_error(name: &str, e: std::io::Error) -> InputError {
@@ -110,34 +129,86 @@ fn open_error(name: &str, e: std::io::Error) -> InputError {
     wrong(name, why)
 }
 
+/// File systems whose files are the kernel's interfaces, not data: refused as
+/// inputs, whatever leads there (a size-0 /proc or /sys file passes for a
+/// regular file, and reading /proc/self/pagemap would fill memory).
+const KERNEL_INTERFACES: [(i64, &str); 9] = [
+    (0x9fa0, "procfs"),
+    (0x6265_6572, "sysfs"),
+    (0x6462_6720, "debugfs"),
+    (0x7472_6163, "tracefs"),
+    (0x0027_e0eb, "cgroupfs"),
+    (0x6367_7270, "cgroupfs"),
+    (0x7363_6673, "securityfs"),
+    (0x6265_6570, "configfs"),
+    (0xcafe_4a11, "bpffs"),
+];
+
 /// Opens `path` for reading when it is a regular file of at most `max` bytes,
-/// without opening anything else it may name.
+/// without opening anything else it may name: reached name by name
+/// ([`crate::chase`]: a link is followed only when root or the caller owns it),
+/// looked at through an O_PATH handle, and opened for reading through that
+/// handle, so what was checked is what is read.
 pub fn open_regular(path: &Path, max: u64) -> Result<File, InputError> {
     let name = path.display().to_string();
-    let handle = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| open_error(&name, e))?;
-    let meta = handle.metadata().map_err(|e| open_error(&name, e))?;
-    if !meta.file_type().is_file() {
+    let reached = chase::reach(path, &chase::trusted_owners(), LastLink::Follow)
+        .map_err(|e| wrong(&name, format!("cannot be read: {e}")))?;
+    let item = match reached {
+        Reached::Found { item, .. } => item,
+        Reached::Folder(_) => return Err(not_regular(&name, "a folder")),
+        Reached::Missing { .. } => return Err(wrong(&name, "does not exist")),
+        Reached::Descriptor(fd) => return descriptor(&name, fd, max),
+    };
+    let kind = chase::kind(&item.st);
+    if kind != libc::S_IFREG {
+        return Err(not_regular(&name, kind_of(kind)));
+    }
+    if let Ok(magic) = chase::fs_magic(item.fd.as_raw_fd())
+        && let Some((_, fs)) = KERNEL_INTERFACES.iter().find(|(m, _)| *m == magic)
+    {
         return Err(wrong(
             &name,
-            format!(
-                "is {}, not a regular file (give a file, or - for standard input)",
-                kind_of(meta.file_type())
-            ),
+            format!("is a file of the kernel's {fs}, not a file of data"),
         ));
     }
-    if meta.len() > max {
+    if item.st.st_size as u64 > max {
         return Err(too_large(&name, max));
     }
-    let file = OpenOptions::new()
+    OpenOptions::new()
         .read(true)
         .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
-        .open(format!("/proc/self/fd/{}", handle.as_raw_fd()))
-        .map_err(|e| open_error(&name, e))?;
-    Ok(file)
+        .open(item.proc_path())
+        .map_err(|e| open_error(&name, e))
+}
+
+fn not_regular(name: &str, what: &str) -> InputError {
+    wrong(
+        name,
+        format!("is {what}, not a regular file (give a file, or - for standard input)"),
+    )
+}
+
+/// An input named as one of this process's descriptors (/dev/stdin): read when
+/// it is a regular file, like any other input.
+fn descriptor(name: &str, fd: std::os::fd::RawFd, max: u64) -> Result<File, InputError> {
+    let path = format!("/proc/self/fd/{fd}");
+    let f = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_CLOEXEC)
+        .open(&path)
+        .map_err(|e| open_error(name, e))?;
+    let meta = f.metadata().map_err(|e| open_error(name, e))?;
+    if !meta.file_type().is_file() {
+        return Err(not_regular(name, kind_of_type(meta.file_type())));
+    }
+    if meta.len() > max {
+        return Err(too_large(name, max));
+    }
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY | libc::O_CLOEXEC)
+        .open(format!("/proc/self/fd/{}", f.as_raw_fd()))
+        .map_err(|e| open_error(name, e))
 }
 
 /// Reads all of `from`, or refuses it when it holds more than `max` bytes.
@@ -266,6 +337,42 @@ mod tests {
         let to_file = dir.path().join("l");
         std::os::unix::fs::symlink(&file, &to_file).unwrap();
         assert_eq!(read_bounded(&to_file, 100).unwrap(), b"x");
+    }
+
+    #[test]
+    fn files_of_the_kernels_interfaces_are_no_input_whatever_leads_there() {
+        let e = err(read_bounded(Path::new("/proc/self/status"), 1 << 20));
+        assert!(
+            e.ends_with("is a file of the kernel's procfs, not a file of data"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("x.raw.json");
+        std::os::unix::fs::symlink("/proc/self/pagemap", &link).unwrap();
+        assert!(err(read_bounded(&link, 1 << 20)).contains("procfs"));
+        let sys = Path::new("/sys/kernel/mm/transparent_hugepage/enabled");
+        if sys.exists() {
+            assert!(err(read_bounded(sys, 1 << 20)).contains("sysfs"));
+        }
+    }
+
+    #[test]
+    fn a_link_of_another_user_is_not_followed() {
+        if !crate::process::is_root() {
+            eprintln!("skipped: needs root to make a link owned by another uid");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let secret = dir.path().join("secret");
+        std::fs::write(&secret, "root:x:0").unwrap();
+        let link = dir.path().join("in.json");
+        std::os::unix::fs::symlink(&secret, &link).unwrap();
+        let c = std::ffi::CString::new(link.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; lchown has no memory effects.
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), 4242, 4242) }, 0);
+        let e = err(read_bounded(&link, 1 << 20));
+        assert!(e.contains("is a symbolic link owned by uid 4242"), "{e}");
+        assert!(!e.contains("root:x"), "{e}");
     }
 
     #[test]

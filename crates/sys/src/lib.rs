@@ -4,7 +4,9 @@
 //! - pure parsers of /proc and /sys text ([`parse`]), tested on captured samples;
 //! - thin safe wrappers over system calls ([`process`], [`clock`], [`cpuid`],
 //!   [`signals`], [`fileio`]) and over the files oslab reads and writes for the
-//!   user ([`infile`], [`outfile`], [`owned`], [`tempname`]);
+//!   user ([`infile`], [`outfile`], [`owned`], [`tempname`]), all reached by
+//!   [`chase`], the one walk that follows no other user's link; the programs
+//!   oslab runs by name ([`program`]);
 //! - the [`journal`] through which every change to the system is made and undone
 //!   ([`sysctl`], [`blockdev`]);
 //! - what the kernel derives from those files, computed its way ([`dirty`]'s
@@ -21,6 +23,7 @@
 pub mod blockdev;
 pub mod cgroup_controllers;
 pub mod cgroup_names;
+pub mod chase;
 pub mod child_group;
 pub mod clock;
 pub mod cpuid;
@@ -36,6 +39,7 @@ pub mod owned;
 pub mod parse;
 pub mod pidinfo;
 pub mod process;
+pub mod program;
 pub mod sar;
 pub mod sar_record;
 pub mod signals;

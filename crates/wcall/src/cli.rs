@@ -171,9 +171,11 @@ impl Launch {
         v.0
     }
 
-    /// The command that starts it with the oslab binary `exe`.
+    /// The command that starts it with the oslab binary `exe` (named `oslab`
+    /// to itself, whatever path runs it: /proc/self/exe, say).
     pub fn command(&self, exe: &Path) -> Command {
         let mut cmd = Command::new(exe);
+        std::os::unix::process::CommandExt::arg0(&mut cmd, "oslab");
         cmd.args(self.argv());
         cmd
     }

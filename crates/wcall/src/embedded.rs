@@ -69,7 +69,16 @@ fn usable(base: &Path) -> Result<(), String> {
     if st.f_flag & libc::ST_NOEXEC != 0 {
         return Err(format!("{} is mounted noexec", base.display()));
     }
-    Ok(())
+    // the dynamic loader opens the library by path: no folder on it may be one
+    // that another user could change
+    let owners = [0, oslab_sys::process::euid()];
+    oslab_sys::chase::chain::stable_folder(
+        base,
+        &owners,
+        oslab_sys::chase::chain::LastFolder::MaySticky,
+    )
+    .map(drop)
+    .map_err(|e| e.to_string())
 }
 
 /// A new folder `BASE/oslab-interposer-XXXXXX` that no other process had.

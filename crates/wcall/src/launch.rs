@@ -12,14 +12,16 @@ pub const ENV_LIB: &str = "OSLAB_WCALL_LIB";
 /// The interposer: $OSLAB_WCALL_LIB, or next to the oslab executable (or in its
 /// deps/ folder, or one folder up, as cargo lays out test binaries), else the copy
 /// carried inside the binary, written out ([`crate::embedded`]).
+///
+/// Whatever this returns is handed to the dynamic loader as a path, to be
+/// loaded into programs that may run as root, so a library is taken only where
+/// nobody but root or this user could change what the path names
+/// ([`trusted`]); `$OSLAB_WCALL_LIB` that fails the rule is refused, a library
+/// beside the binary that fails it is passed over for the embedded copy.
 pub fn preload_path() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(ENV_LIB) {
         let p = PathBuf::from(p);
-        return if p.is_file() {
-            Ok(p)
-        } else {
-            Err(format!("{ENV_LIB}={} is not a file", p.display()))
-        };
+        return trusted(&p).map_err(|e| format!("{ENV_LIB}={} cannot be used: {e}", p.display()));
     }
     let exe = std::env::current_exe().map_err(|e| format!("cannot find oslab's own path: {e}"))?;
     let dir = exe.parent().unwrap_or(Path::new("/"));
@@ -28,8 +30,8 @@ pub fn preload_path() -> Result<PathBuf, String> {
         Some(dir.join("deps").join(PRELOAD_NAME)),
         dir.parent().map(|up| up.join(PRELOAD_NAME)),
     ];
-    match candidates.iter().flatten().find(|p| trusted(p)) {
-        Some(p) => Ok(p.clone()),
+    match candidates.iter().flatten().find_map(|p| trusted(p).ok()) {
+        Some(p) => Ok(p),
         None => crate::embedded::path().map_err(|e| {
             format!(
                 "the interposer {PRELOAD_NAME} is not next to {} and its copy inside oslab could not be written: {e}",
@@ -39,17 +41,16 @@ pub fn preload_path() -> Result<PathBuf, String> {
     }
 }
 
-/// Whether a library found beside the binary may be loaded into the programs
-/// oslab governs: a regular file (no link) of root's or this user's that nobody
-/// else can write, below folders nobody else controls. A copy of oslab in a
-/// folder of the temporary directory must not load a library another user put
-/// there.
-fn trusted(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    let me = oslab_sys::process::euid();
-    std::fs::symlink_metadata(path).is_ok_and(|m| {
-        m.file_type().is_file() && (m.uid() == 0 || m.uid() == me) && m.mode() & 0o022 == 0
-    }) && oslab_sys::owned::check_ancestors(path, me).is_ok()
+/// The path (without links) of a library that may be loaded into the programs
+/// oslab governs: a regular file of root's or this user's that nobody else can
+/// write, reached through no link and no folder that anyone else could change
+/// (`oslab_sys::chase::chain::stable_file`: every folder from `/` down is root's
+/// or this user's and writable by others only when sticky). A copy of oslab in
+/// a folder of the temporary directory must not load a library another user put
+/// there, or a `deps` link of theirs that they swap after the check.
+fn trusted(path: &Path) -> Result<PathBuf, String> {
+    let owners = [0, oslab_sys::process::euid()];
+    oslab_sys::chase::chain::stable_file(path, &owners).map_err(|e| e.to_string())
 }
 
 /// The program a command name runs: itself when it has a slash, else from PATH.
@@ -146,18 +147,23 @@ mod tests {
         let lib = dir.path().join(PRELOAD_NAME);
         std::fs::write(&lib, b"\x7fELF").unwrap();
         std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(trusted(&lib), "the user's own file");
+        assert!(trusted(&lib).is_ok(), "the user's own file");
         std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o666)).unwrap();
-        assert!(!trusted(&lib), "a file others may write");
+        assert!(trusted(&lib).is_err(), "a file others may write");
         std::fs::set_permissions(&lib, std::fs::Permissions::from_mode(0o644)).unwrap();
         let link = dir.path().join("link.so");
         std::os::unix::fs::symlink(&lib, &link).unwrap();
-        assert!(!trusted(&link), "a link");
+        assert_eq!(
+            trusted(&link).unwrap(),
+            lib.canonicalize().unwrap(),
+            "a link of the user's own leads to the file itself"
+        );
         if oslab_sys::process::is_root() {
             // SAFETY: chown of a file this test made, to nobody.
             let c = std::ffi::CString::new(lib.as_os_str().as_encoded_bytes()).unwrap();
             assert_eq!(unsafe { libc::chown(c.as_ptr(), 65534, 65534) }, 0);
-            assert!(!trusted(&lib), "another user's file, as root");
+            assert!(trusted(&lib).is_err(), "another user's file, as root");
+            assert!(trusted(&link).is_err(), "a link to it");
         }
     }
 }

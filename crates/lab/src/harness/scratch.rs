@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use oslab_sys::chase::{chain, trusted_owners};
 use oslab_sys::journal::{self, Undo};
 use oslab_sys::machine::free_bytes;
 use oslab_sys::tempname;
@@ -29,6 +30,9 @@ pub enum ScratchError {
     },
     #[error("no random name for a scratch directory: {0}")]
     NoName(std::io::Error),
+    /// The base is a folder another user could change under the scratch.
+    #[error("the scratch directory {} cannot be used: {why} (choose another with --scratch)", base.display())]
+    Unsafe { base: PathBuf, why: String },
     #[error("cannot create scratch directory {}: {source}", dir.display())]
     Create {
         dir: PathBuf,
@@ -75,6 +79,13 @@ impl Scratch {
     /// link already at the name is never used), after checking that
     /// `need_bytes` fit there.
     pub fn create(base: &Path, id: &str, need_bytes: u64) -> Result<Scratch, ScratchError> {
+        // what is made in it is used by path afterwards (by programs oslab
+        // starts, too): only in a base nobody but root or the caller can change
+        let base = &chain::stable_folder(base, &trusted_owners(), chain::LastFolder::MaySticky)
+            .map_err(|e| ScratchError::Unsafe {
+                base: base.to_path_buf(),
+                why: e.to_string(),
+            })?;
         if let Some(free) = free_bytes(base)
             && free < need_bytes
         {

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::path::Path;
 
 use oslab_store::{Imported, RunFilter, RunMeta, Store, StoreError, Target};
-use oslab_sys::infile;
+use oslab_sys::{infile, tempname};
 
 use crate::db;
 use crate::failure::CmdResult;
@@ -51,14 +51,32 @@ fn is_sqlite(path: &Path, max: u64) -> Result<bool, Failure> {
     Ok(std::io::Read::read_exact(&mut f, &mut head).is_ok_and(|()| &head == b"SQLite format 3\0"))
 }
 
-/// Every run of an oslab SQLite database, oldest first.
-fn runs_of_database(path: &Path) -> Result<Vec<Run>, Failure> {
-    let mut source = Store::open_existing(&Target::File(path.to_path_buf()))
-        .map_err(|e| Failure::usage(e.to_string()))?;
-    let runs = source
-        .export(&RunFilter::default())
-        .map_err(|e| Failure::runtime(e.to_string()))?;
-    Ok(runs
+/// Every run of an oslab SQLite database, oldest first. The database is
+/// another user's file as likely as not, and SQLite makes files beside one it
+/// opens: its bytes are read as any input is (bounded, through no link of
+/// another user's) into a private folder of this process, and that copy is
+/// opened.
+fn runs_of_database(path: &Path, max: u64) -> Result<Vec<Run>, Failure> {
+    let bytes = infile::read_bounded(path, max)?;
+    let dir = tempname::private_dir_in(&std::env::temp_dir(), "oslab-import-").map_err(|e| {
+        Failure::runtime(format!(
+            "no private folder to read {} in: {e}",
+            path.display()
+        ))
+    })?;
+    let copy = dir.join("source.db");
+    let runs = tempname::create_new_file(&copy)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
+        .map_err(|e| Failure::runtime(format!("cannot copy {}: {e}", path.display())))
+        .and_then(|()| {
+            let mut source = Store::open_existing(&Target::File(copy.clone()))
+                .map_err(|e| Failure::usage(format!("{}: {e}", path.display())))?;
+            source
+                .export(&RunFilter::default())
+                .map_err(|e| Failure::runtime(e.to_string()))
+        });
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(runs?
         .into_iter()
         .map(|(row, results)| Run {
             meta: row.meta,
@@ -109,7 +127,7 @@ pub fn run(a: ImportArgs) -> CmdResult {
         let name = infile::display_name(source);
         if is_sqlite(source, max)? {
             runs.extend(
-                runs_of_database(source)?
+                runs_of_database(source, max)?
                     .into_iter()
                     .map(|r| (name.clone(), r)),
             );
@@ -118,6 +136,7 @@ pub fn run(a: ImportArgs) -> CmdResult {
         }
     }
     db::make_data_folder(&target).map_err(Failure::runtime)?;
+    let target = db::stable_target(&target).map_err(Failure::usage)?;
     let mut store = Store::open_or_create(&target).map_err(|e| match e {
         StoreError::BadUrl { .. } => Failure::usage(e.to_string()),
         e => Failure::runtime(e.to_string()),

@@ -195,6 +195,7 @@ impl Drop for Testbed {
     }
 }
 
+pub mod attacker;
 pub mod governor;
 pub mod svg_layout;
 pub mod trace_format;

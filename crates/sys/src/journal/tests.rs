@@ -783,3 +783,45 @@ fn one_restore_undoes_journals_that_depend_on_each_other() {
     assert!(!report.needs_attention());
     assert!(restore_orphans(dir.path(), false).restored.is_empty());
 }
+
+/// A removal recorded for a folder oslab made follows no link of another
+/// user's that was swapped in on the way, and a link at the very end is removed
+/// itself, never what it points at.
+#[test]
+fn a_removal_never_follows_a_link_swapped_in_on_the_way() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    std::fs::create_dir_all(victim.join("scratch")).unwrap();
+    std::fs::write(victim.join("scratch/keep"), "precious").unwrap();
+    let base = dir.path().join("base");
+    std::os::unix::fs::symlink(&victim, &base).unwrap();
+    if crate::process::is_root() {
+        let c = std::ffi::CString::new(base.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: a NUL-terminated path; lchown has no memory effects.
+        assert_eq!(unsafe { libc::lchown(c.as_ptr(), 4242, 4242) }, 0);
+        let mut j = Journal::new(dir.path());
+        let s = j
+            .record(
+                "scratch",
+                Undo::RemovePath {
+                    path: base.join("scratch"),
+                },
+            )
+            .unwrap();
+        assert!(j.undo(s).is_err(), "another user's link on the way");
+        assert!(victim.join("scratch/keep").exists());
+    }
+    // a link at the end: the link goes, its target stays
+    let end = dir.path().join("end");
+    std::os::unix::fs::symlink(victim.join("scratch"), &end).unwrap();
+    let mut j = Journal::new(dir.path());
+    let s = j
+        .record("end", Undo::RemovePath { path: end.clone() })
+        .unwrap();
+    j.undo(s).unwrap();
+    assert!(std::fs::symlink_metadata(&end).is_err());
+    assert_eq!(
+        std::fs::read_to_string(victim.join("scratch/keep")).unwrap(),
+        "precious"
+    );
+}

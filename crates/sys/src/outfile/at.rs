@@ -1,40 +1,11 @@
 //! The system calls an output is written with, relative to its folder held open
 //! (openat(2) and friends), so that no link swapped in after the checks is
-//! followed: the folder is reached one name at a time with O_NOFOLLOW.
+//! followed: the folder was reached by [`crate::chase`].
 
-use std::ffi::{CStr, CString};
+use std::ffi::CStr;
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
-use std::path::{Component, Path};
-
-use crate::tempname::c_name;
-
-/// Opens `dir`, an absolute path without links, one name at a time and never
-/// through a link (O_PATH: nothing is read through the descriptor).
-pub(super) fn open_folder(dir: &Path) -> io::Result<OwnedFd> {
-    let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
-    let mut fd = raw_open(libc::AT_FDCWD, c"/", flags, 0)?;
-    for c in dir.components() {
-        match c {
-            Component::Normal(n) => {
-                let name = c_name(n)?;
-                fd = raw_open(fd.as_raw_fd(), &name, flags | libc::O_NOFOLLOW, 0).map_err(|e| {
-                    match e.raw_os_error() {
-                        Some(libc::ELOOP) | Some(libc::ENOTDIR) => io::Error::other(format!(
-                            "{} was changed into something else than a folder while oslab wrote",
-                            dir.display()
-                        )),
-                        _ => e,
-                    }
-                })?;
-            }
-            Component::RootDir => {}
-            _ => return Err(io::Error::other("a folder path that is not plain")),
-        }
-    }
-    Ok(fd)
-}
 
 /// openat(2); a descriptor this process owns.
 pub(super) fn raw_open(dir: RawFd, name: &CStr, flags: i32, mode: u32) -> io::Result<OwnedFd> {
@@ -92,9 +63,15 @@ pub(super) fn stat_fd(fd: RawFd) -> io::Result<libc::stat> {
     Ok(st)
 }
 
-/// The file type bits of a mode.
-pub(super) fn kind(st: &libc::stat) -> libc::mode_t {
-    st.st_mode & libc::S_IFMT
+pub(super) use crate::chase::kind;
+
+/// mkdirat(2): the folder `name` in `dir`, made with `mode` (less the umask).
+pub(super) fn make_dir_in(dir: BorrowedFd<'_>, name: &CStr, mode: u32) -> io::Result<()> {
+    // SAFETY: `dir` is open and `name` NUL-terminated.
+    if unsafe { libc::mkdirat(dir.as_raw_fd(), name.as_ptr(), mode as libc::mode_t) } != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
 }
 
 /// renameat(2) within one folder: `from` takes the place of `to`.
@@ -157,9 +134,4 @@ pub(super) fn blocking(f: &File) -> io::Result<()> {
         return Err(io::Error::last_os_error());
     }
     Ok(())
-}
-
-/// A file name as a C string.
-pub(super) fn name_of(path: &Path) -> io::Result<CString> {
-    c_name(path.file_name().unwrap_or_default())
 }

@@ -2,33 +2,37 @@
 //! a raw file), as root on a machine other users share, without letting what
 //! stands at the name decide what is written where.
 //!
+//! - The path is reached once, name by name from a folder held open
+//!   ([`crate::chase`]); a symbolic link, at the end or on the way, is followed
+//!   only when root or the caller owns it, and everything is then done relative
+//!   to the folder reached, so nothing swapped in after the checks is written
+//!   through.
 //! - A regular file, or a name not taken yet, is replaced whole and atomically: a
 //!   temporary file with a random name is created beside it (O_EXCL|O_NOFOLLOW),
 //!   written, synced, given the old file's owner, group and mode, and renamed over
 //!   it, so a reader never sees half a file.
 //! - A character device (/dev/null, a terminal) or a FIFO is written straight
-//!   through and never replaced; opening a FIFO waits for a reader, as
-//!   `cat > fifo` does. /dev/stdout, /dev/stderr and /dev/fd/N are the
-//!   descriptors this process was handed, written to as they are.
+//!   through and never replaced, but only when root or the caller owns it: a FIFO
+//!   or device another user put at the name is refused. It is opened with
+//!   O_NONBLOCK, so a FIFO that nobody reads is refused at once rather than waited
+//!   on. /dev/stdout, /dev/stderr and /dev/fd/N are the descriptors this process
+//!   was handed, written to as they are.
 //! - A block device or a folder is refused, and so is a socket named by path.
-//! - A symbolic link, at the end or on the way, is followed only when root or
-//!   this user owns it; a link another user planted (in /tmp, say) is refused.
-//! - The folders are reached again at write time one name at a time without
-//!   following links, so nothing swapped in after the checks is written through.
 
 mod at;
-mod resolve;
+mod place;
 
 use std::ffi::CString;
 use std::fs::File;
 use std::io::Write;
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, RawFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
+use crate::chase::{self, LastLink, Reached, trusted_owners};
 use crate::owned::who;
 use crate::tempname::{self, euid};
-use resolve::{Resolved, last_missing, resolve};
+use place::{Place, place};
 
 /// Why an output cannot be written: a phrase that completes
 /// "cannot write PATH: ...", such as "No space left on device".
@@ -49,14 +53,13 @@ impl From<std::io::Error> for OutputError {
     }
 }
 
-/// An I/O error as a phrase, without Rust's "(os error N)".
-pub fn plain(e: &std::io::Error) -> String {
-    let s = e.to_string();
-    match s.find(" (os error ") {
-        Some(i) => s[..i].to_string(),
-        None => s,
+impl From<chase::Unreachable> for OutputError {
+    fn from(e: chase::Unreachable) -> Self {
+        OutputError(e.0)
     }
 }
+
+pub use crate::chase::plain;
 
 /// Where an output goes, once its links are followed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -84,61 +87,17 @@ impl Target {
 
 /// What `path` is as an output; refused when it cannot be one (see the module).
 pub fn check(path: &Path) -> Result<Target, OutputError> {
-    if path.as_os_str().is_empty() {
-        return Err(OutputError("the name is empty".into()));
-    }
-    let (existing, missing) = match resolve(path)? {
-        Resolved::Descriptor(fd) => return descriptor(fd),
-        Resolved::Path { existing, missing } => (existing, missing),
-    };
-    if let Some(free) = last_missing(&existing, &missing)? {
-        return Ok(Target::File(free));
-    }
-    let t = std::fs::symlink_metadata(&existing)?.file_type();
-    if t.is_file() {
-        Ok(Target::File(existing))
-    } else if t.is_char_device() || t.is_fifo() {
-        Ok(Target::Stream(existing))
-    } else {
-        Err(unfit(t.is_dir(), t.is_block_device()))
-    }
-}
-
-/// A descriptor this process was handed, when an output can go to it (a socket
-/// too, as standard output often is).
-fn descriptor(fd: RawFd) -> Result<Target, OutputError> {
-    let st = at::stat_fd(fd)
-        .map_err(|_| OutputError(format!("it names descriptor {fd}, which is not open")))?;
-    match at::kind(&st) {
-        libc::S_IFDIR => Err(unfit(true, false)),
-        libc::S_IFBLK => Err(unfit(false, true)),
-        _ => Ok(Target::Descriptor(fd)),
-    }
-}
-
-fn unfit(dir: bool, block: bool) -> OutputError {
-    OutputError(
-        if dir {
-            "it is a directory; give a file name"
-        } else if block {
-            "it is a block device; oslab writes only to files, character devices, FIFOs and standard output"
-        } else {
-            "it is neither a file, a character device nor a FIFO"
-        }
-        .into(),
-    )
+    Ok(place(path)?.target())
 }
 
 /// Writes `bytes` as the whole of the output `path` (see the module for how).
 pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    match check(path)? {
-        Target::Descriptor(fd) => Ok(at::duplicate(fd)?.write_all(bytes)?),
-        Target::Stream(p) => {
-            let (dir, name) = folder_and_name(&p)?;
-            let mut f = open_stream_in(dir.as_fd(), &name)?;
-            Ok(f.write_all(bytes)?)
+    match place(path)? {
+        Place::Descriptor(fd) => Ok(at::duplicate(fd)?.write_all(bytes)?),
+        Place::Stream { folder, name, item } => {
+            Ok(open_special(folder.fd.as_fd(), &name, &item.st)?.write_all(bytes)?)
         }
-        Target::File(p) => replace(&p, bytes),
+        Place::File { folder, name } => replace(folder.fd.as_fd(), &name, bytes),
     }
 }
 
@@ -146,19 +105,20 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 /// file is emptied in place (its owner and mode stay), a new one created, a
 /// device, FIFO or descriptor written through. Checked as [`check`] does.
 pub fn open_stream(path: &Path) -> Result<File, OutputError> {
-    match check(path)? {
-        Target::Descriptor(fd) => Ok(at::duplicate(fd)?),
-        Target::Stream(p) => {
-            let (dir, name) = folder_and_name(&p)?;
-            open_stream_in(dir.as_fd(), &name)
-        }
-        Target::File(p) => {
-            let (dir, name) = folder_and_name(&p)?;
+    match place(path)? {
+        Place::Descriptor(fd) => Ok(at::duplicate(fd)?),
+        Place::Stream { folder, name, item } => open_special(folder.fd.as_fd(), &name, &item.st),
+        Place::File { folder, name } => {
             // O_NONBLOCK: a FIFO swapped in since the check is refused, not
             // waited for; emptied only once the open file is known to be a
             // regular file with no other name (a hard link to another file,
             // planted at the name, is never emptied)
-            let f = at::open_in(dir.as_fd(), &name, libc::O_CREAT | libc::O_NONBLOCK, 0o666)?;
+            let f = at::open_in(
+                folder.fd.as_fd(),
+                &name,
+                libc::O_CREAT | libc::O_NONBLOCK,
+                0o666,
+            )?;
             let st = at::stat_fd(f.as_raw_fd())?;
             if at::kind(&st) != libc::S_IFREG {
                 return Err(changed());
@@ -179,46 +139,51 @@ fn changed() -> OutputError {
     OutputError("it was replaced by something else while oslab wrote".into())
 }
 
-/// The folder of `path` (without links), held open, and the last name.
-fn folder_and_name(path: &Path) -> Result<(OwnedFd, CString), OutputError> {
-    let dir = at::open_folder(path.parent().unwrap_or(Path::new("/")))?;
-    Ok((dir, at::name_of(path)?))
-}
-
-/// A character device or FIFO, opened to write through.
-fn open_stream_in(dir: BorrowedFd<'_>, name: &CString) -> Result<File, OutputError> {
-    let f = at::open_in(dir, name, 0, 0)?;
-    match at::kind(&at::stat_fd(f.as_raw_fd())?) {
-        libc::S_IFCHR | libc::S_IFIFO => Ok(f),
-        _ => Err(changed()),
+/// The character device or FIFO checked as `checked`, opened to write through:
+/// without waiting (a FIFO nobody reads is refused), and only when it is still
+/// the one that was checked.
+fn open_special(
+    dir: BorrowedFd<'_>,
+    name: &CString,
+    checked: &libc::stat,
+) -> Result<File, OutputError> {
+    let f = at::open_in(dir, name, libc::O_NONBLOCK, 0).map_err(|e| {
+        if e.raw_os_error() == Some(libc::ENXIO) {
+            OutputError("it is a FIFO that nobody reads from yet; start its reader first".into())
+        } else {
+            e.into()
+        }
+    })?;
+    let st = at::stat_fd(f.as_raw_fd())?;
+    if (st.st_dev, st.st_ino) != (checked.st_dev, checked.st_ino) {
+        return Err(changed());
     }
+    at::blocking(&f)?;
+    Ok(f)
 }
 
-/// Replaces the regular file (or free name) `path` with `bytes`, atomically.
-fn replace(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
-    let (dir, name) = folder_and_name(path)?;
-    let old = at::stat_in(dir.as_fd(), &name)?;
+/// Replaces the regular file (or free name) `name` in `dir` with `bytes`,
+/// atomically.
+fn replace(dir: BorrowedFd<'_>, name: &CString, bytes: &[u8]) -> Result<(), OutputError> {
+    let old = at::stat_in(dir, name)?;
     match old.as_ref().map(at::kind) {
         None | Some(libc::S_IFREG) => {}
-        Some(libc::S_IFCHR | libc::S_IFIFO) => {
-            return Ok(open_stream_in(dir.as_fd(), &name)?.write_all(bytes)?);
-        }
-        Some(_) => return Err(changed()),
+        _ => return Err(changed()),
     }
     // a new file gets the mode any new file would (umask applied); a file that
     // exists is written privately and given its own mode back before the rename
     let mode = if old.is_some() { 0o600 } else { 0o666 };
-    let (tmp, mut f) = tempname::private_file_at(dir.as_fd(), ".oslab-", mode)?;
+    let (tmp, mut f) = tempname::private_file_at(dir, ".oslab-", mode)?;
     let written = (|| -> std::io::Result<()> {
         f.write_all(bytes)?;
         if let Some(old) = &old {
             at::take_owner_and_mode(&f, old)?;
         }
         f.sync_all()?;
-        at::rename_in(dir.as_fd(), &tmp, &name)
+        at::rename_in(dir, &tmp, name)
     })();
     if written.is_err() {
-        at::remove_in(dir.as_fd(), &tmp);
+        at::remove_in(dir, &tmp);
     }
     Ok(written?)
 }
@@ -226,67 +191,70 @@ fn replace(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
 /// What an output folder (`--plots DIR`) is: an existing folder, or a free name
 /// in one (made by [`make_folder`]). Links are followed as for files.
 pub fn check_folder(path: &Path) -> Result<PathBuf, OutputError> {
-    if path.as_os_str().is_empty() {
-        return Err(OutputError("the name is empty".into()));
-    }
-    let not_folder = || OutputError("it is a file, not a directory".into());
-    let Resolved::Path { existing, missing } = resolve(path)? else {
-        return Err(not_folder());
-    };
-    match last_missing(&existing, &missing)? {
-        Some(free) => Ok(free),
-        None if std::fs::symlink_metadata(&existing)?.is_dir() => Ok(existing),
-        None => Err(not_folder()),
-    }
+    Ok(place::folder(path)?.path())
 }
 
 /// Makes the output folder `path` checked by [`check_folder`] (its last name
 /// only), or takes the folder already there; never through a link.
 pub fn make_folder(path: &Path) -> Result<PathBuf, OutputError> {
-    let dir = check_folder(path)?;
-    match std::fs::create_dir(&dir) {
-        Ok(()) => Ok(dir),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            let m = std::fs::symlink_metadata(&dir)?;
-            if m.is_dir() { Ok(dir) } else { Err(changed()) }
+    match place::folder(path)? {
+        place::FolderPlace::Existing(held) => Ok(held.path),
+        place::FolderPlace::Free { folder, name } => {
+            at::make_dir_in(folder.fd.as_fd(), &name, 0o777)?;
+            let made = folder.open_name(std::ffi::OsStr::from_bytes(name.as_bytes()))?;
+            match made {
+                Some(h) if chase::kind(&h.st) == libc::S_IFDIR => Ok(h.path),
+                _ => Err(changed()),
+            }
         }
-        Err(e) => Err(e.into()),
     }
 }
 
 /// Makes the folder `path` and any missing folders above it (mkdir -p), each
-/// with mkdir(2) alone and checked with lstat afterwards, links on the way
-/// followed only as for files; the last one gets `mode` when it is made, and
-/// must be this user's own.
+/// with mkdirat(2) in the folder held open above it and opened again without
+/// following a link; links on the way are followed only as for files. The last
+/// one gets `mode` when it is made, and must be this user's own.
 pub fn ensure_folders(path: &Path, mode: u32) -> Result<PathBuf, OutputError> {
-    let (mut dir, missing) = match resolve(path)? {
-        Resolved::Path { existing, missing } => (existing, missing),
-        Resolved::Descriptor(_) => return Err(OutputError("it is not a folder".into())),
+    let (mut folder, missing) = match chase::reach(path, &trusted_owners(), LastLink::Follow)? {
+        Reached::Found { item, .. } => (item, Vec::new()),
+        Reached::Folder(held) => (held, Vec::new()),
+        Reached::Missing { folder, missing } => (folder, missing),
+        Reached::Descriptor(_) => return Err(OutputError("it is not a folder".into())),
     };
     for (i, name) in missing.iter().enumerate() {
-        dir.push(name);
         let m = if i + 1 == missing.len() { mode } else { 0o755 };
-        match tempname::make_own_dir(&dir, m) {
+        let c = tempname::c_name(name)?;
+        match at::make_dir_in(folder.fd.as_fd(), &c, m) {
             Ok(()) => {}
             // made by someone else meanwhile: used only if it is a real folder
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                if !std::fs::symlink_metadata(&dir)?.is_dir() {
-                    return Err(OutputError(format!("{} is not a folder", dir.display())));
-                }
-            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
             Err(e) => return Err(e.into()),
         }
+        folder = match folder.open_name(name)? {
+            Some(h) if chase::kind(&h.st) == libc::S_IFDIR => h,
+            _ => {
+                return Err(OutputError(format!(
+                    "{} is not a folder",
+                    folder.path.join(name).display()
+                )));
+            }
+        };
     }
-    let owner = std::fs::symlink_metadata(&dir)?.uid();
-    if owner != euid() {
+    if chase::kind(&folder.st) != libc::S_IFDIR {
+        return Err(OutputError(format!(
+            "{} is not a folder",
+            folder.path.display()
+        )));
+    }
+    if folder.uid() != euid() {
         return Err(OutputError(format!(
             "{} is owned by {}, not by {}",
-            dir.display(),
-            who(owner),
+            folder.path.display(),
+            who(folder.uid()),
             who(euid())
         )));
     }
-    Ok(dir)
+    Ok(folder.path)
 }
 
 #[cfg(test)]

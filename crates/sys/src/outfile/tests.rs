@@ -63,24 +63,49 @@ fn as_root_a_file_of_another_user_keeps_its_owner() {
 
 #[test]
 fn a_fifo_is_written_through_and_stays_a_fifo() {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
     let d = tempfile::tempdir().unwrap();
     let fifo = d.path().join("fifo");
     let p = c(&fifo);
     // SAFETY: a NUL-terminated path.
     assert_eq!(unsafe { libc::mkfifo(p.as_ptr(), 0o600) }, 0);
-    let reader = {
-        let fifo = fifo.clone();
-        std::thread::spawn(move || std::fs::read(fifo).unwrap())
-    };
+    // nobody reads it yet: refused at once, never waited on
+    let e = write_whole(&fifo, b"x").unwrap_err();
+    assert!(e.0.contains("nobody reads from"), "{e}");
+    let mut reader = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(&fifo)
+        .unwrap();
     assert_eq!(check(&fifo), Ok(Target::Stream(fifo.clone())));
     write_whole(&fifo, b"through").unwrap();
-    assert_eq!(reader.join().unwrap(), b"through");
+    let mut got = Vec::new();
+    reader.read_to_end(&mut got).unwrap();
+    assert_eq!(got, b"through");
     assert!(
         std::fs::symlink_metadata(&fifo)
             .unwrap()
             .file_type()
             .is_fifo()
     );
+}
+
+#[test]
+fn a_fifo_or_device_of_another_user_is_refused() {
+    if !is_root() {
+        eprintln!("skipped: needs root to make a FIFO owned by another uid");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let fifo = d.path().join("f.json");
+    // SAFETY: a NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(c(&fifo).as_ptr(), 0o666) }, 0);
+    lchown(&fifo, 4242);
+    let e = check(&fifo).unwrap_err();
+    assert!(e.0.contains("a FIFO owned by uid 4242"), "{e}");
+    assert!(write_whole(&fifo, b"x").is_err());
+    assert!(open_stream(&fifo).is_err());
 }
 
 #[test]

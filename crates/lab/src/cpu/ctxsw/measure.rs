@@ -144,13 +144,14 @@ fn per_call<F: FnMut()>(mut f: F, n: usize) -> Vec<f64> {
 
 /// perf bench sched pipe: µs per round trip, pinned with taskset like ours.
 fn perf_bench(cpu: Option<u32>, threads: bool, loops: u64) -> Option<f64> {
+    let perf = oslab_sys::program::find("perf").ok()?;
     let mut cmd = match cpu {
         Some(c) => {
-            let mut x = std::process::Command::new("taskset");
-            x.args(["-c", &c.to_string(), "perf"]);
+            let mut x = oslab_sys::program::command("taskset").ok()?;
+            x.args(["-c", &c.to_string()]).arg(&perf);
             x
         }
-        None => std::process::Command::new("perf"),
+        None => oslab_sys::program::command("perf").ok()?,
     };
     cmd.args(["bench", "sched", "pipe", "-l", &loops.to_string()]);
     if threads {
@@ -166,8 +167,10 @@ fn perf_bench(cpu: Option<u32>, threads: bool, loops: u64) -> Option<f64> {
 }
 
 fn has_perf() -> bool {
-    std::process::Command::new("perf")
-        .arg("--version")
+    let Ok(mut perf) = oslab_sys::program::command("perf") else {
+        return false;
+    };
+    perf.arg("--version")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()

@@ -134,6 +134,9 @@ fn v1_or_v2() -> Result<Option<iomax::Placement>, String> {
 pub enum TestbedError {
     #[error("{0}")]
     Unavailable(String),
+    /// The base folder is one another user could change under the testbed.
+    #[error("the testbed is not built in {}: {why}", base.display())]
+    Base { base: PathBuf, why: String },
     #[error("no random name for the testbed: {0}")]
     NoName(std::io::Error),
     #[error("{}: {source}", path.display())]
@@ -171,6 +174,18 @@ pub fn parse_bandwidth(text: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("'{text}' is not a bandwidth of at least 1MiB/s (e.g. 10MiB/s)"))
 }
 
+/// `base` without links, when nobody but root or the caller can change any
+/// folder on it (`oslab_sys::chase::chain`: a sticky /tmp passes).
+fn stable_base(base: &Path) -> Result<PathBuf, TestbedError> {
+    use oslab_sys::chase::{chain, trusted_owners};
+    chain::stable_folder(base, &trusted_owners(), chain::LastFolder::MaySticky).map_err(|e| {
+        TestbedError::Base {
+            base: base.to_path_buf(),
+            why: e.to_string(),
+        }
+    })
+}
+
 /// Builds the testbed; `record` journals each step's undo before the step is made.
 pub fn up(
     base: &Path,
@@ -181,6 +196,9 @@ pub fn up(
     if let Some(why) = unavailable() {
         return Err(TestbedError::Unavailable(why));
     }
+    // the image, the mount point and the mount are used by path from here on
+    // (losetup, mkfs, mount): only in a base nobody else can change
+    let base = stable_base(base)?;
     let mut seqs = Vec::new();
     // a random name, made fresh (mode 0755 as before, so the mount can be
     // looked into): nothing another user planted in the base is used

@@ -88,8 +88,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
         Ok(l) => l,
         Err(e) => return Ok(Measured::Skipped { reason: e }),
     };
-    let exe = std::env::current_exe()
-        .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
+    let exe = oslab_sys::program::own_exe();
     let specs = plan.specs();
     let total: usize = specs
         .iter()

@@ -37,8 +37,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     if let Some(reason) = why {
         return Ok(Measured::Skipped { reason });
     }
-    let exe = std::env::current_exe()
-        .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
+    let exe = oslab_sys::program::own_exe();
     ctx.progress.stage("building the testbed");
     // the copy writes at most the device's pace; the cluster holds the tables and
     // up to max_wal_size (1 GB) of WAL
@@ -114,7 +113,8 @@ fn with_testbed(
 fn plain_server(c: &Cluster) -> Command {
     let args = c.supervisor_args();
     let mut cmd = Command::new(&args[0]);
-    cmd.args(&args[1..]);
+    cmd.args(&args[1..])
+        .env("PATH", oslab_sys::program::trusted_path());
     cmd
 }
 
@@ -138,8 +138,9 @@ fn governed(e: &Env, governor: &str, group: &str, command: Vec<String>) -> Comma
 /// `dd if=/dev/zero bs=1M` long enough to outlast the cell.
 fn start_copy(e: &Env, file: &Path, governor: Option<&str>) -> Result<Child, LabError> {
     let count = (e.plan.bandwidth as f64 * (e.plan.duration + 60.0) / (1 << 20) as f64) as u64;
+    let dd = oslab_sys::program::find("dd").map_err(LabError::Failed)?;
     let argv: Vec<String> = vec![
-        "dd".into(),
+        dd.to_string_lossy().into_owned(),
         "if=/dev/zero".into(),
         format!("of={}", file.display()),
         "bs=1M".into(),
@@ -150,7 +151,8 @@ fn start_copy(e: &Env, file: &Path, governor: Option<&str>) -> Result<Child, Lab
         Some(g) => governed(e, g, "normal", argv),
         None => {
             let mut c = Command::new(&argv[0]);
-            c.args(&argv[1..]);
+            c.args(&argv[1..])
+                .env("PATH", oslab_sys::program::trusted_path());
             c
         }
     };

@@ -78,6 +78,12 @@ pub fn binaries() -> Option<PathBuf> {
         .flatten()
         .filter_map(|e| Some((e.file_name().to_str()?.parse().ok()?, e.path().join("bin"))))
         .filter(|(_, bin): &(u32, PathBuf)| wanted.iter().all(|p| bin.join(p).is_file()))
+        // root runs them: only from folders nobody else can change
+        .filter(|(_, bin)| {
+            let owners = [0, oslab_sys::process::euid()];
+            let private = oslab_sys::chase::chain::LastFolder::Private;
+            oslab_sys::chase::chain::stable_folder(bin, &owners, private).is_ok()
+        })
         .collect();
     found.sort();
     found.pop().map(|(_, bin)| bin)
@@ -117,6 +123,13 @@ pub fn users_own_dir(dir: &Path) -> Result<(), LabError> {
 pub struct Cluster {
     pub bin: PathBuf,
     pub home: PathBuf,
+    /// runuser, setpriv and sh, found where only root can change them
+    /// (`oslab_sys::program`).
+    tools: [PathBuf; 3],
+}
+
+fn tool(name: &str) -> Result<PathBuf, LabError> {
+    oslab_sys::program::find(name).map_err(LabError::Failed)
 }
 
 fn failed(what: &str, out: &std::process::Output) -> LabError {
@@ -136,6 +149,7 @@ impl Cluster {
         let c = Cluster {
             bin,
             home: home.to_path_buf(),
+            tools: [tool("runuser")?, tool("setpriv")?, tool("sh")?],
         };
         let out = c
             .as_user("initdb")
@@ -163,7 +177,8 @@ impl Cluster {
 
     /// A program of the server's, run as its user.
     pub fn as_user(&self, program: &str) -> Command {
-        let mut c = Command::new("runuser");
+        let mut c = Command::new(&self.tools[0]);
+        c.env("PATH", oslab_sys::program::trusted_path());
         c.args(["-u", USER, "--"]).arg(self.bin.join(program));
         c
     }
@@ -174,12 +189,12 @@ impl Cluster {
     pub fn supervisor_args(&self) -> Vec<String> {
         let text = |p: &Path| p.to_string_lossy().into_owned();
         vec![
-            "setpriv".into(),
+            text(&self.tools[1]),
             format!("--reuid={USER}"),
             format!("--regid={USER}"),
             "--init-groups".into(),
             "--".into(),
-            "sh".into(),
+            text(&self.tools[2]),
             "-c".into(),
             SUPERVISOR.into(),
             "oslab-postgres".into(),

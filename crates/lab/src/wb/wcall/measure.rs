@@ -298,8 +298,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     if let Err(why) = oslab_wcall::launch::preload_path() {
         return Ok(Measured::Skipped { reason: why });
     }
-    let exe = std::env::current_exe()
-        .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
+    let exe = oslab_sys::program::own_exe();
     // the writers' files and traces, journaled like every file oslab makes
     let scratch = crate::harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
     let paced = match super::writers::build_paced(scratch.dir()) {

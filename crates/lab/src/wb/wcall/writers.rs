@@ -23,7 +23,8 @@ pub fn build_paced(dir: &Path) -> Result<PathBuf, String> {
     let src = dir.join("paced_writer.c");
     let exe = dir.join("paced_writer");
     std::fs::write(&src, PACED_WRITER_C).map_err(|e| format!("{}: {e}", src.display()))?;
-    let out = Command::new("cc")
+    let out = oslab_sys::program::command("cc")
+        .map_err(|e| format!("needs a C compiler to build its outside writer: {e}"))?
         .args(["-O2", "-o"])
         .arg(&exe)
         .arg(&src)
@@ -130,7 +131,10 @@ impl WriterPlan {
     /// Starts the writer: itself under vanilla, through `oslab wcall run --name`
     /// under the governor `governor`.
     pub fn launch(&self, e: &Env, governor: Option<&str>) -> Result<Launched, LabError> {
-        let argv = self.argv(e);
+        let mut argv = self.argv(e);
+        if !argv[0].contains('/') {
+            argv = oslab_sys::program::resolve_argv(&argv).map_err(LabError::Failed)?;
+        }
         let mut cmd = match governor {
             Some(g) => {
                 use oslab_wcall::cli::{Launch, WcallRunArgs};
@@ -145,7 +149,8 @@ impl WriterPlan {
             }
             None => {
                 let mut c = Command::new(&argv[0]);
-                c.args(&argv[1..]);
+                c.args(&argv[1..])
+                    .env("PATH", oslab_sys::program::trusted_path());
                 c
             }
         };

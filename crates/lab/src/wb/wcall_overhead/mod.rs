@@ -95,8 +95,7 @@ fn child(
     batches: usize,
     per_batch: u64,
 ) -> Result<Vec<f64>, LabError> {
-    let exe = std::env::current_exe()
-        .map_err(|e| LabError::Failed(format!("cannot find oslab itself: {e}")))?;
+    let exe = oslab_sys::program::own_exe();
     let mut cmd = oslab_wcall::cli::Launch::BenchWrites(oslab_wcall::cli::WcallBenchArgs {
         file: file.to_path_buf(),
         batches,

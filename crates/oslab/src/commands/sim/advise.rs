@@ -130,7 +130,7 @@ fn print_advice(ranked: &[Candidate], wanted: &str, prefer: Prefer) {
 
 /// The newest completed sim.validate result in the database, if there is one.
 fn last_validation(db: Option<&std::path::Path>) -> Option<ExperimentResult> {
-    let path = crate::db::chosen(db).ok()?;
+    let path = crate::db::stable_target(&crate::db::chosen(db).ok()?).ok()?;
     let mut store = oslab_store::Store::open_existing(&path).ok()?;
     let filter = RunFilter {
         experiment: Some("sim.validate".into()),
