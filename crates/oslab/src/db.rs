@@ -12,6 +12,7 @@ use oslab_sys::chase::{self, chain, chain::LastFolder};
 use oslab_sys::outfile;
 
 use crate::failure::Failure;
+use crate::output::say;
 
 fn var(k: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(k).filter(|v| !v.is_empty())
@@ -190,7 +191,9 @@ impl Database {
             Ok(t) => t,
             Err(why) if chosen => return Err(Failure::usage(why)),
             Err(why) => {
-                eprintln!("oslab: results are not kept: {why} (--no-db silences this)");
+                say(&format!(
+                    "results are not kept: {why} (--no-db silences this)"
+                ));
                 return Ok(None);
             }
         };
@@ -210,14 +213,16 @@ impl Database {
         match opened {
             Ok(s) => db.store = Some(s),
             Err(e @ StoreError::Unreachable { .. }) => {
-                eprintln!(
-                    "oslab: {e}; measuring anyway, and keeping the results for `oslab import`"
-                );
+                say(&format!(
+                    "{e}; measuring anyway, and keeping the results for `oslab import`"
+                ));
                 db.lost = Some(e.to_string());
             }
             Err(e) if chosen => return Err(Failure::usage(e.to_string())),
             Err(e) => {
-                eprintln!("oslab: results are not kept: {e} (--no-db silences this)");
+                say(&format!(
+                    "results are not kept: {e} (--no-db silences this)"
+                ));
                 return Ok(None);
             }
         }
@@ -228,7 +233,7 @@ impl Database {
         if let Some((s, run)) = &mut self.store
             && let Err(e) = s.add_result(*run, position, r)
         {
-            eprintln!("oslab: results are no longer kept: {e}");
+            say(&format!("results are no longer kept: {e}"));
             self.lost = Some(e.to_string());
             self.store = None;
         }
@@ -237,15 +242,15 @@ impl Database {
     fn finish(&mut self, doc: &Results) {
         if let Some((s, run)) = &mut self.store {
             match s.finish_run(*run, &now_rfc3339()) {
-                Ok(()) => eprintln!(
-                    "oslab: kept as run {run} in {} (`oslab history`, `oslab report {run} --html FILE`)",
+                Ok(()) => say(&format!(
+                    "kept as run {run} in {} (`oslab history`, `oslab report {run} --html FILE`)",
                     s.location()
-                ),
-                Err(e) => eprintln!("oslab: the run could not be marked complete: {e}"),
+                )),
+                Err(e) => say(&format!("the run could not be marked complete: {e}")),
             }
         }
         if let Some(why) = self.lost.take() {
-            eprintln!("oslab: {}", self.not_stored(&why, doc));
+            say(&self.not_stored(&why, doc));
         }
     }
 

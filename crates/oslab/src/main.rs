@@ -48,7 +48,7 @@ fn main() {
     let code = match commands::dispatch(cli.command) {
         Ok(code) => code,
         Err(f) => {
-            eprintln!("oslab: {}", f.message);
+            output::say(&f.message);
             f.code
         }
     };

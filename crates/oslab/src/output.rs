@@ -24,6 +24,13 @@ pub fn print_bytes(bytes: &[u8]) {
     }
 }
 
+/// One line on standard error after `oslab: `, shown through
+/// `oslab_term_text::one_line`: a message that quotes a file, the database or
+/// another program must not reach the terminal raw.
+pub fn say(message: &str) {
+    eprintln!("oslab: {}", oslab_term_text::one_line(message));
+}
+
 /// Ends the program for an error writing standard output: quietly for a closed
 /// pipe (exit 0), else with one sentence (exit 1).
 pub fn stdout_failed(e: &std::io::Error) -> ! {

@@ -3,6 +3,7 @@
 use oslab_model::machine::GeometryCheck;
 use oslab_model::machine::{MachineInfo, Probed};
 use oslab_sys::parse::cpulist::format_cpulist;
+use oslab_term_text::one_line;
 use oslab_units::human_bytes;
 
 use crate::table::simple;
@@ -24,7 +25,8 @@ fn bytes(v: Option<u64>) -> String {
 
 /// `oslab info` as text.
 pub fn render(m: &MachineInfo) -> String {
-    let mut out = format!("host: {}\n", m.hostname);
+    // everything here is read from the machine or a results file: shown escaped
+    let mut out = format!("host: {}\n", one_line(&m.hostname));
     cpu_section(&mut out, m);
     caches_section(&mut out, m);
     memory_section(&mut out, m);
@@ -45,7 +47,7 @@ pub fn render(m: &MachineInfo) -> String {
 
 /// One `key  value` line of a section.
 fn kv(out: &mut String, k: &str, v: String) {
-    out.push_str(&format!("  {k:<22} {v}\n"));
+    out.push_str(&format!("  {k:<22} {}\n", one_line(&v)));
 }
 
 fn cpu_section(out: &mut String, m: &MachineInfo) {
@@ -135,7 +137,7 @@ fn caches_section(out: &mut String, m: &MachineInfo) {
     ));
     out.push('\n');
     for d in &m.caches.distinct {
-        out.push_str(&format!("  {}\n", d.description));
+        out.push_str(&format!("  {}\n", one_line(&d.description)));
     }
 }
 
@@ -357,23 +359,18 @@ fn block_section(out: &mut String, m: &MachineInfo) {
     ));
     out.push('\n');
     if !idle_loops.is_empty() {
-        out.push_str(&format!(
-            "  unattached: {}\n",
-            idle_loops
-                .iter()
-                .map(|b| b.name.as_str())
-                .collect::<Vec<_>>()
-                .join(" ")
-        ));
+        let names: Vec<&str> = idle_loops.iter().map(|b| b.name.as_str()).collect();
+        out.push_str(&format!("  unattached: {}\n", one_line(&names.join(" "))));
     }
     let sc = &m.scratch;
-    out.push_str(&format!(
-        "  scratch {} on {} ({}), {} free\n",
+    let scratch = format!(
+        "scratch {} on {} ({}), {} free",
         sc.dir.display(),
         sc.device.as_deref().unwrap_or("no block device"),
         sc.fs_type.as_deref().unwrap_or("?"),
         bytes(sc.free_bytes)
-    ));
+    );
+    out.push_str(&format!("  {}\n", one_line(&scratch)));
 }
 
 fn yes(b: bool) -> &'static str {

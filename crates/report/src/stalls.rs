@@ -4,6 +4,7 @@
 use std::fmt::Write;
 
 use oslab_model::trace::{IntervalSummary, StallLine};
+use oslab_term_text::one_line;
 use oslab_units::human_bytes;
 
 const MIB: f64 = 1024.0 * 1024.0;
@@ -21,28 +22,10 @@ fn mib(bytes: u64) -> String {
 /// and `cgroup`.
 pub const JSON_FORMAT: u32 = 2;
 
-/// A name from another process (command, cgroup, file) made safe for a
-/// terminal: control characters and the invisible formatting ones (direction
-/// overrides, zero-width characters) shown as `?`.
-pub fn shown(s: &str) -> String {
-    s.chars()
-        .map(|c| {
-            if c.is_control() || is_format(c) {
-                '?'
-            } else {
-                c
-            }
-        })
-        .collect()
-}
-
-/// Unicode format characters that can make a name read as another.
-fn is_format(c: char) -> bool {
-    matches!(c, '\u{200B}'..='\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2060}'..='\u{2069}' | '\u{FEFF}' | '\u{061C}')
-}
-
+/// A name from another process (command, cgroup, file), cut to `width`
+/// characters after it is escaped for the terminal.
 fn cut(s: &str, width: usize) -> String {
-    let s = shown(s);
+    let s = one_line(s);
     if s.chars().count() <= width {
         s
     } else {
@@ -203,7 +186,7 @@ fn kernel_text(o: &mut String, s: &IntervalSummary, page_size: u64) {
         let _ = writeln!(
             o,
             "  flusher {} {}: {} {}, {}",
-            f.bdi,
+            one_line(&f.bdi),
             f.reason.name(),
             f.passes,
             if f.passes == 1 { "pass" } else { "passes" },
@@ -215,7 +198,7 @@ fn kernel_text(o: &mut String, s: &IntervalSummary, page_size: u64) {
         let _ = writeln!(
             o,
             "  {} estimates: write {} MiB/s (avg {}), dirty rate {}, ratelimit {}",
-            b.bdi,
+            one_line(&b.bdi),
             rate(b.write_bw),
             rate(b.avg_write_bw),
             rate(b.dirty_rate),
@@ -262,7 +245,10 @@ fn queue_text(l: &StallLine) -> String {
     let by = if l.writers_there.is_empty() {
         String::new()
     } else {
-        format!(" (dirtied there by {})", shown(&l.writers_there.join(", ")))
+        format!(
+            " (dirtied there by {})",
+            one_line(&l.writers_there.join(", "))
+        )
     };
     format!(
         "; behind {} of writes queued{by}",
@@ -289,7 +275,7 @@ pub fn each_line(clock: &str, l: &StallLine) -> String {
         l.bytes,
         l.dur_ns as f64 / 1e6,
         cause_label(l),
-        shown(&l.file),
+        one_line(&l.file),
         queue_text(l)
     )
 }
@@ -397,7 +383,7 @@ mod tests {
         assert!(!text.contains('\u{202E}'), "{text:?}");
         assert!(text.contains("page fault"), "{text}");
         assert!(text.contains("86.4  dirty throttle"), "{text}");
-        assert!(text.contains("/mnt/x?y"), "{text}");
+        assert!(text.contains("/mnt/x\\ny"), "{text}");
         assert_eq!(
             each_header().find("LAT(ms)").map(|i| i + 7),
             text.find("86.4").map(|i| i + 4),

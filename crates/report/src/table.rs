@@ -1,7 +1,14 @@
 //! Terminal tables of results: measurements, findings and claim verdicts.
+//!
+//! Every table cell and every wrapped paragraph is shown through
+//! `oslab_term_text` here, where the text is assembled, so no caller can print
+//! a name or a sentence read from a file raw (docs/reports.md, "Text from
+//! outside oslab").
 
 use comfy_table::{Cell, CellAlignment, ColumnConstraint, ContentArrangement, Table};
 use oslab_model::{ExperimentResult, Status, Verdict};
+
+use oslab_term_text::{lines, one_line};
 
 use crate::num::{fmt, pct};
 
@@ -25,7 +32,14 @@ pub fn simple(headers: &[&str], rows: &[Vec<String>], right: &[usize]) -> String
 /// fits, identifier columns (`vm.dirty_background_bytes`) first, so lines break
 /// between words, not inside an identifier.
 pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width) -> String {
-    let rows = same_format(rows, right);
+    let shown: Vec<String> = headers.iter().map(|h| one_line(h)).collect();
+    let headers: Vec<&str> = shown.iter().map(String::as_str).collect();
+    let headers = &headers[..];
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| r.iter().map(|c| one_line(c)).collect())
+        .collect();
+    let rows = same_format(&rows, right);
     let Some(w) = width else {
         return build(headers, &rows, right, None, &[]);
     };
@@ -168,10 +182,12 @@ fn same_format(rows: &[Vec<String>], right: &[usize]) -> Vec<Vec<String>> {
     out
 }
 
-/// `text` broken at spaces into lines of at most `width` columns: the first line
-/// starts with `first`, the others with `rest` (a hanging indent). A word longer
-/// than a line stays whole.
+/// `text`, one line of it as `oslab_term_text::one_line` shows it, broken at
+/// spaces into lines of at most `width` columns: the first line starts with
+/// `first`, the others with `rest` (a hanging indent). A word longer than a line
+/// stays whole.
 pub fn wrap(text: &str, first: &str, rest: &str, width: Width) -> String {
+    let text = one_line(text);
     let Some(width) = width else {
         return format!("{first}{text}");
     };
@@ -194,6 +210,21 @@ pub fn wrap(text: &str, first: &str, rest: &str, width: Width) -> String {
     }
     out.push_str(&line);
     out
+}
+
+/// Free text that may hold several lines (a note, an error), each line as
+/// `oslab_term_text::lines` shows it and [`wrap`]ped, every line after the
+/// first starting with `rest`.
+pub fn wrap_lines(text: &str, first: &str, rest: &str, width: Width) -> String {
+    lines(text)
+        .split('\n')
+        .enumerate()
+        .map(|(i, l)| {
+            let first = if i == 0 { first } else { rest };
+            wrap(l, first, rest, width).trim_end().to_string()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn verdict_mark(v: Verdict) -> &'static str {
@@ -264,6 +295,10 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
         out.push_str(&wrap(text, first, rest, width));
         out.push('\n');
     };
+    let free_text = |out: &mut String, first: &str, rest: &str, text: &str| {
+        out.push_str(&wrap_lines(text, first, rest, width));
+        out.push('\n');
+    };
     let load = &r.environment.load;
     if let Some(machine) = &r.simulated {
         let text = format!("{machine}; the model's figures, the same on every run");
@@ -284,11 +319,11 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
     match &r.status {
         Status::Completed => {}
         Status::Skipped { reason } => {
-            line(&mut out, "   skipped: ", "            ", reason);
+            free_text(&mut out, "   skipped: ", "            ", reason);
             return out;
         }
         Status::Failed { error } => {
-            line(&mut out, "   failed: ", "           ", error);
+            free_text(&mut out, "   failed: ", "           ", error);
             return out;
         }
     }
@@ -307,7 +342,7 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
         line(&mut out, "        why: ", "             ", &c.why);
     }
     for n in &r.notes {
-        line(&mut out, "   note: ", "         ", n);
+        free_text(&mut out, "   note: ", "         ", n);
     }
     out
 }
@@ -433,6 +468,30 @@ mod tests {
             table.lines().all(|l| l.chars().count() <= 60),
             "within the width:\n{table}"
         );
+    }
+
+    #[test]
+    fn cells_and_paragraphs_show_no_control_character_raw() {
+        let evil = "vda\x1b]0;x\x07\u{202E}\tb\nc".to_string();
+        let table = fit(&["name\x1b[2J"], &[vec![evil.clone()]], &[], Some(60));
+        let para = wrap(&evil, "  ", "  ", Some(60));
+        let free = wrap_lines("one\x1b[2J\ntwo", "note: ", "      ", None);
+        for text in [&table, &para, &free] {
+            assert!(
+                !text
+                    .chars()
+                    .any(|c| c != '\n' && oslab_term_text::needs_escape(c)),
+                "{text:?}"
+            );
+        }
+        assert!(table.contains("name\\u{1b}[2J"), "{table}");
+        for text in [&table, &para] {
+            assert!(
+                text.contains("vda\\u{1b}]0;x\\u{7}\\u{202e}\\tb\\nc"),
+                "{text}"
+            );
+        }
+        assert_eq!(free, "note: one\\u{1b}[2J\n      two");
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! --every S` prints, and what a governor did when it ends.
 
 use oslab_model::governor::{ProcView, Snapshot};
+use oslab_term_text::one_line;
 use oslab_units::human_bytes;
 
 use crate::table::simple;
@@ -27,9 +28,9 @@ pub fn status(governors: &[Running]) -> String {
         let s = g.snapshot;
         out += &format!(
             "governor '{}' pid {} policy {} ({} passes of {:.0} µs, longest {:.0} µs{}); global Dirty {} Writeback {}; kernel limits: background {}, free-run {}, hard {}\n",
-            g.name,
+            one_line(g.name),
             g.pid,
-            s.policy,
+            one_line(&s.policy),
             s.passes,
             s.pass_mean_us,
             s.pass_max_us,
@@ -121,7 +122,8 @@ fn groups_table(s: &Snapshot) -> String {
 pub fn processes(ps: &[ProcView]) -> String {
     let mut out = String::new();
     for p in ps {
-        let exe = p.exe.as_deref().unwrap_or("?");
+        // the program's path is the user's to name: shown escaped
+        let exe = one_line(p.exe.as_deref().unwrap_or("?"));
         let mut what = Vec::new();
         if let Some(d) = p.kernel_dirtied_bytes {
             what.push(format!("{} dirtied", human_bytes(d)));
@@ -150,7 +152,7 @@ pub fn processes(ps: &[ProcView]) -> String {
             p.pid,
             exe,
             p.uid,
-            p.group,
+            one_line(&p.group),
             what.join(", ")
         );
     }
@@ -178,7 +180,7 @@ pub fn status_line(clock: &str, s: &Snapshot) -> String {
         .map(|g| {
             format!(
                 "{} {}t {}/{}{}",
-                g.group,
+                one_line(&g.group),
                 g.tasks,
                 human_bytes(g.dirty_bytes + g.writeback_bytes),
                 g.limit_bytes.map(human_bytes).unwrap_or_else(|| "-".into()),
@@ -196,7 +198,7 @@ pub fn status_line(clock: &str, s: &Snapshot) -> String {
 
 /// What a governor did, when it ends (`wcall run`, `wcall daemon`).
 pub fn summary(s: &Snapshot) -> String {
-    let mut out = format!("oslab wcall: policy {}\n", s.policy);
+    let mut out = format!("oslab wcall: policy {}\n", one_line(&s.policy));
     for g in s
         .groups
         .iter()
@@ -204,7 +206,7 @@ pub fn summary(s: &Snapshot) -> String {
     {
         out += &format!(
             "  {:8} {} writes ({}), {} delayed, held {:.0} ms in all, files pushed {} times\n",
-            g.group,
+            one_line(&g.group),
             g.writes,
             human_bytes(g.bytes),
             g.delayed_writes,
@@ -309,6 +311,33 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("1 file dirtied outside write()"), "{text}");
+    }
+
+    #[test]
+    fn a_governors_strings_are_shown_escaped() {
+        let mut s = snapshot();
+        s.policy = "p\x1b[2J".into();
+        s.groups[0].group = "g\u{202E}".into();
+        s.processes = vec![ProcView {
+            pid: 7,
+            group: "normal\x07".into(),
+            exe: Some("/tmp/evil\x1b]0;owned\x07\n".into()),
+            ..ProcView::default()
+        }];
+        let text = status(&[Running {
+            name: "n\u{9b}",
+            pid: 1,
+            snapshot: &s,
+        }]) + &status_line("12:00:00", &s)
+            + &summary(&s);
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && oslab_term_text::needs_escape(c)),
+            "{text:?}"
+        );
+        assert!(text.contains("/tmp/evil\\u{1b}]0;owned\\u{7}\\n"), "{text}");
+        assert!(text.contains("governor 'n\\u{9b}'"), "{text}");
     }
 
     #[test]

@@ -160,17 +160,13 @@ pub fn run(a: ImportArgs) -> CmdResult {
         [first, .., last] if v.len() > 10 => format!("{first} to {last}"),
         _ => v.iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
     };
-    let mut line = format!(
-        "oslab: {} run(s) stored in {}",
-        added.len(),
-        store.location()
-    );
+    let mut line = format!("{} run(s) stored in {}", added.len(), store.location());
     if !added.is_empty() {
         line += &format!(" (run {})", ids(&added));
     }
     if !there.is_empty() {
         line += &format!("; {} were there already (run {})", there.len(), ids(&there));
     }
-    eprintln!("{line}");
+    crate::output::say(&line);
     Ok(0)
 }

@@ -2,7 +2,8 @@
 
 use clap::Args;
 
-use oslab_sys::journal::{RestoreReport, RestoredJournal, places, restore_orphans, shown};
+use oslab_sys::journal::{RestoreReport, RestoredJournal, places, restore_orphans};
+use oslab_term_text::one_line;
 
 use crate::failure::CmdResult;
 use crate::output::print;
@@ -17,22 +18,32 @@ pub struct RestoreArgs {
 /// How much of a command, a description or an error from a journal is printed.
 const SHOWN: usize = 200;
 
+/// Text from a journal, at most [`SHOWN`] characters: the journal's bound (which
+/// escapes control characters), then the invisible ones escaped as well.
+fn shown(text: &str) -> String {
+    one_line(&oslab_sys::journal::shown(text, SHOWN))
+}
+
 fn describe(j: &RestoredJournal, text: &mut String) {
     text.push_str(&format!(
         "journal of pid {} ({}), {}:\n",
         j.pid,
-        shown(&j.command, SHOWN),
+        shown(&j.command),
         j.path.display()
     ));
     for o in &j.outcomes {
-        let what = shown(&o.description, SHOWN);
+        let what = shown(&o.description);
         match &o.result {
             Ok(()) => text.push_str(&format!("  undone: {what}\n")),
-            Err(e) => text.push_str(&format!("  FAILED: {what}: {}\n", shown(e, SHOWN))),
+            Err(e) => text.push_str(&format!("  FAILED: {what}: {}\n", shown(e))),
         }
     }
     for b in &j.bad_lines {
-        text.push_str(&format!("  line {} cannot be read: {}\n", b.number, b.why));
+        text.push_str(&format!(
+            "  line {} cannot be read: {}\n",
+            b.number,
+            one_line(&b.why)
+        ));
     }
     if j.kept {
         text.push_str(&format!(

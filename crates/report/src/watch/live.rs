@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use oslab_model::system::{CpuPct, SarRecord};
+use oslab_term_text::one_line;
 
 use crate::table::Width;
 
@@ -152,8 +153,17 @@ pub fn line(clock: &str, r: &SarRecord, devices: &[&str], bands: &[Vec<usize>]) 
         if let Some(d) = r.devices.get(*name) {
             let _ = writeln!(
                 s,
-                "{:<TIME$} {name:<10} {:>8.1} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>7.2} {:>8.2} {:>6.1}",
-                "", d.tps, d.rkb_s, d.wkb_s, d.dkb_s, d.areq_kb, d.aqu_sz, d.await_ms, d.util_pct
+                "{:<TIME$} {:<10} {:>8.1} {:>9.0} {:>9.0} {:>9.0} {:>8.1} {:>7.2} {:>8.2} {:>6.1}",
+                "",
+                one_line(name),
+                d.tps,
+                d.rkb_s,
+                d.wkb_s,
+                d.dkb_s,
+                d.areq_kb,
+                d.aqu_sz,
+                d.await_ms,
+                d.util_pct
             );
         }
     }

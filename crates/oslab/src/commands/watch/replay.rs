@@ -62,12 +62,7 @@ pub(super) fn replay(
     let h = &r.header;
     // the header's names come from the file: shown escaped, at most 64 characters
     let shown_name = |s: &str| -> String {
-        let e: String = s
-            .chars()
-            .take(64)
-            .collect::<String>()
-            .escape_debug()
-            .collect();
+        let e = oslab_term_text::one_line(&s.chars().take(64).collect::<String>());
         if e.is_empty() { "?".into() } else { e }
     };
     eprintln!(

@@ -2,6 +2,7 @@
 
 use clap::Args;
 use oslab_report::wcall::Running;
+use oslab_term_text::one_line;
 use oslab_wcall::rendezvous;
 use oslab_wcall::view::snapshot_of;
 
@@ -33,8 +34,10 @@ pub fn run(a: WcallStatusArgs) -> CmdResult {
                 snapshot_of(b.board(), oslab_sys::clock::monotonic_ns(), f.pid),
             )),
             Err(e) => eprintln!(
-                "oslab wcall: cannot read governor '{}' (pid {}): {e}",
-                f.name, f.pid
+                "oslab wcall: cannot read governor '{}' (pid {}): {}",
+                one_line(&f.name),
+                f.pid,
+                one_line(&e.to_string())
             ),
         }
     }
