@@ -229,8 +229,9 @@ pub fn shown(text: &str, max_chars: usize) -> String {
     let mut out = String::new();
     let mut printed = 0;
     for (taken, c) in text.chars().enumerate() {
-        let piece: String = if c.is_control() {
-            c.escape_default().collect()
+        // control and invisible characters as every terminal writer shows them
+        let piece: String = if oslab_term_text::needs_escape(c) {
+            oslab_term_text::one_line(c.encode_utf8(&mut [0; 4]))
         } else {
             c.into()
         };
