@@ -21,7 +21,9 @@ pub mod memfd;
 pub mod own;
 pub mod wire;
 
-pub use board::{Board, BoardMap, BoardView, GroupSlot, MemberSlot};
+pub use board::{
+    Board, BoardMap, BoardView, GUARD_AUTO, GUARD_FIXED, GUARD_OFF, GroupSlot, MemberSlot,
+};
 pub use own::{Own, OwnMap};
 
 pub const GROUPS: usize = 3;

@@ -13,6 +13,7 @@ pub mod embedded;
 pub mod facts;
 pub mod family;
 pub mod files;
+pub mod guard;
 pub mod launch;
 pub mod listener;
 pub mod monitor;

@@ -162,6 +162,7 @@ mod launch_tests {
             headroom: Some("8MiB".into()),
             recycle: Some("off".into()),
             sync_guard: Some("8MiB".into()),
+            sync_guard_quiet: Some(2.5),
             no_cgroups: true,
             memory_high: vec!["normal=2GiB".into(), "rt-low=1GiB".into()],
         }
