@@ -7,12 +7,13 @@ use oslab_units::parse_human_size;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::cli::WcallPolicyArgs;
-use oslab_wcall::service::{self, Governor, Options};
+use oslab_wcall::service::{self, Access, Governor, Options};
 use oslab_wcall::shm::group_number;
 
 use crate::failure::Failure;
 
-pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
+/// The options of a governor that `access` may join.
+pub fn options(p: &WcallPolicyArgs, access: Access) -> Result<Options, Failure> {
     let name = p.policy.as_deref().unwrap_or("wcall-fair");
     let policy = match Policy::parse(name) {
         Some(Policy::Vanilla) | None => {
@@ -65,6 +66,7 @@ pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
             sync_guard,
         },
         kernel_monitor: true,
+        access,
     })
 }
 
