@@ -212,7 +212,7 @@ impl Registry {
         MEMBERS
             .fits(uids, uid, self.coordinator_uid)
             .map_err(|why| {
-                format!("the governor holds as many processes as it can for this user ({why}); this one is not governed")
+                format!("the governor holds as many processes as it can ({why}); this one is not governed")
             })?;
         self.slots
             .iter()
