@@ -102,6 +102,11 @@ pub struct WcallRunArgs {
     /// CMD's writers)
     #[arg(long)]
     pub private: bool,
+    /// With a governor of its own, run as root: let CMD's programs that change
+    /// to another user (a server that drops root) join it too. By default its
+    /// socket is root's alone (mode 0600) and such a program runs ungoverned
+    #[arg(long)]
+    pub shared_socket: bool,
     #[command(flatten)]
     pub policy: WcallPolicyArgs,
     /// The program and its arguments
@@ -260,6 +265,7 @@ impl WcallRunArgs {
             group,
             name,
             private,
+            shared_socket,
             policy,
             command,
         } = self;
@@ -267,6 +273,7 @@ impl WcallRunArgs {
         v.value("--group", group);
         v.option("--name", name);
         v.flag("--private", *private);
+        v.flag("--shared-socket", *shared_socket);
         policy.push_argv(v);
         v.word("--");
         command.iter().for_each(|w| v.word(w));

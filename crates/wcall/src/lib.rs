@@ -18,10 +18,15 @@ pub mod launch;
 pub mod listener;
 pub mod monitor;
 pub mod pusher;
+pub mod quota;
+pub mod reaper;
 pub mod registry;
 pub mod rendezvous;
 pub mod roster;
+pub mod serve;
 pub mod service;
+#[cfg(test)]
+mod testing;
 pub mod trickle;
 pub mod trust;
 pub mod view;

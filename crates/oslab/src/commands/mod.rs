@@ -174,12 +174,14 @@ mod launch_tests {
             group: "rt-high".into(),
             name: Some("g one".into()),
             private: false,
+            shared_socket: false,
             policy: WcallPolicyArgs::default(),
             command: vec!["sh".into(), "-c".into(), "--not-ours x".into()],
         };
         let private = WcallRunArgs {
             name: None,
             private: true,
+            shared_socket: true,
             policy: every_policy_option(),
             ..run.clone()
         };

@@ -129,6 +129,7 @@ fn governed(e: &Env, governor: &str, group: &str, command: Vec<String>) -> Comma
         group: group.into(),
         name: Some(governor.to_string()),
         private: false,
+        shared_socket: false,
         policy: WcallPolicyArgs::default(),
         command,
     })

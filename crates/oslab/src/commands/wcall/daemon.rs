@@ -4,12 +4,15 @@ use std::time::Duration;
 
 use oslab_wcall::cli::WcallDaemonArgs;
 use oslab_wcall::rendezvous;
+use oslab_wcall::service::Access;
 
 use super::governor::{described, options, start};
 use crate::failure::{CmdResult, Failure};
 
 pub fn run(a: WcallDaemonArgs) -> CmdResult {
-    let opts = options(&a.policy)?;
+    // any user's programs may join root's daemon (docs/wcall.md, "The trust
+    // boundary")
+    let opts = options(&a.policy, Access::Shared)?;
     rendezvous::check_name(&a.name).map_err(|e| Failure::usage(format!("--name: {e}")))?;
     if rendezvous::discover()
         .iter()

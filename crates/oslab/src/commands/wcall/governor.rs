@@ -8,12 +8,13 @@ use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::cli::WcallPolicyArgs;
 use oslab_wcall::guard::GuardSetting;
-use oslab_wcall::service::{self, Governor, Options};
+use oslab_wcall::service::{self, Access, Governor, Options};
 use oslab_wcall::shm::group_number;
 
 use crate::failure::Failure;
 
-pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
+/// The options of a governor that `access` may join.
+pub fn options(p: &WcallPolicyArgs, access: Access) -> Result<Options, Failure> {
     let name = p.policy.as_deref().unwrap_or("wcall-fair");
     let policy = match Policy::parse(name) {
         Some(Policy::Vanilla) | None => {
@@ -60,6 +61,7 @@ pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
                 .map_or(oslab_wcall::guard::QUIET, Duration::from_secs_f64),
         },
         kernel_monitor: true,
+        access,
     })
 }
 
