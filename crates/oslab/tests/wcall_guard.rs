@@ -27,10 +27,15 @@ fn oslab() -> Command {
 
 /// The commit loop (tests/fixtures/wcall/durable_loop.c), built into `dir`.
 fn durable_loop(dir: &Path) -> PathBuf {
-    let exe = dir.join("durable_loop");
+    fixture(dir, "durable_loop")
+}
+
+/// The fixture `wcall/NAME.c`, built into `dir`.
+fn fixture(dir: &Path, name: &str) -> PathBuf {
+    let exe = dir.join(name);
     assert!(
-        common::compile_c("wcall/durable_loop.c", &exe, &[]),
-        "cc builds the commit loop (install gcc and libc6-dev)"
+        common::compile_c(&format!("wcall/{name}.c"), &exe, &[]),
+        "cc builds {name}.c (install gcc and libc6-dev)"
     );
     std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
     exe
@@ -185,5 +190,45 @@ fn another_users_rt_high_by_its_own_scheduling_does_not_turn_the_guard_on() {
         "the user's program ran in rt-high by its scheduling"
     );
     let _ = run.0.wait();
+    stop(daemon);
+}
+
+/// Commits the interposer never sees (raw system calls) still turn the guard on:
+/// the kernel's monitor counts the bios with a cache flush each process submits.
+#[test]
+fn commits_made_without_libc_are_seen_from_the_kernels_side() {
+    if !common::is_root() {
+        eprintln!("skipped: root's daemon and its kernel monitor need root");
+        return;
+    }
+    if let Err(why) = oslab_trace::available() {
+        eprintln!("skipped: no kernel tracing here ({why})");
+        return;
+    }
+    let work = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let prog = fixture(work.path(), "raw_commits");
+    let name = format!("guard-k-{}", std::process::id());
+    let daemon = start_daemon(
+        oslab(),
+        &name,
+        &["--no-cgroups", "--sync-guard-quiet", "2s"],
+    );
+    let mut db = Reaped(
+        oslab()
+            .args(["wcall", "run", "--name", &name, "--group", "rt-high", "--"])
+            .arg(&prog)
+            .arg(work.path().join("wal"))
+            .arg("8")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let on = guard_until(&name, |g| !g["acting_bytes"].is_null());
+    assert!(
+        on["acting_bytes"].as_u64().is_some(),
+        "raw fdatasyncs of an rt-high program turn the guard on: {on}"
+    );
+    assert!(db.0.wait().unwrap().success());
     stop(daemon);
 }

@@ -129,6 +129,9 @@ pub struct Coordinator {
     durable: Durable,
     /// Whether the automatic guard would act now.
     durable_acting: bool,
+    /// Per process, the bios with a cache flush or FUA it submitted, as the
+    /// kernel's monitor last counted them (its durable writes however made).
+    kernel_flushes: std::collections::HashMap<u32, u64>,
     monitor: Option<KernelMonitor>,
     recycled_at: u64,
     dirtiers_at: u64,
@@ -193,6 +196,7 @@ impl Coordinator {
             bandwidths,
             durable: Durable::default(),
             durable_acting: false,
+            kernel_flushes: Default::default(),
             monitor: None,
             recycled_at: 0,
             dirtiers_at: 0,
@@ -234,7 +238,7 @@ impl Coordinator {
             b.header.refused.fetch_add(1, Ordering::Relaxed);
         };
         let rows = roster::pass(&mut reg, b, now, &mut budget, self.cgroups.as_ref());
-        let durable = crate::guard::durable_counts(&reg, &rows);
+        let durable = crate::guard::durable_counts(&reg, &rows, &self.kernel_flushes);
         self.durable_acting = self.durable.observe(now, &durable, self.tuning.guard_quiet);
         let (members, tasks) = counts(&rows);
         let mut states = [GroupState::default(); GROUPS];
@@ -435,6 +439,11 @@ impl Coordinator {
             return;
         };
         self.dirtiers_at = now;
+        self.kernel_flushes = dirtiers
+            .iter()
+            .filter(|d| d.flushes > 0)
+            .map(|d| (d.tgid, d.flushes))
+            .collect();
         let t = self.board.board();
         for r in rows {
             if let Some(d) = dirtiers.iter().find(|d| d.tgid == r.pid) {

@@ -102,13 +102,16 @@ impl Durable {
     }
 }
 
-/// The durable calls of the rt-high processes this pass found whose group root
-/// (or the coordinator's own user) gave: (pid, their own count). A process's
-/// count is its own word, so only those whose group the governor's owner chose
-/// may switch the guard on for everyone's copies.
+/// The durable writes of the rt-high processes this pass found whose group root
+/// (or the coordinator's own user) gave: (pid, their own count of durable calls
+/// plus the bios with a cache flush or FUA the kernel saw them submit,
+/// `kernel_flushes`, which catches a commit made without libc: a raw system
+/// call, O_DIRECT with O_DSYNC, io_uring). Only those whose group the
+/// governor's owner chose may switch the guard on for everyone's copies.
 pub fn durable_counts(
     reg: &crate::registry::Registry,
     rows: &[crate::roster::Row],
+    kernel_flushes: &HashMap<u32, u64>,
 ) -> Vec<(u32, u64)> {
     use std::sync::atomic::Ordering;
     rows.iter()
@@ -118,7 +121,11 @@ pub fn durable_counts(
             if !matches!(g.lineage, crate::registry::Lineage::Given(_)) {
                 return None;
             }
-            Some((r.pid, g.own()?.header.durable_calls.load(Ordering::Relaxed)))
+            let own = g
+                .own()
+                .map_or(0, |o| o.header.durable_calls.load(Ordering::Relaxed));
+            let kernel = kernel_flushes.get(&r.pid).copied().unwrap_or(0);
+            Some((r.pid, own.saturating_add(kernel)))
         })
         .collect()
 }
