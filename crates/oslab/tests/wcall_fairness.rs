@@ -318,3 +318,127 @@ fn a_slow_client_holds_nothing() {
     assert_eq!(figure(&line, "answered"), 0, "{line}");
     stop(daemon);
 }
+
+/// A FUSE file system of nobody's whose FLUSH never answers, mounted for the
+/// length of a test (fixtures/wcall/fuse_hang.c), and the test's folder.
+struct HangingFuse {
+    server: Child,
+    mount: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl HangingFuse {
+    fn mount() -> HangingFuse {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let mount = dir.path().join("mnt");
+        std::fs::create_dir(&mount).unwrap();
+        std::fs::set_permissions(&mount, std::fs::Permissions::from_mode(0o777)).unwrap();
+        let exe = dir.path().join("fuse_hang");
+        assert!(
+            common::compile_c("wcall/fuse_hang.c", &exe, &["-Wall"]),
+            "cc builds fuse_hang.c"
+        );
+        let server = Command::new(&exe)
+            .arg(&mount)
+            .arg(common::attacker::NOBODY.to_string())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        wait_for("the FUSE mount", Duration::from_secs(10), || {
+            std::fs::read_to_string("/proc/self/mounts")
+                .unwrap()
+                .contains(mount.to_str().unwrap())
+                .then_some(())
+        });
+        HangingFuse {
+            server,
+            mount,
+            _dir: dir,
+        }
+    }
+}
+
+impl Drop for HangingFuse {
+    fn drop(&mut self) {
+        // the connection aborted: the held exec goes on
+        let _ = Command::new("umount").arg("-l").arg(&self.mount).status();
+        let _ = self.server.kill();
+        let _ = self.server.wait();
+    }
+}
+
+/// A process of another user that holds its own exec (issue 51's review: its
+/// /proc/PID/io waits on its exec_update_lock for as long as it likes), asking
+/// to join while stuck, or joined before: neither the listener nor the
+/// coordinator waits on it, and root is answered within 1 s throughout.
+#[test]
+fn a_process_held_in_its_exec_never_holds_the_governor() {
+    let Some((name, daemon)) = daemon("exec") else {
+        return;
+    };
+    if !Path::new("/dev/fuse").exists() {
+        eprintln!("skipped: no /dev/fuse");
+        stop(daemon);
+        return;
+    }
+    let fuse = HangingFuse::mount();
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("wcall-fairness");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let exe = dir.join("exec_stall");
+    let include = format!(
+        "-I{}",
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/wcall")
+            .display()
+    );
+    assert!(common::compile_c(
+        "wcall/exec_stall.c",
+        &exe,
+        &["-Wall", &include]
+    ));
+    let socket = socket_of(&name);
+    let mut stuck = Vec::new();
+    for mode in ["joined", "asking"] {
+        stuck.push(Reaped(
+            common::attacker::as_nobody(exe.to_str().unwrap())
+                .arg(mode)
+                .arg(&socket)
+                .arg(fuse.mount.join("f"))
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        ));
+    }
+    let passes = |name: &str| -> u64 {
+        // root's `oslab wcall status` itself must not wait on the held process
+        let mut c = oslab()
+            .args(["wcall", "status", "--json", "-", "--name", name])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        assert!(
+            exits_within(&mut c, Duration::from_secs(5)),
+            "oslab wcall status waited on a process held in its exec"
+        );
+        let mut out = Vec::new();
+        std::io::Read::read_to_end(&mut c.stdout.take().unwrap(), &mut out).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+        v[0]["status"]["passes"].as_u64().unwrap_or(0)
+    };
+    let before = passes(&name);
+    for i in 0..6 {
+        std::thread::sleep(Duration::from_millis(500));
+        root_is_answered(&socket, &format!("look {i} beside execs held up"));
+    }
+    let after = passes(&name);
+    assert!(
+        after > before + 10,
+        "the coordinator's passes went on ({before} -> {after})"
+    );
+    drop(fuse);
+    drop(stuck);
+    stop(daemon);
+}

@@ -47,6 +47,7 @@ pub struct WcallPolicyArgs {
     /// --sync-guard-quiet after the last one, at what the device takes in 50 ms,
     /// measured by the governor; SIZE: at SIZE while an rt-high process is
     /// governed; off [default: auto]
+    #[arg(long, value_name = "off|auto|SIZE")]
     pub sync_guard: Option<String>,
     /// How long the automatic sync guard stays on after the last durable write of
     /// an rt-high process [default: 30s]

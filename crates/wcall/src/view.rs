@@ -157,8 +157,16 @@ fn proc_view(p: &MemberSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
         pid,
         uid: p.uid.load(Ordering::Relaxed),
         group: GROUP_NAMES[g].into(),
+        // the link waits on the process's exec (crate::slowproc): a process
+        // held in one is shown without its program, never waited for
         exe: crate::trust::valid_pid(pid)
-            .and_then(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
+            .and_then(|pid| {
+                let link = format!("/proc/{pid}/exe");
+                crate::slowproc::read_of(pid, crate::slowproc::DEADLINE, move || {
+                    std::fs::read_link(link).ok()
+                })
+                .flatten()
+            })
             .map(|e| e.display().to_string()),
         holdable: p.holdable.load(Ordering::Relaxed) != 0,
         writes: p.writes.load(Ordering::Relaxed),
