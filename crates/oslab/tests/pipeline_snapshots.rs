@@ -47,6 +47,7 @@ fn null_result() -> ExperimentResult {
             cpu_busy_fraction: 0.125,
             steal_fraction: 0.0,
             warning: None,
+            ..Default::default()
         },
         seed: 7,
     };

@@ -321,13 +321,7 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
         let text = format!("{machine}; the model's figures, the same on every run");
         line(&mut out, "   simulated on ", "   ", &text);
     } else {
-        out.push_str(&format!(
-            "   steal {} · CPUs busy {} · load {:.2} -> {:.2}\n",
-            pct(load.steal_fraction),
-            pct(load.cpu_busy_fraction),
-            load.loadavg_before[0],
-            load.loadavg_after[0]
-        ));
+        line(&mut out, "   ", "   ", &crate::num::load_text(load, "->"));
     }
     if let Some(w) = load.warning.as_ref().filter(|_| r.simulated.is_none()) {
         let text = format!("{w}; treat the figures with care");

@@ -81,6 +81,7 @@ pub fn run(a: ExportArgs) -> CmdResult {
         experiment: a.experiment.clone(),
         machine: a.machine.clone(),
         limit: None,
+        headline: None,
     };
     let mut runs = store.export(&filter).map_err(fail)?;
     if let Some(id) = a.run {

@@ -114,6 +114,9 @@ impl Experiment for MemLocality {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "ratio.16MiB"
+    }
 
     fn plan(&self, p: &mut Planner) -> Plan {
         Plan {
