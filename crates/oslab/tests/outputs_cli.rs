@@ -166,7 +166,7 @@ fn list_settings_prints_only_the_settings() {
 #[test]
 fn interrupting_a_read_only_view_undoes_nothing_and_says_so() {
     let mut child = common::oslab()
-        .args(["watch", "--interval", "0.2"])
+        .args(["watch", "--interval", "200ms"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

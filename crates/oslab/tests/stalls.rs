@@ -30,7 +30,15 @@ fn tracing_here(journal: &Path) -> Result<(), String> {
         return Err("needs root".into());
     }
     let out = oslab(journal)
-        .args(["stalls", "--count", "1", "--interval", "0.1", "--json", "-"])
+        .args([
+            "stalls",
+            "--count",
+            "1",
+            "--interval",
+            "100ms",
+            "--json",
+            "-",
+        ])
         .output()
         .unwrap();
     if out.status.success() {
@@ -89,7 +97,14 @@ fn a_throttled_probe_writers_stalls_are_put_down_to_dirty_throttling() {
                 "--",
             ])
             .arg(assert_cmd::cargo::cargo_bin("oslab"))
-            .args(["stalls", "--threshold", "20ms", "--interval", "1", "--json"])
+            .args([
+                "stalls",
+                "--threshold",
+                "20ms",
+                "--interval",
+                "1s",
+                "--json",
+            ])
             .arg(&out_file)
             .args(["--", "sh", "-c", &script])
             .env("OSLAB_JOURNAL_DIR", &journal),
@@ -158,7 +173,7 @@ fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
                 "--count",
                 "2",
                 "--interval",
-                "0.5",
+                "500ms",
                 "--threshold",
                 "1ms",
             ])
@@ -186,7 +201,7 @@ fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
     let data = dir.path().join("mapped.dat");
     succeed(
         oslab(&journal)
-            .args(["stalls", "--interval", "0.5", "--json"])
+            .args(["stalls", "--interval", "500ms", "--json"])
             .arg(&out_file)
             .arg("--")
             .arg(&writer)
@@ -220,7 +235,7 @@ fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
             .args([
                 "stalls",
                 "--interval",
-                "0.5",
+                "500ms",
                 "--threshold",
                 "1ms",
                 "--json",
@@ -311,7 +326,7 @@ fn three_modes_see_the_same_slow_calls_and_faults_show_their_throttling() {
     // job of a script ignores SIGINT) asks the other two to finish: their last
     // interval drains the ring buffer first, so nothing of the workload is cut.
     let script = format!(
-        "S='stalls --threshold 5ms --interval 0.5'; \
+        "S='stalls --threshold 5ms --interval 500ms'; \
          ready() {{ until grep -q 'oslab: tracing' $1; do sleep 0.05; done; }}; \
          {o} $S --json {dd}/all.jsonl 2>{dd}/all.err & A=$!; ready {dd}/all.err; \
          dd if=/dev/zero of={m}/bulk bs=1M count=600 2>/dev/null & B=$!; \

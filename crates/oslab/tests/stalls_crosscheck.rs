@@ -103,7 +103,15 @@ fn throttling_decisions_agree_with_a_perf_counter_of_the_tracepoint() {
     }
     let journal = common::journal_dir("stalls-crosscheck");
     let probe = oslab(&journal)
-        .args(["stalls", "--count", "1", "--interval", "0.1", "--json", "-"])
+        .args([
+            "stalls",
+            "--count",
+            "1",
+            "--interval",
+            "100ms",
+            "--json",
+            "-",
+        ])
         .output()
         .unwrap();
     if !probe.status.success() {
@@ -141,7 +149,7 @@ fn throttling_decisions_agree_with_a_perf_counter_of_the_tracepoint() {
             "--",
         ])
         .arg(assert_cmd::cargo::cargo_bin("oslab"))
-        .args(["stalls", "--interval", "0.5", "--json"])
+        .args(["stalls", "--interval", "500ms", "--json"])
         .arg(&out)
         .env("OSLAB_JOURNAL_DIR", &journal)
         .stdout(Stdio::null())

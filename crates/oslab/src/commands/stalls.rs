@@ -25,17 +25,18 @@ pub struct StallsArgs {
     /// Watch only this process (repeatable; its children forked later too)
     #[arg(long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
     pub pids: Vec<u64>,
-    /// Report calls at least this long, e.g. 10ms, 1.5s (a bare number is ms)
+    /// Report calls at least this long, e.g. 10ms or 1.5s
     #[arg(long, value_name = "DURATION", default_value = "10ms", allow_negative_numbers = true, value_parser = duration(0.000_01, 60.0))]
     pub threshold: u64,
-    /// Seconds between summaries (0.1 to 3600; default 1, or 0.2 with --each)
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
+    /// Time between summaries, e.g. 1s (100ms to 3600s; default 1s, or 200ms with
+    /// --each)
+    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
     pub interval: Option<f64>,
     /// Stop after N intervals
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
     pub count: Option<u64>,
-    /// Write JSON lines (each slow call, then each interval) to FILE, or `-` for
-    /// standard output instead of the tables
+    /// Also write JSON lines (each slow call, then each interval) to FILE (`-` for
+    /// standard output, which then holds only the JSON)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write a Chrome/Perfetto trace (real pids and tids, CLOCK_MONOTONIC time) to FILE
