@@ -153,6 +153,18 @@ pub fn run(a: StallsArgs) -> CmdResult {
     };
     let mut session = StallsSession::start(options).map_err(|e| Failure::runtime(e.to_string()))?;
     let mut sinks = Sinks::open(&a)?;
+    // the command first: nothing is printed for one that cannot run
+    let mut child = if a.command.is_empty() {
+        None
+    } else {
+        let c = spawn(&a.command)?;
+        let name = Path::new(&a.command[0]).file_name().map_or_else(
+            || a.command[0].clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        session.watch_command(c.id(), &name);
+        Some(c)
+    };
     eprintln!(
         "oslab: tracing reads, writes, syncs and page faults on files of {whom} over {} ms, every {} s; Ctrl-C to stop",
         a.threshold as f64 / 1e6,
@@ -161,17 +173,15 @@ pub fn run(a: StallsArgs) -> CmdResult {
     for limit in session.limits() {
         eprintln!("oslab: {limit}");
     }
-    let mut child = if a.command.is_empty() {
-        None
-    } else {
-        Some(spawn(&a.command)?)
-    };
+    if a.each {
+        print(&render::each_header());
+    }
     // Ctrl-C (with no command to pass it to) ends the last interval and writes
-    // the files, as `perf record` does.
+    // the files, as `perf record` does, and exits 128 + the signal, as watch does.
     crate::guard::finish_on_signal();
     let ended = || {
-        if crate::guard::finish_asked() {
-            return Some(0);
+        if let Some(code) = crate::guard::finish_asked() {
+            return Some(code);
         }
         let status = child.as_mut()?.try_wait().ok()??;
         Some(crate::child::exit_code(status))
@@ -234,9 +244,6 @@ impl Sinks {
         let stdout_taken = [&a.json, &a.folded]
             .iter()
             .any(|p| p.as_deref().is_some_and(is_stdout));
-        if a.each {
-            print(&render::each_header());
-        }
         Ok(Sinks {
             tables: !stdout_taken && !a.each,
             each: a.each,
