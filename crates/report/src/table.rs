@@ -281,13 +281,19 @@ pub fn summary_cells(s: &oslab_stats::Summary) -> [String; 7] {
     ]
 }
 
-/// A finding's value and unit as cells: "-" and no unit when the experiment could
-/// not determine it (its detail says why).
+/// A finding's value and unit as cells: a size in bytes as a person reads it
+/// (1.5 MiB, the JSON keeping the bytes); "-" and no unit when the experiment
+/// could not determine it (its detail says why).
 pub fn finding_cells(f: &oslab_model::Finding) -> [String; 2] {
-    if f.value.is_finite() {
-        [fmt(f.value), f.unit.clone()]
-    } else {
+    if !f.value.is_finite() {
         ["-".into(), String::new()]
+    } else if f.unit == "bytes" && f.value >= 0.0 {
+        [
+            oslab_units::human_bytes(f.value.round() as u64),
+            String::new(),
+        ]
+    } else {
+        [fmt(f.value), f.unit.clone()]
     }
 }
 
@@ -525,6 +531,23 @@ mod tests {
             );
         }
         assert_eq!(free, "note: one\\u{1b}[2J\n      two");
+    }
+
+    /// Regression: mem.latency's cache edges printed 1617094 where a reader
+    /// reads 1.5 MiB.
+    #[test]
+    fn a_size_in_bytes_reads_in_human_units() {
+        let f = |value: f64, unit: &str| oslab_model::Finding {
+            name: "edge.L2".into(),
+            value,
+            unit: unit.into(),
+            detail: String::new(),
+            range: None,
+        };
+        assert_eq!(finding_cells(&f(1_617_094.0, "bytes")), ["1.54 MiB", ""]);
+        assert_eq!(finding_cells(&f(512.0, "bytes")), ["512 B", ""]);
+        assert_eq!(finding_cells(&f(f64::NAN, "bytes")), ["-", ""]);
+        assert_eq!(finding_cells(&f(3.5, "ns")), ["3.500", "ns"]);
     }
 
     #[test]
