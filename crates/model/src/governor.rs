@@ -63,6 +63,24 @@ pub struct ProcView {
     pub pushes: u64,
 }
 
+/// The sync guard: how it is set and what it does now.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+pub struct GuardView {
+    /// "auto", a size ("fixed"), or "off".
+    pub setting: String,
+    /// Its size while it acts; None while it does not.
+    pub acting_bytes: Option<u64>,
+    /// Seconds it has acted, and since the last durable write that keeps it on.
+    pub acting_s: Option<f64>,
+    pub last_durable_s: Option<f64>,
+    /// The process whose durable write that was.
+    pub durable_pid: Option<u32>,
+    /// How long it stays on after the last durable write (auto), seconds.
+    pub quiet_s: f64,
+    /// The bandwidth it was sized from, measured by the governor (bytes/s).
+    pub bandwidth_bytes_s: Option<u64>,
+}
+
 /// The write-cache governor's state: its limits, its groups and its processes.
 #[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Snapshot {
@@ -91,6 +109,8 @@ pub struct Snapshot {
     pub cpu_percent: f64,
     /// Records of the kernel's the monitor lost (must be 0).
     pub kernel_lost: u64,
+    /// The sync guard.
+    pub guard: GuardView,
     pub groups: Vec<GroupView>,
     pub processes: Vec<ProcView>,
 }

@@ -436,6 +436,7 @@ fn every_duration_takes_its_unit_and_a_bare_number_is_refused_with_the_hint() {
         &["wcall", "daemon", "--every", "2"],
         &["wcall", "daemon", "--block", "100"],
         &["wcall", "daemon", "--interval", "10"],
+        &["wcall", "daemon", "--sync-guard-quiet", "30"],
     ] {
         refused_by_parser(run(args), "needs its unit");
     }

@@ -64,10 +64,47 @@ pub fn status(governors: &[Running]) -> String {
                 String::new()
             }
         );
+        out += &format!("  {}\n", guard_line(&s.guard));
         out += &processes(&s.processes);
         out.push('\n');
     }
     out
+}
+
+/// What the sync guard is set to and does now, in one line.
+pub fn guard_line(g: &oslab_model::governor::GuardView) -> String {
+    let bandwidth = g
+        .bandwidth_bytes_s
+        .map(|b| {
+            format!(
+                ", sized from {} measured",
+                oslab_units::human_rate(b as f64)
+            )
+        })
+        .unwrap_or_default();
+    match (g.setting.as_str(), g.acting_bytes) {
+        ("off", _) => "sync guard: off".into(),
+        ("fixed", Some(b)) => format!(
+            "sync guard: {} while an rt-high process is governed (acting now)",
+            human_bytes(b)
+        ),
+        ("fixed", None) => "sync guard: fixed size, idle (no rt-high process governed)".into(),
+        (_, Some(b)) => format!(
+            "sync guard: ON at {}{bandwidth}, for {:.1} s; last durable write {:.1} s ago by pid {}; off after {:.0} s without one",
+            human_bytes(b),
+            g.acting_s.unwrap_or(0.0),
+            g.last_durable_s.unwrap_or(0.0),
+            g.durable_pid.unwrap_or(0),
+            g.quiet_s
+        ),
+        (_, None) => format!(
+            "sync guard: auto, idle (on while an rt-high process whose group root gave makes durable writes, and {:.0} s after){}",
+            g.quiet_s,
+            g.last_durable_s
+                .map(|s| format!("; last durable write {s:.0} s ago"))
+                .unwrap_or_default()
+        ),
+    }
 }
 
 /// A governor's groups as a table.

@@ -218,6 +218,7 @@ fn dirtiers(map: &dyn MapCore) -> Vec<Dirtier> {
             rt_priority: u32_at(40),
             comm: String::from_utf8_lossy(&v[48..48 + comm_end]).into_owned(),
             memcg_id: if v.len() >= 72 { u64_at(64) } else { 0 },
+            flushes: if v.len() >= 80 { u64_at(72) } else { 0 },
         });
     }
     out.sort_by(|a, b| b.pages.cmp(&a.pages).then(a.tgid.cmp(&b.tgid)));
@@ -262,12 +263,14 @@ fn load_writeback<'o>(
     }
     if opts.dirtiers_only {
         for mut prog in open.open_object_mut().progs_mut() {
-            if prog.name() != "on_dirty_folio" {
+            if prog.name() != "on_dirty_folio" && prog.name() != "on_bio_queue" {
                 prog.set_autoload(false);
             }
         }
         return load_and_attach(open, opts);
     }
+    // durable writes are counted for the governor's monitor alone
+    open.progs.on_bio_queue.set_autoload(false);
     match bdp_args {
         Some(8) => open.progs.on_pause_args.set_autoload(false),
         Some(12) => open.progs.on_pause.set_autoload(false),

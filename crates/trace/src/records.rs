@@ -206,6 +206,10 @@ pub struct Dirtier {
     /// Its memory cgroup's id (v1 or v2; 0 where unknown).
     #[serde(default)]
     pub memcg_id: u64,
+    /// Bios it submitted with REQ_PREFLUSH or REQ_FUA: its durable writes as
+    /// the block layer saw them (counted only by the governor's monitor).
+    #[serde(default)]
+    pub flushes: u64,
 }
 
 /// Per thread, switches as getrusage() counts them and time on the CPU.

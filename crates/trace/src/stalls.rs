@@ -240,6 +240,7 @@ mod tests {
             prio,
             rt_priority: 0,
             memcg_id: 0,
+            flushes: 0,
         }
     }
 

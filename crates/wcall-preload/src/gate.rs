@@ -18,6 +18,9 @@ use crate::say;
 pub const UNKNOWN: u8 = 0;
 const GOVERNED: u8 = 1;
 const PASS: u8 = 2;
+/// Added to a class: the descriptor was opened O_SYNC or O_DSYNC, so every write
+/// through it asks for its data to be on the device.
+const DURABLE: u8 = 4;
 pub const FD_CACHE: usize = 4096;
 pub static FD_CLASS: [AtomicU8; FD_CACHE] = [const { AtomicU8::new(UNKNOWN) }; FD_CACHE];
 
@@ -44,24 +47,30 @@ fn classify_fd(j: &Joined, fd: c_int) -> u8 {
             libc::fcntl(fd, libc::F_GETFL),
         )
     };
-    let class = match st {
-        Some(st)
-            if st.st_mode & libc::S_IFMT == libc::S_IFREG
-                && flags >= 0
-                && flags & libc::O_DIRECT == 0 =>
-        {
-            if !j.own.register_file(st.st_dev, st.st_ino, fd as u32)
-                && !WARNED_FULL.swap(true, Ordering::Relaxed)
-            {
-                say(&format!(
-                    "pid {} writes more files than its table holds; the rest are seen only through the kernel's records",
-                    std::process::id()
-                ));
-            }
-            GOVERNED
-        }
-        _ => PASS,
+    let durable = if flags >= 0 && flags & libc::O_DSYNC != 0 {
+        DURABLE
+    } else {
+        0
     };
+    let class = durable
+        | match st {
+            Some(st)
+                if st.st_mode & libc::S_IFMT == libc::S_IFREG
+                    && flags >= 0
+                    && flags & libc::O_DIRECT == 0 =>
+            {
+                if !j.own.register_file(st.st_dev, st.st_ino, fd as u32)
+                    && !WARNED_FULL.swap(true, Ordering::Relaxed)
+                {
+                    say(&format!(
+                        "pid {} writes more files than its table holds; the rest are seen only through the kernel's records",
+                        std::process::id()
+                    ));
+                }
+                GOVERNED
+            }
+            _ => PASS,
+        };
     if let Some(c) = FD_CLASS.get(fd as usize) {
         c.store(class, Ordering::Relaxed);
     }
@@ -93,12 +102,25 @@ fn own_pending(j: &Joined) -> u64 {
         .saturating_sub(j.member().accounted_bytes.load(Ordering::Relaxed))
 }
 
+/// Counts a call that asks for data to be on the device: the coordinator
+/// keeps the sync guard on while an rt-high process makes them.
+#[inline]
+pub fn note_durable() {
+    if let Some(j) = joined() {
+        j.own.header.durable_calls.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
 /// The gate in front of a governed write of `n` bytes: returns this process's
 /// table to count it in.
 #[inline]
 pub fn before(fd: c_int, n: u64) -> Option<&'static Own> {
     let j = joined()?;
-    if classify_fd(&j, fd) != GOVERNED {
+    let class = classify_fd(&j, fd);
+    if class & DURABLE != 0 {
+        j.own.header.durable_calls.fetch_add(1, Ordering::Relaxed);
+    }
+    if class & !DURABLE != GOVERNED {
         j.own.header.passed_through.fetch_add(1, Ordering::Relaxed);
         return None;
     }

@@ -1,7 +1,9 @@
 //! liboslab_wcall.so: the WCALL governor's control module inside a program.
 //!
 //! Loaded with LD_PRELOAD, it stands in front of write, pwrite, writev, pwritev
-//! and their 64-bit and v2 variants. For a regular file opened without O_DIRECT,
+//! and their 64-bit and v2 variants, and counts the calls that ask for data to be
+//! on the device (fsync, fdatasync, sync_file_range, msync, syncfs, O_SYNC and
+//! O_DSYNC writes: [`durable`]). For a regular file opened without O_DIRECT,
 //! a write first looks at its group's hold flag on the coordinator's board; while
 //! the flag is set it waits and looks again (under wcall, the paper's HZ/10 block;
 //! under wcall-fair, until the coordinator's next pass wakes it through a shared
@@ -62,6 +64,7 @@ macro_rules! next {
     }};
 }
 
+mod durable;
 mod fds;
 mod gate;
 mod join;

@@ -1,11 +1,17 @@
 //! The write calls the governor stands in front of: write, pwrite, writev, pwritev
-//! and their 64-bit and v2 variants.
+//! and their 64-bit and v2 variants (whose RWF_SYNC and RWF_DSYNC flags make a
+//! write durable).
 
 use std::ffi::{c_int, c_void};
 
 use libc::{iovec, off_t, size_t, ssize_t};
 
-use crate::gate::{after, before, iov_bytes};
+use crate::gate::{after, before, iov_bytes, note_durable};
+
+/// A v2 write asks for its data on the device.
+fn durable_flags(flags: c_int) -> bool {
+    flags & (libc::RWF_DSYNC | libc::RWF_SYNC) != 0
+}
 
 /// # Safety
 /// As write(2).
@@ -109,6 +115,9 @@ pub unsafe extern "C" fn pwritev2(
         c"pwritev2",
         unsafe extern "C" fn(c_int, *const iovec, c_int, off_t, c_int) -> ssize_t
     );
+    if durable_flags(flags) {
+        note_durable();
+    }
     let gated = before(fd, iov_bytes(iov, cnt));
     // SAFETY: as above.
     after(gated, unsafe { f(fd, iov, cnt, off, flags) })
@@ -128,6 +137,9 @@ pub unsafe extern "C" fn pwritev64v2(
         c"pwritev64v2",
         unsafe extern "C" fn(c_int, *const iovec, c_int, libc::off64_t, c_int) -> ssize_t
     );
+    if durable_flags(flags) {
+        note_durable();
+    }
     let gated = before(fd, iov_bytes(iov, cnt));
     // SAFETY: as above.
     after(gated, unsafe { f(fd, iov, cnt, off, flags) })

@@ -12,7 +12,7 @@ use crate::memfd::{self, Mapping, SIZE_SEALS};
 use crate::{GROUPS, MAX_MEMBERS, group_index};
 
 pub const BOARD_MAGIC: u64 = u64::from_le_bytes(*b"oslabwb1");
-pub const BOARD_VERSION: u32 = 3;
+pub const BOARD_VERSION: u32 = 4;
 
 /// Seals a board carries once the coordinator has mapped it: no resizing, no
 /// writes by anyone else, no further changes to the seals.
@@ -56,7 +56,27 @@ pub struct Header {
     pub started_ns: AtomicU64,
     /// Records the kernel's tracer could not deliver (its ring buffer was full).
     pub kernel_lost: AtomicU64,
+    /// The sync guard: GUARD_* how it is set, its size now (0: not acting),
+    /// since when it acts and when a durable write last switched it on
+    /// (CLOCK_MONOTONIC ns), the pid that made it, the quiet interval after which
+    /// it goes off, and the device bandwidth it was sized from (bytes/s, 0 where
+    /// none was measured yet).
+    pub guard_setting: AtomicU32,
+    pub guard_pid: AtomicU32,
+    pub guard_bytes: AtomicU64,
+    pub guard_since_ns: AtomicU64,
+    pub guard_durable_ns: AtomicU64,
+    pub guard_quiet_ns: AtomicU64,
+    pub guard_bandwidth: AtomicU64,
 }
+
+/// The sync guard is off.
+pub const GUARD_OFF: u32 = 0;
+/// It acts while a governed rt-high process makes durable writes, sized for the
+/// device from the bandwidth the governor measures.
+pub const GUARD_AUTO: u32 = 1;
+/// It acts at a size the user gave while an rt-high process is governed.
+pub const GUARD_FIXED: u32 = 2;
 
 /// The coordinator sees only the files the interposer registered (cachestat).
 pub const MONITOR_CACHESTAT: u32 = 1;

@@ -8,7 +8,9 @@
 //!   not checked with the kernel;
 //! - [`wire`]: how a process joins (a request and a reply over the governor's Unix
 //!   socket; the coordinator learns who asks from SO_PEERCRED, never from the
-//!   request), and [`memfd`]: the sealed memory files behind both tables.
+//!   request), [`conn`]: the governor's side of that socket (reads that never
+//!   block, descriptors refused, closes that cannot wait), and [`memfd`]: the
+//!   sealed memory files behind both tables.
 //!
 //! Every field of the tables is an atomic, so no lock crosses a process boundary,
 //! and each process writes only its own table, so the write path of one process
@@ -17,11 +19,14 @@
 // Functions over 80 lines (clippy.toml) fail the lints outside tests (issue 28).
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
 pub mod board;
+pub mod conn;
 pub mod memfd;
 pub mod own;
 pub mod wire;
 
-pub use board::{Board, BoardMap, BoardView, GroupSlot, MemberSlot};
+pub use board::{
+    Board, BoardMap, BoardView, GUARD_AUTO, GUARD_FIXED, GUARD_OFF, GroupSlot, MemberSlot,
+};
 pub use own::{Own, OwnMap};
 
 pub const GROUPS: usize = 3;

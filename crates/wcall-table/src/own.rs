@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::memfd::{self, Mapping, SIZE_SEALS};
 
-pub const OWN_MAGIC: u64 = u64::from_le_bytes(*b"oslabwo1");
+pub const OWN_MAGIC: u64 = u64::from_le_bytes(*b"oslabwo2");
 /// Files one process can register; more are seen through the kernel's records.
 pub const OWN_FILES: usize = 256;
 
@@ -30,6 +30,10 @@ pub struct OwnHeader {
     pub passed_through: AtomicU64,
     pub mmap_writable: AtomicU64,
     pub last_write_ns: AtomicU64,
+    /// Calls that ask for data to be on the device (fsync, fdatasync,
+    /// sync_file_range, msync, syncfs, and writes through O_SYNC / O_DSYNC
+    /// descriptors or with RWF_SYNC / RWF_DSYNC).
+    pub durable_calls: AtomicU64,
 }
 
 /// A regular file the process writes through descriptor `fd`.

@@ -244,7 +244,7 @@ pub fn receive(sock: RawFd, buf: &mut [u8]) -> std::io::Result<Vec<OwnedFd>> {
 
 /// Takes ownership of every SCM_RIGHTS descriptor in `msg` (so each is closed
 /// when dropped, whatever happens next).
-fn take_fds(msg: &libc::msghdr, fds: &mut Vec<OwnedFd>) {
+pub(crate) fn take_fds(msg: &libc::msghdr, fds: &mut Vec<OwnedFd>) {
     // SAFETY: walking the control messages recvmsg filled in, within its length.
     unsafe {
         let mut c = libc::CMSG_FIRSTHDR(msg);
@@ -293,20 +293,27 @@ pub fn peer_cred(sock: RawFd) -> std::io::Result<libc::ucred> {
 /// pid reused since cannot be mistaken for it. None where the kernel lacks it.
 pub fn peer_pidfd(sock: RawFd) -> Option<OwnedFd> {
     const SO_PEERPIDFD: libc::c_int = 77;
-    let mut fd: libc::c_int = -1;
+    let fd = int_option(sock, SO_PEERPIDFD).filter(|fd| *fd >= 0)?;
+    // SAFETY: a fresh descriptor the kernel made for us.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// An int-valued SOL_SOCKET option of `sock`; None where the kernel has no such
+/// option.
+pub(crate) fn int_option(sock: RawFd, opt: libc::c_int) -> Option<libc::c_int> {
+    let mut v: libc::c_int = -1;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: getsockopt into an int of the stated length.
     let r = unsafe {
         libc::getsockopt(
             sock,
             libc::SOL_SOCKET,
-            SO_PEERPIDFD,
-            (&mut fd as *mut libc::c_int).cast(),
+            opt,
+            (&mut v as *mut libc::c_int).cast(),
             &mut len,
         )
     };
-    // SAFETY: a fresh descriptor the kernel made for us.
-    (r == 0 && fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+    (r == 0).then_some(v)
 }
 
 /// Sets a receive and a send timeout on a socket.
@@ -360,9 +367,17 @@ pub struct Answer {
     pub fds: Vec<OwnedFd>,
 }
 
-/// Asks the governor at `path`: connects, checks that it runs as root or as this
-/// process's own user, sends `req` and reads the reply, each step within `timeout`.
-pub fn ask(path: &Path, req: &Request, timeout: Duration) -> std::io::Result<Answer> {
+/// The socket a governor of root's that every user may join keeps for root
+/// alone (mode 0600) beside its socket `path`: no other user can queue a
+/// connection ahead of root's there. The same name with a dot before it, which
+/// no governor's name has, so it is never taken for a governor of its own.
+pub fn root_path(path: &Path) -> Option<std::path::PathBuf> {
+    let name = path.file_name()?.to_str()?;
+    Some(path.with_file_name(format!(".{name}")))
+}
+
+/// A connection to the socket at `path`, each step within `timeout`.
+fn dial(path: &Path, timeout: Duration) -> std::io::Result<OwnedFd> {
     let (addr, len) = address(path)?;
     // SAFETY: a plain socket(2); the descriptor is checked and then owned.
     let raw = unsafe { libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0) };
@@ -383,9 +398,22 @@ pub fn ask(path: &Path, req: &Request, timeout: Duration) -> std::io::Result<Ans
     {
         return Err(std::io::Error::last_os_error());
     }
-    let server = peer_cred(sock.as_raw_fd())?;
+    Ok(sock)
+}
+
+/// Asks the governor at `path`: connects (root through the governor's socket
+/// for root, where it keeps one: see [`root_path`]), checks that it runs as root
+/// or as this process's own user, sends `req` and reads the reply, each step
+/// within `timeout`.
+pub fn ask(path: &Path, req: &Request, timeout: Duration) -> std::io::Result<Answer> {
     // SAFETY: geteuid cannot fail.
     let me = unsafe { libc::geteuid() };
+    let own = root_path(path).filter(|_| me == 0);
+    let sock = match own.and_then(|p| dial(&p, timeout).ok()) {
+        Some(s) => s,
+        None => dial(path, timeout)?,
+    };
+    let server = peer_cred(sock.as_raw_fd())?;
     if server.uid != 0 && server.uid != me {
         return Err(std::io::Error::other(format!(
             "the governor at {} runs as uid {}, neither root nor this user",

@@ -7,10 +7,14 @@
 //!   part way through changing user), when it changed user since it connected, or,
 //!   for a coordinator that is not root, when it is another user.
 //! - A process joins in the group of its nearest ancestor that is a launcher or a
-//!   governed process of this governor (`crate::registry::Lineage`): a group a
+//!   governed process of this governor and of its own user, of root or of the
+//!   coordinator's user (`crate::registry::Registry::lineage_from`): a group a
 //!   launcher of root or of the coordinator's own user gave stands; one asked by a
 //!   launcher of another user is honoured only as far as the process's own
 //!   scheduling reaches; with no such ancestor its scheduling alone decides.
+//! - Each user has room for so many processes and launchers, and root's room is
+//!   kept (`crate::registry::MEMBERS`, `LAUNCHERS`); a request past them is
+//!   refused, and no entry is pushed out for it.
 //! - A launcher may register a child that cannot join itself (a static program)
 //!   only as `crate::family::verify_launched` allows.
 
@@ -131,7 +135,7 @@ pub fn admit(
                 member,
                 ids,
                 lineage,
-            });
+            })?;
             Ok(Granted::Launcher)
         }
         Ask::Launched => launched(&member, req.pid, board, registry, &mut budget),
@@ -201,10 +205,8 @@ fn join(
     if let Some((i, _)) = reg.by_pid(pid) {
         reg.retire(i, board.board());
     }
-    let lineage = reg.lineage_from(&ancestors);
-    let index = reg.free_slot().ok_or_else(|| {
-        no("the governor already holds as many processes as it can; this one is not governed")
-    })?;
+    let lineage = reg.lineage_from(&ancestors, ids.uid());
+    let index = reg.free_slot_for(ids.uid())?;
     let group = lineage.group(|| facts::sched_group(pid));
     let now = monotonic_ns();
     let g = Governed {
@@ -248,9 +250,7 @@ fn launched(
     if reg.by_pid(child).is_some() {
         return Err(no("the process is governed already"));
     }
-    let index = reg
-        .free_slot()
-        .ok_or_else(|| no("the governor already holds as many processes as it can"))?;
+    let index = reg.free_slot_for(uid)?;
     let group = lineage.group(|| facts::sched_group(child));
     let now = monotonic_ns();
     let io = facts::io(child, budget).ok();
@@ -343,11 +343,17 @@ mod tests {
         // this process launches `child` for rt-high (as the in-process governor does)
         let mut b = Budget::new(1 << 20);
         let ids = facts::ids(std::process::id(), &mut b).unwrap();
-        reg.lock().unwrap().add_launcher(Launcher {
-            member: Member::confirmed(std::process::id(), pidfd_open(std::process::id()).unwrap()),
-            ids,
-            lineage: Lineage::Given(RT_HIGH),
-        });
+        reg.lock()
+            .unwrap()
+            .add_launcher(Launcher {
+                member: Member::confirmed(
+                    std::process::id(),
+                    pidfd_open(std::process::id()).unwrap(),
+                ),
+                ids,
+                lineage: Lineage::Given(RT_HIGH),
+            })
+            .unwrap();
         let peer = |pid| Peer {
             pid,
             uid: ids.uids[1],

@@ -37,14 +37,22 @@ pub struct WcallPolicyArgs {
     /// machine hands free memory back to its hypervisor) [default: auto]
     #[arg(long, value_name = "on|off|auto")]
     pub recycle: Option<String>,
-    /// While an rt-high process is governed, hold every other group's dirty and
-    /// write-back memory within SIZE and write it back itself, one chunk at a time
-    /// and only as fast as the device has room, and write rt-high's own pages back
-    /// chunk by chunk as they are dirtied, so an rt-high fsync (a database's
-    /// commit) never queues behind a long run of write back; SIZE about what the
-    /// device writes in 50 ms, e.g. 2MiB [default: off]
-    #[arg(long, value_name = "SIZE")]
+    /// Protects rt-high commits: while the guard acts, every other group's dirty and
+    /// write-back memory is held within its size and written back by the governor
+    /// one chunk at a time, only as fast as the device has room, and rt-high's own
+    /// pages chunk by chunk as they are dirtied, so an rt-high fsync (a database's
+    /// commit) never queues behind a long run of write back. auto: it acts while a
+    /// governed rt-high process (one whose group root gave) makes durable writes
+    /// (fsync, fdatasync, sync_file_range, msync, O_SYNC/O_DSYNC writes) and for
+    /// --sync-guard-quiet after the last one, at what the device takes in 50 ms,
+    /// measured by the governor; SIZE: at SIZE while an rt-high process is
+    /// governed; off [default: auto]
+    #[arg(long, value_name = "off|auto|SIZE")]
     pub sync_guard: Option<String>,
+    /// How long the automatic sync guard stays on after the last durable write of
+    /// an rt-high process [default: 30s]
+    #[arg(long, value_name = "DURATION", value_parser = seconds(0.1, 3600.0))]
+    pub sync_guard_quiet: Option<f64>,
     /// Do not place governed processes in per-group memory cgroups (as root they are,
     /// where a memory controller is available, to show the kernel's own dirty counts)
     #[arg(long)]
@@ -68,6 +76,7 @@ impl WcallPolicyArgs {
             (self.headroom.is_some(), "--headroom"),
             (self.recycle.is_some(), "--recycle"),
             (self.sync_guard.is_some(), "--sync-guard"),
+            (self.sync_guard_quiet.is_some(), "--sync-guard-quiet"),
             (self.no_cgroups, "--no-cgroups"),
             (!self.memory_high.is_empty(), "--memory-high"),
         ] {
@@ -94,6 +103,11 @@ pub struct WcallRunArgs {
     /// CMD's writers)
     #[arg(long)]
     pub private: bool,
+    /// With a governor of its own, run as root: let CMD's programs that change
+    /// to another user (a server that drops root) join it too. By default its
+    /// socket is root's alone (mode 0600) and such a program runs ungoverned
+    #[arg(long)]
+    pub shared_socket: bool,
     #[command(flatten)]
     pub policy: WcallPolicyArgs,
     /// The program and its arguments
@@ -238,6 +252,7 @@ impl WcallPolicyArgs {
             headroom,
             recycle,
             sync_guard,
+            sync_guard_quiet,
             no_cgroups,
             memory_high,
         } = self;
@@ -247,6 +262,7 @@ impl WcallPolicyArgs {
         v.option("--headroom", headroom);
         v.option("--recycle", recycle);
         v.option("--sync-guard", sync_guard);
+        v.duration("--sync-guard-quiet", sync_guard_quiet, "s");
         v.flag("--no-cgroups", *no_cgroups);
         v.each("--memory-high", memory_high);
     }
@@ -258,6 +274,7 @@ impl WcallRunArgs {
             group,
             name,
             private,
+            shared_socket,
             policy,
             command,
         } = self;
@@ -265,6 +282,7 @@ impl WcallRunArgs {
         v.value("--group", group);
         v.option("--name", name);
         v.flag("--private", *private);
+        v.flag("--shared-socket", *shared_socket);
         policy.push_argv(v);
         v.word("--");
         command.iter().for_each(|w| v.word(w));

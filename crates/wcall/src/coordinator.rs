@@ -21,6 +21,7 @@
 
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use oslab_sys::clock::{monotonic_ns, thread_cpu_ns};
 use oslab_sys::fsread::Root;
@@ -28,13 +29,14 @@ use oslab_sys::parse::meminfo::parse_meminfo;
 use oslab_wbsim::policy::{self, GroupState, Policy, Room};
 
 use crate::files::Files;
+use crate::guard::{self, Durable, GuardSetting};
 use crate::monitor::KernelMonitor;
 use crate::pusher::Pusher;
 use crate::registry::Registry;
 use crate::roster::{self, counts};
 use crate::shm::board::{MONITOR_CACHESTAT, MONITOR_KERNEL};
 use crate::shm::{Board, BoardMap, GROUPS, RT_HIGH};
-use crate::trickle::{Lane, Trickle};
+use crate::trickle::{Guarded, Lane, SharedBandwidths, Trickle};
 use crate::trust::{Budget, PASS_PROC_BYTES};
 
 /// A writer counts as an active task of its group for this long after a write.
@@ -75,7 +77,7 @@ pub struct Global {
 }
 
 /// How a coordinator works beside its policy.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Tuning {
     /// Kept free under wcall-fair for RT-HIGH; None: an eighth of the free-run
     /// ceiling.
@@ -83,12 +85,26 @@ pub struct Tuning {
     /// Drop governed files' written-back pages from the page cache every 100 ms,
     /// so new writes reuse memory the machine already backs (see docs/wcall.md).
     pub recycle: bool,
-    /// While an rt-high process is governed, every other group's dirty and
-    /// write-back bytes are held within this many bytes and written back by the
-    /// governor in small paced chunks, and rt-high's own files in small chunks
-    /// as they are dirtied (`crate::trickle`), so that an rt-high fsync never
-    /// queues behind a long run of write back.
-    pub sync_guard: Option<u64>,
+    /// While it acts (`crate::guard`: by default while a governed rt-high
+    /// process makes durable writes), every other group's dirty and write-back
+    /// bytes are held within its size and written back by the governor in small
+    /// paced chunks, and rt-high's own files in small chunks as they are dirtied
+    /// (`crate::trickle`), so that an rt-high fsync never queues behind a long
+    /// run of write back.
+    pub sync_guard: GuardSetting,
+    /// How long the automatic guard stays on after the last durable write.
+    pub guard_quiet: Duration,
+}
+
+impl Default for Tuning {
+    fn default() -> Tuning {
+        Tuning {
+            headroom: None,
+            recycle: false,
+            sync_guard: GuardSetting::Auto,
+            guard_quiet: crate::guard::QUIET,
+        }
+    }
 }
 
 pub struct Coordinator {
@@ -107,6 +123,15 @@ pub struct Coordinator {
     trickle: Option<Trickle>,
     /// rt-high's own files, written back unpaced under the sync guard.
     trickle_high: Option<Trickle>,
+    /// What the lanes measured of each device, for the guard's size.
+    bandwidths: SharedBandwidths,
+    /// The rt-high processes' durable writes, for the automatic guard.
+    durable: Durable,
+    /// Whether the automatic guard would act now.
+    durable_acting: bool,
+    /// Per process, the bios with a cache flush or FUA it submitted, as the
+    /// kernel's monitor last counted them (its durable writes however made).
+    kernel_flushes: std::collections::HashMap<u32, u64>,
     monitor: Option<KernelMonitor>,
     recycled_at: u64,
     dirtiers_at: u64,
@@ -146,6 +171,14 @@ impl Coordinator {
         t.header.started_ns.store(now, Ordering::Relaxed);
         t.header.monitor.store(MONITOR_CACHESTAT, Ordering::Relaxed);
         t.header.heartbeat_ns.store(now, Ordering::Release);
+        publish_guard_setting(t, &tuning);
+        let bandwidths = SharedBandwidths::default();
+        let lane = |l| {
+            (tuning.sync_guard != GuardSetting::Off)
+                .then(|| Trickle::start(l, bandwidths.clone()).ok())
+                .flatten()
+        };
+        let (trickle, trickle_high) = (lane(Lane::Paced), lane(Lane::Unpaced));
         Coordinator {
             board,
             registry,
@@ -158,12 +191,12 @@ impl Coordinator {
             cgroups: None,
             files: Files::default(),
             pusher: Pusher::start().ok(),
-            trickle: tuning
-                .sync_guard
-                .and_then(|_| Trickle::start(Lane::Paced).ok()),
-            trickle_high: tuning
-                .sync_guard
-                .and_then(|_| Trickle::start(Lane::Unpaced).ok()),
+            trickle,
+            trickle_high,
+            bandwidths,
+            durable: Durable::default(),
+            durable_acting: false,
+            kernel_flushes: Default::default(),
             monitor: None,
             recycled_at: 0,
             dirtiers_at: 0,
@@ -205,6 +238,8 @@ impl Coordinator {
             b.header.refused.fetch_add(1, Ordering::Relaxed);
         };
         let rows = roster::pass(&mut reg, b, now, &mut budget, self.cgroups.as_ref());
+        let durable = crate::guard::durable_counts(&reg, &rows, &self.kernel_flushes);
+        self.durable_acting = self.durable.observe(now, &durable, self.tuning.guard_quiet);
         let (members, tasks) = counts(&rows);
         let mut states = [GroupState::default(); GROUPS];
         for (g, s) in states.iter_mut().enumerate() {
@@ -265,7 +300,13 @@ impl Coordinator {
         members: &[u32; GROUPS],
         room: &Room,
     ) -> Vec<std::sync::Arc<std::fs::File>> {
-        let guard = self.guard_on(members);
+        // under the guard rt-high's own files go out unpaced, the rest paced
+        let (high, low) = match self.trickle {
+            Some(_) => self.files.for_trickle(),
+            None => Default::default(),
+        };
+        let guard = self.guard_on(members, &high);
+        self.publish_guard(b, guard, &high);
         let gates = self.guarded_gates(states, room, guard);
         let mut to_push = Vec::new();
         for (g, gate) in gates.iter().enumerate() {
@@ -297,9 +338,8 @@ impl Coordinator {
             }
             slot.pass_done();
         }
-        // under the guard rt-high's own files go out unpaced, the rest paced
         let (high, low) = match guard {
-            Some(_) => self.files.for_trickle(),
+            Some(_) => (high, low),
             None => Default::default(),
         };
         if let Some(t) = &self.trickle {
@@ -311,14 +351,41 @@ impl Coordinator {
         to_push
     }
 
-    /// The guard's budget while it acts: set, its write-back thread running, and
-    /// an rt-high process governed. Without the thread the policy's own pushes stay.
-    fn guard_on(&self, members: &[u32; GROUPS]) -> Option<u64> {
-        self.tuning.sync_guard.filter(|_| {
-            self.trickle.is_some()
-                && self.policy != Policy::Vanilla
-                && members[RT_HIGH as usize] > 0
-        })
+    /// The guard's size while it acts: its write-back threads running, a policy
+    /// that gates, and, at a fixed size, an rt-high process governed; by
+    /// default, rt-high durable writes within the quiet interval, at the size
+    /// the device of rt-high's files (`high`) takes in the target delay.
+    fn guard_on(&self, members: &[u32; GROUPS], high: &[Guarded]) -> Option<u64> {
+        if self.trickle.is_none() || self.policy == Policy::Vanilla {
+            return None;
+        }
+        match self.tuning.sync_guard {
+            GuardSetting::Off => None,
+            GuardSetting::Fixed(b) => (members[RT_HIGH as usize] > 0).then_some(b),
+            GuardSetting::Auto => self.durable_acting.then(|| {
+                let b = self.bandwidths.lock().ok();
+                let devs = high.iter().map(|g| g.id.0);
+                guard::size_for(b.and_then(|b| b.slowest_of(devs)))
+            }),
+        }
+    }
+
+    /// The guard's state on the board, for `status`.
+    fn publish_guard(&self, b: &Board, guard: Option<u64>, high: &[Guarded]) {
+        let h = &b.header;
+        h.guard_bytes.store(guard.unwrap_or(0), Ordering::Relaxed);
+        h.guard_since_ns
+            .store(self.durable.since_ns.unwrap_or(0), Ordering::Relaxed);
+        h.guard_durable_ns
+            .store(self.durable.last_ns.unwrap_or(0), Ordering::Relaxed);
+        h.guard_pid.store(self.durable.last_pid, Ordering::Relaxed);
+        let bw = self
+            .bandwidths
+            .lock()
+            .ok()
+            .and_then(|bw| bw.slowest_of(high.iter().map(|g| g.id.0)));
+        h.guard_bandwidth
+            .store(bw.map_or(0, |x| x as u64), Ordering::Relaxed);
     }
 
     /// The bytes group `g` is held against: under the guard its whole footprint.
@@ -372,6 +439,11 @@ impl Coordinator {
             return;
         };
         self.dirtiers_at = now;
+        self.kernel_flushes = dirtiers
+            .iter()
+            .filter(|d| d.flushes > 0)
+            .map(|d| (d.tgid, d.flushes))
+            .collect();
         let t = self.board.board();
         for r in rows {
             if let Some(d) = dirtiers.iter().find(|d| d.tgid == r.pid) {
@@ -430,6 +502,20 @@ impl Coordinator {
         self.tick();
         self.board.board().release();
     }
+}
+
+/// The guard's setting on the board, once.
+fn publish_guard_setting(b: &Board, t: &Tuning) {
+    let (setting, fixed) = match t.sync_guard {
+        GuardSetting::Off => (crate::shm::GUARD_OFF, 0),
+        GuardSetting::Auto => (crate::shm::GUARD_AUTO, 0),
+        GuardSetting::Fixed(x) => (crate::shm::GUARD_FIXED, x),
+    };
+    b.header.guard_setting.store(setting, Ordering::Relaxed);
+    b.header
+        .guard_quiet_ns
+        .store(t.guard_quiet.as_nanos() as u64, Ordering::Relaxed);
+    b.header.guard_bytes.store(fixed, Ordering::Relaxed);
 }
 
 /// The sync guard on the policy's gates: every group below rt-high is limited to

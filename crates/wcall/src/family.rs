@@ -68,15 +68,19 @@ pub fn open_dirtied(
     budget: &mut Budget,
 ) -> Result<File, Refusal> {
     let pid = member.pid;
-    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).map_err(|_| Refusal::Gone)?;
-    for entry in fds.flatten() {
-        let Some(fd) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<u32>().ok())
-        else {
-            continue;
-        };
+    let folder = format!("/proc/{pid}/fd");
+    let fds: Vec<u32> = crate::slowproc::read_of(pid, crate::slowproc::DEADLINE, move || {
+        std::fs::read_dir(folder).map(|d| {
+            d.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+                .collect()
+        })
+    })
+    .ok_or(Refusal::No(
+        "its /proc files do not answer (held by an exec)",
+    ))?
+    .map_err(|_| Refusal::Gone)?;
+    for fd in fds {
         let claim = FileClaim { pid, fd, dev, ino };
         match open_claimed(&claim, member, budget) {
             Ok(f) => return Ok(f),

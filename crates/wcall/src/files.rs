@@ -16,7 +16,8 @@ use oslab_sys::fileio::cachestat;
 use oslab_trace::records::DirtiedFile;
 use oslab_wbsim::policy::GroupState;
 
-use crate::registry::Registry;
+use crate::quota::{Quota, Tally};
+use crate::registry::{Governed, Registry};
 use crate::shm::own::{FILE_FREE, FILE_READY};
 use crate::shm::{Board, GROUPS, group_index};
 use crate::trickle::Guarded;
@@ -59,12 +60,28 @@ pub fn split_lanes(files: impl Iterator<Item = (usize, Guarded)>) -> (Vec<Guarde
 const NORMAL: usize = crate::shm::NORMAL as usize;
 const RT_HIGH: usize = crate::shm::RT_HIGH as usize;
 
-/// At most this many files found through the kernel's records.
-pub const MAX_DISCOVERED: usize = 1024;
+/// Files found through the kernel's records, shared between users as
+/// `crate::quota` says.
+pub const DISCOVERED: Quota = Quota {
+    total: 1024,
+    reserved: 256,
+    per_uid: 256,
+};
+
+/// Files governed processes registered that the coordinator holds open at once
+/// (each process's own table has room for `OWN_FILES`): root's room is kept, so
+/// no user's claims can spend the descriptors root's files need.
+pub const CLAIMED: Quota = Quota {
+    total: 4096,
+    reserved: 1024,
+    per_uid: 1024,
+};
 
 /// A governed file, opened, and where it came from.
 struct Opened {
     file: Arc<File>,
+    /// The user of the process that registered it, when it was opened.
+    uid: u32,
     claim: FileClaim,
     /// The board slot of its process, and the group it is charged to.
     slot: usize,
@@ -78,6 +95,7 @@ struct Discovered {
     file: Arc<File>,
     id: (u64, u64),
     pid: u32,
+    uid: u32,
     slot: usize,
     group: usize,
     dirty: bool,
@@ -155,6 +173,9 @@ impl Files {
         });
     }
 
+    /// Opens the files governed processes newly registered, root's first and each
+    /// user's within its room ([`CLAIMED`]); a claim past it stays in the
+    /// process's table and is opened once its user has room.
     fn open_registered(
         &mut self,
         reg: &Registry,
@@ -162,11 +183,14 @@ impl Files {
         budget: &mut Budget,
         refused: &dyn Fn(),
     ) {
-        for (i, g) in reg.slots() {
+        let uids = self.registered.values().map(|o| o.uid);
+        let mut tally = Tally::of(uids, reg.coordinator_uid);
+        for i in reg.slots_privileged_first() {
+            let Some(g) = reg.get(i) else { continue };
             let Some(own) = g.own() else { continue };
             for (k, f) in own.files.iter().enumerate() {
                 if f.state.load(Ordering::Acquire) != FILE_READY {
-                    self.registered.remove(&(i, k));
+                    self.forget((i, k), &mut tally);
                     continue;
                 }
                 let claim = FileClaim {
@@ -183,20 +207,14 @@ impl Files {
                 {
                     continue;
                 }
-                self.registered.remove(&(i, k));
+                self.forget((i, k), &mut tally);
+                if CLAIMED.fits_in(&tally, g.uid).is_err() {
+                    continue;
+                }
                 match crate::trust::open_claimed(&claim, &g.member, budget) {
                     Ok(file) => {
-                        let group = group_of(board, i, g.pid()).unwrap_or(NORMAL);
-                        self.registered.insert(
-                            (i, k),
-                            Opened {
-                                file: Arc::new(file),
-                                claim,
-                                slot: i,
-                                group,
-                                dirty: false,
-                            },
-                        );
+                        self.keep_claimed((i, k), g, claim, file, board);
+                        tally.add(g.uid);
                     }
                     Err(Refusal::Later) => return,
                     Err(why) => {
@@ -212,6 +230,32 @@ impl Files {
         }
     }
 
+    fn forget(&mut self, key: (usize, usize), tally: &mut Tally) {
+        if let Some(o) = self.registered.remove(&key) {
+            tally.remove(o.uid);
+        }
+    }
+
+    fn keep_claimed(
+        &mut self,
+        (i, k): (usize, usize),
+        g: &Governed,
+        claim: FileClaim,
+        file: File,
+        board: &Board,
+    ) {
+        let group = group_of(board, i, g.pid()).unwrap_or(NORMAL);
+        let opened = Opened {
+            file: Arc::new(file),
+            uid: g.uid,
+            claim,
+            slot: i,
+            group,
+            dirty: false,
+        };
+        self.registered.insert((i, k), opened);
+    }
+
     /// Opens the files the kernel saw governed processes dirty that no process
     /// registered.
     pub fn discover(
@@ -223,17 +267,24 @@ impl Files {
     ) {
         let mut known: HashSet<(u64, u64)> = self.discovered.iter().map(|x| x.id).collect();
         known.extend(self.registered.values().map(|o| (o.claim.dev, o.claim.ino)));
+        let uids = self.discovered.iter().map(|x| x.uid);
+        let mut tally = Tally::of(uids, reg.coordinator_uid);
         for d in found {
-            if self.discovered.len() >= MAX_DISCOVERED || known.contains(&(d.dev, d.ino)) {
+            if known.contains(&(d.dev, d.ino)) {
                 continue;
             }
             let Some((slot, g)) = reg.by_pid(d.tgid) else {
                 continue;
             };
+            // each user within its room, root's kept
+            if DISCOVERED.fits_in(&tally, g.uid).is_err() {
+                continue;
+            }
             if let Ok(file) = crate::family::open_dirtied(&g.member, d.dev, d.ino, budget)
                 && id_of(&file) == Some((d.dev, d.ino))
             {
                 known.insert((d.dev, d.ino));
+                tally.add(g.uid);
                 board.members[slot]
                     .unheld_files
                     .fetch_add(1, Ordering::Relaxed);
@@ -241,6 +292,7 @@ impl Files {
                     file: Arc::new(file),
                     id: (d.dev, d.ino),
                     pid: d.tgid,
+                    uid: g.uid,
                     slot,
                     group: group_of(board, slot, d.tgid).unwrap_or(NORMAL),
                     dirty: false,
@@ -358,5 +410,58 @@ mod tests {
         assert!(!high.iter().find(|g| g.id == wal.id).unwrap().dirty);
         let s = high.iter().find(|g| g.id == shared.id).unwrap();
         assert!(s.dirty, "what the other lane saw dirty stays dirty");
+    }
+
+    /// Five processes of another user claim 1,280 files between them: the
+    /// coordinator opens that user's room's worth, and root's process's claim,
+    /// made last, is opened in the same pass.
+    #[test]
+    fn another_users_claims_leave_roots_files_their_room() {
+        use crate::registry::Lineage;
+        use crate::shm::own::OWN_FILES;
+        use crate::shm::{BoardMap, OwnMap};
+        use std::os::fd::AsRawFd;
+        oslab_sys::process::raise_open_files_limit(8192);
+        let dir = tempfile::tempdir().unwrap();
+        let board = BoardMap::create("test", 2).unwrap();
+        let mut reg = Registry::new(0);
+        // this process stands for every member: the kernel confirms its descriptors
+        let me = std::process::id();
+        let mut held = Vec::new();
+        let mut join = |uid: u32, claims: usize| {
+            let (own, _fd) = OwnMap::create().unwrap();
+            for k in 0..claims {
+                let f = File::create(dir.path().join(format!("{uid}-{}", held.len()))).unwrap();
+                let m = f.metadata().unwrap();
+                assert!(
+                    own.own()
+                        .register_file(m.dev(), m.ino(), f.as_raw_fd() as u32)
+                );
+                held.push((k, f));
+            }
+            let mut g = crate::testing::governed(me, uid, Lineage::Own);
+            g.own = Some(own);
+            let slot = reg.free_slot_for(uid).unwrap();
+            reg.insert(slot, g, crate::shm::NORMAL, board.board());
+        };
+        for _ in 0..5 {
+            join(65534, OWN_FILES);
+        }
+        join(0, 1);
+        let mut files = Files::default();
+        let mut states = [GroupState::default(); GROUPS];
+        let mut budget = Budget::new(crate::trust::PASS_PROC_BYTES);
+        files.measure(&reg, board.board(), &mut budget, &mut states, &|| {});
+        let of = |f: &Files, uid: u32| f.registered.values().filter(|o| o.uid == uid).count();
+        assert_eq!(of(&files, 0), 1, "root's claim is opened first");
+        for _ in 0..5 {
+            let mut budget = Budget::new(crate::trust::PASS_PROC_BYTES);
+            files.measure(&reg, board.board(), &mut budget, &mut states, &|| {});
+        }
+        assert_eq!(
+            of(&files, 65534),
+            CLAIMED.per_uid,
+            "the user's room, no more"
+        );
     }
 }

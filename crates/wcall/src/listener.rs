@@ -1,18 +1,24 @@
-//! The governor's socket: a thread that accepts connections, answers each once its
-//! request has arrived (asking `crate::admission`), handing the board (and, to a
-//! joining process, its own table) over with SCM_RIGHTS.
+//! The governor's socket: a thread that accepts connections and answers each
+//! once its request has arrived (asking `crate::admission`), handing the board
+//! (and, to a joining process, its own table) over with SCM_RIGHTS. The loop
+//! itself is `crate::serve`: it never waits on a client, serves root's (and the
+//! coordinator's user's) connections first and from room kept for them, gives a
+//! request [`REQUEST_DEADLINE`] from its first byte to its last, refuses every
+//! descriptor sent to it, and holds others' work to a CPU share.
 //!
 //! A client that connects and says nothing holds up no other: connections wait
-//! side by side (at most [`MAX_WAITING`], for [`REQUEST_PATIENCE`] each); a
-//! governed program that cannot join within its own timeout runs ungoverned and
-//! says so. Run as root, the thread is real-time at the coordinator's priority,
-//! so real-time writers cannot keep a program that starts beside them from
-//! joining (on one CPU, two FIFO writers starved a normal thread past every
-//! client's timeout); since it then serves any user's requests ahead of normal
-//! work, it holds itself to [`RT_SHARE`] of a CPU, resting after each round of
-//! accepts and answers in proportion to the CPU time the round took. The socket
-//! is journaled and removed when the governor stops, on Ctrl-C and by `oslab
-//! restore`.
+//! side by side (for [`REQUEST_PATIENCE`] each); a governed program that cannot
+//! join within its own timeout runs ungoverned and says so. Run as root, the
+//! thread is real-time at the coordinator's priority, so real-time writers
+//! cannot keep a program that starts beside them from joining (on one CPU, two
+//! FIFO writers starved a normal thread past every client's timeout); since it
+//! then serves any user's requests ahead of normal work, it holds others' work
+//! to [`RT_SHARE`] of a CPU. A governor of root's that every user may join
+//! (a daemon, mode 0666) also listens on a socket for root alone beside it
+//! (`wire::root_path`), so no other user can fill the kernel's queue of
+//! connections ahead of root's; a command's own governor is its user's alone
+//! (mode 0600) unless asked otherwise ([`Access`]). The sockets are journaled
+//! and removed when the governor stops, on Ctrl-C and by `oslab restore`.
 
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
@@ -25,34 +31,88 @@ use std::time::Duration;
 use oslab_sys::journal::{Undo, with_global};
 
 use crate::admission::{Granted, Peer, admit};
+use crate::reaper::Reaper;
 use crate::registry::Registry;
+use crate::serve::{Arrived, Limits, serve_with};
 use crate::shm::BoardMap;
-use crate::shm::wire::{self, REQUEST_BYTES, Reply, Request};
+use crate::shm::conn;
+use crate::shm::wire::{self, Reply, Request};
 
-/// How long one client may take to finish its request and read the reply, once
-/// it began.
-const CLIENT_TIMEOUT: Duration = Duration::from_millis(250);
+/// How long a client has from the first byte of its request to the last,
+/// whatever their pace.
+pub const REQUEST_DEADLINE: Duration = Duration::from_millis(250);
 
-/// The most of a CPU the listener takes while real-time: a flood of requests from
-/// any user then slows the joins down, not the machine.
+/// How long an accepted client has to start its request: long enough for a
+/// program that real-time writers keep off the CPU (under the kernel's real-time
+/// throttling normal tasks get 5 % of each second, so a turn can be 0.95 s away).
+pub const REQUEST_PATIENCE: Duration = Duration::from_secs(3);
+
+/// The most of a CPU the listener spends on others' requests while real-time: a
+/// flood of requests from any user then slows the joins down, not the machine
+/// (root's own are served whatever others cost).
 pub const RT_SHARE: f64 = 0.1;
 
-/// How long to rest after a request that took `cpu_ns` of CPU so that the
-/// listener's busy share stays at most `share` (never more than a second: no
-/// request costs that much, and a wrong clock must not stop the listener).
-pub fn rest_after(cpu_ns: u64, share: f64) -> Duration {
-    if !(share > 0.0 && share < 1.0) {
-        return Duration::ZERO;
-    }
-    let rest = cpu_ns as f64 * (1.0 / share - 1.0);
-    Duration::from_nanos(rest.min(1e9) as u64)
+/// Who may connect to a governor's socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Every user (mode 0666) where the governor is root's: a daemon, whose
+    /// programs may run as any user.
+    Shared,
+    /// The governor's own user alone (mode 0600): a command's own governor.
+    Owner,
 }
 
 pub struct Listener {
     path: PathBuf,
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<()>>,
+    /// The socket files made (the socket, and root's own beside it), each with
+    /// its journal entry.
+    made: Vec<Made>,
+}
+
+/// A socket file made, and its journal entry.
+struct Made {
+    path: PathBuf,
     journal_seq: Option<u64>,
+}
+
+impl Made {
+    fn remove(&self) {
+        if let Some(seq) = self.journal_seq {
+            let _ = with_global(|j| j.undo(seq));
+        } else {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// A listening socket of this user's alone at `path` (see `conn::listen`),
+/// journaled (`oslab restore` removes it).
+fn bind(path: &Path, made: &mut Vec<Made>) -> std::io::Result<UnixListener> {
+    claim_path(path)?;
+    let journal_seq = with_global(|j| {
+        j.record_private(
+            format!("the governor's socket {}", path.display()),
+            Undo::RemovePath {
+                path: path.to_path_buf(),
+            },
+        )
+    })
+    .ok();
+    made.push(Made {
+        path: path.to_path_buf(),
+        journal_seq,
+    });
+    let (sock, _) = match conn::listen(path, 0o600) {
+        // the last governor of the folder took it away between our check and bind
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            crate::rendezvous::own_dir().map_err(std::io::Error::other)?;
+            conn::listen(path, 0o600)?
+        }
+        r => r?,
+    };
+    Ok(sock)
 }
 
 /// Takes `path` for a new socket: refused when a governor answers there; a socket
@@ -124,50 +184,33 @@ impl Listener {
         board: Arc<BoardMap>,
         registry: Arc<Mutex<Registry>>,
         fifo: Option<i32>,
+        access: Access,
     ) -> std::io::Result<Listener> {
         if let Some(dir) = path.parent() {
             sweep_stale(dir, oslab_sys::process::uid(), STALE_AFTER);
         }
-        claim_path(path)?;
-        let seq = with_global(|j| {
-            j.record_private(
-                format!("the governor's socket {}", path.display()),
-                Undo::RemovePath {
-                    path: path.to_path_buf(),
-                },
-            )
-        })
-        .ok();
-        let sock = match UnixListener::bind(path) {
-            // the last governor of the folder took it away between our check and bind
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                crate::rendezvous::own_dir().map_err(std::io::Error::other)?;
-                UnixListener::bind(path)?
+        let mut made = Vec::new();
+        let sockets = bind_all(path, access, &mut made);
+        let (sock, own) = match sockets {
+            Ok(s) => s,
+            Err(e) => {
+                made.iter().for_each(Made::remove);
+                return Err(e);
             }
-            r => r?,
         };
-        // root's governors take every user's programs; a user's only their own
-        // (their folder is theirs alone anyway)
-        let mode = if oslab_sys::process::is_root() {
-            0o666
-        } else {
-            0o600
-        };
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))?;
-        sock.set_nonblocking(true)?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
             .name("wcall-listener".into())
             .spawn(move || {
                 let rt = fifo.is_some_and(|p| oslab_sys::process::set_fifo(p).is_ok());
-                serve(sock, &s, &board, &registry, rt)
+                serve(sock, own, &s, &board, &registry, rt)
             })?;
         Ok(Listener {
             path: path.to_path_buf(),
             stop,
             handle: Some(handle),
-            journal_seq: seq,
+            made,
         })
     }
 
@@ -182,11 +225,7 @@ impl Drop for Listener {
         if let Some(h) = self.handle.take() {
             let _ = h.join();
         }
-        if let Some(seq) = self.journal_seq {
-            let _ = with_global(|j| j.undo(seq));
-        } else {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        self.made.iter().for_each(Made::remove);
         // the sockets' folder goes with the last socket in it (remove_dir leaves a
         // folder that still holds another governor's socket)
         if let Some(folder) = self.path.parent() {
@@ -195,122 +234,75 @@ impl Drop for Listener {
     }
 }
 
+/// The socket at `path` and, for a governor of root's that every user may join,
+/// root's own beside it (`wire::root_path`), so that no other user can queue a
+/// connection ahead of root's.
+fn bind_all(
+    path: &Path,
+    access: Access,
+    made: &mut Vec<Made>,
+) -> std::io::Result<(UnixListener, Option<UnixListener>)> {
+    let sock = bind(path, made)?;
+    // root's daemons take every user's programs; a user's only their own
+    // (their folder is theirs alone anyway)
+    if access == Access::Owner || !oslab_sys::process::is_root() {
+        return Ok((sock, None));
+    }
+    let own = match wire::root_path(path) {
+        Some(p) if wire::address(&p).is_ok() => Some(bind(&p, made)?),
+        _ => None,
+    };
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
+    Ok((sock, own))
+}
+
 fn serve(
     sock: UnixListener,
+    own: Option<UnixListener>,
     stop: &AtomicBool,
     board: &BoardMap,
     registry: &Mutex<Registry>,
     rt: bool,
 ) {
-    let share = rt.then_some(RT_SHARE);
-    serve_with(sock, stop, REQUEST_PATIENCE, share, |stream| {
-        let _ = answer(stream, board, registry);
+    let limits = Limits {
+        patience: REQUEST_PATIENCE,
+        request: REQUEST_DEADLINE,
+        share: rt.then_some(RT_SHARE),
+        coordinator_uid: oslab_sys::process::uid(),
+    };
+    let reaper = Reaper::new();
+    serve_with(sock, own, stop, &limits, &reaper, |arrived| {
+        let _ = answer(arrived, board, registry);
     });
 }
 
-/// How long an accepted client has to start its request: long enough for a
-/// program that real-time writers keep off the CPU (under the kernel's real-time
-/// throttling normal tasks get 5 % of each second, so a turn can be 0.95 s away).
-const REQUEST_PATIENCE: Duration = Duration::from_secs(3);
-
-/// Connections waiting for their request at once; a newer one drops the oldest.
-const MAX_WAITING: usize = 64;
-
-/// Accepts connections and hands each to `handle` once its request has arrived
-/// (or it hung up), so a client that says nothing holds up no other; one that
-/// says nothing for `patience` is dropped. With a `share`, each round (its
-/// accepts and answers) is followed by a rest that keeps the thread's busy time
-/// within that share of a CPU, however fast connections come.
-fn serve_with(
-    sock: UnixListener,
-    stop: &AtomicBool,
-    patience: Duration,
-    share: Option<f64>,
-    mut handle: impl FnMut(&UnixStream),
-) {
-    let patience_ns = patience.as_nanos() as u64;
-    let mut waiting: std::collections::VecDeque<(UnixStream, u64)> = Default::default();
-    while !stop.load(Ordering::Relaxed) {
-        let now = oslab_sys::clock::monotonic_ns();
-        waiting.retain(|(_, deadline)| *deadline > now);
-        let mut pfds: Vec<libc::pollfd> = std::iter::once(sock.as_raw_fd())
-            .chain(waiting.iter().map(|(s, _)| s.as_raw_fd()))
-            .map(|fd| libc::pollfd {
-                fd,
-                events: libc::POLLIN,
-                revents: 0,
-            })
-            .collect();
-        // SAFETY: poll on pollfds of ours, 100 ms at most.
-        if unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, 100) } <= 0 {
-            continue;
-        }
-        let cpu0 = oslab_sys::clock::thread_cpu_ns();
-        // those ready, newest first, so removing one leaves the others' places
-        let ready: Vec<usize> = (1..pfds.len())
-            .rev()
-            .filter(|&i| pfds[i].revents != 0)
-            .map(|i| i - 1)
-            .collect();
-        for i in ready {
-            if let Some((stream, _)) = waiting.remove(i) {
-                handle(&stream);
-            }
-        }
-        if pfds[0].revents != 0 {
-            for _ in 0..MAX_WAITING {
-                let Ok((stream, _)) = sock.accept() else {
-                    break;
-                };
-                if waiting.len() == MAX_WAITING {
-                    waiting.pop_front();
-                }
-                waiting.push_back((stream, now.saturating_add(patience_ns)));
-            }
-        }
-        if let Some(share) = share {
-            let spent = oslab_sys::clock::thread_cpu_ns().saturating_sub(cpu0);
-            std::thread::sleep(rest_after(spent, share));
-        }
-    }
-}
-
-/// Reads one request from `stream` and answers it.
-fn answer(
-    stream: &UnixStream,
-    board: &BoardMap,
-    registry: &Mutex<Registry>,
-) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    let fd = stream.as_raw_fd();
-    wire::set_timeouts(fd, CLIENT_TIMEOUT)?;
-    let cred = wire::peer_cred(fd)?;
-    let pidfd = wire::peer_pidfd(fd);
-    let mut buf = [0u8; REQUEST_BYTES];
-    // descriptors a client sends along are closed as they are dropped
-    let _sent = wire::receive(fd, &mut buf)?;
+/// Answers a request that arrived: the listener's handler (`crate::serve`).
+pub fn answer(a: &Arrived, board: &BoardMap, registry: &Mutex<Registry>) -> std::io::Result<()> {
     let refuse = |why: String| {
         board.board().header.refused.fetch_add(1, Ordering::Relaxed);
-        reply(fd, &Reply::no(why), &[])
+        reply(a.fd, &Reply::no(why), &[])
     };
-    let req = match Request::from_bytes(&buf) {
+    if a.descriptors {
+        return refuse("no request takes a descriptor".into());
+    }
+    let req = match Request::from_bytes(a.bytes) {
         Ok(r) => r,
         Err(why) => return refuse(why.into()),
     };
     let peer = Peer {
-        pid: cred.pid as u32,
-        uid: cred.uid,
-        pidfd,
+        pid: a.cred.pid as u32,
+        uid: a.cred.uid,
+        pidfd: wire::peer_pidfd(a.fd),
     };
     match admit(peer, &req, board, registry) {
         Ok(Granted::Member { index, group, own }) => reply(
-            fd,
+            a.fd,
             &Reply::yes(index, group),
             &[board.fd(), own.as_raw_fd()],
         ),
-        Ok(Granted::Slot { index, group }) => reply(fd, &Reply::yes(index, group), &[]),
-        Ok(Granted::Counted) => reply(fd, &Reply::yes(0, 0), &[]),
-        Ok(Granted::Launcher | Granted::Look) => reply(fd, &Reply::yes(0, 0), &[board.fd()]),
+        Ok(Granted::Slot { index, group }) => reply(a.fd, &Reply::yes(index, group), &[]),
+        Ok(Granted::Counted) => reply(a.fd, &Reply::yes(0, 0), &[]),
+        Ok(Granted::Launcher | Granted::Look) => reply(a.fd, &Reply::yes(0, 0), &[board.fd()]),
         Err(why) => refuse(why),
     }
 }
@@ -322,102 +314,6 @@ fn reply(fd: RawFd, r: &Reply, fds: &[RawFd]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A socket served by `serve_with` on a thread of its own, until dropped.
-    struct Served {
-        _dir: tempfile::TempDir,
-        path: PathBuf,
-        stop: Arc<AtomicBool>,
-        server: Option<std::thread::JoinHandle<()>>,
-    }
-
-    impl Served {
-        fn start(
-            patience: Duration,
-            share: Option<f64>,
-            handle: impl FnMut(&UnixStream) + Send + 'static,
-        ) -> Served {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("g.sock");
-            let sock = UnixListener::bind(&path).unwrap();
-            sock.set_nonblocking(true).unwrap();
-            let stop = Arc::new(AtomicBool::new(false));
-            let s = stop.clone();
-            let server = std::thread::spawn(move || serve_with(sock, &s, patience, share, handle));
-            Served {
-                _dir: dir,
-                path,
-                stop,
-                server: Some(server),
-            }
-        }
-    }
-
-    impl Drop for Served {
-        fn drop(&mut self) {
-            self.stop.store(true, Ordering::Relaxed);
-            if let Some(s) = self.server.take() {
-                let served = s.join();
-                if !std::thread::panicking() {
-                    served.expect("the server thread panicked");
-                }
-            }
-        }
-    }
-
-    /// Clients that connect and say nothing, however many, do not hold up one
-    /// that asks.
-    #[test]
-    fn a_silent_client_holds_up_no_other() {
-        use std::io::{Read, Write};
-        let served = Served::start(Duration::from_secs(3600), Some(RT_SHARE), |stream| {
-            let mut b = [0u8; 4];
-            let mut stream = stream;
-            if stream.read_exact(&mut b).is_ok() {
-                let _ = stream.write_all(&b);
-            }
-        });
-        let path = &served.path;
-        // more silent connections than may wait: the oldest make room
-        let crowd: Vec<UnixStream> = (0..MAX_WAITING + 5)
-            .map(|_| UnixStream::connect(path).unwrap())
-            .collect();
-        let silent = UnixStream::connect(path).unwrap();
-        let mut asking = UnixStream::connect(path).unwrap();
-        asking.write_all(b"ping").unwrap();
-        let mut back = [0u8; 4];
-        asking.read_exact(&mut back).unwrap();
-        assert_eq!(&back, b"ping");
-        // answered while the silent one still waits, not after it was dropped
-        silent.set_nonblocking(true).unwrap();
-        let e = (&silent).read(&mut back).unwrap_err();
-        assert_eq!(e.kind(), std::io::ErrorKind::WouldBlock);
-        // the first of the crowd was dropped to make room
-        assert_eq!((&crowd[0]).read(&mut back).unwrap(), 0);
-    }
-
-    #[test]
-    fn a_client_silent_past_the_patience_is_dropped() {
-        use std::io::Read;
-        let served = Served::start(Duration::ZERO, None, |_| panic!("nothing was asked"));
-        let mut silent = UnixStream::connect(&served.path).unwrap();
-        // the server closes it: the read sees the end, not a hang
-        let mut b = [0u8; 1];
-        assert_eq!(silent.read(&mut b).unwrap(), 0);
-    }
-
-    #[test]
-    fn the_rest_keeps_the_busy_share_at_the_bound() {
-        // 100 us of work at a 10 % share: 900 us of rest, 10 % busy
-        assert_eq!(rest_after(100_000, 0.1), Duration::from_micros(900));
-        assert_eq!(rest_after(0, 0.1), Duration::ZERO);
-        // no bound asked (or a nonsense one): no rest
-        for share in [0.0, 1.0, -1.0, f64::NAN] {
-            assert_eq!(rest_after(100_000, share), Duration::ZERO);
-        }
-        // a huge CPU figure rests a second, not forever
-        assert_eq!(rest_after(u64::MAX, 0.1), Duration::from_secs(1));
-    }
 
     #[test]
     fn sockets_nobody_listens_on_are_swept_and_nothing_else() {

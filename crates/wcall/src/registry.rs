@@ -5,10 +5,15 @@
 //!
 //! Shared by the listener thread, which admits, and the coordinator's pass, which
 //! refreshes and retires; both hold the lock only briefly.
+//!
+//! Both tables are shared between users as `crate::quota` says ([`MEMBERS`],
+//! [`LAUNCHERS`]): room kept for root and the coordinator's user, a cap for
+//! each other user, and no live entry ever pushed out.
 
 use std::sync::atomic::Ordering;
 
 use crate::facts::{Ids, Io};
+use crate::quota::{Quota, privileged};
 use crate::shm::{
     AUTO, Board, GROUPS, MAX_MEMBERS, MemberSlot, Own, OwnMap, group_index, lower_of,
 };
@@ -110,8 +115,20 @@ pub struct Registry {
     pub coordinator_uid: u32,
 }
 
-/// At most this many launchers are remembered; the oldest dead ones go first.
-const MAX_LAUNCHERS: usize = 1024;
+/// The board's slots: a user's server may run many processes, and root keeps a
+/// quarter of the board.
+pub const MEMBERS: Quota = Quota {
+    total: MAX_MEMBERS,
+    reserved: MAX_MEMBERS / 4,
+    per_uid: MAX_MEMBERS / 4,
+};
+
+/// Launchers remembered at once (each `oslab wcall run` in flight is one).
+pub const LAUNCHERS: Quota = Quota {
+    total: 1024,
+    reserved: 256,
+    per_uid: 64,
+};
 
 impl Registry {
     pub fn new(coordinator_uid: u32) -> Registry {
@@ -127,13 +144,6 @@ impl Registry {
             .iter()
             .enumerate()
             .filter_map(|(i, s)| s.as_ref().map(|g| (i, g)))
-    }
-
-    pub fn slots_mut(&mut self) -> impl Iterator<Item = (usize, &mut Governed)> {
-        self.slots
-            .iter_mut()
-            .enumerate()
-            .filter_map(|(i, s)| s.as_mut().map(|g| (i, g)))
     }
 
     pub fn get(&self, slot: usize) -> Option<&Governed> {
@@ -157,32 +167,69 @@ impl Registry {
             .find(|l| l.member.pid == pid && l.member.alive())
     }
 
-    /// The lineage a process with these ancestors (nearest first) inherits: from
-    /// the nearest that is a live launcher or governed process.
-    pub fn lineage_from(&self, ancestors: &[u32]) -> Lineage {
+    /// The lineage a process of user `uid` with these ancestors (nearest first)
+    /// inherits: from the nearest live launcher or governed process that is of
+    /// its own user, of root or of the coordinator's user. Another user's
+    /// launcher or process above it is passed over: no user sets the group of
+    /// another user's processes (a root shell started under a user's launcher,
+    /// say), only root does.
+    pub fn lineage_from(&self, ancestors: &[u32], uid: u32) -> Lineage {
+        let may_give = |of: u32| of == uid || privileged(of, self.coordinator_uid);
         for a in ancestors {
             if let Some(l) = self.launcher(*a) {
-                return l.lineage;
+                if may_give(l.ids.uid()) {
+                    return l.lineage;
+                }
+                continue;
             }
-            if let Some((_, g)) = self.by_pid(*a) {
+            if let Some((_, g)) = self.by_pid(*a)
+                && may_give(g.uid)
+            {
                 return g.lineage;
             }
         }
         Lineage::Own
     }
 
-    pub fn add_launcher(&mut self, l: Launcher) {
+    /// Remembers a launcher (in place of an earlier one of the same pid), when
+    /// its user has room ([`LAUNCHERS`]); launchers that exited make room first,
+    /// live ones are never dropped.
+    pub fn add_launcher(&mut self, l: Launcher) -> Result<(), String> {
         self.launchers
             .retain(|x| x.member.pid != l.member.pid && x.member.alive());
-        if self.launchers.len() >= MAX_LAUNCHERS {
-            self.launchers.remove(0);
-        }
+        let uids = self.launchers.iter().map(|x| x.ids.uid());
+        LAUNCHERS
+            .fits(uids, l.ids.uid(), self.coordinator_uid)
+            .map_err(|why| format!("the governor takes no more launchers ({why})"))?;
         self.launchers.push(l);
+        Ok(())
     }
 
-    /// A free slot, if any.
-    pub fn free_slot(&self) -> Option<usize> {
-        self.slots.iter().position(Option::is_none)
+    /// A free slot for a process of user `uid`, when the user has room
+    /// ([`MEMBERS`]).
+    pub fn free_slot_for(&self, uid: u32) -> Result<usize, String> {
+        let uids = self.slots().map(|(_, g)| g.uid);
+        MEMBERS
+            .fits(uids, uid, self.coordinator_uid)
+            .map_err(|why| {
+                format!("the governor holds as many processes as it can ({why}); this one is not governed")
+            })?;
+        self.slots
+            .iter()
+            .position(Option::is_none)
+            .ok_or_else(|| "the governor holds as many processes as it can".to_string())
+    }
+
+    /// The slots of governed processes, root's and the coordinator's user's
+    /// first: what a pass can do for only some of them (read their write counts,
+    /// open their files) goes to those first.
+    pub fn slots_privileged_first(&self) -> Vec<usize> {
+        let mut order: Vec<(bool, usize)> = self
+            .slots()
+            .map(|(i, g)| (!privileged(g.uid, self.coordinator_uid), i))
+            .collect();
+        order.sort_unstable();
+        order.into_iter().map(|(_, i)| i).collect()
     }
 
     /// Puts `g` in slot `i` and on the board (its pid last, so a reader never sees
@@ -257,6 +304,7 @@ fn clear(s: &MemberSlot) {
 mod tests {
     use super::*;
     use crate::shm::{NORMAL, RT_HIGH, RT_LOW};
+    use crate::testing::{governed, launcher};
 
     #[test]
     fn a_group_asked_by_another_user_goes_no_higher_than_the_scheduling() {
@@ -283,5 +331,106 @@ mod tests {
         assert_eq!(Lineage::Given(AUTO).group(|| RT_LOW), RT_LOW);
         assert_eq!(Lineage::Own.group(|| NORMAL), NORMAL);
         assert_eq!(Lineage::Given(77).group(|| RT_HIGH), NORMAL, "out of range");
+    }
+
+    /// Issue 51, attack 2: 1,030 live launchers of uid 65534 once pushed root's
+    /// launcher out, and its program came back from exec in normal.
+    #[test]
+    fn another_users_launchers_never_push_roots_out() {
+        let mut reg = Registry::new(0);
+        reg.add_launcher(launcher(10, 0, RT_HIGH)).unwrap();
+        let granted = (0..1030)
+            .filter(|i| reg.add_launcher(launcher(100 + i, 65534, NORMAL)).is_ok())
+            .count();
+        assert_eq!(granted, LAUNCHERS.per_uid);
+        assert_eq!(reg.lineage_from(&[10], 0), Lineage::Given(RT_HIGH));
+        // users of a subordinate range together stop short of root's room
+        for uid in 100_000..100_100 {
+            let _ = reg.add_launcher(launcher(uid, uid, NORMAL));
+        }
+        assert!(reg.launchers.len() <= LAUNCHERS.total - LAUNCHERS.reserved + 1);
+        assert_eq!(reg.add_launcher(launcher(11, 0, RT_LOW)), Ok(()));
+        // a launcher that exited makes room for its user again
+        let dead = reg
+            .launchers
+            .iter()
+            .position(|l| l.ids.uid() == 65534)
+            .unwrap();
+        reg.launchers[dead].member = Member::confirmed(99, None);
+        assert!(!reg.launchers[dead].member.alive());
+        assert_eq!(reg.add_launcher(launcher(5000, 65534, NORMAL)), Ok(()));
+    }
+
+    /// Issue 51, attack 3: 520 processes of uid 65534 once took all 512 slots.
+    #[test]
+    fn one_user_cannot_fill_the_board() {
+        let board = crate::shm::BoardMap::create("test", 2).unwrap();
+        let mut reg = Registry::new(0);
+        let mut joined = 0;
+        for i in 0..520 {
+            let Ok(slot) = reg.free_slot_for(65534) else {
+                continue;
+            };
+            reg.insert(
+                slot,
+                governed(100 + i, 65534, Lineage::Own),
+                NORMAL,
+                board.board(),
+            );
+            joined += 1;
+        }
+        assert_eq!(joined, MEMBERS.per_uid);
+        for uid in 1000..1010 {
+            while let Ok(slot) = reg.free_slot_for(uid) {
+                reg.insert(
+                    slot,
+                    governed(10_000 + uid, uid, Lineage::Own),
+                    NORMAL,
+                    board.board(),
+                );
+            }
+        }
+        assert_eq!(reg.slots().count(), MEMBERS.total - MEMBERS.reserved);
+        for pid in 1..=MEMBERS.reserved as u32 {
+            let slot = reg.free_slot_for(0).expect("root's room");
+            reg.insert(slot, governed(pid, 0, Lineage::Own), RT_HIGH, board.board());
+        }
+        assert!(reg.free_slot_for(0).is_err(), "the board is full");
+        assert_eq!(
+            reg.slots_privileged_first()[..MEMBERS.reserved],
+            reg.slots()
+                .filter(|(_, g)| g.uid == 0)
+                .map(|(i, _)| i)
+                .collect::<Vec<_>>()[..]
+        );
+    }
+
+    /// A process's group comes from a launcher or governed ancestor of its own
+    /// user or of root; another user's above it is passed over.
+    #[test]
+    fn no_user_sets_the_group_of_another_users_process() {
+        let mut reg = Registry::new(0);
+        // root's launcher (pid 10) started a user's launcher (20) asking normal
+        reg.add_launcher(launcher(10, 0, RT_HIGH)).unwrap();
+        reg.add_launcher(launcher(20, 1001, NORMAL)).unwrap();
+        // the user's own process below both: the user's launcher decides
+        assert_eq!(reg.lineage_from(&[20, 10], 1001), Lineage::Asked(NORMAL));
+        // a root process below the user's launcher (su, sudo): root's launcher
+        assert_eq!(reg.lineage_from(&[20, 10], 0), Lineage::Given(RT_HIGH));
+        // ... and with no root launcher above, its own scheduling
+        assert_eq!(reg.lineage_from(&[20], 0), Lineage::Own);
+        // a third user's process below the first user's: not the first's to group
+        assert_eq!(reg.lineage_from(&[20], 1002), Lineage::Own);
+        // a governed process of another user passes nothing down either
+        let board = crate::shm::BoardMap::create("test", 2).unwrap();
+        let slot = reg.free_slot_for(1001).unwrap();
+        let given = Lineage::Given(RT_HIGH);
+        reg.insert(slot, governed(30, 1001, given), RT_HIGH, board.board());
+        assert_eq!(reg.lineage_from(&[30], 1002), Lineage::Own);
+        assert_eq!(reg.lineage_from(&[30], 1001), given);
+        // root's governed process passes its group to a process that dropped root
+        let slot = reg.free_slot_for(0).unwrap();
+        reg.insert(slot, governed(40, 0, given), RT_HIGH, board.board());
+        assert_eq!(reg.lineage_from(&[40], 1002), given);
     }
 }

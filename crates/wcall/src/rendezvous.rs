@@ -4,7 +4,9 @@
 //! user's in `$XDG_RUNTIME_DIR/oslab-wcall` or `$TMPDIR/oslab-wcall-UID` (mode
 //! 0700). Every folder is checked as `oslab_sys::owned` does before it is used or
 //! listed, and a governor is believed only after the kernel says it runs as root
-//! or as this user (SO_PEERCRED on the connection).
+//! or as this user (SO_PEERCRED on the connection). A daemon of root's also
+//! listens on `.NAME.sock`, for root alone (`wire::root_path`): no governor's
+//! name starts with a dot, so it is never listed as one.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

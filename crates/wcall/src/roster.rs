@@ -69,7 +69,9 @@ pub fn pass(
     let mut gone = Vec::new();
     let mut rows = Vec::new();
     let mut io_reads = 0;
-    for (i, g) in reg.slots_mut() {
+    // root's first: the reads a pass has room for go to them before others'
+    for i in reg.slots_privileged_first() {
+        let Some(g) = reg.slot_mut(i) else { continue };
         let slot = &board.members[i];
         if !g.member.alive() {
             // its last figures, for its group's totals

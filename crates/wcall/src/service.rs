@@ -11,6 +11,7 @@ use oslab_sys::clock::monotonic_ns;
 use oslab_wbsim::policy::Policy;
 
 use crate::coordinator::{Coordinator, policy_code};
+pub use crate::listener::Access;
 use crate::listener::Listener;
 use crate::registry::{Launcher, Lineage, Registry};
 use crate::shm::BoardMap;
@@ -76,7 +77,8 @@ impl CgroupUse {
 /// page cache of every governed file (cachestat, about 2 µs per cached MiB here) and
 /// must not preempt a high-priority writer in the middle of its write(). The
 /// socket's listener serves at the same priority (within a CPU share of its own:
-/// `listener::RT_SHARE`), so a program can join beside busy real-time writers.
+/// for others' requests: `listener::RT_SHARE`), so a program can join beside busy
+/// real-time writers.
 pub const COORDINATOR_FIFO: i32 = 50;
 
 /// How the coordinator runs.
@@ -98,6 +100,8 @@ pub struct Options {
     /// Watch the kernel's writeback_dirty_folio records (root with BTF) to see
     /// every file governed processes dirty, not only those they write().
     pub kernel_monitor: bool,
+    /// Who may join: every user (a daemon of root's) or this user alone.
+    pub access: Access,
 }
 
 /// Whether this machine hands free memory back to its hypervisor (virtio-balloon
@@ -107,16 +111,24 @@ pub fn page_reporting() -> bool {
     std::path::Path::new("/sys/module/page_reporting").exists()
 }
 
+/// Room for the descriptors a governor holds at most: a pidfd per governed
+/// process and per launcher, one per governed file and per waiting connection,
+/// beside what the program already holds.
+fn raise_descriptor_limit() {
+    let held = 2 * oslab_wcall_table::MAX_MEMBERS
+        + crate::registry::LAUNCHERS.total
+        + crate::files::DISCOVERED.total
+        + crate::files::CLAIMED.total
+        + crate::serve::WAITING.total;
+    oslab_sys::process::raise_open_files_limit(held as u64 + 4096);
+}
+
 impl Governor {
     /// Starts a governor named `name` (a file name: see `rendezvous::check_name`),
     /// listening on its socket in this user's folder.
     pub fn start(name: &str, o: Options) -> std::io::Result<Governor> {
         let socket = crate::rendezvous::socket_path(name).map_err(std::io::Error::other)?;
-        // a pidfd and a table per governed process, a descriptor per governed
-        // file, beside what the program already holds
-        oslab_sys::process::raise_open_files_limit(
-            (2 * oslab_wcall_table::MAX_MEMBERS + crate::files::MAX_DISCOVERED) as u64 + 4096,
-        );
+        raise_descriptor_limit();
         // loaded before the table exists, so no one sees the governor without it
         let kernel = if o.kernel_monitor {
             crate::monitor::KernelMonitor::start()
@@ -156,7 +168,13 @@ impl Governor {
             }
         };
         coordinator.tick();
-        let listener = Listener::start(&socket, board.clone(), registry.clone(), o.fifo_priority)?;
+        let listener = Listener::start(
+            &socket,
+            board.clone(),
+            registry.clone(),
+            o.fifo_priority,
+            o.access,
+        )?;
         let stop = Arc::new(AtomicBool::new(false));
         let s = stop.clone();
         let handle = std::thread::Builder::new()
@@ -241,8 +259,8 @@ impl Governor {
             member: crate::trust::Member::confirmed(me, pidfd),
             ids,
             lineage: Lineage::Given(group),
-        });
-        Ok(())
+        })
+        .map_err(std::io::Error::other)
     }
 
     /// Puts a child of this process that has exited, and is not reaped yet (wait
@@ -303,6 +321,7 @@ mod tests {
             cgroup_limits: Default::default(),
             tuning: Default::default(),
             kernel_monitor: false,
+            access: Access::Owner,
         }
     }
 
@@ -343,7 +362,11 @@ mod tests {
         )
         .unwrap();
         let socket = g.socket().to_path_buf();
-        assert!(socket.exists());
+        assert_eq!(
+            mode_of(&socket),
+            Some(0o600),
+            "a command's own: its user's alone"
+        );
         if root {
             // both the passes and the socket's answers outrank real-time writers
             // of rt-low and normal
@@ -375,5 +398,24 @@ mod tests {
         let last = g.finish();
         assert!(last.passes >= before + 3);
         assert!(!socket.exists(), "the socket is removed");
+        if !root {
+            return;
+        }
+        // a daemon of root's: every user's, and root's own socket beside it
+        let shared = Options {
+            access: Access::Shared,
+            ..options()
+        };
+        let g = Governor::start(&name, shared).unwrap();
+        let own = oslab_wcall_table::wire::root_path(g.socket()).unwrap();
+        assert_eq!(mode_of(g.socket()), Some(0o666));
+        assert_eq!(mode_of(&own), Some(0o600));
+        g.finish();
+        assert!(mode_of(&socket).is_none() && mode_of(&own).is_none());
+    }
+
+    fn mode_of(path: &Path) -> Option<u32> {
+        use std::os::unix::fs::PermissionsExt;
+        Some(std::fs::metadata(path).ok()?.permissions().mode() & 0o777)
     }
 }

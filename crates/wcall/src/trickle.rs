@@ -55,6 +55,10 @@ pub struct Trickle {
     handle: Option<JoinHandle<()>>,
 }
 
+/// The bandwidth each device showed the lanes' chunks, shared with the
+/// coordinator, which sizes the sync guard from it.
+pub type SharedBandwidths = Arc<Mutex<crate::guard::Bandwidths>>;
+
 /// How a trickle thread spaces its chunks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Lane {
@@ -68,7 +72,8 @@ pub enum Lane {
 }
 
 impl Trickle {
-    pub fn start(lane: Lane) -> std::io::Result<Trickle> {
+    /// Starts a lane; the time each chunk takes is recorded in `bandwidths`.
+    pub fn start(lane: Lane, bandwidths: SharedBandwidths) -> std::io::Result<Trickle> {
         let work: Arc<(Mutex<Work>, Condvar)> = Arc::default();
         let w = work.clone();
         let name = match lane {
@@ -77,7 +82,7 @@ impl Trickle {
         };
         let handle = std::thread::Builder::new()
             .name(name.into())
-            .spawn(move || run(&w, lane))?;
+            .spawn(move || run(&w, lane, &bandwidths))?;
         Ok(Trickle {
             work,
             handle: Some(handle),
@@ -96,6 +101,8 @@ impl Trickle {
 
 /// A file being written back, with where its next chunk starts.
 struct Cursor {
+    /// The device it is on.
+    dev: u64,
     file: Arc<File>,
     at: u64,
     /// Dirty at the coordinator's last pass.
@@ -185,7 +192,7 @@ impl Pace {
     }
 }
 
-fn run(work: &(Mutex<Work>, Condvar), lane: Lane) {
+fn run(work: &(Mutex<Work>, Condvar), lane: Lane, bandwidths: &SharedBandwidths) {
     let (lock, _) = work;
     let mut cursors: HashMap<(u64, u64), Cursor> = HashMap::new();
     let mut pace = Pace::default();
@@ -199,14 +206,21 @@ fn run(work: &(Mutex<Work>, Condvar), lane: Lane) {
                 take_files(&mut cursors, files);
             }
         }
+        if cursors.is_empty() && wait_for_files(work) {
+            return;
+        }
         let mut wrote = false;
         for c in cursors.values_mut().filter(|c| c.dirty) {
             let Some((off, len)) = next_dirty_chunk(c) else {
                 continue;
             };
+            let bytes = dirty_in(&c.file, off, len);
             let t = std::time::Instant::now();
             let ok = sync_range(&c.file, off, len, libc::SYNC_FILE_RANGE_WRITE)
                 && sync_range(&c.file, off, len, libc::SYNC_FILE_RANGE_WAIT_AFTER);
+            if ok && let Ok(mut b) = bandwidths.lock() {
+                b.record(c.dev, bytes, t.elapsed());
+            }
             let rest = match lane {
                 Lane::Paced => pace.after(t.elapsed()),
                 Lane::Unpaced => Duration::ZERO,
@@ -235,10 +249,22 @@ fn take_files(cursors: &mut HashMap<(u64, u64), Cursor>, files: Vec<Guarded>) {
             .entry(g.id)
             .and_modify(|c| c.dirty = g.dirty)
             .or_insert(Cursor {
+                dev: g.id.0,
                 file: g.file,
                 at: 0,
                 dirty: g.dirty,
             });
+    }
+}
+
+/// Sleeps until the coordinator hands over files or says stop (a governor
+/// whose guard has never acted keeps its lanes asleep); true when told to stop.
+fn wait_for_files(work: &(Mutex<Work>, Condvar)) -> bool {
+    let (lock, cv) = work;
+    let Ok(w) = lock.lock() else { return true };
+    match cv.wait_while(w, |w| !w.stop && w.files.as_ref().is_none_or(Vec::is_empty)) {
+        Ok(w) => w.stop,
+        Err(_) => true,
     }
 }
 
@@ -327,11 +353,19 @@ mod tests {
         let mut f = File::create(&path).unwrap();
         f.write_all(&vec![5u8; 3 << 20]).unwrap();
         let f = Arc::new(File::open(&path).unwrap());
-        let t = Trickle::start(Lane::Paced).unwrap();
+        let bw = SharedBandwidths::default();
+        let t = Trickle::start(Lane::Paced, bw.clone()).unwrap();
         t.set(vec![guarded(&f)]);
         wait_clean(&f);
         drop(t);
         assert_eq!(std::fs::read(&path).unwrap(), vec![5u8; 3 << 20]);
+        if sees_dirty_pages() {
+            let dev = f.metadata().unwrap().dev();
+            assert!(
+                bw.lock().unwrap().of(dev).is_some_and(|b| b > 0.0),
+                "the chunks' bandwidth was measured"
+            );
+        }
     }
 
     #[test]
@@ -347,7 +381,7 @@ mod tests {
         }
         let f = Arc::new(File::open(&path).unwrap());
         assert!(dirty_in(&f, 0, 0) >= 22 * 4096, "the updates are dirty");
-        let t = Trickle::start(Lane::Unpaced).unwrap();
+        let t = Trickle::start(Lane::Unpaced, SharedBandwidths::default()).unwrap();
         t.set(vec![guarded(&f)]);
         wait_clean(&f);
         drop(t);
@@ -387,6 +421,7 @@ mod tests {
         }
         let (w, path, _dir) = written_clean(4);
         let mut c = Cursor {
+            dev: 0,
             file: Arc::new(File::open(&path).unwrap()),
             at: 3 * CHUNK,
             dirty: true,
@@ -415,6 +450,7 @@ mod tests {
                 .unwrap();
         }
         let mut c = Cursor {
+            dev: 0,
             file: Arc::new(File::open(&path).unwrap()),
             at: 0,
             dirty: true,
@@ -437,6 +473,7 @@ mod tests {
             w.write_all_at(&[4u8; 4096], step * CHUNK).unwrap();
         }
         let mut c = Cursor {
+            dev: 0,
             file: Arc::new(File::open(&path).unwrap()),
             at: 0,
             dirty: true,

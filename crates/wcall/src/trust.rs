@@ -56,18 +56,32 @@ impl Budget {
         self.left
     }
 
-    /// Reads a /proc file of at most `limit` bytes, charging what is read.
+    /// Reads a /proc file of at most `limit` bytes, charging what is read. A
+    /// file of another process is read as `crate::slowproc` reads it: within a
+    /// deadline, on a worker that process cannot hold up this thread through.
     pub fn read(&mut self, path: &str, limit: usize) -> Result<Vec<u8>, Refusal> {
         if self.left == 0 {
             return Err(Refusal::Later);
         }
         let cap = limit.min(self.left);
-        let f = File::open(path).map_err(|_| Refusal::Gone)?;
-        let mut buf = Vec::new();
-        let n = f
-            .take(cap as u64 + 1)
-            .read_to_end(&mut buf)
-            .map_err(|_| Refusal::Gone)?;
+        let read = {
+            let path = path.to_string();
+            move || -> Result<Vec<u8>, Refusal> {
+                let f = File::open(&path).map_err(|_| Refusal::Gone)?;
+                let mut buf = Vec::new();
+                f.take(cap as u64 + 1)
+                    .read_to_end(&mut buf)
+                    .map_err(|_| Refusal::Gone)?;
+                Ok(buf)
+            }
+        };
+        let buf = match other_process(path) {
+            Some(pid) => crate::slowproc::read_of(pid, crate::slowproc::DEADLINE, read).ok_or(
+                Refusal::No("its /proc files do not answer (held by an exec)"),
+            )??,
+            None => read()?,
+        };
+        let n = buf.len();
         self.left = self.left.saturating_sub(n);
         if n > cap {
             return Err(if cap < limit {
@@ -78,6 +92,17 @@ impl Budget {
         }
         Ok(buf)
     }
+}
+
+/// The pid of another process whose /proc file `path` is (not this one's).
+fn other_process(path: &str) -> Option<u32> {
+    let pid: u32 = path
+        .strip_prefix("/proc/")?
+        .split('/')
+        .next()?
+        .parse()
+        .ok()?;
+    (pid != std::process::id()).then_some(pid)
 }
 
 /// A pid as read from the table, when it can be one.
@@ -226,11 +251,18 @@ pub fn open_claimed(
     // A handle on what the descriptor names, without opening that: O_PATH calls no
     // file system's open (no device is started, no FIFO waited on, no lease
     // broken), and the magic link is followed without a lookup.
-    let handle = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_PATH)
-        .open(format!("/proc/{pid}/fd/{fd}"))
-        .map_err(|_| Refusal::Gone)?;
+    // (following the link may wait on the process's exec: crate::slowproc)
+    let link = format!("/proc/{pid}/fd/{fd}");
+    let handle = crate::slowproc::read_of(pid, crate::slowproc::DEADLINE, move || {
+        OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_PATH)
+            .open(link)
+    })
+    .ok_or(Refusal::No(
+        "its /proc files do not answer (held by an exec)",
+    ))?
+    .map_err(|_| Refusal::Gone)?;
     // where it is, from the kernel's view of our own handle (no file-system call)
     let mine = fdinfo(&format!("/proc/self/fdinfo/{}", handle.as_raw_fd()), budget)?;
     let mnt_id = mine.mnt_id.ok_or(Refusal::No("no mount id"))?;

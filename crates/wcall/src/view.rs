@@ -68,8 +68,34 @@ pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
             }
         },
         kernel_lost: h.kernel_lost.load(Ordering::Relaxed),
+        guard: guard_view(h, now_ns),
         groups,
         processes,
+    }
+}
+
+/// The sync guard as the board says.
+fn guard_view(h: &crate::shm::board::Header, now_ns: u64) -> oslab_model::governor::GuardView {
+    let ago = |ns: u64| (ns > 0).then(|| now_ns.saturating_sub(ns) as f64 / 1e9);
+    let bytes = h.guard_bytes.load(Ordering::Relaxed);
+    let setting = h.guard_setting.load(Ordering::Relaxed);
+    let acting = bytes > 0
+        && (setting == crate::shm::GUARD_FIXED || h.guard_since_ns.load(Ordering::Relaxed) > 0);
+    let pid = h.guard_pid.load(Ordering::Relaxed);
+    let bw = h.guard_bandwidth.load(Ordering::Relaxed);
+    oslab_model::governor::GuardView {
+        setting: match setting {
+            crate::shm::GUARD_AUTO => "auto",
+            crate::shm::GUARD_FIXED => "fixed",
+            _ => "off",
+        }
+        .into(),
+        acting_bytes: acting.then_some(bytes),
+        acting_s: ago(h.guard_since_ns.load(Ordering::Relaxed)),
+        last_durable_s: ago(h.guard_durable_ns.load(Ordering::Relaxed)),
+        durable_pid: (pid > 0).then_some(pid),
+        quiet_s: h.guard_quiet_ns.load(Ordering::Relaxed) as f64 / 1e9,
+        bandwidth_bytes_s: (bw > 0).then_some(bw),
     }
 }
 
@@ -131,8 +157,16 @@ fn proc_view(p: &MemberSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
         pid,
         uid: p.uid.load(Ordering::Relaxed),
         group: GROUP_NAMES[g].into(),
+        // the link waits on the process's exec (crate::slowproc): a process
+        // held in one is shown without its program, never waited for
         exe: crate::trust::valid_pid(pid)
-            .and_then(|pid| std::fs::read_link(format!("/proc/{pid}/exe")).ok())
+            .and_then(|pid| {
+                let link = format!("/proc/{pid}/exe");
+                crate::slowproc::read_of(pid, crate::slowproc::DEADLINE, move || {
+                    std::fs::read_link(link).ok()
+                })
+                .flatten()
+            })
             .map(|e| e.display().to_string()),
         holdable: p.holdable.load(Ordering::Relaxed) != 0,
         writes: p.writes.load(Ordering::Relaxed),

@@ -162,6 +162,7 @@ mod launch_tests {
             headroom: Some("8MiB".into()),
             recycle: Some("off".into()),
             sync_guard: Some("8MiB".into()),
+            sync_guard_quiet: Some(2.5),
             no_cgroups: true,
             memory_high: vec!["normal=2GiB".into(), "rt-low=1GiB".into()],
         }
@@ -173,12 +174,14 @@ mod launch_tests {
             group: "rt-high".into(),
             name: Some("g one".into()),
             private: false,
+            shared_socket: false,
             policy: WcallPolicyArgs::default(),
             command: vec!["sh".into(), "-c".into(), "--not-ours x".into()],
         };
         let private = WcallRunArgs {
             name: None,
             private: true,
+            shared_socket: true,
             policy: every_policy_option(),
             ..run.clone()
         };

@@ -54,6 +54,7 @@ struct pt_regs {
 
 struct task_struct {
 	unsigned int __state;
+	unsigned int flags;
 	int prio;
 	int static_prio;
 	unsigned int rt_priority;
@@ -143,6 +144,21 @@ struct files_struct {
 struct block_device {
 	dev_t bd_dev;
 } OSLAB_CORE;
+
+/* A bio's operation and flags (blk_opf_t, u32 since 6.0). */
+struct bio {
+	unsigned int bi_opf;
+} OSLAB_CORE;
+
+/* The bits of a request's flags; their numbers differ between releases and are
+ * read from the running kernel's BTF (bpf_core_enum_value). */
+enum req_flag_bits {
+	__REQ_FUA = 0,
+	__REQ_PREFLUSH = 1,
+};
+
+/* task_struct.flags: a kernel thread (jbd2, the flusher, kworkers). */
+#define PF_KTHREAD 0x00200000
 
 struct request {
 	unsigned int cmd_flags;

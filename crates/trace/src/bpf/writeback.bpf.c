@@ -96,6 +96,10 @@ struct dirtier {
 	u32 pad;
 	char comm[16];
 	u64 memcg_id;
+	/* bios it submitted asking the device to flush its cache or write
+	 * through it (REQ_PREFLUSH, REQ_FUA): its durable writes as the block
+	 * layer sees them, whether or not they went through libc */
+	u64 flushes;
 };
 
 struct {
@@ -652,6 +656,46 @@ int BPF_PROG(on_filemap_fault, struct address_space *mapping, unsigned long inde
 {
 	if (file_calls && mapping)
 		name_fault_file(bpf_get_current_task_btf(), mapping);
+	return 0;
+}
+
+/* The process's entry in dirtiers, made (with what the task is now) when it
+ * has none yet; NULL when the map is full. */
+static __always_inline struct dirtier *dirtier_of(struct task_struct *t, u32 tgid, u64 now)
+{
+	struct dirtier *d = bpf_map_lookup_elem(&dirtiers, &tgid);
+	if (d)
+		return d;
+	struct dirtier fresh = {};
+	fresh.first_ns = now;
+	fresh.last_ns = now;
+	fresh.cgroup_id = bpf_get_current_cgroup_id();
+	fresh.memcg_id = memcg_id(t);
+	fresh.policy = t->policy;
+	fresh.prio = t->prio;
+	fresh.rt_priority = t->rt_priority;
+	bpf_get_current_comm(fresh.comm, sizeof(fresh.comm));
+	bpf_map_update_elem(&dirtiers, &tgid, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&dirtiers, &tgid);
+}
+
+/* A bio asking for a cache flush or a write through to the medium, as its
+ * submitter made it: fdatasync's flush, an O_DSYNC or RWF_DSYNC direct write,
+ * io_uring's fsync and FUA writes. Kernel threads (jbd2 committing for an
+ * fsync, the flusher) are not counted: they act for no one process. */
+SEC("tp_btf/block_bio_queue")
+int BPF_PROG(on_bio_queue, struct bio *bio)
+{
+	u64 durable = (1ULL << bpf_core_enum_value(enum req_flag_bits, __REQ_PREFLUSH)) |
+		      (1ULL << bpf_core_enum_value(enum req_flag_bits, __REQ_FUA));
+	if (!(BPF_CORE_READ(bio, bi_opf) & durable))
+		return 0;
+	struct task_struct *t = bpf_get_current_task_btf();
+	if (t->flags & PF_KTHREAD)
+		return 0;
+	struct dirtier *d = dirtier_of(t, t->tgid, bpf_ktime_get_ns());
+	if (d)
+		__sync_fetch_and_add(&d->flushes, 1);
 	return 0;
 }
 

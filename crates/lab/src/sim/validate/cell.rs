@@ -186,6 +186,8 @@ pub fn run_cell(
                     // the cell drops its writers' clean pages itself (poll)
                     tuning: Default::default(),
                     kernel_monitor: false,
+                    // its writers are its own user's programs
+                    access: oslab_wcall::service::Access::Owner,
                 },
             )
             .map_err(|e| LabError::Failed(format!("cannot start the governor: {e}")))?,

@@ -146,10 +146,13 @@ pub fn judge(plan: &Plan, raw: &Raw) -> Output {
     }
     out.claims = vec![guarded(raw), share(raw), intact(raw), vanilla(raw)];
     out.notes.push(format!(
-        "pgbench -N -c 2 -j 2 -T {} at scale {}, synchronous_commit on, PostgreSQL as shipped; dd if=/dev/zero bs=1M beside it; dirty_bytes 64 MiB, background 32 MiB; governed: oslab wcall daemon --sync-guard {} MiB, PostgreSQL in rt-high, dd in normal. Steal over the cells: {}.",
+        "pgbench -N -c 2 -j 2 -T {} at scale {}, synchronous_commit on, PostgreSQL as shipped; dd if=/dev/zero bs=1M beside it; dirty_bytes 64 MiB, background 32 MiB; governed: oslab wcall daemon{}, PostgreSQL in rt-high, dd in normal. Steal over the cells: {}.",
         plan.duration,
         plan.scale,
-        plan.guard >> 20,
+        match plan.guard {
+            Some(g) => format!(" --sync-guard {} MiB", g >> 20),
+            None => " with its defaults (the sync guard auto)".into(),
+        },
         raw.cells
             .iter()
             .map(|c| format!("{:.1} %", c.steal_pct))

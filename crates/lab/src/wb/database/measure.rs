@@ -129,6 +129,7 @@ fn governed(e: &Env, governor: &str, group: &str, command: Vec<String>) -> Comma
         group: group.into(),
         name: Some(governor.to_string()),
         private: false,
+        shared_socket: false,
         policy: WcallPolicyArgs::default(),
         command,
     })
@@ -169,7 +170,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
             &e.exe,
             format!("wb-database-{}-{tag}", std::process::id()),
             WcallPolicyArgs {
-                sync_guard: Some(format!("{}B", e.plan.guard)),
+                sync_guard: e.plan.guard.map(|g| format!("{g}B")),
                 ..Default::default()
             },
         )?),

@@ -1,6 +1,7 @@
 //! `wb.database`: a real database's commits beside a bulk copy on the same disk,
-//! alone, beside the copy with no governor, and under `oslab wcall daemon
-//! --sync-guard` (PostgreSQL as rt-high, the copy as normal).
+//! alone, beside the copy with no governor, and under `oslab wcall daemon` with
+//! its defaults (PostgreSQL as rt-high, the copy as normal: the sync guard acts
+//! on PostgreSQL's own fdatasyncs).
 //!
 //! What: PostgreSQL from the distribution, as shipped (its own user, started with
 //! pg_ctl, its data and WAL on the testbed's file system, no setting changed),
@@ -44,7 +45,7 @@ use serde::{Deserialize, Serialize};
 use crate::harness::{Context, LabError, Meta, Needs, Output};
 use crate::harness::{Experiment, Measured, Planner};
 use crate::services::cells::settings::BANDWIDTH;
-use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
+use crate::settings::{AnySetting, Count, Declared, Seconds, Setting};
 
 pub struct Database;
 
@@ -52,7 +53,7 @@ pub(crate) static META: Meta = Meta {
     id: "wb.database",
     title: "A database's commits beside a bulk copy, with and without the sync guard",
     section: "7",
-    summary: "PostgreSQL pgbench commits alone, beside dd, and under wcall --sync-guard: p99, max, the copy's share, no byte lost",
+    summary: "PostgreSQL pgbench commits alone, beside dd, and under oslab wcall daemon's defaults: p99, max, the copy's share, no byte lost",
     needs: Needs {
         root: true,
         min_cpus: 1,
@@ -80,16 +81,6 @@ static RUNS: Setting<Count> = Setting {
     bounds: Some((1, 20)),
     names: &[],
 };
-static GUARD: Setting<Bytes> = Setting {
-    name: "guard",
-    help: "the governor's --sync-guard: what the copy's group may hold dirty and under write back",
-    // at most 50 ms of the 40 MiB/s testbed: what the flusher writes of the
-    // copy at once when its inode's dirty time expires (docs/wcall.md)
-    quick: 2 << 20,
-    full: 2 << 20,
-    bounds: Some((1 << 20, 1 << 30)),
-    names: &[],
-};
 static SCALE: Setting<Count> = Setting {
     name: "scale",
     help: "pgbench's scale factor (100,000 accounts each)",
@@ -98,7 +89,7 @@ static SCALE: Setting<Count> = Setting {
     bounds: Some((1, 1000)),
     names: &[],
 };
-static SETTINGS: [&dyn AnySetting; 5] = [&DURATION, &RUNS, &GUARD, &SCALE, &BANDWIDTH];
+static SETTINGS: [&dyn AnySetting; 4] = [&DURATION, &RUNS, &SCALE, &BANDWIDTH];
 
 /// dirty_bytes and dirty_background_bytes during the run.
 pub const DIRTY: u64 = 64 << 20;
@@ -108,7 +99,11 @@ pub const BACKGROUND: u64 = 32 << 20;
 pub struct Plan {
     pub duration: f64,
     pub runs: u64,
-    pub guard: u64,
+    /// The sync guard's size given to the governor (`--sync-guard SIZE`), as
+    /// runs before the guard was on by default did; None: the governor's
+    /// defaults, the guard `auto`.
+    #[serde(default)]
+    pub guard: Option<u64>,
     pub scale: u64,
     pub bandwidth: u64,
 }
@@ -202,7 +197,7 @@ impl Experiment for Database {
         Plan {
             duration: p.get(&DURATION),
             runs: p.get(&RUNS),
-            guard: p.get(&GUARD),
+            guard: None,
             scale: p.get(&SCALE),
             bandwidth: p.get(&BANDWIDTH),
         }

@@ -7,7 +7,7 @@ fn plan() -> Plan {
     Plan {
         duration: 60.0,
         runs: 1,
-        guard: 8 << 20,
+        guard: Some(8 << 20),
         scale: 10,
         bandwidth: 40 << 20,
     }

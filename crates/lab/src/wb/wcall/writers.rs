@@ -142,6 +142,7 @@ impl WriterPlan {
                     group: "auto".into(),
                     name: Some(g.to_string()),
                     private: false,
+                    shared_socket: false,
                     policy: Default::default(),
                     command: argv,
                 })

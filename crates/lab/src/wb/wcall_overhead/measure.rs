@@ -28,6 +28,8 @@ pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, L
             cgroup_limits: Default::default(),
             tuning: Default::default(),
             kernel_monitor: true,
+            // its writers are its own user's programs
+            access: oslab_wcall::service::Access::Owner,
         },
     )
     .map_err(|e| LabError::Failed(format!("cannot start a governor: {e}")))?;

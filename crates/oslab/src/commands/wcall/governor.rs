@@ -7,12 +7,14 @@ use oslab_units::parse_human_size;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
 use oslab_wcall::cli::WcallPolicyArgs;
-use oslab_wcall::service::{self, Governor, Options};
+use oslab_wcall::guard::GuardSetting;
+use oslab_wcall::service::{self, Access, Governor, Options};
 use oslab_wcall::shm::group_number;
 
 use crate::failure::Failure;
 
-pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
+/// The options of a governor that `access` may join.
+pub fn options(p: &WcallPolicyArgs, access: Access) -> Result<Options, Failure> {
     let name = p.policy.as_deref().unwrap_or("wcall-fair");
     let policy = match Policy::parse(name) {
         Some(Policy::Vanilla) | None => {
@@ -29,17 +31,8 @@ pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
         })?),
     };
     let sync_guard = match &p.sync_guard {
-        None => None,
-        Some(h) => Some(
-            parse_human_size(h)
-                .ok()
-                .filter(|b| *b >= 1 << 20)
-                .ok_or_else(|| {
-                    Failure::usage(format!(
-                        "--sync-guard {h}: give a size of at least 1MiB, such as 2MiB"
-                    ))
-                })?,
-        ),
+        None => GuardSetting::Auto,
+        Some(h) => GuardSetting::parse(h).map_err(Failure::usage)?,
     };
     let recycle = match p.recycle.as_deref().unwrap_or("auto") {
         "on" => true,
@@ -63,8 +56,12 @@ pub fn options(p: &WcallPolicyArgs) -> Result<Options, Failure> {
             headroom,
             recycle,
             sync_guard,
+            guard_quiet: p
+                .sync_guard_quiet
+                .map_or(oslab_wcall::guard::QUIET, Duration::from_secs_f64),
         },
         kernel_monitor: true,
+        access,
     })
 }
 
@@ -76,11 +73,20 @@ pub fn described(g: &Governor, o: &Options) -> String {
         "written-back pages stay in the page cache"
     };
     let guard = match o.tuning.sync_guard {
-        Some(b) => format!(
+        GuardSetting::Fixed(b) => format!(
             "; sync guard: while an rt-high process is governed, the other groups are held within {} and written back by the governor as fast as the device has room, and rt-high's own pages chunk by chunk as they are dirtied",
             oslab_units::human_bytes(b)
         ),
-        None => String::new(),
+        GuardSetting::Auto => format!(
+            "; sync guard: on while an rt-high process whose group root gave makes durable writes (fsync, fdatasync, O_SYNC...) and {} s after, sized to what the device writes in 50 ms{}",
+            o.tuning.guard_quiet.as_secs_f64(),
+            if oslab_sys::fileio::has_cachestat() {
+                ""
+            } else {
+                " (this kernel has no cachestat, 6.5+: the guard cannot see dirty pages and does nothing)"
+            }
+        ),
+        GuardSetting::Off => "; sync guard off".into(),
     };
     format!(
         "{}; {}; {recycle}{guard}",

@@ -3,6 +3,7 @@
 use oslab_wcall::cli::WcallRunArgs;
 use oslab_wcall::launch;
 use oslab_wcall::rendezvous::{self, Found, NotJoinable};
+use oslab_wcall::service::Access;
 use oslab_wcall::shm::group_number;
 use oslab_wcall::shm::wire::{self, Ask, Request};
 
@@ -56,7 +57,10 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
             }
         }
     };
-    let given = a.policy.given();
+    let mut given = a.policy.given();
+    if a.shared_socket {
+        given.push("--shared-socket");
+    }
     if !given.is_empty() {
         return Err(Failure::usage(format!(
             "{} cannot apply: governor '{}' is already running with its own settings; drop {} or use --private",
@@ -122,7 +126,13 @@ pub fn run(a: WcallRunArgs) -> CmdResult {
             (None, found.socket)
         }
         None => {
-            let opts = options(&a.policy)?;
+            // the command's own governor is its user's alone unless asked
+            let access = if a.shared_socket {
+                Access::Shared
+            } else {
+                Access::Owner
+            };
+            let opts = options(&a.policy, access)?;
             let g = start(&format!("run-{}", std::process::id()), opts)?;
             g.launch_as(group)
                 .map_err(|e| Failure::runtime(format!("cannot launch under the governor: {e}")))?;
