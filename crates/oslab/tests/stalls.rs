@@ -24,30 +24,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Whether kernel tracing works here; the reason when it does not.
-fn tracing_here(journal: &Path) -> Result<(), String> {
-    if !common::is_root() {
-        return Err("needs root".into());
-    }
-    let out = oslab(journal)
-        .args([
-            "stalls",
-            "--count",
-            "1",
-            "--interval",
-            "100ms",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
-}
-
 fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -64,7 +40,7 @@ fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
 fn a_throttled_probe_writers_stalls_are_put_down_to_dirty_throttling() {
     let _s = serial();
     let journal = common::journal_dir("stalls-throttled");
-    if let Err(why) = tracing_here(&journal) {
+    if let Err(why) = common::stalls_tracing_here(&journal) {
         eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }
@@ -161,7 +137,7 @@ fn a_throttled_probe_writers_stalls_are_put_down_to_dirty_throttling() {
 fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
     let _s = serial();
     let journal = common::journal_dir("stalls-quiet");
-    if let Err(why) = tracing_here(&journal) {
+    if let Err(why) = common::stalls_tracing_here(&journal) {
         eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }
@@ -302,7 +278,7 @@ fn missing(a: &[Slow], b: &[Slow], clearly_ns: u64) -> Vec<Slow> {
 fn three_modes_see_the_same_slow_calls_and_faults_show_their_throttling() {
     let _s = serial();
     let journal = common::journal_dir("stalls-modes");
-    if let Err(why) = tracing_here(&journal) {
+    if let Err(why) = common::stalls_tracing_here(&journal) {
         eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }
@@ -493,7 +469,7 @@ fn not_on_a_disk(dir: &Path) -> Option<String> {
 fn a_cold_read_behind_write_back_names_the_writer() {
     let _s = serial();
     let journal = common::journal_dir("stalls-read");
-    if let Err(why) = tracing_here(&journal) {
+    if let Err(why) = common::stalls_tracing_here(&journal) {
         eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }

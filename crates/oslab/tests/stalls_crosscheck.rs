@@ -97,28 +97,9 @@ fn count(fds: &[OwnedFd]) -> u64 {
 
 #[test]
 fn throttling_decisions_agree_with_a_perf_counter_of_the_tracepoint() {
-    if !common::is_root() {
-        eprintln!("skipped: needs root");
-        return;
-    }
     let journal = common::journal_dir("stalls-crosscheck");
-    let probe = oslab(&journal)
-        .args([
-            "stalls",
-            "--count",
-            "1",
-            "--interval",
-            "100ms",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    if !probe.status.success() {
-        eprintln!(
-            "skipped: kernel tracing is not available ({})",
-            String::from_utf8_lossy(&probe.stderr).trim()
-        );
+    if let Err(why) = common::stalls_tracing_here(&journal) {
+        eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();

@@ -6,40 +6,15 @@
 
 mod common;
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use common::oslab_journaled as oslab;
 use serde_json::Value;
 
-/// Whether kernel tracing works here; the reason when it does not.
-fn tracing_here(journal: &Path) -> Result<(), String> {
-    if !common::is_root() {
-        return Err("needs root".into());
-    }
-    let out = oslab(journal)
-        .args([
-            "stalls",
-            "--count",
-            "1",
-            "--interval",
-            "100ms",
-            "--json",
-            "-",
-        ])
-        .output()
-        .unwrap();
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
-}
-
 macro_rules! traced_or_skip {
     ($name:expr) => {{
         let journal = common::journal_dir($name);
-        if let Err(why) = tracing_here(&journal) {
+        if let Err(why) = common::stalls_tracing_here(&journal) {
             eprintln!("skipped: kernel tracing is not available ({why})");
             return;
         }
