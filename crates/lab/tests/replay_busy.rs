@@ -68,14 +68,14 @@ fn beside_a_busy_cpu_a_claim_keeps_its_quiet_verdict_or_is_not_judged() {
                 qc.verdict,
                 c.why
             );
-            assert!(
-                c.why.starts_with("not judged: other programs kept"),
-                "{id} {}: {}",
-                c.id,
-                c.why
-            );
-            assert!(c.observed != "not measured", "{id} {}: figures kept", c.id);
-            not_judged += 1;
+            // put aside for the interference, its figures kept; or not judged
+            // for a reason of its own (a figure the busy run did not yield)
+            if c.why.starts_with("not judged: other programs kept") {
+                assert!(c.observed != "not measured", "{id} {}: figures kept", c.id);
+                not_judged += 1;
+            } else {
+                assert!(!c.why.is_empty(), "{id} {}: a reason", c.id);
+            }
         }
     }
     assert!(compared >= 30, "{compared} claims compared");
