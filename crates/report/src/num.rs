@@ -103,7 +103,7 @@ mod tests {
         load.attempts = Some(2);
         assert_eq!(
             load_text(&load, "->"),
-            "steal 0.0 % · CPUs busy 97.0 % · other programs 45.0 % · their disk I/O 3.0 MiB · load 1.00 -> 1.50 · measured 2 times"
+            "steal 0.0 % · CPUs busy 97.0 % · other programs 45.0 % · their disk I/O 3 MiB · load 1.00 -> 1.50 · measured 2 times"
         );
     }
 }

@@ -398,7 +398,7 @@ mod tests {
             }])
             .collect();
         let text = interval_text("14:02:03", &s, 10_000_000, 4096);
-        for name in [".../build ", ".../tests ", ".../build/inner ", " / "] {
+        for name in [".../build ", ".../tests ", ".../inner ", " / "] {
             assert!(text.contains(name), "{name} in\n{text}");
         }
         assert!(!text.contains('~'), "{text}");
