@@ -70,6 +70,10 @@ pub fn duration(lo: f64, hi: f64) -> impl Fn(&str) -> Result<u64, String> + Clon
 fn refused(e: &UnitError, range: &str) -> String {
     match e {
         UnitError::UnknownTimeUnit { unit, .. } => format!("unknown unit '{unit}': {range}"),
+        // a negative number is out of every range, whatever its unit
+        UnitError::DurationNeedsUnit(t) if t.parse::<f64>().is_ok_and(|v| v < 0.0) => {
+            format!("out of range: {range}")
+        }
         UnitError::DurationNeedsUnit(t) => {
             format!("a duration needs its unit ({t}ms or {t}s): {range}")
         }
@@ -128,6 +132,11 @@ mod tests {
         assert!(seconds(0.0, 10.0)("5").unwrap_err().contains("(5ms or 5s)"));
         assert!(millis(1.0, 10.0)("5").unwrap_err().contains("(5ms or 5s)"));
         assert_eq!(seconds(0.0, 10.0)("0"), Ok(0.0), "0 needs no unit");
+        assert!(
+            seconds(0.5, 10.0)("-1")
+                .unwrap_err()
+                .starts_with("out of range")
+        );
         assert!(d("-5ms").unwrap_err().starts_with("out of range"));
         assert!(d("11s").unwrap_err().starts_with("out of range"));
         assert!(d("5 parsecs").unwrap_err().starts_with("unknown unit"));

@@ -300,7 +300,8 @@ fn three_modes_see_the_same_slow_calls_and_faults_show_their_throttling() {
     // programs are attached by then), and the workload starts when all three
     // trace it. A bulk writer keeps Dirty at the limit. SIGTERM (a background
     // job of a script ignores SIGINT) asks the other two to finish: their last
-    // interval drains the ring buffer first, so nothing of the workload is cut.
+    // interval drains the ring buffer first, so nothing of the workload is cut, and
+    // they exit 143 (128 + SIGTERM), as watch does.
     let script = format!(
         "S='stalls --threshold 5ms --interval 500ms'; \
          ready() {{ until grep -q 'oslab: tracing' $1; do sleep 0.05; done; }}; \
@@ -312,7 +313,7 @@ fn three_modes_see_the_same_slow_calls_and_faults_show_their_throttling() {
          {o} $S --pid $(cat {dd}/pid) --json {dd}/pid.jsonl 2>{dd}/pid.err & P=$!; \
          ready {dd}/cmd.err; ready {dd}/pid.err; touch {dd}/go; wait $C; RC=$?; \
          kill -TERM $A $P; kill $B; wait $A; RA=$?; wait $P; RP=$?; wait; \
-         echo \"cmd $RC all $RA pid $RP\"; test $RC -eq 0 -a $RA -eq 0 -a $RP -eq 0"
+         echo \"cmd $RC all $RA pid $RP\"; test $RC -eq 0 -a $RA -eq 143 -a $RP -eq 143"
     );
     let out = oslab(&journal)
         .args([

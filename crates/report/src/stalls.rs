@@ -401,7 +401,8 @@ mod tests {
         for name in [".../build ", ".../tests ", ".../inner ", " / "] {
             assert!(text.contains(name), "{name} in\n{text}");
         }
-        assert!(!text.contains('~'), "{text}");
+        // no cgroup cut to its first characters (the commands' names may be)
+        assert!(!text.contains("2ebfac217b~"), "{text}");
         let names = cgroup_names(&["/a/x/same", "/b/x/same", "/p/q/aaaa", "/s"], 6);
         assert_eq!(names["/a/x/same"], "/a/x/same", "no shorter tail is unique");
         assert_eq!(names["/p/q/aaaa"], ".../aaaa");
