@@ -3,7 +3,7 @@
 
 // Functions over 80 lines (clippy.toml) fail the lints outside tests (issue 28).
 #![cfg_attr(not(test), warn(clippy::too_many_lines))]
-use oslab_units::{TimeUnit, UnitError, parse_duration};
+use oslab_units::{TimeUnit, UnitError, parse_duration_with_unit};
 
 /// A whole number from `lo` to `hi`.
 pub fn whole(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
@@ -22,16 +22,16 @@ pub fn whole(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone +
     }
 }
 
-/// A duration from `lo` to `hi` seconds, in seconds: a bare number is seconds,
-/// and a unit may be given as for every other duration (`200ms`, `1.5s`).
+/// A duration from `lo` to `hi` seconds, in seconds, typed with its unit as
+/// every duration is (`200ms`, `1.5s`; a bare number other than 0 is refused).
 pub fn seconds(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
-    in_unit(lo, hi, TimeUnit::Seconds, "seconds", "2.5 or 200ms")
+    in_unit(lo, hi, TimeUnit::Seconds, "s", "2.5s or 200ms")
 }
 
-/// A duration from `lo` to `hi` milliseconds, in milliseconds: a bare number is
-/// milliseconds, and a unit may be given (`100ms`, `0.5s`).
+/// A duration from `lo` to `hi` milliseconds, in milliseconds, typed with its
+/// unit (`100ms`, `0.5s`).
 pub fn millis(lo: f64, hi: f64) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
-    in_unit(lo, hi, TimeUnit::Millis, "ms", "100 or 0.5s")
+    in_unit(lo, hi, TimeUnit::Millis, "ms", "100ms or 0.5s")
 }
 
 fn in_unit(
@@ -42,33 +42,42 @@ fn in_unit(
     example: &'static str,
 ) -> impl Fn(&str) -> Result<f64, String> + Clone + Send + Sync {
     move |text: &str| {
-        let range = format!("give {lo} to {hi} {name}, e.g. {example}");
-        match parse_duration(text, unit) {
+        let range = format!("give {lo}{name} to {hi}{name}, e.g. {example}");
+        match parse_duration_with_unit(text) {
             Ok(d) if (lo..=hi).contains(&d.in_unit(unit)) => Ok(d.in_unit(unit)),
             Ok(_) => Err(format!("out of range: {range}")),
-            Err(UnitError::UnknownTimeUnit { unit, .. }) => {
-                Err(format!("unknown unit '{unit}': {range}"))
-            }
-            Err(_) => Err(format!("not a number: {range}")),
+            Err(e) => Err(refused(&e, &range)),
         }
     }
 }
 
-/// A duration such as `10ms`, `1.5s`, `250us` or `2000000ns` (a bare number is
-/// milliseconds), from `lo` to `hi` seconds; the value in nanoseconds.
+/// A duration such as `10ms`, `1.5s`, `250us` or `2000000ns`, from `lo` to `hi`
+/// seconds; the value in nanoseconds.
 pub fn duration(lo: f64, hi: f64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
     move |text: &str| {
-        let range = format!("give a duration from {} to {} s, e.g. 10ms or 1.5s", lo, hi);
-        match parse_duration(text, TimeUnit::Millis) {
+        let range = format!("give a duration from {lo}s to {hi}s, e.g. 10ms or 1.5s");
+        match parse_duration_with_unit(text) {
             Ok(d) if (lo..=hi).contains(&d.in_unit(TimeUnit::Seconds)) => {
                 Ok(d.in_unit(TimeUnit::Nanos).round() as u64)
             }
             Ok(_) => Err(format!("out of range: {range}")),
-            Err(UnitError::UnknownTimeUnit { unit, .. }) => {
-                Err(format!("unknown unit '{unit}': {range}"))
-            }
-            Err(_) => Err(format!("not a duration: {range}")),
+            Err(e) => Err(refused(&e, &range)),
         }
+    }
+}
+
+/// Why a duration was refused, with the range to give.
+fn refused(e: &UnitError, range: &str) -> String {
+    match e {
+        UnitError::UnknownTimeUnit { unit, .. } => format!("unknown unit '{unit}': {range}"),
+        // a negative number is out of every range, whatever its unit
+        UnitError::DurationNeedsUnit(t) if t.parse::<f64>().is_ok_and(|v| v < 0.0) => {
+            format!("out of range: {range}")
+        }
+        UnitError::DurationNeedsUnit(t) => {
+            format!("a duration needs its unit ({t}ms or {t}s): {range}")
+        }
+        _ => format!("not a duration: {range}"),
     }
 }
 
@@ -109,13 +118,25 @@ pub fn rate(flag: &str, text: &str) -> Result<f64, String> {
 mod tests {
     use super::*;
 
+    /// Regression: a bare number was milliseconds here and seconds to `seconds`.
     #[test]
-    fn durations_take_units_and_a_bare_number_is_milliseconds() {
+    fn durations_take_their_unit_and_a_bare_number_is_refused_with_the_hint() {
         let d = duration(0.0001, 10.0);
         assert_eq!(d("10ms"), Ok(10_000_000));
         assert_eq!(d("1.5s"), Ok(1_500_000_000));
         assert_eq!(d("250us"), Ok(250_000));
-        assert_eq!(d("20"), Ok(20_000_000));
+        assert_eq!(
+            d("20").unwrap_err(),
+            "a duration needs its unit (20ms or 20s): give a duration from 0.0001s to 10s, e.g. 10ms or 1.5s"
+        );
+        assert!(seconds(0.0, 10.0)("5").unwrap_err().contains("(5ms or 5s)"));
+        assert!(millis(1.0, 10.0)("5").unwrap_err().contains("(5ms or 5s)"));
+        assert_eq!(seconds(0.0, 10.0)("0"), Ok(0.0), "0 needs no unit");
+        assert!(
+            seconds(0.5, 10.0)("-1")
+                .unwrap_err()
+                .starts_with("out of range")
+        );
         assert!(d("-5ms").unwrap_err().starts_with("out of range"));
         assert!(d("11s").unwrap_err().starts_with("out of range"));
         assert!(d("5 parsecs").unwrap_err().starts_with("unknown unit"));
@@ -133,17 +154,17 @@ mod tests {
         assert!(w("x").unwrap_err().starts_with("not a number"));
         assert!(whole(0, u64::MAX)("-3").unwrap_err().contains("0 or more"));
         let s = seconds(0.5, 600.0);
-        assert_eq!(s("2.5"), Ok(2.5));
+        assert_eq!(s("2.5s"), Ok(2.5));
         assert_eq!(
-            s("-5").unwrap_err(),
-            "out of range: give 0.5 to 600 seconds, e.g. 2.5 or 200ms"
+            s("-5s").unwrap_err(),
+            "out of range: give 0.5s to 600s, e.g. 2.5s or 200ms"
         );
         assert_eq!(s("750ms"), Ok(0.75), "a duration's units, as everywhere");
         assert_eq!(s("2s"), Ok(2.0));
         assert!(s("200ms").unwrap_err().starts_with("out of range"));
         assert!(s("3 fortnights").unwrap_err().starts_with("unknown unit"));
         let ms = millis(1.0, 10_000.0);
-        assert_eq!(ms("100"), Ok(100.0));
+        assert_eq!(ms("100ms"), Ok(100.0));
         assert_eq!(ms("0.5s"), Ok(500.0));
         assert!(s("inf").is_err());
         assert!(s("NaN").is_err());
@@ -218,7 +239,7 @@ mod props {
 
         #[test]
         fn numbers_in_range_and_only_those(v in any::<f64>()) {
-            let got = seconds(0.5, 600.0)(&v.to_string());
+            let got = seconds(0.5, 600.0)(&format!("{v}s"));
             if (0.5..=600.0).contains(&v) {
                 prop_assert_eq!(got, Ok(v));
             } else {

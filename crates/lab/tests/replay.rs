@@ -22,3 +22,20 @@ fn every_experiment_has_a_fixture() {
         }
     }
 }
+
+/// The figure `oslab history` heads each row with, and holds against the
+/// machine's history after a run, is one the experiment reports.
+#[test]
+fn every_headline_is_a_figure_its_experiment_reports() {
+    for e in Registry::default().all() {
+        let (id, headline) = (e.meta().id, e.headline());
+        if e.meta().internal || headline.is_empty() {
+            continue;
+        }
+        let r = common::judged(id);
+        assert!(
+            r.measurement(headline).is_some() || r.finding(headline).is_some(),
+            "{id}: no figure {headline}"
+        );
+    }
+}

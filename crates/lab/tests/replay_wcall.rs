@@ -206,3 +206,35 @@ fn wb_throttle_checks_the_simulator_blind() {
         assert!(finding(&r, f) > 50.0, "{f}: the writers are throttled");
     }
 }
+
+/// Regression: cells the run never measured (a quick run measures the governed
+/// policies alone only with `alone_governed`) were findings of 0 ms "(per run: )"
+/// and Fig. 6 bars at 0; they are no figure (NaN: "-" in tables and plots, null
+/// in JSON) that says it was not measured. `wb.wcall.quick.raw.json.gz`: a quick
+/// run on this guest.
+#[test]
+fn wb_wcall_cells_never_measured_are_no_figure_not_zero() {
+    let r = common::judged_fixture("wb.wcall.quick", "wb.wcall");
+    for p in ["wcall", "wcall-fair"] {
+        let f = r.finding(&format!("p99_ms.{p}.alone")).unwrap();
+        assert!(f.value.is_nan(), "{p}: {}", f.value);
+        assert!(f.detail.starts_with("not measured"), "{}", f.detail);
+        assert!(!f.detail.contains("per run"), "{}", f.detail);
+    }
+    assert!(finding(&r, "p99_ms.vanilla.alone") > 0.0);
+    let fig6 = r.plots.iter().find(|p| p.id == "fig6-mean").unwrap();
+    let bar = |label: &str| {
+        let i = fig6.x_labels.iter().position(|l| l == label).unwrap();
+        fig6.series[0].points[i][1]
+    };
+    assert!(bar("wcall.alone").is_nan());
+    assert!(bar("vanilla.alone") > 0.0);
+    let json = serde_json::to_value(&r).unwrap();
+    let alone = json["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["name"] == "p99_ms.wcall.alone")
+        .unwrap();
+    assert!(alone["value"].is_null(), "{alone}");
+}

@@ -1,3 +1,5 @@
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 /// What a measurement says about a claim of the source material.
@@ -40,4 +42,22 @@ pub struct Claim {
     pub verdict: Verdict,
     /// One line: why the verdict, or why it could not be tested.
     pub why: String,
+    /// What other programs' work its method tolerates while it measures (absent:
+    /// any, or a result from before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tolerates: Option<Tolerance>,
+}
+
+/// What other programs' work a claim's method tolerates while it measures:
+/// beyond it the figures tell of the machine's load more than of the kernel, so
+/// the claim is not judged (docs/reports.md, "Verdicts a busy machine cannot
+/// flip").
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Tolerance {
+    /// The largest share of all CPUs' time other programs may take.
+    pub others_cpu: f64,
+    /// The largest share of CPU time the hypervisor may steal.
+    pub steal: f64,
+    /// Why the method tolerates that much and no more, in words.
+    pub why: Cow<'static, str>,
 }

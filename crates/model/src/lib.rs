@@ -17,8 +17,9 @@ mod plot;
 mod result;
 pub mod system;
 pub mod trace;
+pub mod usual;
 
-pub use claim::{Claim, Verdict};
+pub use claim::{Claim, Tolerance, Verdict};
 pub use machine::MachineInfo;
 pub use plot::{Axis, Marker, Plot, Scale, Series, SeriesStyle};
 pub use result::{

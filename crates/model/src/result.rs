@@ -21,8 +21,9 @@ pub enum Mode {
 /// Parameter values as run (after --quick and command-line overrides).
 pub type Params = BTreeMap<String, serde_json::Value>;
 
-/// System load around a measurement: a busy or stolen CPU makes figures suspect.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// System load around a measurement, and what else the machine did during it: a
+/// busy or stolen CPU makes figures suspect.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
 pub struct LoadRecord {
     pub loadavg_before: [f64; 3],
     pub loadavg_after: [f64; 3],
@@ -32,6 +33,20 @@ pub struct LoadRecord {
     pub steal_fraction: f64,
     /// Set when load or steal was high enough to distrust the figures.
     pub warning: Option<String>,
+    /// Share of all CPUs' time other programs took: busy time less oslab's own
+    /// threads and children and the kernel's threads. Absent for a window too
+    /// short to tell (under 0.2 s) and in records from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_cpu_fraction: Option<f64>,
+    /// Bytes the disks moved during the run beyond what oslab's own processes
+    /// read and wrote (/proc/diskstats less /proc/PID/io; loop and RAM disks left
+    /// out, their I/O lands on a disk). Absent where it could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub others_io_bytes: Option<u64>,
+    /// How many times the experiment was measured: more than once when other
+    /// programs' work disturbed a claim's figures and it was measured again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attempts: Option<u32>,
 }
 
 /// Where and how a result was measured.

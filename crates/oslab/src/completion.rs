@@ -37,27 +37,11 @@ pub fn registration(shell: clap_complete::Shell, completer: &str) -> Result<Vec<
     Ok(out)
 }
 
-/// How the completion code calls oslab back: `oslab` when that is the binary the
-/// shell finds on $PATH (an installed oslab keeps working after a rebuild moves
-/// nothing), else this binary's absolute path.
+/// How the completion code calls oslab back: `oslab`, the binary the shell finds
+/// on $PATH as it does when the user types the command, never the folder the
+/// code was generated from (a build folder that a rebuild or a clean removes).
 pub fn completer() -> String {
-    let this = std::env::current_exe().ok();
-    let on_path = std::env::var_os("PATH").and_then(|p| {
-        std::env::split_paths(&p)
-            .filter(|d| d.is_absolute())
-            .map(|d| d.join("oslab"))
-            .find(|c| c.is_file())
-    });
-    let same = |a: &std::path::Path, b: &std::path::Path| {
-        a.canonicalize()
-            .ok()
-            .is_some_and(|x| b.canonicalize().ok() == Some(x))
-    };
-    match (this, on_path) {
-        (Some(this), Some(found)) if same(&this, &found) => "oslab".into(),
-        (Some(this), _) => this.to_string_lossy().into_owned(),
-        (None, _) => "oslab".into(),
-    }
+    "oslab".into()
 }
 
 fn candidate(value: &str, help: &str) -> CompletionCandidate {
@@ -84,12 +68,34 @@ pub fn experiment_ids() -> ArgValueCandidates {
     })
 }
 
-/// `--set NAME=` of `oslab run`: every experiment's settings, each offered once.
+/// The experiments named on the line being completed: the words after `run` (the
+/// shell hands them over after `--`, the word being completed last) that are an
+/// experiment, a family or `all`.
+fn typed_experiments(words: &[String]) -> Vec<String> {
+    let reg = oslab_lab::Registry::default();
+    let typed = words.split_last().map_or(&[][..], |(_, before)| before);
+    typed
+        .iter()
+        .skip_while(|w| *w != "run")
+        .skip(1)
+        .filter(|w| reg.resolve(std::slice::from_ref(*w)).is_ok())
+        .cloned()
+        .collect()
+}
+
+/// `--set NAME=` of `oslab run`: the settings of the experiments already named
+/// (`oslab run mem.latency --set <TAB>`), else of every experiment, each once.
 pub fn run_settings() -> ArgValueCompleter {
     ArgValueCompleter::new(|current: &OsStr| {
         let reg = oslab_lab::Registry::default();
+        let words: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
+        let named = typed_experiments(&words);
+        let chosen: Vec<&dyn oslab_lab::AnyExperiment> = match reg.resolve(&named) {
+            Ok(list) if !list.is_empty() => list,
+            _ => reg.all().collect(),
+        };
         let mut names: Vec<(&str, &str)> = Vec::new();
-        for e in reg.all() {
+        for e in chosen {
             for st in e.settings() {
                 if !names.iter().any(|(n, _)| *n == st.name()) {
                     names.push((st.name(), st.help()));
@@ -159,5 +165,27 @@ mod tests {
         );
         assert!(setting_names(OsStr::new("hz=2"), &names).is_empty());
         assert_eq!(values(setting_names(OsStr::new(""), &names)).len(), 3);
+    }
+
+    #[test]
+    fn the_experiments_named_before_the_word_being_completed_are_found() {
+        let words = |w: &[&str]| w.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            typed_experiments(&words(&[
+                "oslab",
+                "run",
+                "mem.latency",
+                "--quick",
+                "--set",
+                ""
+            ])),
+            ["mem.latency"]
+        );
+        assert_eq!(
+            typed_experiments(&words(&["oslab", "run", "cpu", "nonsense", "--set", "cpu"])),
+            ["cpu"],
+            "a family counts; the word being completed does not"
+        );
+        assert!(typed_experiments(&words(&["oslab", "run", "--set", ""])).is_empty());
     }
 }

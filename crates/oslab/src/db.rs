@@ -156,6 +156,8 @@ pub enum DbTarget {
 /// is the one crate that knows both, and the run's command line and clock.
 pub struct Database {
     store: Option<(Store, i64)>,
+    /// The machine's name as the store keeps it, for its history.
+    machine: String,
     location: String,
     /// Why the run is not (wholly) stored, once it is not.
     lost: Option<String>,
@@ -204,6 +206,7 @@ impl Database {
         });
         let mut db = Database {
             store: None,
+            machine: meta.machine.clone(),
             location: target.to_string(),
             lost: None,
             json_file: json_file
@@ -230,6 +233,11 @@ impl Database {
     }
 
     fn add(&mut self, position: usize, r: &ExperimentResult) {
+        if let Some((s, _)) = &mut self.store
+            && let Some(far) = far_from_usual(s, &self.machine, r)
+        {
+            say(&far);
+        }
         if let Some((s, run)) = &mut self.store
             && let Err(e) = s.add_result(*run, position, r)
         {
@@ -275,6 +283,54 @@ impl Database {
             ),
         }
     }
+}
+
+/// The sentence for a result whose headline figure lies further from this
+/// machine's usual value (its earlier completed results of the same mode) than
+/// its noise, or None. A history that cannot be read says nothing.
+fn far_from_usual(s: &mut Store, machine: &str, r: &ExperimentResult) -> Option<String> {
+    if r.status != oslab_model::Status::Completed || r.simulated.is_some() {
+        return None;
+    }
+    let registry = oslab_lab::Registry::default();
+    let headline = registry.get(&r.experiment)?.headline();
+    let measured = if headline.is_empty() {
+        r.measurements.first()
+    } else {
+        r.measurement(headline)
+    };
+    let (name, value, ci, unit) = match measured {
+        Some(m) => {
+            let sum = m.summary.as_ref()?;
+            let ci = sum.ci95.map(|c| [c.low, c.high]);
+            (m.name.clone(), sum.median, ci, m.unit.clone())
+        }
+        None => {
+            let f = r.finding(headline)?;
+            (f.name.clone(), f.value, f.range, f.unit.clone())
+        }
+    };
+    let filter = oslab_store::RunFilter {
+        experiment: Some(r.experiment.clone()),
+        machine: Some(machine.to_string()),
+        limit: Some(4 * oslab_model::usual::RUNS),
+        headline: Some(name.clone()),
+    };
+    let mode = serde_json::to_value(r.mode).ok()?;
+    let earlier: Vec<f64> = s
+        .experiment_history(&filter)
+        .ok()?
+        .iter()
+        .filter(|e| e.status == "completed" && mode == e.mode.as_str())
+        .filter_map(|e| e.headline.as_ref().and_then(|h| h.median))
+        .collect();
+    let usual = oslab_model::usual::usual(&earlier)?;
+    let far = oslab_model::usual::beyond(value, ci, &usual, &unit)?;
+    Some(format!(
+        "{}'s {name} measured {} {unit}, {far}",
+        r.experiment,
+        oslab_report::num::fmt(value)
+    ))
 }
 
 /// Writes a run's results as `oslab run --json` would, into the data folder's

@@ -1,7 +1,7 @@
 //! Undo of system changes on every way out: normal exit, signals, panics.
 
 use std::process::{Child, Command};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 
 use oslab_sys::journal;
 
@@ -33,6 +33,8 @@ pub fn on_interrupt(f: impl Fn() + Send + 'static) {
 /// what it has, then exits) instead of exiting at once; and whether it was asked.
 static FINISH_ON_SIGNAL: AtomicBool = AtomicBool::new(false);
 static FINISH_ASKED: AtomicBool = AtomicBool::new(false);
+/// The signal that asked it.
+static FINISH_SIGNAL: AtomicI32 = AtomicI32::new(0);
 
 /// From now on the first SIGINT or SIGTERM asks the command to finish (see
 /// [`finish_asked`]); a second one ends oslab at once, undoing its changes.
@@ -40,9 +42,12 @@ pub fn finish_on_signal() {
     FINISH_ON_SIGNAL.store(true, Ordering::SeqCst);
 }
 
-/// Whether a signal asked the command to finish.
-pub fn finish_asked() -> bool {
-    FINISH_ASKED.load(Ordering::SeqCst)
+/// The exit code of a command a signal asked to finish (128 + the signal, as a
+/// shell reports it and as oslab exits on a signal elsewhere), or None.
+pub fn finish_asked() -> Option<i32> {
+    FINISH_ASKED
+        .load(Ordering::SeqCst)
+        .then(|| 128 + FINISH_SIGNAL.load(Ordering::SeqCst))
 }
 
 /// The process group of a command oslab runs for the user, while it runs: signals
@@ -94,7 +99,9 @@ fn on_signal(sig: i32) {
         );
         return;
     }
-    if FINISH_ON_SIGNAL.load(Ordering::SeqCst) && !FINISH_ASKED.swap(true, Ordering::SeqCst) {
+    if FINISH_ON_SIGNAL.load(Ordering::SeqCst) && !FINISH_ASKED.load(Ordering::SeqCst) {
+        FINISH_SIGNAL.store(sig, Ordering::SeqCst);
+        FINISH_ASKED.store(true, Ordering::SeqCst);
         eprintln!("\noslab: finishing (signal {sig}); a second one stops at once");
         return;
     }

@@ -264,11 +264,11 @@ fn advice_echoes_every_rate_as_given() {
 #[test]
 fn an_out_of_range_setting_is_refused_not_clamped() {
     oslab()
-        .args(["run", "sched.slices", "--set", "duration=100"])
+        .args(["run", "sched.slices", "--set", "duration=100s"])
         .assert()
         .code(2)
         .stderr(predicate::str::contains(
-            "--set duration=100 is out of range: give 0.2 s to 60 s",
+            "--set duration=100s is out of range: give 0.2 s to 60 s",
         ));
     oslab()
         .args(["run", "cpu.ctxsw", "--set", "launches=0"])

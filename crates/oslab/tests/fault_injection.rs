@@ -333,7 +333,7 @@ fn a_killed_oslab_leaves_nothing_running_and_restore_leaves_nothing_changed() {
         case("run wb.wcall-overhead --quick", &[0.05, 0.15, 0.3], true),
         case("dirty explain", &[1.0], false),
         case(
-            "tweak vm.dirty_expire_centisecs=2999 --for 60",
+            "tweak vm.dirty_expire_centisecs=2999 --for 60s",
             &[0.5],
             false,
         ),

@@ -412,3 +412,93 @@ fn a_scenario_comes_from_standard_input_with_or_without_a_byte_order_mark() {
         );
     }
 }
+
+/// Regression (issue 53, item 7): a bare number was ms to `--threshold`, seconds
+/// to `tweak --for` and `--target-latency`, and `wcall --block-ms` was named for
+/// its unit. Every duration option and `--set` duration takes its unit now; a bare
+/// number other than 0 is refused with the hint, before anything runs.
+#[test]
+fn every_duration_takes_its_unit_and_a_bare_number_is_refused_with_the_hint() {
+    for args in [
+        &["stalls", "--threshold", "5"][..],
+        &["stalls", "--interval", "2"],
+        &["watch", "--interval", "1", "--once"],
+        &["tweak", "vm.dirty_ratio=20", "--for", "5"],
+        &[
+            "dirty",
+            "advise",
+            "--rate",
+            "1MiB/s",
+            "--target-latency",
+            "2",
+        ],
+        &["sim", "advise", "paper-fig2", "--p99", "50"],
+        &["wcall", "daemon", "--every", "2"],
+        &["wcall", "daemon", "--block", "100"],
+        &["wcall", "daemon", "--interval", "10"],
+        &["wcall", "daemon", "--sync-guard-quiet", "30"],
+    ] {
+        refused_by_parser(run(args), "needs its unit");
+    }
+    refused(
+        run(&["run", "sched.slices", "--set", "duration=2"]),
+        2,
+        "a duration needs its unit: 2ms or 2s",
+    );
+    // the unit named is taken, and 0 needs none
+    refused_by_parser(run(&["wcall", "daemon", "--block-ms", "100"]), "--block-ms");
+    let ok = run(&["watch", "--interval", "50ms", "--count", "1"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+/// Regression: `export` took `--format json -o` and refused `--json -`; every
+/// command's `--json FILE` writes FILE, `-` standard output.
+#[test]
+fn export_takes_json_file_as_every_command_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("e.db");
+    let ran = oslab()
+        .env("OSLAB_DB", &db)
+        .args(["run", "null"])
+        .output()
+        .unwrap();
+    assert!(ran.status.success());
+    let out = oslab()
+        .env("OSLAB_DB", &db)
+        .args(["export", "--json", "-"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["runs"].as_array().is_some_and(|r| r.len() == 1), "{v}");
+    let file = dir.path().join("runs.json");
+    let out = oslab()
+        .env("OSLAB_DB", &db)
+        .args(["export", "--json"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let back: serde_json::Value = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+    assert_eq!(back["runs"], v["runs"]);
+    refused_by_parser(
+        oslab()
+            .env("OSLAB_DB", &db)
+            .args(["export", "--json", "-", "--format", "csv"])
+            .output()
+            .unwrap(),
+        "cannot be used with",
+    );
+}

@@ -29,7 +29,7 @@ fn spawn_tweak(journal: &Path, value: &str) -> Child {
             "tweak",
             &format!("vm.dirty_expire_centisecs={value}"),
             "--for",
-            "60",
+            "60s",
         ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -96,7 +96,7 @@ fn sysctl_change_survives_nothing() {
             "tweak",
             &format!("vm.dirty_expire_centisecs={changed}"),
             "--for",
-            "0.05",
+            "50ms",
         ])
         .status()
         .unwrap();

@@ -177,7 +177,15 @@ fn assert_works(b: &Booted) {
     let r = &b.release;
     let done = checks(&b.out);
     let names: Vec<&str> = done.iter().map(|c| c.0.as_str()).collect();
-    let mut expected = vec!["info", "testbed-up", "testbed-status", "testbed-down", "wb"];
+    let mut expected = vec![
+        "info",
+        "testbed-up",
+        "testbed-status",
+        "testbed-down",
+        "tmpfs-up",
+        "tmpfs-down",
+        "wb",
+    ];
     // wb.wcall is left out on PREEMPT_RT (the job says why)
     let realtime = b.release.ends_with("-rt-amd64");
     if !realtime {
@@ -211,6 +219,19 @@ fn assert_works(b: &Booted) {
         up.contains("cgroup v2 io.max"),
         "{r}: the testbed's cap is the v2 one:\n{up}"
     );
+    // on a tmpfs scratch the testbed comes up (buffered where the kernel refuses
+    // direct I/O there, as 6.1 does) and says its image lives in memory
+    let up = text(&b.out, "tmpfs-up.txt");
+    assert!(
+        up.contains("the image is on a tmpfs: it lives in memory"),
+        "{r}: a tmpfs image is said to live in memory:\n{up}"
+    );
+    if r.starts_with("6.1.") {
+        assert!(
+            up.contains("the loop device is buffered"),
+            "{r}: 6.1 refuses direct I/O on a tmpfs:\n{up}"
+        );
+    }
     // started in a delegated cgroup (systemd's Delegate=yes), the testbed is
     // built inside it and taken away with everything oslab changed there
     let up = text(&b.out, "delegated-up.txt");

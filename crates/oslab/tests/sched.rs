@@ -9,8 +9,15 @@ fn scheduler_family_runs_and_exports_a_trace() {
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("slices.json");
     let mut cmd = common::oslab();
-    cmd.args(["run", "sched", "--quick", "--set", "duration=0.3", "--set"])
-        .arg(format!("trace={}", trace.display()));
+    cmd.args([
+        "run",
+        "sched",
+        "--quick",
+        "--set",
+        "duration=300ms",
+        "--set",
+    ])
+    .arg(format!("trace={}", trace.display()));
     let r = json_output(&mut cmd)["results"].clone();
     let ids = experiment_ids(&r);
     assert_eq!(

@@ -120,7 +120,7 @@ fn a_sweep_returns_every_point_in_order() {
             "--steps",
             "8",
             "--set",
-            "duration=5",
+            "duration=5s",
             "--json",
             "-",
         ])

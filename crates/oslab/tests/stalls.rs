@@ -24,22 +24,6 @@ fn serial() -> std::sync::MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Whether kernel tracing works here; the reason when it does not.
-fn tracing_here(journal: &Path) -> Result<(), String> {
-    if !common::is_root() {
-        return Err("needs root".into());
-    }
-    let out = oslab(journal)
-        .args(["stalls", "--count", "1", "--interval", "0.1", "--json", "-"])
-        .output()
-        .unwrap();
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
-    }
-}
-
 fn json_lines(path: &Path) -> Vec<Value> {
     std::fs::read_to_string(path)
         .unwrap()
@@ -56,7 +40,7 @@ fn of_type<'a>(lines: &'a [Value], t: &str) -> Vec<&'a Value> {
 fn a_throttled_probe_writers_stalls_are_put_down_to_dirty_throttling() {
     let _s = serial();
     let journal = common::journal_dir("stalls-throttled");
-    if let Err(why) = tracing_here(&journal) {
+    if let Err(why) = common::stalls_tracing_here(&journal) {
         eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }
@@ -89,7 +73,14 @@ fn a_throttled_probe_writers_stalls_are_put_down_to_dirty_throttling() {
                 "--",
             ])
             .arg(assert_cmd::cargo::cargo_bin("oslab"))
-            .args(["stalls", "--threshold", "20ms", "--interval", "1", "--json"])
+            .args([
+                "stalls",
+                "--threshold",
+                "20ms",
+                "--interval",
+                "1s",
+                "--json",
+            ])
             .arg(&out_file)
             .args(["--", "sh", "-c", &script])
             .env("OSLAB_JOURNAL_DIR", &journal),
@@ -146,7 +137,7 @@ fn a_throttled_probe_writers_stalls_are_put_down_to_dirty_throttling() {
 fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
     let _s = serial();
     let journal = common::journal_dir("stalls-quiet");
-    if let Err(why) = tracing_here(&journal) {
+    if let Err(why) = common::stalls_tracing_here(&journal) {
         eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }
@@ -158,7 +149,7 @@ fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
                 "--count",
                 "2",
                 "--interval",
-                "0.5",
+                "500ms",
                 "--threshold",
                 "1ms",
             ])
@@ -186,7 +177,7 @@ fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
     let data = dir.path().join("mapped.dat");
     succeed(
         oslab(&journal)
-            .args(["stalls", "--interval", "0.5", "--json"])
+            .args(["stalls", "--interval", "500ms", "--json"])
             .arg(&out_file)
             .arg("--")
             .arg(&writer)
@@ -220,7 +211,7 @@ fn a_sleeper_shows_no_stall_and_a_mapping_writer_is_a_dirtier() {
             .args([
                 "stalls",
                 "--interval",
-                "0.5",
+                "500ms",
                 "--threshold",
                 "1ms",
                 "--json",
@@ -287,7 +278,7 @@ fn missing(a: &[Slow], b: &[Slow], clearly_ns: u64) -> Vec<Slow> {
 fn three_modes_see_the_same_slow_calls_and_faults_show_their_throttling() {
     let _s = serial();
     let journal = common::journal_dir("stalls-modes");
-    if let Err(why) = tracing_here(&journal) {
+    if let Err(why) = common::stalls_tracing_here(&journal) {
         eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }
@@ -309,9 +300,10 @@ fn three_modes_see_the_same_slow_calls_and_faults_show_their_throttling() {
     // programs are attached by then), and the workload starts when all three
     // trace it. A bulk writer keeps Dirty at the limit. SIGTERM (a background
     // job of a script ignores SIGINT) asks the other two to finish: their last
-    // interval drains the ring buffer first, so nothing of the workload is cut.
+    // interval drains the ring buffer first, so nothing of the workload is cut, and
+    // they exit 143 (128 + SIGTERM), as watch does.
     let script = format!(
-        "S='stalls --threshold 5ms --interval 0.5'; \
+        "S='stalls --threshold 5ms --interval 500ms'; \
          ready() {{ until grep -q 'oslab: tracing' $1; do sleep 0.05; done; }}; \
          {o} $S --json {dd}/all.jsonl 2>{dd}/all.err & A=$!; ready {dd}/all.err; \
          dd if=/dev/zero of={m}/bulk bs=1M count=600 2>/dev/null & B=$!; \
@@ -321,7 +313,7 @@ fn three_modes_see_the_same_slow_calls_and_faults_show_their_throttling() {
          {o} $S --pid $(cat {dd}/pid) --json {dd}/pid.jsonl 2>{dd}/pid.err & P=$!; \
          ready {dd}/cmd.err; ready {dd}/pid.err; touch {dd}/go; wait $C; RC=$?; \
          kill -TERM $A $P; kill $B; wait $A; RA=$?; wait $P; RP=$?; wait; \
-         echo \"cmd $RC all $RA pid $RP\"; test $RC -eq 0 -a $RA -eq 0 -a $RP -eq 0"
+         echo \"cmd $RC all $RA pid $RP\"; test $RC -eq 0 -a $RA -eq 143 -a $RP -eq 143"
     );
     let out = oslab(&journal)
         .args([
@@ -478,7 +470,7 @@ fn not_on_a_disk(dir: &Path) -> Option<String> {
 fn a_cold_read_behind_write_back_names_the_writer() {
     let _s = serial();
     let journal = common::journal_dir("stalls-read");
-    if let Err(why) = tracing_here(&journal) {
+    if let Err(why) = common::stalls_tracing_here(&journal) {
         eprintln!("skipped: kernel tracing is not available ({why})");
         return;
     }

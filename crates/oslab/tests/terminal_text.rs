@@ -258,7 +258,7 @@ fn a_replayed_recording_names_its_machine_escaped() {
         &[
             s("watch"),
             s("--interval"),
-            s("0.05"),
+            s("50ms"),
             s("--count"),
             s("2"),
             s("--record"),

@@ -14,7 +14,7 @@ use predicates::prelude::*;
 fn text_view_has_units_and_one_line_per_interval() {
     let out = assert_cmd::Command::cargo_bin("oslab")
         .unwrap()
-        .args(["watch", "--interval", "0.05", "--count", "3"])
+        .args(["watch", "--interval", "50ms", "--count", "3"])
         .assert()
         .success();
     let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
@@ -32,7 +32,7 @@ fn text_view_has_units_and_one_line_per_interval() {
 fn json_lines_parse() {
     let out = assert_cmd::Command::cargo_bin("oslab")
         .unwrap()
-        .args(["watch", "--interval", "0.05", "--count", "2", "--json", "-"])
+        .args(["watch", "--interval", "50ms", "--count", "2", "--json", "-"])
         .output()
         .unwrap();
     assert!(out.status.success());
@@ -239,7 +239,7 @@ fn prometheus_endpoint_serves_openmetrics() {
         .args([
             "watch",
             "--interval",
-            "0.05",
+            "50ms",
             "--count",
             "200",
             "--quiet",
@@ -322,7 +322,7 @@ struct Exporter {
 impl Exporter {
     /// Starts the exporter sampling every 0.1 s for five minutes at most.
     fn start() -> Exporter {
-        Exporter::start_with(&["--interval", "0.1", "--count", "3000"])
+        Exporter::start_with(&["--interval", "100ms", "--count", "3000"])
     }
 
     /// Starts `oslab watch ARGS --quiet --prometheus 127.0.0.1:0`.
@@ -541,7 +541,7 @@ fn a_recording_replays_to_the_same_table_json_and_metrics() {
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     let live = watch_output(&[
         "--interval",
-        "0.1",
+        "100ms",
         "--count",
         "4",
         "--per-cpu",
@@ -644,7 +644,7 @@ fn a_replay_never_writes_over_its_recording_and_takes_the_largest_counters() {
     let tmp = tempfile::tempdir().unwrap();
     let rec = tmp.path().join("w.rec");
     let rec_s = rec.to_str().unwrap();
-    watch_output(&["--interval", "0.05", "--count", "2", "--record", rec_s]);
+    watch_output(&["--interval", "50ms", "--count", "2", "--record", rec_s]);
     let before = std::fs::read_to_string(&rec).unwrap();
     // --json naming the recording itself is refused, and the recording is intact
     let out = common::oslab()

@@ -117,7 +117,7 @@ fn a_late_high_writer_beside_dd_keeps_clear_of_stalls_and_every_byte_arrives() {
                 "vm.dirty_bytes=67108864",
                 "vm.dirty_background_bytes=33554432",
                 "--for",
-                "120",
+                "120s",
             ])
             .stderr(Stdio::null())
             .spawn()

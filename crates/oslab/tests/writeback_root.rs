@@ -98,11 +98,11 @@ fn experiments_run_and_leave_nothing_changed() {
             "wb.periodic",
             "--quick",
             "--set",
-            "expire=2",
+            "expire=2s",
             "--set",
-            "interval=1",
+            "interval=1s",
             "--set",
-            "duration=7",
+            "duration=7s",
         ],
     );
     let r = &v["results"][0];
@@ -121,7 +121,7 @@ fn experiments_run_and_leave_nothing_changed() {
             "wb.background",
             "--quick",
             "--set",
-            "duration=12",
+            "duration=12s",
             "--set",
             "background=16MiB",
         ],
@@ -146,7 +146,7 @@ fn experiments_run_and_leave_nothing_changed() {
     let v = json_run(
         journal.path(),
         scratch.path(),
-        &["run", "wb.throttle", "--quick", "--set", "duration=4"],
+        &["run", "wb.throttle", "--quick", "--set", "duration=4s"],
     );
     let r = &v["results"][0];
     assert_eq!(r["status"]["state"], "completed");
@@ -183,7 +183,7 @@ fn kill_9_at_any_point_is_undone_by_restore() {
                 "wb.throttle",
                 "--quick",
                 "--set",
-                "duration=10",
+                "duration=10s",
                 "--scratch",
             ])
             .arg(scratch.path())

@@ -29,18 +29,29 @@ fn side_line(s: &Side) -> String {
     )
 }
 
-/// Why a significant difference can still be called noise, in words.
+/// The figures the test separates that the floor calls noise, in words that
+/// repeat the rule rather than add to it.
 fn floor_note(c: &Comparison) -> Option<String> {
     let n = c.below_floor();
     (n > 0).then(|| {
         format!(
-            "{n} figure{} with p < {} differ{} by less than {:.0} %: called within noise, because separate runs of one experiment on one machine already differ by a few per cent (run-to-run CV of 3-5 % measured for cpu.ctxsw), which the samples inside one run cannot show.",
+            "{n} figure{} with p < {} differ{} by less than {:.0} %: within noise by that rule.",
             if n == 1 { "" } else { "s" },
             oslab_model::compare::ALPHA,
             if n == 1 { "s" } else { "" },
             oslab_model::compare::MIN_EFFECT * 100.0
         )
     })
+}
+
+/// How many figures differ beyond noise, and the rule that says so.
+fn summary(c: &Comparison) -> String {
+    format!(
+        "{} of {} figures differ beyond noise; {}.",
+        c.beyond_noise(),
+        c.figures.len(),
+        oslab_model::compare::noise_rule()
+    )
 }
 
 /// Why some figures are neither a change nor no change, in words.
@@ -60,18 +71,6 @@ fn undecided_note(c: &Comparison) -> Option<String> {
 pub const SAME_RESULTS: &str =
     "A and B are the same results (one run or file named twice): every difference is zero";
 
-fn difference(f: &FigureComparison) -> String {
-    if f.below_floor() {
-        format!(
-            "{} (< {:.0} %)",
-            f.noise.label(),
-            oslab_model::compare::MIN_EFFECT * 100.0
-        )
-    } else {
-        f.noise.label().to_string()
-    }
-}
-
 /// The comparison as text for a terminal `width` columns wide.
 pub fn text(c: &Comparison, width: Width) -> String {
     let mut out = String::new();
@@ -90,14 +89,7 @@ pub fn text(c: &Comparison, width: Width) -> String {
     } else {
         out.push_str(&figures_table(c, width));
         out.push_str("\n\n");
-        let summary = format!(
-            "{} of {} figures differ beyond noise: p < {} in a permutation test on the raw samples (else non-overlapping 95% CIs, or for a figure known to lie in a range such as a cache edge, non-overlapping ranges) and medians at least {:.0} % apart.",
-            c.beyond_noise(),
-            c.figures.len(),
-            oslab_model::compare::ALPHA,
-            oslab_model::compare::MIN_EFFECT * 100.0
-        );
-        para(&mut out, "", "", &summary);
+        para(&mut out, "", "", &summary(c));
         for n in [floor_note(c), undecided_note(c)].into_iter().flatten() {
             para(&mut out, "", "", &n);
         }
@@ -147,7 +139,7 @@ fn figures_table(c: &Comparison, width: Width) -> String {
                 fmt(f.a),
                 fmt(f.b),
                 ratio(f),
-                difference(f),
+                f.label(),
                 f.p_value.map_or_else(String::new, |p| format!("{p:.4}")),
             ]
         })
@@ -169,14 +161,14 @@ fn figures_table(c: &Comparison, width: Width) -> String {
     )
 }
 
-fn noise_badge(n: Noise) -> String {
-    let class = match n {
+fn noise_badge(f: &FigureComparison) -> String {
+    let class = match f.noise {
         Noise::Beyond => "beyond",
         Noise::Within => "within",
         Noise::Unknown => "unknown",
         Noise::Undecided => "undecided",
     };
-    format!("<span class=\"badge {class}\">{}</span>", n.label())
+    format!("<span class=\"badge {class}\">{}</span>", esc(&f.label()))
 }
 
 /// One experiment's figures and claims, side by side.
@@ -199,7 +191,7 @@ fn experiment_section(c: &Comparison, e: &str) -> String {
                 ratio(f),
                 format!(
                     "{}{}",
-                    noise_badge(f.noise),
+                    noise_badge(f),
                     f.p_value.map_or_else(String::new, |p| format!(
                         "<div class=\"source\">p = {p:.4}</div>"
                     ))
@@ -261,13 +253,7 @@ pub fn html(c: &Comparison) -> String {
         );
     }
     body.push_str("</dl>\n");
-    let _ = writeln!(
-        body,
-        "<p>{} of {} figures differ beyond noise: a permutation test on the raw samples (difference of medians, p &lt; {}), or non-overlapping 95 % intervals where there are too few samples, or non-overlapping ranges for a figure known only to within one (a cache edge lies between two sampled sizes). Ratios are B / A.</p>",
-        c.beyond_noise(),
-        c.figures.len(),
-        oslab_model::compare::ALPHA
-    );
+    let _ = writeln!(body, "<p>{} Ratios are B / A.</p>", esc(&summary(c)));
     if c.same_results {
         let _ = writeln!(body, "<p class=\"warning\">{}</p>", esc(SAME_RESULTS));
     }

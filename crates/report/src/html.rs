@@ -14,7 +14,6 @@ use oslab_units::human_bytes;
 
 use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 use crate::markup::{anchor, esc};
-use crate::num::pct;
 
 const STYLE: &str = include_str!("html.css");
 
@@ -308,11 +307,8 @@ fn section_head(r: &ExperimentResult) -> String {
     let host = match &r.simulated {
         Some(machine) => format!("simulated on {}", esc(machine)),
         None => format!(
-            "steal {} · CPUs busy {} · load {:.2} → {:.2} · timer {}",
-            pct(load.steal_fraction),
-            pct(load.cpu_busy_fraction),
-            load.loadavg_before[0],
-            load.loadavg_after[0],
+            "{} · timer {}",
+            crate::num::load_text(load, "→"),
             esc(&r.environment.timer),
         ),
     };

@@ -35,6 +35,39 @@ fn cut(s: &str, width: usize) -> String {
     }
 }
 
+/// Each cgroup path of one table by a name no other of them shares: the whole
+/// path where it fits `width`, else its shortest unique tail of components after
+/// ".../" (two paths cut to the same first characters read alike; their tails do
+/// not), escaped for the terminal.
+fn cgroup_names(paths: &[&str], width: usize) -> std::collections::HashMap<String, String> {
+    let tail = |p: &str, k: usize| -> String {
+        let parts: Vec<&str> = p.split('/').collect();
+        parts[parts.len().saturating_sub(k)..].join("/")
+    };
+    let mut out = std::collections::HashMap::new();
+    for p in paths {
+        let depth = p.split('/').count();
+        let name = if p.chars().count() <= width {
+            p.to_string()
+        } else {
+            // a tail of every component but the root's is the whole path
+            (1..depth.saturating_sub(1))
+                .map(|k| tail(p, k))
+                .find(|t| {
+                    let end = format!("/{t}");
+                    paths
+                        .iter()
+                        .filter(|q| q.ends_with(&end) || **q == t)
+                        .count()
+                        == 1
+                })
+                .map_or_else(|| p.to_string(), |t| format!(".../{t}"))
+        };
+        out.insert(p.to_string(), one_line(&name));
+    }
+    out
+}
+
 /// "3 slow calls over 1 ms".
 fn calls_head(s: &IntervalSummary, threshold_ns: u64) -> String {
     let n = s.stalls;
@@ -155,6 +188,11 @@ fn dirtiers_text(o: &mut String, s: &IntervalSummary) {
             "  {:<16} {:>7}  {:<15} {:<20} {:>10}",
             "dirtied by", "pid", "class", "cgroup", "bytes"
         );
+        let mut paths: Vec<&str> = s.dirtiers.iter().map(|d| d.cgroup.as_str()).collect();
+        paths.extend(s.cgroups.iter().map(|c| c.cgroup.as_str()));
+        paths.sort_unstable();
+        paths.dedup();
+        let names = cgroup_names(&paths, 20);
         for d in &s.dirtiers {
             let _ = writeln!(
                 o,
@@ -162,7 +200,7 @@ fn dirtiers_text(o: &mut String, s: &IntervalSummary) {
                 cut(&d.comm, 16),
                 d.tgid,
                 cut(&d.class, 15),
-                cut(&d.cgroup, 20),
+                names[&d.cgroup],
                 human_bytes(d.bytes)
             );
         }
@@ -170,7 +208,7 @@ fn dirtiers_text(o: &mut String, s: &IntervalSummary) {
             let parts: Vec<String> = s
                 .cgroups
                 .iter()
-                .map(|c| format!("{} {}", cut(&c.cgroup, 24), human_bytes(c.bytes)))
+                .map(|c| format!("{} {}", names[&c.cgroup], human_bytes(c.bytes)))
                 .collect();
             let _ = writeln!(o, "  per cgroup: {}", parts.join(", "));
         }
@@ -336,6 +374,39 @@ mod tests {
             }),
             lost: 0,
         }
+    }
+
+    /// Regression: two cgroups cut to 20 characters read the same
+    /// ("/process_api/2ebfac217b~" twice); each gets the shortest tail of its
+    /// path that no other has.
+    #[test]
+    fn cgroups_are_named_by_their_shortest_unique_tail() {
+        let mut s = summary();
+        let row = s.dirtiers[0].clone();
+        let long = "/process_api/2ebfac217b4a9c0d11e8f/";
+        s.dirtiers = ["build", "tests", "build/inner"]
+            .iter()
+            .enumerate()
+            .map(|(i, leaf)| DirtierRow {
+                tgid: 100 + i as u32,
+                cgroup: format!("{long}{leaf}"),
+                ..row.clone()
+            })
+            .chain([DirtierRow {
+                cgroup: "/".into(),
+                ..row.clone()
+            }])
+            .collect();
+        let text = interval_text("14:02:03", &s, 10_000_000, 4096);
+        for name in [".../build ", ".../tests ", ".../inner ", " / "] {
+            assert!(text.contains(name), "{name} in\n{text}");
+        }
+        // no cgroup cut to its first characters (the commands' names may be)
+        assert!(!text.contains("2ebfac217b~"), "{text}");
+        let names = cgroup_names(&["/a/x/same", "/b/x/same", "/p/q/aaaa", "/s"], 6);
+        assert_eq!(names["/a/x/same"], "/a/x/same", "no shorter tail is unique");
+        assert_eq!(names["/p/q/aaaa"], ".../aaaa");
+        assert_eq!(names["/s"], "/s");
     }
 
     #[test]

@@ -27,10 +27,11 @@ pub fn simple(headers: &[&str], rows: &[Vec<String>], right: &[usize]) -> String
 }
 
 /// [`simple`] within `width` columns: the text columns wrap at spaces, the
-/// right-aligned (number) columns keep their width so numbers stay aligned.
-/// A text column is kept as wide as its longest word where the table still
-/// fits, identifier columns (`vm.dirty_background_bytes`) first, so lines break
-/// between words, not inside an identifier.
+/// right-aligned (number) columns keep their width so numbers stay aligned, and
+/// no column is narrower than its longest word (a header's included), so lines
+/// break between words, never inside one. Where even those widths do not fit,
+/// each row becomes a block of its own ([`records`]), as the phone report
+/// stacks its rows into cards, rather than a table of broken words.
 pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width) -> String {
     let shown: Vec<String> = headers.iter().map(|h| one_line(h)).collect();
     let headers: Vec<&str> = shown.iter().map(String::as_str).collect();
@@ -43,28 +44,17 @@ pub fn fit(headers: &[&str], rows: &[Vec<String>], right: &[usize], width: Width
     let Some(w) = width else {
         return build(headers, &rows, right, None, &[]);
     };
-    let words = longest_words(headers, &rows, right, w);
-    let identifiers: Vec<(usize, usize)> = words
-        .iter()
-        .copied()
-        .filter(|&(i, _)| is_identifier_column(&rows, i))
-        .collect();
-    for floors in [&words[..], &identifiers[..]] {
-        let table = build(headers, &rows, right, Some(w), floors);
-        if table.lines().all(|l| l.chars().count() <= w) {
-            return table;
-        }
+    let floors = longest_words(headers, &rows, right);
+    let table = build(headers, &rows, right, Some(w), &floors);
+    if table.lines().all(|l| l.chars().count() <= w) {
+        table
+    } else {
+        records(headers, &rows, right, w)
     }
-    build(headers, &rows, right, Some(w), &[])
 }
 
-/// Per text column, its longest word (at most two thirds of the width).
-fn longest_words(
-    headers: &[&str],
-    rows: &[Vec<String>],
-    right: &[usize],
-    w: usize,
-) -> Vec<(usize, usize)> {
+/// Per text column, its longest word: the least width that keeps words whole.
+fn longest_words(headers: &[&str], rows: &[Vec<String>], right: &[usize]) -> Vec<(usize, usize)> {
     (0..headers.len())
         .filter(|i| !right.contains(i))
         .map(|i| {
@@ -74,23 +64,50 @@ fn longest_words(
                 .map(|word| word.chars().count())
                 .max()
                 .unwrap_or(0);
-            (i, longest.min(w * 2 / 3))
+            (i, longest)
         })
         .collect()
 }
 
-/// A column of names without spaces, most with a dot or an underscore.
-fn is_identifier_column(rows: &[Vec<String>], i: usize) -> bool {
-    let cells: Vec<&str> = rows
-        .iter()
-        .filter_map(|r| r.get(i))
-        .map(String::as_str)
-        .collect();
-    let named = cells
-        .iter()
-        .filter(|c| !c.contains(' ') && c.contains(['.', '_']))
-        .count();
-    named * 2 > cells.len()
+/// The rows as blocks for a terminal too narrow for the table, one a row: its
+/// first cell as a title line, then every other cell as "header value", the
+/// pieces flowed into indented lines of at most `w` columns, a piece moved whole
+/// to the next line where it does not fit (and wrapped at spaces where it is
+/// longer than a line).
+fn records(headers: &[&str], rows: &[Vec<String>], right: &[usize], w: usize) -> String {
+    const INDENT: &str = "   ";
+    let mut out = Vec::new();
+    for r in rows {
+        let Some(first) = r.first() else { continue };
+        let title = if right.contains(&0) {
+            format!("{} {first}", headers[0])
+        } else {
+            first.clone()
+        };
+        out.push(wrap(&title, " ", INDENT, Some(w)));
+        let mut line = String::new();
+        for (h, v) in headers.iter().zip(r).skip(1).filter(|(_, v)| !v.is_empty()) {
+            let piece = format!("{h} {v}");
+            let joined = INDENT.len() + line.chars().count() + 3 + piece.chars().count();
+            if !line.is_empty() && joined <= w {
+                line.push_str(" · ");
+                line.push_str(&piece);
+                continue;
+            }
+            if !line.is_empty() {
+                out.push(format!("{INDENT}{line}"));
+            }
+            line = piece;
+            if INDENT.len() + line.chars().count() > w {
+                out.push(wrap(&line, INDENT, INDENT, Some(w)));
+                line.clear();
+            }
+        }
+        if !line.is_empty() {
+            out.push(format!("{INDENT}{line}"));
+        }
+    }
+    out.join("\n")
 }
 
 /// The table, `floors` giving text columns their least width (column, chars).
@@ -264,13 +281,19 @@ pub fn summary_cells(s: &oslab_stats::Summary) -> [String; 7] {
     ]
 }
 
-/// A finding's value and unit as cells: "-" and no unit when the experiment could
-/// not determine it (its detail says why).
+/// A finding's value and unit as cells: a size in bytes as a person reads it
+/// (1.5 MiB, the JSON keeping the bytes); "-" and no unit when the experiment
+/// could not determine it (its detail says why).
 pub fn finding_cells(f: &oslab_model::Finding) -> [String; 2] {
-    if f.value.is_finite() {
-        [fmt(f.value), f.unit.clone()]
-    } else {
+    if !f.value.is_finite() {
         ["-".into(), String::new()]
+    } else if f.unit == "bytes" && f.value >= 0.0 {
+        [
+            oslab_units::human_bytes(f.value.round() as u64),
+            String::new(),
+        ]
+    } else {
+        [fmt(f.value), f.unit.clone()]
     }
 }
 
@@ -304,13 +327,7 @@ pub fn render_result(r: &ExperimentResult, width: Width) -> String {
         let text = format!("{machine}; the model's figures, the same on every run");
         line(&mut out, "   simulated on ", "   ", &text);
     } else {
-        out.push_str(&format!(
-            "   steal {} · CPUs busy {} · load {:.2} -> {:.2}\n",
-            pct(load.steal_fraction),
-            pct(load.cpu_busy_fraction),
-            load.loadavg_before[0],
-            load.loadavg_after[0]
-        ));
+        line(&mut out, "   ", "   ", &crate::num::load_text(load, "->"));
     }
     if let Some(w) = load.warning.as_ref().filter(|_| r.simulated.is_none()) {
         let text = format!("{w}; treat the figures with care");
@@ -470,6 +487,28 @@ mod tests {
         );
     }
 
+    /// Regression: where the longest words did not fit, the table was built with
+    /// no floor at all, so a header printed one letter a line and "steady" read
+    /// "ste/ady"; such a table is now one block a row, every word whole.
+    #[test]
+    fn a_table_its_words_cannot_fit_becomes_one_block_a_row() {
+        let headers = ["measurement", "unit", "median", "noise", "outliers"];
+        let rows = vec![vec![
+            "ns.processes.futex.cross-cpu.same-l3".to_string(),
+            "ns".to_string(),
+            "2383.8".to_string(),
+            "steady".to_string(),
+            "0".to_string(),
+        ]];
+        let out = fit(&headers, &rows, &[2, 4], Some(40));
+        assert_eq!(
+            out,
+            " ns.processes.futex.cross-cpu.same-l3\n   unit ns · median 2383.8\n   noise steady · outliers 0"
+        );
+        let fits = fit(&headers, &rows, &[2, 4], Some(100));
+        assert!(fits.starts_with(" measurement"), "{fits}");
+    }
+
     #[test]
     fn cells_and_paragraphs_show_no_control_character_raw() {
         let evil = "vda\x1b]0;x\x07\u{202E}\tb\nc".to_string();
@@ -492,6 +531,23 @@ mod tests {
             );
         }
         assert_eq!(free, "note: one\\u{1b}[2J\n      two");
+    }
+
+    /// Regression: mem.latency's cache edges printed 1617094 where a reader
+    /// reads 1.5 MiB.
+    #[test]
+    fn a_size_in_bytes_reads_in_human_units() {
+        let f = |value: f64, unit: &str| oslab_model::Finding {
+            name: "edge.L2".into(),
+            value,
+            unit: unit.into(),
+            detail: String::new(),
+            range: None,
+        };
+        assert_eq!(finding_cells(&f(1_617_094.0, "bytes")), ["1.54 MiB", ""]);
+        assert_eq!(finding_cells(&f(512.0, "bytes")), ["512 B", ""]);
+        assert_eq!(finding_cells(&f(f64::NAN, "bytes")), ["-", ""]);
+        assert_eq!(finding_cells(&f(3.5, "ns")), ["3.500", "ns"]);
     }
 
     #[test]

@@ -25,7 +25,18 @@ use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use oslab_units::{TimeUnit, human_bytes, parse_duration, parse_human_rate, parse_human_size};
+use oslab_units::{
+    TimeUnit, UnitError, human_bytes, parse_duration_with_unit, parse_human_rate, parse_human_size,
+};
+
+/// Why a duration setting's value was refused: a bare number needs its unit, as
+/// every duration on the command line does.
+fn duration_refused(e: &UnitError) -> String {
+    match e {
+        UnitError::DurationNeedsUnit(t) => format!("a duration needs its unit: {t}ms or {t}s"),
+        _ => "not a duration such as 10ms or 1.5s".into(),
+    }
+}
 
 /// A kind of setting: how its text is parsed and shown.
 pub trait Kind: 'static {
@@ -94,9 +105,9 @@ impl Kind for Seconds {
         "seconds".into()
     }
     fn parse(text: &str, _: &'static [&'static str]) -> Result<f64, String> {
-        parse_duration(text, TimeUnit::Seconds)
+        parse_duration_with_unit(text)
             .map(|d| d.in_unit(TimeUnit::Seconds))
-            .map_err(|_| "not a number of seconds".into())
+            .map_err(|e| duration_refused(&e))
     }
     fn show(v: &f64) -> String {
         format!("{v} s")
@@ -221,9 +232,9 @@ impl Kind for Millis {
         "ms".into()
     }
     fn parse(text: &str, _: &'static [&'static str]) -> Result<f64, String> {
-        parse_duration(text, TimeUnit::Millis)
+        parse_duration_with_unit(text)
             .map(|d| d.in_unit(TimeUnit::Millis))
-            .map_err(|_| "not a number of milliseconds".into())
+            .map_err(|e| duration_refused(&e))
     }
     fn show(v: &f64) -> String {
         format!("{v} ms")
@@ -405,6 +416,14 @@ mod tests {
         assert_eq!(Seconds::parse("1.5 s", &[]), Ok(1.5));
         assert_eq!(WHICH.parse("all"), Ok(vec![]));
         assert!(Seconds::parse("inf", &[]).is_err());
+        // one grammar with the duration options: a bare number is refused
+        assert_eq!(
+            Seconds::parse("5", &[]).unwrap_err(),
+            "a duration needs its unit: 5ms or 5s"
+        );
+        assert_eq!(Millis::parse("250ms", &[]), Ok(250.0));
+        assert!(Millis::parse("250", &[]).is_err());
+        assert_eq!(Millis::parse("0", &[]), Ok(0.0));
         assert_eq!(WHICH.parse("rt, alone"), Ok(vec!["alone", "rt"]));
         assert_eq!(
             WHICH.parse("rt,solo").unwrap_err(),

@@ -9,6 +9,9 @@ pub struct RunFilter {
     pub experiment: Option<String>,
     pub machine: Option<String>,
     pub limit: Option<usize>,
+    /// The figure that heads each row of `experiment_history`: a measurement's
+    /// or a finding's name (None: the first measurement).
+    pub headline: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -24,7 +27,8 @@ pub struct RunRow {
     pub results: Vec<(String, String)>,
 }
 
-/// One stored result with the first measurement as its headline figure.
+/// One stored result with its headline figure (the filter's, else the first
+/// measurement).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ExperimentRow {
     pub run_id: i64,
@@ -117,16 +121,26 @@ pub(crate) fn run_row(db: &mut dyn Backend, id: i64) -> Sql<Option<RunRow>> {
 }
 
 pub(crate) fn experiment_rows(db: &mut dyn Backend, f: &RunFilter) -> Sql<Vec<ExperimentRow>> {
+    let [machine, experiment, limit] = filter_params(f);
+    // the named measurement, else the named finding (value, and its range where
+    // the experiment knows one); with no name, the first measurement
     db.rows(
         "SELECT r.run_id, r.started_at, u.machine, u.kernel, r.experiment, r.mode, r.status,
-                m.name, m.unit, m.median, m.ci_low, m.ci_high
+                COALESCE(m.name, f.name), COALESCE(m.unit, f.unit),
+                COALESCE(m.median, f.value), COALESCE(m.ci_low, f.range_low),
+                COALESCE(m.ci_high, f.range_high)
          FROM results r JOIN runs u ON u.id = r.run_id
          LEFT JOIN measurements m ON m.result_id = r.id
-           AND m.position = (SELECT min(position) FROM measurements WHERE result_id = r.id)
+           AND m.position = (SELECT min(position) FROM measurements
+                             WHERE result_id = r.id
+                               AND (CAST($4 AS TEXT) IS NULL OR name = CAST($4 AS TEXT)))
+         LEFT JOIN findings f ON f.result_id = r.id AND m.name IS NULL
+           AND f.position = (SELECT min(position) FROM findings
+                             WHERE result_id = r.id AND name = CAST($4 AS TEXT))
          WHERE (CAST($1 AS TEXT) IS NULL OR u.machine = $1)
            AND (CAST($2 AS TEXT) IS NULL OR r.experiment = $2)
          ORDER BY r.id DESC LIMIT $3",
-        &filter_params(f),
+        &[machine, experiment, limit, f.headline.as_ref().into()],
     )?
     .iter()
     .map(|r| {

@@ -43,11 +43,16 @@ fn run(cmd: &mut Command, what: &str) -> SysResult<()> {
     }
 }
 
-/// Attaches `image` to `device` with direct I/O (no second copy in the page cache).
-pub fn attach_loop(device: &Path, image: &Path) -> SysResult<()> {
+/// Attaches `image` to `device`, with direct I/O (no second copy in the page
+/// cache) or buffered (for a file system whose kernel refuses direct I/O on it).
+pub fn attach_loop(device: &Path, image: &Path, direct_io: bool) -> SysResult<()> {
     run(
         program("losetup")?
-            .arg("--direct-io=on")
+            .arg(if direct_io {
+                "--direct-io=on"
+            } else {
+                "--direct-io=off"
+            })
             .arg(device)
             .arg(image),
         "losetup",

@@ -64,6 +64,9 @@ pub struct StallsSession {
     dirtied_on: HashMap<u64, std::collections::BTreeSet<u32>>,
     /// The previous interval's blocked stretches.
     recent_offcpu: Vec<crate::records::OffCpu>,
+    /// The command oslab runs for the user: its pid and name (see
+    /// [`StallsSession::watch_command`]).
+    command: Option<(u32, String)>,
 }
 
 impl StallsSession {
@@ -90,7 +93,17 @@ impl StallsSession {
             pages_before: HashMap::new(),
             dirtied_on: HashMap::new(),
             recent_offcpu: Vec::new(),
+            command: None,
         })
+    }
+
+    /// The command started for the user is process `pid`, named `name`. Until it
+    /// runs the command it is a fork of oslab, under oslab's name, and the kernel
+    /// counts against that name what its exec does (the executable's access time
+    /// written back): those records are the command's, not oslab's, and are named
+    /// so.
+    pub fn watch_command(&mut self, pid: u32, name: &str) {
+        self.command = Some((pid, name.to_string()));
     }
 
     /// Hands `each` every interval until the count is reached or `ended` gives
@@ -137,6 +150,14 @@ impl StallsSession {
             cap.writes.retain(|w| w.tgid != self.own);
             cap.offcpu.retain(|o| o.tgid != self.own);
             snap.dirtiers.retain(|d| d.tgid != self.own);
+        }
+        if let Some((pid, name)) = &self.command {
+            for d in snap.dirtiers.iter_mut().filter(|d| d.tgid == *pid) {
+                d.comm.clone_from(name);
+            }
+            for w in cap.writes.iter_mut().filter(|w| w.tgid == *pid) {
+                w.comm.clone_from(name);
+            }
         }
         let hz = self
             .known_hz

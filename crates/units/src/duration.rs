@@ -81,6 +81,20 @@ pub fn parse_duration(text: &str, bare: TimeUnit) -> Result<Span, UnitError> {
     }
 }
 
+/// A duration as a person types it on a command line: a number and its unit
+/// (`10ms`, `5s`); a bare number is refused with the hint, 0 alone excepted (no
+/// time in any unit). One grammar for every duration option and `--set` value,
+/// so a bare `5` never means seconds to one flag and milliseconds to another.
+pub fn parse_duration_with_unit(text: &str) -> Result<Span, UnitError> {
+    let t = text.trim();
+    let span = parse_duration(t, TimeUnit::Seconds)?;
+    let unitless = t.ends_with(|c: char| c.is_ascii_digit() || c == '.');
+    if unitless && span.value != 0.0 {
+        return Err(UnitError::DurationNeedsUnit(t.into()));
+    }
+    Ok(span)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -106,6 +120,25 @@ mod tests {
             Ok(2.5),
             "read back in the unit it was given in, exactly"
         );
+    }
+
+    /// Regression: a bare number was ms to `--threshold`, seconds to `--for`.
+    #[test]
+    fn on_a_command_line_a_duration_takes_its_unit() {
+        let typed = |t| parse_duration_with_unit(t).map(|s| s.in_unit(TimeUnit::Millis));
+        assert_eq!(typed("10ms"), Ok(10.0));
+        assert_eq!(typed("5s"), Ok(5000.0));
+        assert_eq!(typed("0"), Ok(0.0), "no time needs no unit");
+        assert_eq!(typed("5"), Err(UnitError::DurationNeedsUnit("5".into())));
+        assert_eq!(
+            typed("2.5"),
+            Err(UnitError::DurationNeedsUnit("2.5".into()))
+        );
+        assert_eq!(
+            UnitError::DurationNeedsUnit("5".into()).to_string(),
+            "'5' needs a unit: 5ms or 5s"
+        );
+        assert!(matches!(typed("ms"), Err(UnitError::NotADuration(_))));
     }
 
     #[test]

@@ -18,6 +18,8 @@ pub enum UnitError {
     UnknownTimeUnit { text: String, unit: String },
     /// No finite number before the unit.
     NotADuration(String),
+    /// A number other than 0 without a unit where one is required.
+    DurationNeedsUnit(String),
 }
 
 impl fmt::Display for UnitError {
@@ -40,6 +42,9 @@ impl fmt::Display for UnitError {
             }
             UnitError::NotADuration(t) => {
                 write!(f, "'{t}' is not a duration such as 10ms or 1.5s")
+            }
+            UnitError::DurationNeedsUnit(t) => {
+                write!(f, "'{t}' needs a unit: {t}ms or {t}s")
             }
         }
     }

@@ -14,7 +14,7 @@ mod error;
 mod rate;
 mod size;
 
-pub use duration::{Span, TimeUnit, parse_duration};
+pub use duration::{Span, TimeUnit, parse_duration, parse_duration_with_unit};
 pub use error::UnitError;
 pub use rate::{human_rate, parse_human_rate};
 pub use size::{human_bytes, parse_human_size};

@@ -21,12 +21,12 @@ pub struct WcallPolicyArgs {
     /// [default: wcall-fair]
     #[arg(long, value_name = "POLICY")]
     pub policy: Option<String>,
-    /// How long a held writer waits before it looks again under wcall (the paper's
-    /// HZ/10) [default: 100]
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = millis(1.0, 10_000.0))]
+    /// How long a held writer waits before it looks again under wcall, e.g. 100ms
+    /// (the paper's HZ/10) [default: 100ms]
+    #[arg(long = "block", value_name = "DURATION", allow_negative_numbers = true, value_parser = millis(1.0, 10_000.0))]
     pub block_ms: Option<f64>,
-    /// Milliseconds between the coordinator's passes [default: 10]
-    #[arg(long, value_name = "MS", allow_negative_numbers = true, value_parser = millis(1.0, 10_000.0))]
+    /// Time between the coordinator's passes, e.g. 10ms [default: 10ms]
+    #[arg(long = "interval", value_name = "DURATION", allow_negative_numbers = true, value_parser = millis(1.0, 10_000.0))]
     pub interval_ms: Option<f64>,
     /// wcall-fair: room kept free under the free-run ceiling for rt-high writers,
     /// e.g. 8MiB [default: an eighth of the free-run ceiling]
@@ -71,8 +71,8 @@ impl WcallPolicyArgs {
         let mut v = Vec::new();
         for (set, name) in [
             (self.policy.is_some(), "--policy"),
-            (self.block_ms.is_some(), "--block-ms"),
-            (self.interval_ms.is_some(), "--interval-ms"),
+            (self.block_ms.is_some(), "--block"),
+            (self.interval_ms.is_some(), "--interval"),
             (self.headroom.is_some(), "--headroom"),
             (self.recycle.is_some(), "--recycle"),
             (self.sync_guard.is_some(), "--sync-guard"),
@@ -128,11 +128,11 @@ pub struct WcallDaemonArgs {
     /// service stay in their unit's cgroup
     #[arg(long, value_name = "UNIT=GROUP")]
     pub service: Vec<String>,
-    /// Stop after this many seconds (default: on Ctrl-C)
-    #[arg(long = "for", value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
+    /// Stop after this long, e.g. 30s (default: on Ctrl-C)
+    #[arg(long = "for", value_name = "DURATION", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
     pub duration: Option<f64>,
-    /// Print a status line every this many seconds (0: never)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.0, 3600.0))]
+    /// Print a status line this often, e.g. 5s (0: never)
+    #[arg(long, value_name = "DURATION", default_value = "1s", allow_negative_numbers = true, value_parser = seconds(0.0, 3600.0))]
     pub every: f64,
 }
 
@@ -227,6 +227,14 @@ impl Argv {
         }
     }
 
+    /// A duration option, in the unit it is kept in (`ms`, `s`): a duration
+    /// is always typed with its unit.
+    fn duration(&mut self, flag: &str, value: &Option<f64>, unit: &str) {
+        if let Some(v) = value {
+            self.value(flag, format!("{v}{unit}"));
+        }
+    }
+
     fn each(&mut self, flag: &str, values: &[String]) {
         values.iter().for_each(|v| self.value(flag, v));
     }
@@ -255,12 +263,12 @@ impl WcallPolicyArgs {
             memory_high,
         } = self;
         v.option("--policy", policy);
-        v.option("--block-ms", block_ms);
-        v.option("--interval-ms", interval_ms);
+        v.duration("--block", block_ms, "ms");
+        v.duration("--interval", interval_ms, "ms");
         v.option("--headroom", headroom);
         v.option("--recycle", recycle);
         v.option("--sync-guard", sync_guard);
-        v.option("--sync-guard-quiet", sync_guard_quiet);
+        v.duration("--sync-guard-quiet", sync_guard_quiet, "s");
         v.flag("--no-cgroups", *no_cgroups);
         v.each("--memory-high", memory_high);
     }
@@ -300,8 +308,8 @@ impl WcallDaemonArgs {
         v.value("--name", name);
         policy.push_argv(v);
         v.each("--service", service);
-        v.option("--for", duration);
-        v.value("--every", every);
+        v.duration("--for", duration, "s");
+        v.duration("--every", &Some(*every), "s");
     }
 }
 

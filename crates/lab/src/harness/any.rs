@@ -25,6 +25,8 @@ pub trait AnyExperiment: Sync {
     fn meta(&self) -> &Meta;
     /// Settings `--set` may change.
     fn settings(&self) -> Declared;
+    /// The experiment's headline figure (see [`Experiment::headline`]).
+    fn headline(&self) -> &'static str;
     /// Plans and measures; the plan and raw data as JSON, and why nothing was
     /// measured if it was skipped.
     fn plan_and_measure(&self, ctx: &mut Context) -> Result<(Recorded, Option<String>), LabError>;
@@ -41,6 +43,9 @@ impl<T: Experiment> AnyExperiment for T {
 
     fn settings(&self) -> Declared {
         Experiment::settings(self)
+    }
+    fn headline(&self) -> &'static str {
+        Experiment::headline(self)
     }
 
     fn plan_and_measure(&self, ctx: &mut Context) -> Result<(Recorded, Option<String>), LabError> {

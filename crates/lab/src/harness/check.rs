@@ -8,7 +8,7 @@
 //! one does not, `not_judged` (with the reason) when a figure is missing. The "why"
 //! is written by the experiment from the outcome and the facts of its raw data.
 
-use oslab_model::{Claim, Verdict};
+use oslab_model::{Claim, Tolerance, Verdict};
 
 /// What a figure must satisfy.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -169,13 +169,16 @@ impl Outcome {
 }
 
 /// A claim of the material, judged by conditions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Check {
     pub id: &'static str,
     /// The claim in the material's words.
     pub text: &'static str,
     /// Where it comes from.
     pub source: &'static str,
+    /// What other programs' work its method tolerates while it measures
+    /// (`super::interference`: `ANY`, `TIMES`, `CPU_SHARES`).
+    pub tolerates: &'static Tolerance,
 }
 
 impl Check {
@@ -247,6 +250,7 @@ impl Check {
             observed,
             verdict,
             why,
+            tolerates: Some(self.tolerates.clone()),
         }
     }
 
@@ -260,6 +264,7 @@ impl Check {
             observed: "not measured".into(),
             verdict: Verdict::NotTestable,
             why: why.into(),
+            tolerates: None,
         }
     }
 
@@ -273,6 +278,7 @@ impl Check {
             observed: "not measured".into(),
             verdict: Verdict::NotJudged,
             why: why.into(),
+            tolerates: None,
         }
     }
 }
@@ -285,6 +291,7 @@ mod tests {
         id: "c",
         text: "t",
         source: "s",
+        tolerates: &crate::harness::interference::ANY,
     };
 
     #[test]

@@ -88,6 +88,12 @@ pub trait Experiment: Sync {
     fn settings(&self) -> Declared {
         &[]
     }
+    /// The figure that stands for the experiment in `oslab history` and is held
+    /// against this machine's history after a run: a measurement's or a
+    /// finding's name ("": the first measurement).
+    fn headline(&self) -> &'static str {
+        ""
+    }
     fn plan(&self, p: &mut Planner) -> Self::Plan;
     fn measure(
         &self,

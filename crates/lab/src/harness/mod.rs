@@ -8,6 +8,7 @@ pub mod check;
 pub mod context;
 pub mod error;
 pub mod experiment;
+pub mod interference;
 pub mod kernel_trace;
 pub mod load;
 pub mod planner;

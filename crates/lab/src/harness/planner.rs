@@ -39,6 +39,16 @@ impl<'a> Planner<'a> {
             .unwrap_or_else(|| setting.default_for(self.quick()))
     }
 
+    /// A declared setting's `--set` value, or None where it was not given (the
+    /// plan then chooses from the machine).
+    pub fn given<K: Kind>(&mut self, setting: &'static Setting<K>) -> Option<K::Value> {
+        self.read.push(setting.name);
+        self.config
+            .sets
+            .get(&(self.experiment.to_string(), setting.name.to_string()))
+            .and_then(|v| v.get::<K>().cloned())
+    }
+
     /// A [`Choices`] setting whose quick default is `quick` (a static setting
     /// cannot hold a non-empty list): the names given, else `quick` in quick
     /// mode, else all of them.

@@ -9,6 +9,7 @@ use super::any::AnyExperiment;
 use super::context::{Context, Progress, RunConfig};
 use super::error::{LabError, Unreadable};
 use super::experiment::Output;
+use super::interference;
 use super::load::LoadMonitor;
 use super::rawfile::RawFile;
 
@@ -104,12 +105,39 @@ pub struct Ran {
     pub raw: Option<RawFile>,
 }
 
-/// Runs `exp` on the live machine.
+/// Runs `exp` on the live machine. A run during which other programs' work went
+/// beyond what a claim's method tolerates is measured once more (said on the
+/// progress line); the second measurement is the result, its claims still
+/// disturbed not judged (`super::interference`).
 pub fn run(
     exp: &dyn AnyExperiment,
     cfg: &RunConfig,
     machine: &MachineInfo,
     progress: &dyn Progress,
+) -> Ran {
+    let first = attempt(exp, cfg, machine, progress, 1);
+    let Some(what) = first.raw.as_ref().and_then(|_| disturbance(&first.result)) else {
+        return first;
+    };
+    progress.stage(&format!("{what}: measuring again (2 of 2)"));
+    attempt(exp, cfg, machine, progress, 2)
+}
+
+/// What went beyond a claim's tolerance during the measurement of `r`, if anything.
+fn disturbance(r: &ExperimentResult) -> Option<String> {
+    r.claims
+        .iter()
+        .filter_map(|c| c.tolerates.as_ref())
+        .find_map(|t| interference::beyond(t, &r.environment.load))
+}
+
+/// One measurement of `exp`, the `attempts`th.
+fn attempt(
+    exp: &dyn AnyExperiment,
+    cfg: &RunConfig,
+    machine: &MachineInfo,
+    progress: &dyn Progress,
+    attempts: u32,
 ) -> Ran {
     let started = unix_time_s();
     let t0 = now_ns();
@@ -128,7 +156,10 @@ pub fn run(
         }
     };
     let duration_s = (now_ns() - t0) as f64 / 1e9;
-    let load: LoadRecord = monitor.finish();
+    let load = LoadRecord {
+        attempts: (attempts > 1).then_some(attempts),
+        ..monitor.finish()
+    };
     let env = Environment {
         oslab_version: OSLAB_VERSION.to_string(),
         machine: machine.clone(),
@@ -192,9 +223,11 @@ fn judged(exp: &dyn AnyExperiment, file: &RawFile) -> Result<Outcome, Unreadable
         Some(reason) => Ok(Outcome::Skipped {
             reason: reason.clone(),
         }),
-        None => exp
-            .judge_recorded(&file.recorded, &file.environment)
-            .map(Outcome::Completed),
+        None => {
+            let mut out = exp.judge_recorded(&file.recorded, &file.environment)?;
+            interference::judge_disturbed(&mut out.claims, &file.environment.load);
+            Ok(Outcome::Completed(out))
+        }
     }
 }
 

@@ -11,6 +11,7 @@ const SOURCE: &str = "none (self-test)";
 pub(super) fn claims(median: f64) -> Vec<Claim> {
     let holds = Check {
         id: "null-holds",
+        tolerates: &crate::harness::interference::ANY,
         text: "The null median is 100 ns",
         source: SOURCE,
     }
@@ -21,6 +22,7 @@ pub(super) fn claims(median: f64) -> Vec<Claim> {
     );
     let differs = Check {
         id: "null-differs",
+        tolerates: &crate::harness::interference::ANY,
         text: "The null median is 200 ns",
         source: SOURCE,
     }
@@ -31,12 +33,14 @@ pub(super) fn claims(median: f64) -> Vec<Claim> {
     );
     let untestable = Check {
         id: "null-untestable",
+        tolerates: &crate::harness::interference::ANY,
         text: "The null experiment says something about the kernel",
         source: SOURCE,
     }
     .not_testable("a figure of the kernel", "it measures nothing");
     let not_judged = Check {
         id: "null-not-judged",
+        tolerates: &crate::harness::interference::ANY,
         text: "The null experiment has a second figure",
         source: SOURCE,
     }

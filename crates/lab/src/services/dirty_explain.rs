@@ -64,26 +64,31 @@ fn with_sysctls<T>(settings: &[(&str, String)], f: impl FnOnce() -> T) -> Result
 
 const RULE_A: Check = Check {
     id: "rule-a-min-ratio",
+    tolerates: &crate::harness::interference::ANY,
     text: "dirty_ratio has a minimum of 5: smaller values are raised to 5",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10; 2.6-era mm/page-writeback.c get_dirty_limits",
 };
 const RULE_B: Check = Check {
     id: "rule-b-bg-halved",
+    tolerates: &crate::harness::interference::ANY,
     text: "If dirty_background_ratio >= dirty_ratio, the background limit becomes half of dirty_ratio",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10",
 };
 const RULE_C: Check = Check {
     id: "rule-c-bytes-override",
+    tolerates: &crate::harness::interference::ANY,
     text: "A non-zero *_bytes overrides the matching *_ratio; writing one zeroes the other",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10",
 };
 const RULE_D: Check = Check {
     id: "rule-d-writeback-zero",
+    tolerates: &crate::harness::interference::ANY,
     text: "dirty_writeback_centisecs = 0 disables periodic write back",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10",
 };
 const RULE_E: Check = Check {
     id: "rule-e-dirtyable",
+    tolerates: &crate::harness::interference::ANY,
     text: "The ratios are percentages of total memory",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (its wording)",
 };

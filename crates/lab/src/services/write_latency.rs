@@ -13,9 +13,10 @@ pub struct LatencyStats {
 }
 
 pub fn latency_stats(lat: &[f64]) -> LatencyStats {
-    let q = |p| oslab_stats::quantile(lat, p).unwrap_or(0.0);
+    // no write measured is no figure (NaN: "-" in tables, null in JSON), never 0 ms
+    let q = |p| oslab_stats::quantile(lat, p).unwrap_or(f64::NAN);
     LatencyStats {
-        mean: oslab_stats::mean(lat).unwrap_or(0.0),
+        mean: oslab_stats::mean(lat).unwrap_or(f64::NAN),
         p50: q(0.5),
         p90: q(0.9),
         p99: q(0.99),
@@ -35,5 +36,16 @@ mod tests {
         let r = latency_stats(&lat);
         assert_eq!((r.max, r.over_200, r.writes), (300.0, 2, 102));
         assert!((r.mean - (5050.0 + 550.0) / 102.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn no_write_is_no_figure_not_zero() {
+        let r = latency_stats(&[]);
+        assert!(
+            [r.mean, r.p50, r.p90, r.p99, r.max]
+                .iter()
+                .all(|x| x.is_nan())
+        );
+        assert_eq!((r.over_200, r.writes), (0, 0));
     }
 }

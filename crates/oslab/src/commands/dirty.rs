@@ -41,11 +41,11 @@ pub struct AdviseArgs {
     /// /proc/vmstat nr_dirtied over --window seconds)
     #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
     pub rate: Option<String>,
-    /// Seconds to watch the running system for its dirtying rate
-    #[arg(long, value_name = "SECONDS", default_value_t = 5.0, allow_negative_numbers = true, value_parser = seconds(0.5, 600.0))]
+    /// How long to watch the running system for its dirtying rate, e.g. 10s
+    #[arg(long, value_name = "DURATION", default_value = "5s", allow_negative_numbers = true, value_parser = seconds(0.5, 600.0))]
     pub window: f64,
-    /// The longest a writer should be held back at the hard limit, seconds
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.05, 60.0))]
+    /// The longest a writer should be held back at the hard limit, e.g. 500ms
+    #[arg(long, value_name = "DURATION", default_value = "1s", allow_negative_numbers = true, value_parser = seconds(0.05, 60.0))]
     pub target_latency: f64,
     /// Apply the settings (root; journaled: 'oslab restore' puts the old ones back)
     #[arg(long)]

@@ -52,6 +52,10 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output
     #[arg(long, short = 'o', value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Write whole runs as JSON to FILE (`-` for standard output), as every
+    /// command's --json does: the same as --format json -o FILE
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["output", "format"])]
+    pub json: Option<PathBuf>,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -71,7 +75,11 @@ fn asked(a: &ExportArgs) -> String {
     s
 }
 
-pub fn run(a: ExportArgs) -> CmdResult {
+pub fn run(mut a: ExportArgs) -> CmdResult {
+    if let Some(p) = a.json.take() {
+        a.format = ExportFormat::Json;
+        a.output = (!crate::output::is_stdout(&p)).then_some(p);
+    }
     if let Some(p) = &a.output {
         check_file_target(p, "--output")?;
     }
@@ -81,6 +89,7 @@ pub fn run(a: ExportArgs) -> CmdResult {
         experiment: a.experiment.clone(),
         machine: a.machine.clone(),
         limit: None,
+        headline: None,
     };
     let mut runs = store.export(&filter).map_err(fail)?;
     if let Some(id) = a.run {

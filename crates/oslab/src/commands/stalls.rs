@@ -25,17 +25,18 @@ pub struct StallsArgs {
     /// Watch only this process (repeatable; its children forked later too)
     #[arg(long = "pid", value_name = "PID", allow_negative_numbers = true, value_parser = whole(1, u32::MAX as u64))]
     pub pids: Vec<u64>,
-    /// Report calls at least this long, e.g. 10ms, 1.5s (a bare number is ms)
+    /// Report calls at least this long, e.g. 10ms or 1.5s
     #[arg(long, value_name = "DURATION", default_value = "10ms", allow_negative_numbers = true, value_parser = duration(0.000_01, 60.0))]
     pub threshold: u64,
-    /// Seconds between summaries (0.1 to 3600; default 1, or 0.2 with --each)
-    #[arg(long, value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
+    /// Time between summaries, e.g. 1s (100ms to 3600s; default 1s, or 200ms with
+    /// --each)
+    #[arg(long, value_name = "DURATION", allow_negative_numbers = true, value_parser = seconds(0.1, 3600.0))]
     pub interval: Option<f64>,
     /// Stop after N intervals
     #[arg(long, value_name = "N", allow_negative_numbers = true, value_parser = whole(1, u64::MAX))]
     pub count: Option<u64>,
-    /// Write JSON lines (each slow call, then each interval) to FILE, or `-` for
-    /// standard output instead of the tables
+    /// Also write JSON lines (each slow call, then each interval) to FILE (`-` for
+    /// standard output, which then holds only the JSON)
     #[arg(long, value_name = "FILE")]
     pub json: Option<PathBuf>,
     /// Write a Chrome/Perfetto trace (real pids and tids, CLOCK_MONOTONIC time) to FILE
@@ -152,6 +153,18 @@ pub fn run(a: StallsArgs) -> CmdResult {
     };
     let mut session = StallsSession::start(options).map_err(|e| Failure::runtime(e.to_string()))?;
     let mut sinks = Sinks::open(&a)?;
+    // the command first: nothing is printed for one that cannot run
+    let mut child = if a.command.is_empty() {
+        None
+    } else {
+        let c = spawn(&a.command)?;
+        let name = Path::new(&a.command[0]).file_name().map_or_else(
+            || a.command[0].clone(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        session.watch_command(c.id(), &name);
+        Some(c)
+    };
     eprintln!(
         "oslab: tracing reads, writes, syncs and page faults on files of {whom} over {} ms, every {} s; Ctrl-C to stop",
         a.threshold as f64 / 1e6,
@@ -160,17 +173,15 @@ pub fn run(a: StallsArgs) -> CmdResult {
     for limit in session.limits() {
         eprintln!("oslab: {limit}");
     }
-    let mut child = if a.command.is_empty() {
-        None
-    } else {
-        Some(spawn(&a.command)?)
-    };
+    if a.each {
+        print(&render::each_header());
+    }
     // Ctrl-C (with no command to pass it to) ends the last interval and writes
-    // the files, as `perf record` does.
+    // the files, as `perf record` does, and exits 128 + the signal, as watch does.
     crate::guard::finish_on_signal();
     let ended = || {
-        if crate::guard::finish_asked() {
-            return Some(0);
+        if let Some(code) = crate::guard::finish_asked() {
+            return Some(code);
         }
         let status = child.as_mut()?.try_wait().ok()??;
         Some(crate::child::exit_code(status))
@@ -233,9 +244,6 @@ impl Sinks {
         let stdout_taken = [&a.json, &a.folded]
             .iter()
             .any(|p| p.as_deref().is_some_and(is_stdout));
-        if a.each {
-            print(&render::each_header());
-        }
         Ok(Sinks {
             tables: !stdout_taken && !a.each,
             each: a.each,

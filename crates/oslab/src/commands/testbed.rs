@@ -42,6 +42,15 @@ pub struct TestbedUpArgs {
 }
 
 fn describe(tb: &Testbed) -> String {
+    let notes: String = tb
+        .notes()
+        .iter()
+        .map(|n| format!("  note: {n}\n"))
+        .collect();
+    format!("{}{notes}", cap_line(tb))
+}
+
+fn cap_line(tb: &Testbed) -> String {
     format!(
         "testbed up: {} ({}) over {} ({} sparse), ext4 mounted on {}\n  write cap {}/s, measured {:.1} MiB/s sustained write back\n  {}{}\n",
         tb.device.display(),

@@ -16,8 +16,9 @@ pub struct TweakArgs {
     /// Settings as NAME=VALUE, e.g. vm.dirty_background_bytes=33554432
     #[arg(required = true, value_name = "NAME=VALUE")]
     pub settings: Vec<String>,
-    /// Restore after this many seconds (default: when the command ends, or on Ctrl-C)
-    #[arg(long = "for", value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
+    /// Restore after this long, e.g. 30s or 5ms (default: when the command ends, or
+    /// on Ctrl-C)
+    #[arg(long = "for", value_name = "DURATION", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
     pub duration: Option<f64>,
     /// A command to run with the settings in force
     #[arg(last = true, value_name = "CMD")]

@@ -141,6 +141,31 @@ pub fn oslab_journaled(journal: &std::path::Path) -> std::process::Command {
     c
 }
 
+/// Whether `oslab stalls` can trace the kernel here (root, eBPF); the reason
+/// when it cannot.
+pub fn stalls_tracing_here(journal: &std::path::Path) -> Result<(), String> {
+    if !is_root() {
+        return Err("needs root".into());
+    }
+    let out = oslab_journaled(journal)
+        .args([
+            "stalls",
+            "--count",
+            "1",
+            "--interval",
+            "100ms",
+            "--json",
+            "-",
+        ])
+        .output()
+        .unwrap();
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).trim().to_string())
+    }
+}
+
 /// Runs a command to its end and fails the test with its stderr unless it succeeded.
 pub fn succeed(cmd: &mut std::process::Command) -> std::process::Output {
     let out = cmd.output().unwrap();

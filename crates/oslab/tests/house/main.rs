@@ -284,3 +284,107 @@ fn every_path_the_docs_name_is_in_the_repository() {
         missing.join("\n")
     );
 }
+
+/// The words of oslab's making that a user of the docs has not learned: the
+/// source as "the material", the simulator's "blind" and "seeded" predictions,
+/// the "session chain", "cells" of a matrix, "the issue" that asked for a
+/// change, raw data as "fixtures", and a machine named by its details in
+/// brackets. Code spans (`blind.*`, a claim's id) are names, not prose,
+/// and are left out; docs/architecture.md is for those who change oslab.
+const DEVELOPMENT_WORDS: [&str; 9] = [
+    "the material",
+    "blind",
+    "blindly",
+    "seeded",
+    "session chain",
+    "cell",
+    "cells",
+    "the issue",
+    "fixture",
+];
+
+/// `text` with its code spans and fenced blocks blanked, line for line.
+fn prose(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let (mut fence, mut span) = (false, false);
+    for line in text.split_inclusive('\n') {
+        if line.trim_start().starts_with("```") {
+            fence = !fence;
+            out.push('\n');
+            continue;
+        }
+        for c in line.chars() {
+            if c == '`' && !fence {
+                span = !span;
+            }
+            out.push(if fence || span || c == '`' {
+                if c == '\n' { c } else { ' ' }
+            } else {
+                c
+            });
+        }
+    }
+    out
+}
+
+/// Where `word` stands in `text` as a word (or words) of its own, case ignored.
+fn uses(text: &str, word: &str) -> bool {
+    let lower = text.to_lowercase();
+    lower.match_indices(word).any(|(at, _)| {
+        let before = lower[..at].chars().next_back();
+        let after = lower[at + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+#[test]
+fn the_users_docs_speak_no_development_vocabulary() {
+    assert!(uses("every cell ran", "cell") && !uses("a cellar", "cell"));
+    assert!(!uses(&prose("the `blind.*` findings"), "blind"));
+    let root = repository();
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "md"))
+        .filter(|p| !p.ends_with("architecture.md"))
+        .collect();
+    docs.push(root.join("README.md"));
+    docs.sort();
+    let mut found = Vec::new();
+    for doc in &docs {
+        let text = prose(&std::fs::read_to_string(doc).unwrap());
+        for (n, line) in text.lines().enumerate() {
+            for w in DEVELOPMENT_WORDS {
+                if uses(line, w) {
+                    found.push(format!("{}:{}: {w}", shown(doc), n + 1));
+                }
+            }
+            if line.contains("this machine (") {
+                found.push(format!("{}:{}: this machine (...)", shown(doc), n + 1));
+            }
+        }
+    }
+    assert!(docs.len() >= 8, "{} docs", docs.len());
+    assert!(
+        found.is_empty(),
+        "words a user has not learned, in the docs ({}):\n{}",
+        found.len(),
+        found.join("\n")
+    );
+}
+
+/// Regression: sim.validate was missing from the README's table of experiments.
+#[test]
+fn the_readme_names_every_experiment() {
+    let readme = std::fs::read_to_string(repository().join("README.md")).unwrap();
+    let table = readme
+        .split("Experiments so far:")
+        .nth(1)
+        .expect("the README's table of experiments");
+    let missing: Vec<&str> = oslab_lab::Registry::default()
+        .all()
+        .map(|e| e.meta().id)
+        .filter(|id| !table.contains(&format!("| `{id}` |")))
+        .collect();
+    assert!(missing.is_empty(), "not in the README's table: {missing:?}");
+}

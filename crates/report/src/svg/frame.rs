@@ -219,14 +219,33 @@ fn y_axis(plot: &Plot, ys: &[f64]) -> YAxis {
     }
 }
 
+/// A bar plot's category names; one whose bars were never measured (NaN, null
+/// in JSON) reads "NAME: -", since no bar stands there and none may read as 0.
+fn categories(plot: &Plot) -> Vec<String> {
+    let measured = |i: usize| {
+        plot.series
+            .iter()
+            .filter(|s| s.style == SeriesStyle::Bars)
+            .flat_map(|s| &s.points)
+            .any(|p| p[0] == i as f64 && p[1].is_finite())
+    };
+    plot.x_labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if measured(i) {
+                l.clone()
+            } else {
+                format!("{l}: -")
+            }
+        })
+        .collect()
+}
+
 /// A bar plot's categories, whether they must stand upright to fit their slots,
 /// and the height of the band under the plot area they (or the ticks) take.
 fn category_band(plot: &Plot, xm: &Mapper, bars: bool) -> (Vec<String>, bool, f64) {
-    let categories = if bars {
-        plot.x_labels.clone()
-    } else {
-        Vec::new()
-    };
+    let categories = if bars { categories(plot) } else { Vec::new() };
     let slot = (xm.px(1.0) - xm.px(0.0)).abs();
     let widest_category = categories
         .iter()

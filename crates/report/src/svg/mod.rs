@@ -478,4 +478,32 @@ mod tests {
         let legend_y = num(r#"class="legend""#, "y");
         assert!(legend_y > area_bottom + FONT, "{legend_y} vs {area_bottom}");
     }
+
+    /// Regression: Fig. 6 drew the bars of cells never measured at 0 ms.
+    #[test]
+    fn a_bar_never_measured_is_no_bar_and_its_category_says_so() {
+        let plot = Plot {
+            id: "fig6".into(),
+            title: "mean latency".into(),
+            x: Axis::new("", "", Scale::Linear),
+            y: Axis::new("mean latency", "ms", Scale::Linear),
+            series: vec![Series {
+                name: "mean".into(),
+                style: SeriesStyle::Bars,
+                points: vec![[0.0, 2.0], [1.0, f64::NAN], [2.0, 3.0]],
+            }],
+            markers: vec![],
+            x_labels: vec!["vanilla.alone".into(), "wcall.alone".into(), "sim".into()],
+        };
+        let svg = render(&plot);
+        let bars = svg
+            .lines()
+            .skip_while(|l| !l.contains(r#"class="series""#))
+            .take_while(|l| *l != "</g>")
+            .filter(|l| l.starts_with("<rect"))
+            .count();
+        assert_eq!(bars, 2, "{svg}");
+        assert!(svg.contains(">wcall.alone: -<"), "{svg}");
+        assert!(svg.contains(">vanilla.alone<"), "{svg}");
+    }
 }

@@ -292,6 +292,9 @@ impl Experiment for Ctxsw {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "ns.processes.futex.same-cpu"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

@@ -36,6 +36,7 @@ pub(crate) fn env(hv: Option<&str>, busy: f64) -> Environment {
             cpu_busy_fraction: busy,
             steal_fraction: 0.0,
             warning: None,
+            ..Default::default()
         },
         seed: 1,
     }

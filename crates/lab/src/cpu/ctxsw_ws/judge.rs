@@ -18,6 +18,7 @@ const FAR_LOWER: f64 = 0.5;
 
 const WORKING_SET: Check = Check {
     id: "working-set-rise",
+    tolerates: &crate::harness::interference::TIMES,
     text: "Past about half of L2 the working-set cost rises sharply, and pinning keeps it far lower",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010); Li, Ding and Shen, \"Quantifying the Cost of Context Switch\" (ExpCS 2007)",
 };

@@ -135,6 +135,9 @@ impl Experiment for CtxswWs {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "ns.same-cpu.0"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

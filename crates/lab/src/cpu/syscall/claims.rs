@@ -17,12 +17,14 @@ pub(super) const SWITCHES_PER_MILLION: f64 = 10.0;
 
 pub(super) const MODE_SWITCH: Check = Check {
     id: "syscall-is-mode-switch",
+    tolerates: &crate::harness::interference::ANY,
     text: "A system call is a mode switch, not a context switch",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010)",
 };
 
 pub(super) const COST: Check = Check {
     id: "syscall-cost-tens-of-ns",
+    tolerates: &crate::harness::interference::TIMES,
     text: "The cheapest system call (gettid) costs tens to about a hundred nanoseconds",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010, updated 2013: 2006-2013 Xeons; 'about 100' read as up to 150 ns)",
 };

@@ -124,6 +124,9 @@ impl Experiment for Syscall {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "gettid"
+    }
 
     fn plan(&self, p: &mut Planner) -> Plan {
         Plan {

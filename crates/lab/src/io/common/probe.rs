@@ -188,6 +188,7 @@ pub(crate) fn test_env(hypervisor: Option<&str>) -> oslab_model::Environment {
             cpu_busy_fraction: 0.0,
             steal_fraction: 0.0,
             warning: None,
+            ..Default::default()
         },
         seed: 1,
     }

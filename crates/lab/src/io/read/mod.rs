@@ -135,6 +135,9 @@ impl Experiment for IoRead {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "cold_read"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

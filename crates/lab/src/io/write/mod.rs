@@ -212,6 +212,9 @@ impl Experiment for IoWrite {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "write_rate.buffered.1M"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

@@ -113,6 +113,9 @@ impl Experiment for MemBandwidth {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "read_gb_s.large"
+    }
 
     fn plan(&self, p: &mut Planner) -> Plan {
         let quick = p.quick();

@@ -26,6 +26,7 @@ pub fn test_env(hypervisor: Option<&str>, caches: &[(&str, u64)]) -> oslab_model
             cpu_busy_fraction: 0.0,
             steal_fraction: 0.0,
             warning: None,
+            ..Default::default()
         },
         seed: 1,
     };

@@ -17,6 +17,7 @@ pub const RATIO_HIGH: f64 = 2.0;
 pub const MIN_PLATEAUS: f64 = 3.0;
 pub const JUMPS: Check = Check {
     id: "latency-jumps-per-level",
+    tolerates: &crate::harness::interference::TIMES,
     text: "Access time jumps each time the working set outgrows a cache level",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (the cache-size sweep)",
 };

@@ -136,14 +136,22 @@ pub(super) fn sysfs_findings(j: &Judging) -> Vec<Finding> {
         });
     }
     out.extend(effective);
-    out.extend(last_level(j));
+    out.push(last_level(j));
     out
 }
 
-fn last_level(j: &Judging) -> Option<Finding> {
-    let e = j.reading.memory_entry.as_ref()?;
-    let last = j.sysfs.last()?;
-    let mem = j.reading.memory()?;
+/// Where the caches this program could use end: in every run, "-" with the reason
+/// where the curve never settled at memory's latency within the sizes measured.
+fn last_level(j: &Judging) -> Finding {
+    let found = j
+        .reading
+        .memory_entry
+        .as_ref()
+        .zip(j.sysfs.last())
+        .zip(j.reading.memory());
+    let Some(((e, last), mem)) = found else {
+        return last_level_not_reached(j);
+    };
     let r = e.bytes / last.bytes as f64;
     let cache = j
         .reading
@@ -154,7 +162,7 @@ fn last_level(j: &Judging) -> Option<Finding> {
         .map_or_else(String::new, |p| {
             format!(" (the last cache level found is {})", p.shown())
         });
-    Some(finding(
+    finding(
         "effective.last_level",
         e.bytes,
         "bytes",
@@ -177,5 +185,29 @@ fn last_level(j: &Judging) -> Option<Finding> {
             }
         ),
     )
-    .within(e.below.bytes, e.above.bytes))
+    .within(e.below.bytes, e.above.bytes)
+}
+
+/// The last level when the curve did not reach memory's latency: not found, and
+/// why, with what sysfs describes and the setting that measures further.
+fn last_level_not_reached(j: &Judging) -> Finding {
+    let sysfs = j.sysfs.last().map_or_else(
+        || "sysfs describes no cache".to_string(),
+        |l| {
+            format!(
+                "sysfs says the last level, {}, is {}",
+                l.name,
+                human_bytes(l.bytes)
+            )
+        },
+    );
+    finding(
+        "effective.last_level",
+        f64::NAN,
+        "bytes",
+        format!(
+            "not found in this run: the curve did not settle at memory's latency up to the largest size measured, {} (the caches this program could use end beyond it, or the largest sizes were disturbed); {sysfs}; --set max_size=SIZE measures further",
+            human_bytes(j.plan.max_size)
+        ),
+    )
 }

@@ -149,6 +149,9 @@ impl Experiment for MemLatency {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "ns.memory"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

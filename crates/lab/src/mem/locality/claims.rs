@@ -16,6 +16,7 @@ pub const BEYOND_LLC: f64 = 2.0;
 
 pub const ORDER: Check = Check {
     id: "loop-order-matters-out-of-cache",
+    tolerates: &crate::harness::interference::TIMES,
     text: "Loop order hardly matters while the array fits in the cache and matters a lot once it does not",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (locality of reference)",
 };

@@ -1,10 +1,12 @@
 //! `mem.locality`: what loop order costs, inside and outside the caches.
 //!
 //! What: a square 2-D array of u32 summed row by row (in memory order) and column
-//! by column (a stride of one row), at 16 KiB, 1 MiB, 16 MiB and 256 MiB (64, 512,
-//! 2048 and 8192 on a side): ns per element both ways and their ratio. A quick run
-//! takes 64 MiB (4096) as its largest where that is at least 8x the last-level
-//! cache sysfs describes.
+//! by column (a stride of one row), at 16 KiB, 1 MiB, 16 MiB and a largest array
+//! beyond the caches (64, 512, 2048 and 8192 or more on a side): ns per element
+//! both ways and their ratio. The largest array is 256 MiB, grown (to 1 GiB, 4 GiB)
+//! until it is at least twice the last-level cache sysfs describes (a cloud
+//! guest may be shown the host's 480 MiB), or shrunk to 64 MiB in a quick run
+//! where that is 8x the cache; `--set largest=SIZE` chooses it.
 //!
 //! Method: both sums are computed once and compared (a traversal that skipped
 //! elements would show); each sample repeats the traversal until it lasts at least
@@ -32,6 +34,7 @@ use serde::{Deserialize, Serialize};
 use crate::harness::{Context, LabError, Meta, Needs, Output};
 use crate::harness::{Experiment, Measured, Planner};
 use crate::mem::common::sweep::sysfs_of;
+use crate::settings::{AnySetting, Bytes, Declared, Setting};
 
 pub struct MemLocality;
 
@@ -39,7 +42,7 @@ static META: Meta = Meta {
     id: "mem.locality",
     title: "Locality: row-major vs column-major traversal of a 2-D array",
     section: "1",
-    summary: "ns per element both ways at 16 KiB, 1 MiB, 16 MiB and 256 MiB arrays",
+    summary: "ns per element both ways at 16 KiB, 1 MiB, 16 MiB and an array beyond the last-level cache",
     needs: Needs {
         root: false,
         min_cpus: 1,
@@ -56,18 +59,50 @@ const SIDES: [usize; 4] = [64, 512, 2048, 8192];
 /// A quick run's largest array: 4096 on a side (64 MiB) where that is at least
 /// this many times the last-level cache sysfs describes, else 8192 (256 MiB).
 const QUICK_BEYOND_LLC: u64 = 8;
+/// The largest side grown to meet the claim's [`claims::BEYOND_LLC`]: 4 GiB.
+const MAX_SIDE: usize = 32_768;
 
-/// The sides of a run: all of [`SIDES`], or in a quick run a smaller largest
-/// array where the last-level cache (`llc` bytes, from sysfs) leaves room.
-fn sides(quick: bool, llc: Option<u64>) -> Vec<usize> {
-    let mut sides = SIDES.to_vec();
-    let side = 4096;
-    if quick
-        && llc.is_some_and(|c| c.saturating_mul(QUICK_BEYOND_LLC) <= (side * side * ELEMENT) as u64)
-    {
-        *sides.last_mut().expect("sides") = side;
-    }
-    sides
+static LARGEST: Setting<Bytes> = Setting {
+    name: "largest",
+    help: "the largest array (default: 256 MiB, or at least twice the last-level cache sysfs describes)",
+    quick: 256 << 20,
+    full: 256 << 20,
+    bounds: Some((1 << 20, 16 << 30)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 1] = [&LARGEST];
+
+/// The sides of a run: 64, 512 and 2048, and the largest array's: `largest`
+/// bytes where it was given, else 8192 on a side, grown until it is at least
+/// [`claims::BEYOND_LLC`] times the last-level cache (`llc` bytes, from sysfs),
+/// or in a quick run 4096 where the cache leaves room.
+fn sides(quick: bool, llc: Option<u64>, largest: Option<u64>) -> Vec<usize> {
+    let bytes = |side: usize| (side * side * ELEMENT) as u64;
+    let side = match largest {
+        Some(b) => {
+            // the largest power of two whose square array fits in `b`
+            let mut side = 64;
+            while bytes(side * 2) <= b {
+                side *= 2;
+            }
+            side
+        }
+        None => {
+            let mut side = SIDES[3];
+            let beyond =
+                |s: usize| llc.is_none_or(|c| bytes(s) as f64 >= claims::BEYOND_LLC * c as f64);
+            while !beyond(side) && side < MAX_SIDE {
+                side *= 2;
+            }
+            if quick && llc.is_some_and(|c| c.saturating_mul(QUICK_BEYOND_LLC) <= bytes(4096)) {
+                side = 4096;
+            }
+            side
+        }
+    };
+    let mut out: Vec<usize> = SIDES[..3].iter().copied().filter(|s| *s < side).collect();
+    out.push(side);
+    out
 }
 const ELEMENT: usize = 4;
 /// A sample lasts at least this long.
@@ -114,11 +149,23 @@ impl Experiment for MemLocality {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "ratio.16MiB"
+    }
+
+    fn settings(&self) -> Declared {
+        &SETTINGS
+    }
 
     fn plan(&self, p: &mut Planner) -> Plan {
+        let largest = p.given(&LARGEST);
         Plan {
             samples: p.samples(3, 5),
-            sides: sides(p.quick(), sysfs_of!(p.machine).last().map(|l| l.bytes)),
+            sides: sides(
+                p.quick(),
+                sysfs_of!(p.machine).last().map(|l| l.bytes),
+                largest,
+            ),
         }
     }
 

@@ -94,9 +94,43 @@ fn measurements_per_order_and_size() {
 fn a_quick_run_shrinks_its_largest_array_only_where_the_cache_leaves_room() {
     let mib = 1u64 << 20;
     // 8 MiB of L3: 64 MiB is 8x that
-    assert_eq!(super::sides(true, Some(8 * mib)), [64, 512, 2048, 4096]);
+    assert_eq!(
+        super::sides(true, Some(8 * mib), None),
+        [64, 512, 2048, 4096]
+    );
     // a bigger cache, no cache known, or a full run: 256 MiB
-    assert_eq!(super::sides(true, Some(16 * mib)), SIDES);
-    assert_eq!(super::sides(true, None), SIDES);
-    assert_eq!(super::sides(false, Some(8 * mib)), SIDES);
+    assert_eq!(super::sides(true, Some(16 * mib), None), SIDES);
+    assert_eq!(super::sides(true, None, None), SIDES);
+    assert_eq!(super::sides(false, Some(8 * mib), None), SIDES);
+}
+
+/// Regression: a guest shown the host's 480 MiB L3 measured 256 MiB arrays and
+/// was always "not testable", and no setting enlarged them.
+#[test]
+fn the_largest_array_outgrows_a_large_last_level_cache_or_is_set() {
+    let mib = 1u64 << 20;
+    // 480 MiB of L3: 1 GiB is more than twice that
+    assert_eq!(
+        super::sides(false, Some(480 * mib), None),
+        [64, 512, 2048, 16_384]
+    );
+    assert_eq!(
+        super::sides(true, Some(480 * mib), None),
+        [64, 512, 2048, 16_384]
+    );
+    // 3 GiB: 4 GiB is the most it grows to (the claim then says not testable)
+    assert_eq!(
+        super::sides(false, Some(3 << 30), None).last(),
+        Some(&32_768)
+    );
+    // given: the largest power-of-two square that fits
+    assert_eq!(
+        super::sides(false, Some(480 * mib), Some(64 * mib)),
+        [64, 512, 2048, 4096]
+    );
+    assert_eq!(
+        super::sides(false, None, Some(2 << 30)).last(),
+        Some(&16_384)
+    );
+    assert_eq!(super::sides(false, None, Some(2 * mib)), [64, 512]);
 }

@@ -18,6 +18,7 @@ const GRANTED_FROM_PAGES: u64 = 1024;
 
 pub const REACH: Check = Check {
     id: "huge-pages-extend-reach",
+    tolerates: &crate::harness::interference::TIMES,
     text: "Huge pages extend the TLB's reach",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (TLB)",
 };

@@ -110,6 +110,9 @@ impl Experiment for MemTlb {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "page_walk_ns"
+    }
 
     fn plan(&self, p: &mut Planner) -> Plan {
         let quick = p.quick();

@@ -65,21 +65,66 @@ pub fn kernel_runs(c: &Captured, pid: u32, from: u64, to: u64) -> Vec<(u64, u64)
     out
 }
 
-/// How the workers' own run time compares with the kernel's, over each one's
-/// window: (largest |kernel - own| / kernel over the workers, kernel ns, own ns
-/// of that worker).
-pub fn agreement(c: &Captured, workers: &[Worker]) -> Option<(f64, u64, u64)> {
+/// One worker's run time by the kernel's switches and by its own clock.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Agreement {
+    /// |kernel - own| / kernel.
+    pub difference: f64,
+    pub kernel_ns: u64,
+    pub own_ns: u64,
+    /// How often the kernel switched it out inside its window.
+    pub switches: usize,
+}
+
+impl Agreement {
+    /// What the method cannot see, as a share of the worker's run time
+    /// ([`ALLOWANCE`]): the steal share of the run, the switch path per switch,
+    /// and the interrupts.
+    pub fn allowed(&self, steal: f64) -> f64 {
+        let per_switch =
+            self.switches as f64 * SWITCH_PATH_NS as f64 / self.kernel_ns.max(1) as f64;
+        steal + per_switch + INTERRUPT_SHARE
+    }
+}
+
+/// What the workers' clocks and the scheduler's records cannot agree on, named:
+/// the worker sees as a gap of its own, and the scheduler counts as its run time,
+/// (1) the time the hypervisor stole from the vCPU (the run's steal share), (2) at
+/// each switch the way from the timer's interrupt to the switch record and back
+/// to the worker after it ([`SWITCH_PATH_NS`]), (3) the interrupts handled while
+/// it ran ([`INTERRUPT_SHARE`]).
+pub const ALLOWANCE: &str = "the run's steal share, 100 µs for each switch (the timer interrupt, schedule() and the tracer before the switch record, the way back after it; 44 to 63 µs measured per switch on a quiet 2-vCPU KVM guest) and 1.5 % for interrupts (a worker alone on its CPU lost 0.9 % to them there)";
+
+/// The switch path a worker sees as its own gap and the scheduler as its run time.
+pub const SWITCH_PATH_NS: u64 = 100_000;
+/// The interrupts' share of a CPU's time that a worker sees as gaps: timer ticks
+/// and device interrupts, each a VM exit on a guest (0.9 % for a lone worker on
+/// a quiet 2-vCPU KVM guest: 71 gaps of 124 µs a second, steal 0.1 %).
+pub const INTERRUPT_SHARE: f64 = 0.015;
+
+/// How each worker's own run time compares with the kernel's over its window.
+pub fn agreements(c: &Captured, workers: &[Worker]) -> Vec<Agreement> {
     workers
         .iter()
         .filter_map(|w| {
-            let k: u64 = kernel_runs(c, w.pid, w.start_ns, w.end_ns)
-                .iter()
-                .map(|(a, b)| b - a)
-                .sum();
+            let runs = kernel_runs(c, w.pid, w.start_ns, w.end_ns);
+            let k: u64 = runs.iter().map(|(a, b)| b - a).sum();
             let own = w.ran_between(w.start_ns, w.end_ns);
-            (k > 0).then(|| (k.abs_diff(own) as f64 / k as f64, k, own))
+            (k > 0).then(|| Agreement {
+                difference: k.abs_diff(own) as f64 / k as f64,
+                kernel_ns: k,
+                own_ns: own,
+                switches: runs.len().saturating_sub(1),
+            })
         })
-        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .collect()
+}
+
+/// The worker whose difference is largest, for the findings.
+pub fn agreement(c: &Captured, workers: &[Worker]) -> Option<Agreement> {
+    agreements(c, workers)
+        .into_iter()
+        .max_by(|a, b| a.difference.total_cmp(&b.difference))
 }
 
 /// The kernel's complete runs of a worker, ms (the first and last cut off).
@@ -97,18 +142,17 @@ pub fn kernel_slices_ms(c: &Captured, w: &Worker) -> Vec<f64> {
 
 pub const AGREES: Check = Check {
     id: "spinners-agree-with-kernel",
+    // the switch path it allows was measured on a quiet machine; beside other
+    // work each switch costs a worker more
+    tolerates: &crate::harness::interference::TIMES,
     text: "What the spinning workers noticed of their own runs (gaps in their clock readings) is what the scheduler did (its sched_switch records)",
     source: "kernel/sched/core.c __schedule (trace_sched_switch), traced with eBPF",
 };
 
-/// Within 1 % of the run time.
-pub const AGREE_WITHIN: f64 = 0.01;
-
-/// The claim over several groups of workers (rounds, pairs): the worst group.
-pub fn agreement_claim(groups: &[(&TraceOutcome, &[Worker])]) -> Claim {
-    let subject = "largest difference between a worker's own run time and the kernel's";
-    let rule = Rule::AtMost(AGREE_WITHIN);
-    let mut worst: Option<(f64, u64, u64)> = None;
+/// The claim over several groups of workers (rounds, pairs): the worker furthest
+/// beyond its allowance, with the run's steal share `steal`.
+pub fn agreement_claim(groups: &[(&TraceOutcome, &[Worker])], steal: f64) -> Claim {
+    let mut worst: Option<Agreement> = None;
     let mut why_none = String::from("no worker ran inside a traced switch");
     for (outcome, workers) in groups {
         match outcome {
@@ -116,34 +160,40 @@ pub fn agreement_claim(groups: &[(&TraceOutcome, &[Worker])]) -> Claim {
                 why_none = format!("kernel tracing: not available ({reason})");
             }
             TraceOutcome::Traced(c) => {
-                if let Some(a) = agreement(c, workers)
-                    && worst.is_none_or(|w| a.0 > w.0)
-                {
-                    worst = Some(a);
+                for a in agreements(c, workers) {
+                    let beyond = |x: &Agreement| x.difference - x.allowed(steal);
+                    if worst.is_none_or(|w| beyond(&a) > beyond(&w)) {
+                        worst = Some(a);
+                    }
                 }
             }
         }
     }
-    let cond = Condition::from_option(subject, "", rule, worst.map(|w| w.0), why_none);
+    let subject = "largest difference between a worker's own run time and the kernel's";
+    let rule = Rule::AtMost(worst.map_or(INTERRUPT_SHARE + steal, |w| w.allowed(steal)));
+    let cond = Condition::from_option(subject, "", rule, worst.map(|w| w.difference), why_none);
     let context = worst
-        .map(|(_, k, own)| {
+        .map(|w| {
             format!(
-                "that worker ran {} by the kernel, {} by its own clock",
-                figure(k as f64 / 1e6, "ms"),
-                figure(own as f64 / 1e6, "ms")
+                "that worker ran {} by the kernel, {} by its own clock, switched out {} times; allowed: {ALLOWANCE} (steal {:.1} % here)",
+                figure(w.kernel_ns as f64 / 1e6, "ms"),
+                figure(w.own_ns as f64 / 1e6, "ms"),
+                w.switches,
+                steal * 100.0
             )
         })
         .unwrap_or_default();
     AGREES.judge(&[cond], &context, |o| {
-        if o.holds() {
-            "every stretch a worker noticed off the CPU was a switch the kernel made".into()
+        let Some(w) = worst.filter(|_| !o.holds()) else {
+            return "every stretch a worker noticed off the CPU was a switch the kernel made, within what the two cannot see alike".into();
+        };
+        if w.own_ns < w.kernel_ns {
+            format!(
+                "a worker saw more gaps than the scheduler switched it out for, beyond the steal ({:.1} % of the run here), the switch path and the interrupts: time the CPU spent outside any task the scheduler knows of",
+                steal * 100.0
+            )
         } else {
-            let (_, k, own) = worst.unwrap_or_default();
-            if own < k {
-                "a worker saw gaps the kernel did not switch it out for: time the hypervisor took the vCPU (steal) or interrupt handlers ran, both invisible to the scheduler".into()
-            } else {
-                "the kernel switched a worker out for stretches shorter than the gap it notices (50 us), so they count as its own run time".into()
-            }
+            "the kernel switched a worker out for stretches shorter than the gap it notices (50 us), so they count as its own run time".into()
         }
     })
 }
@@ -151,15 +201,16 @@ pub fn agreement_claim(groups: &[(&TraceOutcome, &[Worker])]) -> Claim {
 /// Findings `kernel.<key>.*`: the agreement and the kernel's median slice.
 pub fn findings(key: &str, c: &Captured, workers: &[Worker]) -> Vec<Finding> {
     let mut out = Vec::new();
-    if let Some((d, k, own)) = agreement(c, workers) {
+    if let Some(a) = agreement(c, workers) {
         out.push(finding(
             &format!("kernel.{key}.run_time_difference"),
-            d,
+            a.difference,
             "fraction",
             format!(
-                "largest |kernel - own| / kernel over the workers: {:.1} ms by sched_switch, {:.1} ms by the worker's clock",
-                k as f64 / 1e6,
-                own as f64 / 1e6
+                "largest |kernel - own| / kernel over the workers: {:.1} ms by sched_switch, {:.1} ms by the worker's clock, {} switches",
+                a.kernel_ns as f64 / 1e6,
+                a.own_ns as f64 / 1e6,
+                a.switches
             ),
         ));
     }
@@ -297,12 +348,19 @@ mod tests {
         );
         let w10 = worker(10, 0, 20 * ms, vec![(4 * ms, 8 * ms), (12 * ms, 16 * ms)]);
         assert_eq!(kernel_slices_ms(&c, &w10), vec![4.0]);
-        let (d, k, own) = agreement(&c, &[w10]).unwrap();
-        assert_eq!((d, k, own), (0.0, 12 * ms, 12 * ms));
+        let a = agreement(&c, &[w10]).unwrap();
+        assert_eq!(
+            (a.difference, a.kernel_ns, a.own_ns, a.switches),
+            (0.0, 12 * ms, 12 * ms, 2)
+        );
     }
 
+    /// Regression: sched.slices and sched.nice differed on this cross-check (1.3
+    /// and 1.8 % against a bare 1 %) and blamed steal while steal was 0.0 %. The
+    /// allowance now names what the two accounts cannot see alike (steal, the
+    /// switch path, interrupts), and the "why" gives the steal it saw.
     #[test]
-    fn the_claim_holds_when_both_accounts_agree_and_names_steal_when_not() {
+    fn the_claim_allows_what_neither_account_sees_and_names_the_steal_it_saw() {
         let c = TraceOutcome::Traced(Box::new(turns()));
         let ms = 1_000_000;
         let agree = [worker(
@@ -311,7 +369,29 @@ mod tests {
             20 * ms,
             vec![(4 * ms, 8 * ms), (12 * ms, 16 * ms)],
         )];
-        assert_eq!(agreement_claim(&[(&c, &agree)]).verdict, Verdict::Holds);
+        let claim = agreement_claim(&[(&c, &agree)], 0.0);
+        assert_eq!(claim.verdict, Verdict::Holds);
+        assert!(
+            claim.expectation.contains("at most"),
+            "{}",
+            claim.expectation
+        );
+        // each of the two switches cost the worker 100 us more than the kernel's
+        // record shows, as the preemption path does on a KVM guest: 1.7 % of
+        // its 12 ms, inside 1.5 % + 2 x 100 us (3.2 %)
+        let path = [worker(
+            10,
+            0,
+            20 * ms,
+            vec![(4 * ms - 100_000, 8 * ms + 100_000), (12 * ms, 16 * ms)],
+        )];
+        let claim = agreement_claim(&[(&c, &path)], 0.0);
+        assert_eq!(claim.verdict, Verdict::Holds, "{}", claim.observed);
+        assert!(
+            claim.observed.contains("switched out 2 times"),
+            "{}",
+            claim.observed
+        );
         // the worker saw one more 1 ms gap the kernel never switched it out for
         let stolen = [worker(
             10,
@@ -319,13 +399,22 @@ mod tests {
             20 * ms,
             vec![(ms, 2 * ms), (4 * ms, 8 * ms), (12 * ms, 16 * ms)],
         )];
-        let claim = agreement_claim(&[(&c, &stolen)]);
+        let claim = agreement_claim(&[(&c, &stolen)], 0.0);
         assert_eq!(claim.verdict, Verdict::Differs);
-        assert!(claim.why.contains("steal"), "{}", claim.why);
+        assert!(
+            claim
+                .why
+                .contains("beyond the steal (0.0 % of the run here)"),
+            "{}",
+            claim.why
+        );
+        // steal of 8 % during the run explains that gap (1 ms of 12 ms)
+        let claim = agreement_claim(&[(&c, &stolen)], 0.08);
+        assert_eq!(claim.verdict, Verdict::Holds, "{}", claim.observed);
         let off = TraceOutcome::NotAvailable {
             reason: "needs root".into(),
         };
-        let claim = agreement_claim(&[(&off, &agree)]);
+        let claim = agreement_claim(&[(&off, &agree)], 0.0);
         assert_eq!(claim.verdict, Verdict::NotJudged);
         assert_eq!(claim.why, "kernel tracing: not available (needs root)");
     }

@@ -43,6 +43,7 @@ pub fn env(hz: Option<u32>, hv: Option<&str>) -> Environment {
             cpu_busy_fraction: 0.0,
             steal_fraction: 0.0,
             warning: None,
+            ..Default::default()
         },
         seed: 1,
     }

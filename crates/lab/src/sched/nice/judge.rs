@@ -19,6 +19,7 @@ pub const RATIO_TOLERANCE: f64 = 0.15;
 
 const SHARES: Check = Check {
     id: "nice-shares-follow-weights",
+    tolerates: &crate::harness::interference::CPU_SHARES,
     text: "Nice values divide the CPU by the kernel's weights (about 1.25x per step)",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Process scheduler\"; kernel/sched/core.c sched_prio_to_weight",
 };
@@ -96,7 +97,10 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
         .iter()
         .map(|p| (&p.kernel, &p.workers[..]))
         .collect();
-    out.claims.push(kernel_view::agreement_claim(&groups));
+    out.claims.push(kernel_view::agreement_claim(
+        &groups,
+        env.load.steal_fraction,
+    ));
     if let Some(p) = raw.pairs.first() {
         out.notes.push(p.kernel.note());
     }

@@ -111,6 +111,9 @@ impl Experiment for SchedNice {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "share.nice0_vs_5"
+    }
 
     fn plan(&self, p: &mut Planner) -> Plan {
         let quick = p.quick();

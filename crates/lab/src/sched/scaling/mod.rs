@@ -121,6 +121,13 @@ impl Experiment for SchedScaling {
             &META
         }
     }
+    fn headline(&self) -> &'static str {
+        if self.multiload {
+            "one_cpu.n2"
+        } else {
+            "one_cpu.n8"
+        }
+    }
 
     fn plan(&self, p: &mut Planner) -> Plan {
         let cpus = p.machine.cpu.cpus.len().max(1);

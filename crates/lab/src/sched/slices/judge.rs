@@ -16,6 +16,7 @@ const SLICE_TOLERANCE: f64 = 0.5;
 
 const SLICE_IS_TICK_BOUND: Check = Check {
     id: "slice-is-tick-bound",
+    tolerates: &crate::harness::interference::CPU_SHARES,
     text: "Each of N CPU-bound processes on one CPU runs a slice of max(kernel slice, one tick) per turn and waits (N - 1) slices",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Process scheduler\"; checked against EEVDF on 6.6+ kernels",
 };
@@ -74,7 +75,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let multi: Vec<&Seen> = seen.iter().filter(|s| s.n > 1).collect();
     out.claims
         .push(claim(&multi, se_slice_ms, tick_ms, hz, env));
-    kernel_figures(&mut out, raw);
+    kernel_figures(&mut out, raw, env.load.steal_fraction);
     let medians = multi
         .iter()
         .filter(|s| s.median.is_finite())
@@ -105,7 +106,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
 
 /// What the kernel's trace says of every round, and whether it agrees with the
 /// workers' own account.
-fn kernel_figures(out: &mut Output, raw: &Raw) {
+fn kernel_figures(out: &mut Output, raw: &Raw, steal: f64) {
     for r in &raw.rounds {
         if let Some(c) = r.kernel.captured() {
             out.findings
@@ -120,7 +121,8 @@ fn kernel_figures(out: &mut Output, raw: &Raw) {
         .iter()
         .map(|r| (&r.kernel, &r.workers[..]))
         .collect();
-    out.claims.push(kernel_view::agreement_claim(&groups));
+    out.claims
+        .push(kernel_view::agreement_claim(&groups, steal));
     if let Some(r) = raw.rounds.first() {
         out.notes.push(r.kernel.note());
     }

@@ -143,6 +143,9 @@ impl Experiment for SchedSlices {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "slice_ms.n2"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

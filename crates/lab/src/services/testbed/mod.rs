@@ -75,6 +75,20 @@ impl Cap {
     }
 }
 
+/// How the loop device reaches its image.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum LoopIo {
+    /// Direct I/O: the loop device's writes go to the file system under the image
+    /// without a second copy in its page cache.
+    #[default]
+    Direct,
+    /// Buffered: the kernel refused direct I/O on the image (a tmpfs on 6.1, a
+    /// ramfs), so the loop device's writes pass through the page cache of the
+    /// file system under the image; `why` is losetup's refusal.
+    Buffered { why: String },
+}
+
 /// A testbed that is up.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Testbed {
@@ -91,12 +105,38 @@ pub struct Testbed {
     /// How the bandwidth is capped (a state file from before v2 had v1's).
     #[serde(default)]
     pub cap: Cap,
+    /// Direct or buffered I/O on the image.
+    #[serde(default)]
+    pub io: LoopIo,
+    /// The file system under the image where it keeps its files in memory
+    /// (tmpfs, ramfs): the image then takes memory, up to its size.
+    #[serde(default)]
+    pub in_memory: Option<String>,
     /// Journal entries of the steps, in order (for a process-scoped testbed).
     #[serde(skip)]
     pub seqs: Vec<u64>,
 }
 
 impl Testbed {
+    /// What a user of this testbed must know beyond its cap: a buffered loop
+    /// device, an image that lives in memory. Empty for a direct one on a disk.
+    pub fn notes(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if let LoopIo::Buffered { why } = &self.io {
+            out.push(format!(
+                "the loop device is buffered: the kernel refused direct I/O on {} ({why}), so its writes pass through the page cache of the file system under the image",
+                self.image.display()
+            ));
+        }
+        if let Some(fs) = &self.in_memory {
+            out.push(format!(
+                "the image is on a {fs}: it lives in memory, up to its {} (--size); give --scratch a folder on a disk, such as /var/tmp, to keep it there",
+                oslab_units::human_bytes(self.size_bytes)
+            ));
+        }
+        out
+    }
+
     /// The diskstats name of the loop device (`loop0`).
     pub fn disk_name(&self) -> String {
         self.device
@@ -224,8 +264,10 @@ pub fn up(
         })?;
 
     // Reserve a free loop device, journal its detach, then attach; retry if another
-    // process took the same device in between.
+    // process took the same device in between. Where the kernel refuses direct I/O
+    // on the image (a tmpfs on 6.1), the device is attached buffered, and says so.
     let mut device = PathBuf::new();
+    let mut io = LoopIo::Direct;
     let mut last_err = None;
     for _ in 0..5 {
         let d = blockdev::free_loop_device()?;
@@ -233,7 +275,14 @@ pub fn up(
             format!("loop device {} over {}", d.display(), image.display()),
             Undo::DetachLoop { device: d.clone() },
         )?);
-        match blockdev::attach_loop(&d, &image) {
+        let attached = blockdev::attach_loop(&d, &image, true).or_else(|refused| {
+            blockdev::attach_loop(&d, &image, false).map(|()| {
+                io = LoopIo::Buffered {
+                    why: refused.to_string(),
+                };
+            })
+        });
+        match attached {
             Ok(()) => {
                 device = d;
                 last_err = None;
@@ -287,6 +336,12 @@ pub fn up(
             Cap::IoMaxV2(cap)
         }
     };
+    let in_memory = oslab_sys::machine::mount_of(
+        &std::fs::read_to_string("/proc/mounts").unwrap_or_default(),
+        &image,
+    )
+    .map(|(_, fs)| fs)
+    .filter(|fs| matches!(fs.as_str(), "tmpfs" | "ramfs"));
     let mut tb = Testbed {
         dir,
         image,
@@ -297,6 +352,8 @@ pub fn up(
         bandwidth_bytes_s,
         measured_bytes_s: 0.0,
         cap,
+        io,
+        in_memory,
         seqs,
     };
     tb.measured_bytes_s = measure_bandwidth(&tb)?;

@@ -15,12 +15,14 @@ use crate::wb::common::sawtooth::{
 
 pub(super) const SAWTOOTH: Check = Check {
     id: "background-sawtooth",
+    tolerates: &crate::harness::interference::TIMES,
     text: "With periodic write back off, Dirty climbs to the background limit and the background flusher then holds it there",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (background sync test)",
 };
 
 pub(super) const FALLS_TO_ZERO: Check = Check {
     id: "background-falls-to-zero",
+    tolerates: &crate::harness::interference::TIMES,
     text: "After the background flush Dirty falls to about 0 and climbs again",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (background sync test: 83-85 MB, then ~0)",
 };

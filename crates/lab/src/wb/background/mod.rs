@@ -91,6 +91,9 @@ impl Experiment for Background {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "peak_mib"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

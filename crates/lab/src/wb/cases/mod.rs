@@ -205,6 +205,9 @@ impl Experiment for Cases {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "case1.peak_dirty_mib"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

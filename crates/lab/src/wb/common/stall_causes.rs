@@ -21,6 +21,7 @@ pub const EXPLAINED_SHARE: f64 = 0.9;
 
 pub const EXPLAINED: Check = Check {
     id: "pauses-explain-stalls",
+    tolerates: &crate::harness::interference::TIMES,
     text: "When writers outrun the device, the time they lose in write() is the kernel's dirty-throttle pauses (balance_dirty_pages), not waiting for the disk itself",
     source: "mm/page-writeback.c balance_dirty_pages (\"IO-less\" throttling since 3.2), traced with eBPF",
 };

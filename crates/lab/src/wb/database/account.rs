@@ -69,7 +69,8 @@ fn ms(ns: u64) -> f64 {
 pub fn tally(items: impl IntoIterator<Item = (String, u64)>) -> Vec<(String, u64)> {
     let mut by = std::collections::BTreeMap::new();
     for (k, n) in items {
-        *by.entry(k).or_insert(0) += n;
+        let sum: &mut u64 = by.entry(k).or_insert(0);
+        *sum = sum.saturating_add(n);
     }
     let mut v: Vec<(String, u64)> = by.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));

@@ -10,21 +10,25 @@ use crate::harness::{Output, finding, measurement};
 
 pub const GUARDED: Check = Check {
     id: "commits-guarded",
+    tolerates: &crate::harness::interference::TIMES,
     text: "Under the sync guard a database's commits beside a bulk copy stay within 20 ms at p99 and 10x their p99 alone, none over 200 ms",
     source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const SHARE: Check = Check {
     id: "copy-share",
+    tolerates: &crate::harness::interference::TIMES,
     text: "Under the sync guard the copy still gets at least 70 % of the bandwidth the database leaves",
     source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const INTACT: Check = Check {
     id: "nothing-lost",
+    tolerates: &crate::harness::interference::ANY,
     text: "No byte of either is lost: a history row per transaction, balances that add up, indexes amcheck accepts, the copy's every byte",
     source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const VANILLA: Check = Check {
     id: "copy-stalls-commits",
+    tolerates: &crate::harness::interference::TIMES,
     text: "Without a governor, a bulk copy on the same disk stalls the database's commits (p99 over 10x alone)",
     source: "docs/wcall.md, \"How it works\", the sync guard (1.5-3.6 s commits measured beside dd)",
 };
@@ -37,14 +41,15 @@ const SHARE_MIN: f64 = 0.7;
 
 /// Latency at quantile `q` (0..1) of counted values, nearest rank.
 pub fn quantile(counts: &[(u64, u64)], q: f64) -> Option<u64> {
-    let n: u64 = counts.iter().map(|c| c.1).sum();
+    // counts come from a raw file: saturating, a hostile one cannot overflow
+    let n = counts.iter().fold(0u64, |a, c| a.saturating_add(c.1));
     if n == 0 {
         return None;
     }
     let rank = ((q * n as f64).ceil() as u64).clamp(1, n);
-    let mut seen = 0;
+    let mut seen = 0u64;
     counts.iter().find_map(|(v, c)| {
-        seen += c;
+        seen = seen.saturating_add(*c);
         (seen >= rank).then_some(*v)
     })
 }
@@ -55,11 +60,17 @@ fn ms(us: Option<u64>) -> f64 {
 
 /// Commits over `limit_ms`.
 fn over(counts: &[(u64, u64)], limit_ms: f64) -> u64 {
-    counts
-        .iter()
-        .filter(|(v, _)| *v as f64 > limit_ms * 1000.0)
-        .map(|c| c.1)
-        .sum()
+    total(
+        counts
+            .iter()
+            .filter(|(v, _)| *v as f64 > limit_ms * 1000.0)
+            .map(|c| c.1),
+    )
+}
+
+/// The sum, saturating: the counts come from a raw file, which may be anyone's.
+fn total(counts: impl Iterator<Item = u64>) -> u64 {
+    counts.fold(0, u64::saturating_add)
 }
 
 /// The copy's bytes over what the device had left after the database's own:
@@ -190,8 +201,8 @@ fn kernel_account(raw: &Raw, mode: Mode) -> Option<(oslab_model::Finding, String
             format!("kernel's account, {m}: {why}"),
         ));
     }
-    let over: u64 = traced.iter().map(|a| a.calls_over_slow).sum();
-    let lost: u64 = traced.iter().map(|a| a.lost).sum();
+    let over = total(traced.iter().map(|a| a.calls_over_slow));
+    let lost = total(traced.iter().map(|a| a.lost));
     let short = if lost > 0 {
         format!("; the tracer lost {lost} records, so this may be short")
     } else {
@@ -236,10 +247,10 @@ fn guarded(raw: &Raw) -> Claim {
         .iter()
         .filter_map(|c| Some(ms(quantile(&c.latency_counts, 0.99)) / alone_p99(raw, c.run)?))
         .fold(f64::NAN, f64::max);
-    let slow: u64 = g.iter().map(|c| over(&c.latency_counts, MAX_MS)).sum();
+    let slow = total(g.iter().map(|c| over(&c.latency_counts, MAX_MS)));
     // at most each cell's own count, so never more than `slow`
-    let own: u64 = g.iter().map(|c| excused(raw, c)).sum();
-    let beyond = slow - own;
+    let own = total(g.iter().map(|c| excused(raw, c)));
+    let beyond = slow.saturating_sub(own);
     // a cell without one commit logged has no p99 to compare: it counts against
     // the claim rather than dropping out of the worst case
     let silent = g.iter().filter(|c| c.latency_counts.is_empty()).count();
@@ -272,10 +283,11 @@ fn guarded(raw: &Raw) -> Claim {
             silent as f64,
         ),
     ];
-    let alone_slow: u64 = cells(raw, Mode::Alone)
-        .iter()
-        .map(|c| over(&c.latency_counts, MAX_MS))
-        .sum();
+    let alone_slow = total(
+        cells(raw, Mode::Alone)
+            .iter()
+            .map(|c| over(&c.latency_counts, MAX_MS)),
+    );
     let context = format!(
         "{} governed runs; governed commits over 200 ms: {slow}, of which the server's own: {own} (its new WAL segments by the kernel's account, and as many as it showed restarted with no governor); commits over 200 ms alone, with no copy: {alone_slow}",
         g.len()
@@ -352,14 +364,17 @@ fn excused(raw: &Raw, governed: &CellRaw) -> u64 {
         .iter()
         .find(|c| c.mode == Mode::Restarted && c.run == governed.run)
         .map_or(0, |c| over(&c.latency_counts, MAX_MS));
-    let segments: u64 = governed.kernel.as_ref().map_or(0, |a| {
-        a.over_slow_by_kind
-            .iter()
-            .filter(|(k, _)| k.ends_with(NEW_SEGMENT))
-            .map(|(_, n)| n)
-            .sum()
+    let segments = governed.kernel.as_ref().map_or(0, |a| {
+        total(
+            a.over_slow_by_kind
+                .iter()
+                .filter(|(k, _)| k.ends_with(NEW_SEGMENT))
+                .map(|(_, n)| *n),
+        )
     });
-    (restarted + CLIENTS * segments).min(over(&governed.latency_counts, MAX_MS))
+    restarted
+        .saturating_add(CLIENTS.saturating_mul(segments))
+        .min(over(&governed.latency_counts, MAX_MS))
 }
 
 /// The governor with no copy beside: the worst governed-alone p99 over the same

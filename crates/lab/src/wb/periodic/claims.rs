@@ -9,6 +9,7 @@ use crate::wb::common::sawtooth::{SawRaw, TOLERANCE, others_text};
 
 pub(super) const EXPIRY: Check = Check {
     id: "periodic-expiry",
+    tolerates: &crate::harness::interference::TIMES,
     text: "The flusher wakes every dirty_writeback_centisecs and writes pages older than dirty_expire_centisecs, so Dirty drops to ~0 periodically",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (periodic sync test: ~9.5 MB peaks with expire 10 s)",
 };

@@ -112,6 +112,9 @@ impl Experiment for Periodic {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "peak_mib"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

@@ -19,6 +19,7 @@ const P99_MS: f64 = 20.0;
 
 const THROTTLED: Check = Check {
     id: "writers-throttled",
+    tolerates: &crate::harness::interference::TIMES,
     text: "A writer that pushes dirty memory past the limit is made to wait inside write(): the moment write latency explodes",
     source: "Kim and Park, \"A Dynamic Allocation of Write Cache to Improve I/O Real-Time Responsiveness in Linux\" (2009)",
 };

@@ -129,6 +129,9 @@ impl Experiment for Throttle {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "p99_ms"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

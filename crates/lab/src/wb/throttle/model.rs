@@ -16,6 +16,7 @@ use crate::services::write_latency::{LatencyStats, latency_stats};
 
 const PREDICTS: Check = Check {
     id: "simulator-predicts-this-machine",
+    tolerates: &crate::harness::interference::TIMES,
     text: "The simulator predicts the throttled writers' write() latency from the workload's description alone",
     source: "docs/sim-scenarios.md (the model: mm/page-writeback.c)",
 };

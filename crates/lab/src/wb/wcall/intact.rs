@@ -11,6 +11,7 @@ use crate::services::cells::record::{Cell, Content};
 
 pub const NO_BYTE_LOST: Check = Check {
     id: "no-byte-lost",
+    tolerates: &crate::harness::interference::ANY,
     text: "Every byte a governed writer writes reaches its file, also when the governor is killed mid-write",
     source: "oslab's rule for its governor: it may delay writes, never drop them (docs/wcall.md, \"What it cannot do, and says so\")",
 };

@@ -135,6 +135,28 @@ fn governor_note(m: &Matrix, p: Policy, s: Scenario) -> Option<String> {
     ))
 }
 
+/// The p99 finding's words: the figures and the writes over 200 ms per run, or
+/// that the run never measured this cell (its figures are none, not 0 ms).
+fn latency_detail(m: &Matrix, p: Policy, s: Scenario, r: &LatencyStats) -> String {
+    if r.writes == 0 {
+        return format!(
+            "not measured: this run has no {}.{} cell",
+            p.name(),
+            s.name()
+        );
+    }
+    let per_run: Vec<String> = (0..m.runs)
+        .flat_map(|k| m.of(p, s).filter(move |c| c.run == k))
+        .map(|c| latency_stats(&c.first().latency_ms).over_200.to_string())
+        .collect();
+    format!(
+        "{}; over 200 ms: {} (per run: {})",
+        stats_text(r),
+        r.over_200,
+        per_run.join(", ")
+    )
+}
+
 /// The measurement and findings of one cell kind (policy x scenario), and its
 /// mean latency (measured, then simulated) for the Fig. 6 bars.
 fn cell_figures(
@@ -164,20 +186,11 @@ fn cell_figures(
         seed,
         None,
     ));
-    let per_run: Vec<String> = (0..m.runs)
-        .flat_map(|k| m.of(p, s).filter(move |c| c.run == k))
-        .map(|c| latency_stats(&c.first().latency_ms).over_200.to_string())
-        .collect();
     out.findings.push(finding(
         &format!("p99_ms.{key}"),
         r.p99,
         "ms",
-        format!(
-            "{}; over 200 ms: {} (per run: {})",
-            stats_text(&r),
-            r.over_200,
-            per_run.join(", ")
-        ),
+        latency_detail(m, p, s, &r),
     ));
     rows_mean.push((key.clone(), r.mean));
     if Scenario::CONTESTED.contains(&s) {

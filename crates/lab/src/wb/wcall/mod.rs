@@ -241,6 +241,9 @@ impl Experiment for WbWcall {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "p99_ms.vanilla.rt45x2"
+    }
 
     fn settings(&self) -> Declared {
         &SETTINGS

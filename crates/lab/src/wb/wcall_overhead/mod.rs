@@ -189,6 +189,9 @@ impl Experiment for WcallOverhead {
     fn meta(&self) -> &Meta {
         &META
     }
+    fn headline(&self) -> &'static str {
+        "overhead_ns"
+    }
 
     fn plan(&self, p: &mut Planner) -> Plan {
         Plan {

@@ -136,6 +136,7 @@ fn last_validation(db: Option<&std::path::Path>) -> Option<ExperimentResult> {
         experiment: Some("sim.validate".into()),
         machine: None,
         limit: None,
+        headline: None,
     };
     store
         .export(&filter)

@@ -25,8 +25,8 @@ use crate::output::{Stream, print};
 
 #[derive(Debug, Args)]
 pub struct WatchArgs {
-    /// Seconds between samples (0.01 to 3600)
-    #[arg(long, value_name = "SECONDS", default_value_t = 1.0, allow_negative_numbers = true, value_parser = seconds(0.01, 3600.0))]
+    /// Time between samples, e.g. 1s or 500ms (10ms to 3600s)
+    #[arg(long, value_name = "DURATION", default_value = "1s", allow_negative_numbers = true, value_parser = seconds(0.01, 3600.0))]
     pub interval: f64,
     /// Print one interval and exit
     #[arg(long, conflicts_with = "count")]

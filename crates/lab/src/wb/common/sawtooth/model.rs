@@ -16,6 +16,7 @@ use crate::harness::finding;
 
 pub const PREDICTS: Check = Check {
     id: "simulator-predicts-this-machine",
+    tolerates: &crate::harness::interference::TIMES,
     text: "The simulator predicts this machine's Dirty sawtooth from the settings and the writer's rate alone",
     source: "docs/sim-scenarios.md (the model: mm/page-writeback.c, fs/fs-writeback.c)",
 };

@@ -45,6 +45,7 @@ pub(crate) fn env(hv: Option<&str>) -> Environment {
             cpu_busy_fraction: 0.0,
             steal_fraction: 0.0,
             warning: None,
+            ..Default::default()
         },
         seed: 1,
     }
