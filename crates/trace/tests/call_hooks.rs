@@ -356,7 +356,10 @@ fn in_the_debian_6_12_guest_the_function_set_loads_and_both_tests_run() {
         return;
     }
     let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kernel-matrix");
-    let release = match prepare_kernel(&cache, "linux-image-6.12-amd64") {
+    // another of Debian's kernels by its package, to try one by hand
+    let package = std::env::var("OSLAB_CALL_HOOKS_KERNEL")
+        .unwrap_or_else(|_| "linux-image-6.12-amd64".to_string());
+    let release = match prepare_kernel(&cache, &package) {
         Ok(r) => r,
         Err(why) => {
             eprintln!("skipped: the kernel could not be fetched or unpacked: {why}");
