@@ -330,7 +330,10 @@ fn first_loading<'o>(
     let mut failed: Vec<(Plan, String)> = Vec::new();
     for (storage, &plan) in storages.iter_mut().zip(plans) {
         let result = if plan.functions && present.is_empty() {
-            Err("this kernel has none of the functions (ext4, XFS, btrfs, block devices, vfs_fsync_range)".to_string())
+            Err(
+                "this kernel has none of the functions (ext4, XFS, btrfs, block devices)"
+                    .to_string(),
+            )
         } else {
             load_writeback(
                 storage,

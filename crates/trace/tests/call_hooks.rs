@@ -97,8 +97,8 @@ fn auto_takes_the_function_set_exactly_where_it_loads_and_says_why_not() {
     match (&functions_loaded, &attached.calls) {
         (Ok(()), CallSet::Functions(fns)) => {
             assert!(!has("on_sys_enter") && !has("on_sys_exit"), "{names:?}");
-            assert!(fns.iter().any(|f| f == "vfs_fsync_range"), "{fns:?}");
-            assert!(has("in_fsync") && has("out_fsync"), "{names:?}");
+            assert!(fns.iter().any(|f| f == "sync_file_range"), "{fns:?}");
+            assert!(has("in_range_sync") && has("out_range_sync"), "{names:?}");
         }
         (Err(e), CallSet::Syscalls(Some(why))) => {
             assert!(!why.is_empty(), "the reason is given");
@@ -257,10 +257,28 @@ fn both_sets_attached_at_once_split_every_call_alike() {
     let mut longer = Vec::new();
     for w in &s {
         let Some(m) = same_call(w, &f) else {
+            let near: Vec<String> = by_functions
+                .writes
+                .iter()
+                .filter(|o| {
+                    o.pid == w.pid
+                        && o.end_ns() + 1_000_000 >= w.start_ns
+                        && o.start_ns <= w.end_ns() + 1_000_000
+                })
+                .map(|o| {
+                    format!(
+                        "{} {:.3} ms at {}",
+                        o.call,
+                        o.dur_ns as f64 / 1e6,
+                        o.start_ns
+                    )
+                })
+                .collect();
             bad.push(format!(
-                "{} of {:.3} ms: not seen by the function set",
+                "{} of {:.3} ms at {}: not seen by the function set (its calls around: {near:?})",
                 w.call,
-                w.dur_ns as f64 / 1e6
+                w.dur_ns as f64 / 1e6,
+                w.start_ns
             ));
             continue;
         };

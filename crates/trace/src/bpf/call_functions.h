@@ -1,7 +1,7 @@
 /* File calls seen where the work is: programs on the entry and exit of the
- * file systems' read and write functions (ext4, XFS, btrfs, block devices),
- * of vfs_fsync_range (fsync, fdatasync, msync with MS_SYNC, an O_SYNC write's
- * sync) and of sync_file_range, instead of sys_enter and sys_exit. A system
+ * file systems' read, write and fsync functions (ext4, XFS, btrfs, block
+ * devices: fsync, fdatasync, msync with MS_SYNC, an O_SYNC write's sync) and
+ * of sync_file_range, instead of sys_enter and sys_exit. A system
  * call that touches no such file (a pipe, a socket, a futex) runs none of
  * them. The call is named by the system call its task is in (the saved user
  * registers), so the records are those of the system call set: a read or write
@@ -73,18 +73,27 @@ ITER_FUNCTION(btrfs_file_write_iter, in_btrfs_write, out_btrfs_write, OPENER_WRI
 ITER_FUNCTION(blkdev_read_iter, in_blk_read, out_blk_read, OPENER_READ)
 ITER_FUNCTION(blkdev_write_iter, in_blk_write, out_blk_write, OPENER_WRITE)
 
-SEC("fentry/vfs_fsync_range")
-int BPF_PROG(in_fsync, struct file *file)
-{
-	return function_entered(file, OPENER_SYNC);
-}
+/* fsync: (struct file *, loff_t, loff_t, int datasync) -> int; the file
+ * systems' own, called through f_op->fsync, so never inlined into their
+ * caller as vfs_fsync_range may be (Debian's 6.1 inlines it on fdatasync's
+ * path) */
+#define SYNC_FUNCTION(fn, in, out)                                                      \
+	SEC("fentry/" #fn)                                                              \
+	int BPF_PROG(in, struct file *file)                                             \
+	{                                                                               \
+		return function_entered(file, OPENER_SYNC);                             \
+	}                                                                               \
+	SEC("fexit/" #fn)                                                               \
+	int BPF_PROG(out, struct file *file, long long start, long long end_at, int datasync, \
+		     int ret)                                                           \
+	{                                                                               \
+		return function_returned(OPENER_SYNC, ret);                             \
+	}
 
-SEC("fexit/vfs_fsync_range")
-int BPF_PROG(out_fsync, struct file *file, long long start, long long end_at, int datasync,
-	     int ret)
-{
-	return function_returned(OPENER_SYNC, ret);
-}
+SYNC_FUNCTION(ext4_sync_file, in_ext4_sync, out_ext4_sync)
+SYNC_FUNCTION(xfs_file_fsync, in_xfs_sync, out_xfs_sync)
+SYNC_FUNCTION(btrfs_sync_file, in_btrfs_sync, out_btrfs_sync)
+SYNC_FUNCTION(blkdev_fsync, in_blk_sync, out_blk_sync)
 
 /* sync_file_range(2) starts and waits for write back itself: it never reaches
  * vfs_fsync_range. */
