@@ -13,8 +13,8 @@ use std::os::fd::AsFd;
 
 use libbpf_rs::query::ProgInfoIter;
 
-use crate::ProgramRuns;
-use crate::attach::{CallHooks, RunQueue};
+use crate::attach::{Attached, CallHooks, CallSet, Loaded, RunQueue};
+use crate::{ProgramRuns, WritebackOptions};
 
 /// Each kernel function with programs on it: (function, entry program, exit
 /// program). The file systems' own read, write and fsync functions, as bcc's
@@ -117,6 +117,45 @@ fn kernel_keeps_run_delay() -> bool {
     };
     btf.type_by_name::<Struct>("task_struct")
         .is_some_and(|t| t.iter().any(|m| m.name.is_some_and(|n| n == "sched_info")))
+}
+
+/// What a tracer loaded under `plan` reports, given the plans that failed before.
+pub(crate) fn loaded_as(
+    plan: Plan,
+    present: &[&str],
+    counters: bool,
+    opts: &WritebackOptions,
+    failed: &[(Plan, String)],
+) -> Loaded {
+    let mut limits = Vec::new();
+    if opts.file_calls && !plan.faults {
+        // page_fault_user is x86's: elsewhere everything but page faults is
+        // still traced
+        let why = failed
+            .iter()
+            .find(|(p, _)| p.faults && p.functions == plan.functions)
+            .map_or("no fault tracepoint", |(_, e)| e.as_str());
+        limits.push(format!(
+            "page faults are not traced on this kernel ({why}): stores through a mapping show only as dirtied pages"
+        ));
+    }
+    let calls = if plan.functions {
+        CallSet::Functions(present.iter().map(|f| f.to_string()).collect())
+    } else {
+        CallSet::Syscalls(
+            failed
+                .iter()
+                .find(|(p, _)| p.functions)
+                .map(|(_, e)| e.clone()),
+        )
+    };
+    Loaded {
+        limits,
+        attached: (!opts.dirtiers_only).then_some(Attached {
+            calls,
+            run_queue_from_counters: counters,
+        }),
+    }
 }
 
 /// Each loaded program of `object`, with the kernel's count of its runs.

@@ -12,8 +12,8 @@ use std::time::Duration;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
-use crate::attach::{Attached, CallSet, Loaded};
-use crate::hooks::{Plan, left_out, plans, present_functions, run_queue_from_counters};
+use crate::attach::Loaded;
+use crate::hooks::{Plan, left_out, loaded_as, plans, present_functions, run_queue_from_counters};
 use crate::records::{Dirtier, Event, SwitchCounts};
 use crate::{Cmd, SchedOptions, Snapshot, TraceError, Tracer, Watch, WritebackOptions};
 
@@ -356,45 +356,6 @@ fn first_loading<'o>(
     Err(failed
         .pop()
         .map_or_else(|| "nothing to load".to_string(), |(_, e)| e))
-}
-
-/// What a tracer loaded under `plan` reports, given the plans that failed before.
-fn loaded_as(
-    plan: Plan,
-    present: &[&str],
-    counters: bool,
-    opts: &WritebackOptions,
-    failed: &[(Plan, String)],
-) -> Loaded {
-    let mut limits = Vec::new();
-    if opts.file_calls && !plan.faults {
-        // page_fault_user is x86's: elsewhere everything but page faults is
-        // still traced
-        let why = failed
-            .iter()
-            .find(|(p, _)| p.faults && p.functions == plan.functions)
-            .map_or("no fault tracepoint", |(_, e)| e.as_str());
-        limits.push(format!(
-            "page faults are not traced on this kernel ({why}): stores through a mapping show only as dirtied pages"
-        ));
-    }
-    let calls = if plan.functions {
-        CallSet::Functions(present.iter().map(|f| f.to_string()).collect())
-    } else {
-        CallSet::Syscalls(
-            failed
-                .iter()
-                .find(|(p, _)| p.functions)
-                .map(|(_, e)| e.clone()),
-        )
-    };
-    Loaded {
-        limits,
-        attached: (!opts.dirtiers_only).then_some(Attached {
-            calls,
-            run_queue_from_counters: counters,
-        }),
-    }
 }
 
 pub(crate) fn start_writeback(opts: WritebackOptions) -> Result<Tracer, TraceError> {
