@@ -142,15 +142,22 @@ pub fn same_call<'a>(w: &WriteCall, among: &[&'a WriteCall]) -> Option<&'a Write
         .copied()
 }
 
-/// The parts of `a` that differ from `b`'s by more than `share` of b's
-/// duration, named, with both figures in ms.
-pub fn disagreements(a: &WriteCall, b: &WriteCall, share: f64) -> Vec<String> {
+/// The parts of the function set's call `a` that differ from the system call
+/// set's `b` beyond what the span outside the function explains: `b` may have
+/// more of a part by at most `share` of its duration plus `outside` (the time
+/// of the system call before the function was entered and after it returned,
+/// which only `b` counts), and less by at most `share`; named, with both
+/// figures in ms.
+pub fn disagreements(a: &WriteCall, b: &WriteCall, outside: u64, share: f64) -> Vec<String> {
     let limit = b.dur_ns as f64 * share;
     parts(a)
         .iter()
         .zip(parts(b))
         .zip(PART_NAMES)
-        .filter(|((x, y), _)| (**x as f64 - *y as f64).abs() > limit)
+        .filter(|((x, y), _)| {
+            let more = *y as f64 - **x as f64;
+            more > limit + outside as f64 || -more > limit
+        })
         .map(|((x, y), name)| {
             format!(
                 "{name} {:.3} against {:.3} ms",
