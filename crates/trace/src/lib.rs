@@ -19,9 +19,12 @@
 #![deny(unsafe_code)]
 
 pub mod analysis;
+pub mod attach;
 pub mod chrome;
 pub mod decode;
 pub mod folded;
+#[cfg(oslab_bpf)]
+mod hooks;
 #[cfg(oslab_bpf)]
 mod live;
 pub mod records;
@@ -36,6 +39,7 @@ use std::time::Duration;
 use records::{Dirtier, Event, OffCpu, SwitchCounts};
 
 pub use analysis::{Captured, TraceOutcome};
+pub use attach::{Attached, CallHooks, CallSet, RunQueue};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TraceError {
@@ -92,6 +96,10 @@ pub struct WritebackOptions {
     /// so leaving them out is what keeps the monitor off every other program's
     /// path.
     pub dirtiers_only: bool,
+    /// Where a call is seen to begin and end.
+    pub hooks: CallHooks,
+    /// Where a blocked stretch's wait for a CPU after its wake-up comes from.
+    pub run_queue: RunQueue,
 }
 
 impl Default for WritebackOptions {
@@ -104,6 +112,8 @@ impl Default for WritebackOptions {
             per_file: false,
             file_calls: false,
             dirtiers_only: false,
+            hooks: CallHooks::Syscalls,
+            run_queue: RunQueue::Auto,
         }
     }
 }
@@ -124,6 +134,17 @@ pub struct Snapshot {
     pub lost: u64,
     /// Records this code could not read.
     pub undecoded: u64,
+    /// Each loaded program's runs (the write-back tracer's).
+    pub programs: Vec<ProgramRuns>,
+}
+
+/// How often one loaded program ran and for how long, as the kernel counts
+/// them: only while kernel.bpf_stats_enabled is 1.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProgramRuns {
+    pub name: String,
+    pub runs: u64,
+    pub run_ns: u64,
 }
 
 pub(crate) enum Cmd {
@@ -140,6 +161,9 @@ pub struct Tracer {
     symbols: Option<oslab_sys::parse::kallsyms::Kallsyms>,
     /// What could not be traced on this kernel, one sentence each.
     pub limits: Vec<String>,
+    /// Which programs the write-back tracer attached for calls (None for the
+    /// scheduler's tracer and the governor's monitor).
+    pub attached: Option<Attached>,
 }
 
 impl Tracer {
@@ -172,14 +196,15 @@ impl Tracer {
         cmds: Sender<Cmd>,
         events: Receiver<Event>,
         thread: JoinHandle<()>,
-        limits: Vec<String>,
+        loaded: attach::Loaded,
     ) -> Tracer {
         Tracer {
             cmds,
             events,
             thread: Some(thread),
             symbols: None,
-            limits,
+            limits: loaded.limits,
+            attached: loaded.attached,
         }
     }
 

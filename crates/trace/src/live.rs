@@ -12,6 +12,8 @@ use std::time::Duration;
 use libbpf_rs::skel::{OpenSkel, Skel, SkelBuilder};
 use libbpf_rs::{MapCore, MapFlags, RingBufferBuilder};
 
+use crate::attach::Loaded;
+use crate::hooks::{Plan, left_out, loaded_as, plans, present_functions, run_queue_from_counters};
 use crate::records::{Dirtier, Event, SwitchCounts};
 use crate::{Cmd, SchedOptions, Snapshot, TraceError, Tracer, Watch, WritebackOptions};
 
@@ -81,7 +83,7 @@ fn failure(what: &str, e: impl std::fmt::Display) -> String {
 /// Runs `body` on its own thread; returns once it reported its programs loaded.
 fn spawn<F>(name: &str, body: F) -> Result<Tracer, TraceError>
 where
-    F: FnOnce(Receiver<Cmd>, Sender<Event>, Sender<Result<Vec<String>, String>>) + Send + 'static,
+    F: FnOnce(Receiver<Cmd>, Sender<Event>, Sender<Result<Loaded, String>>) + Send + 'static,
 {
     capture_libbpf_log();
     let (cmd_tx, cmd_rx) = channel();
@@ -92,7 +94,7 @@ where
         .spawn(move || body(cmd_rx, ev_tx, ready_tx))
         .map_err(|e| TraceError::Failed(format!("starting the tracer thread: {e}")))?;
     match ready_rx.recv() {
-        Ok(Ok(limits)) => Ok(Tracer::from_parts(cmd_tx, ev_rx, thread, limits)),
+        Ok(Ok(loaded)) => Ok(Tracer::from_parts(cmd_tx, ev_rx, thread, loaded)),
         Ok(Err(e)) => {
             let _ = thread.join();
             Err(TraceError::Failed(e))
@@ -115,8 +117,8 @@ fn add_watched(map: &dyn MapCore, tgid: u32) -> Result<(), String> {
 /// until told to stop. `counters` reads the kernel-side maps, given how many
 /// records could not be read.
 fn drive(
-    ready: Sender<Result<Vec<String>, String>>,
-    limits: Vec<String>,
+    ready: Sender<Result<Loaded, String>>,
+    loaded: Loaded,
     cmds: Receiver<Cmd>,
     events: Sender<Event>,
     ring_map: &dyn MapCore,
@@ -150,7 +152,7 @@ fn drive(
             return;
         }
     };
-    let _ = ready.send(Ok(limits));
+    let _ = ready.send(Ok(loaded));
     loop {
         // The programs never wake the reader (BPF_RB_NO_WAKEUP): drain on a timer,
         // and at once when asked.
@@ -225,11 +227,19 @@ fn dirtiers(map: &dyn MapCore) -> Vec<Dirtier> {
     out
 }
 
+/// How to load: the plan, the functions present, the run-queue source.
+struct Setup<'a> {
+    plan: Plan,
+    present: &'a [&'a str],
+    counters: bool,
+}
+
 fn load_writeback<'o>(
     storage: &'o mut MaybeUninit<libbpf_rs::OpenObject>,
     opts: &WritebackOptions,
-    faults: bool,
+    setup: &Setup<'_>,
 ) -> Result<writeback_skel::WritebackSkel<'o>, String> {
+    let faults = setup.plan.faults;
     let mut open = WritebackSkelBuilder::default()
         .open(storage)
         .map_err(|e| failure("opening the write-back programs", e))?;
@@ -244,8 +254,18 @@ fn load_writeback<'o>(
     rodata.stack_threshold_ns = opts.stack_threshold.as_nanos() as u64;
     rodata.per_file = opts.per_file;
     rodata.file_calls = opts.file_calls;
+    rodata.runq_from_counters = setup.counters;
     if !faults {
         open.progs.on_fault.set_autoload(false);
+    }
+    if setup.counters {
+        open.progs.on_wakeup.set_autoload(false);
+    }
+    let out = left_out(setup.plan, setup.present);
+    for mut prog in open.open_object_mut().progs_mut() {
+        if out.iter().any(|n| prog.name() == *n) {
+            prog.set_autoload(false);
+        }
     }
     // balance_dirty_pages takes 8 arguments on 6.x, 12 before; mm_filemap_fault
     // came with 6.10
@@ -299,29 +319,61 @@ fn load_and_attach<'o>(
     Ok(skel)
 }
 
+/// Loads the first plan that loads; what was attached, and the limits met.
+fn first_loading<'o>(
+    storages: &'o mut [MaybeUninit<libbpf_rs::OpenObject>],
+    opts: &WritebackOptions,
+    plans: &[Plan],
+) -> Result<(writeback_skel::WritebackSkel<'o>, Loaded), String> {
+    let present = present_functions();
+    let counters = run_queue_from_counters(opts.run_queue);
+    let mut failed: Vec<(Plan, String)> = Vec::new();
+    for (storage, &plan) in storages.iter_mut().zip(plans) {
+        let result = if plan.functions && present.is_empty() {
+            Err(
+                "this kernel has none of the functions (ext4, XFS, btrfs, block devices)"
+                    .to_string(),
+            )
+        } else {
+            load_writeback(
+                storage,
+                opts,
+                &Setup {
+                    plan,
+                    present: &present,
+                    counters,
+                },
+            )
+        };
+        match result {
+            Ok(skel) => {
+                let loaded = loaded_as(plan, &present, counters, opts, &failed);
+                return Ok((skel, loaded));
+            }
+            Err(e) => failed.push((plan, e)),
+        }
+    }
+    Err(failed
+        .pop()
+        .map_or_else(|| "nothing to load".to_string(), |(_, e)| e))
+}
+
 pub(crate) fn start_writeback(opts: WritebackOptions) -> Result<Tracer, TraceError> {
     spawn("oslab-trace-wb", move |cmds, events, ready| {
-        let mut storage = MaybeUninit::uninit();
-        let mut second = MaybeUninit::uninit();
-        let mut limits = Vec::new();
-        let loaded = match load_writeback(&mut storage, &opts, opts.file_calls) {
-            Err(e) if opts.file_calls => {
-                // page_fault_user is x86's: elsewhere everything but page
-                // faults is still traced.
-                limits.push(format!(
-                    "page faults are not traced on this kernel ({e}): stores through a mapping show only as dirtied pages"
-                ));
-                load_writeback(&mut second, &opts, false)
-            }
-            other => other,
+        let plans = if opts.dirtiers_only {
+            plans(crate::CallHooks::Syscalls, false)
+        } else {
+            plans(opts.hooks, opts.file_calls)
         };
-        match loaded {
+        let mut storages: Vec<MaybeUninit<libbpf_rs::OpenObject>> =
+            plans.iter().map(|_| MaybeUninit::uninit()).collect();
+        match first_loading(&mut storages, &opts, &plans) {
             Err(e) => {
                 let _ = ready.send(Err(e));
             }
-            Ok(skel) => drive(
+            Ok((skel, loaded)) => drive(
                 ready,
-                limits,
+                loaded,
                 cmds,
                 events,
                 &skel.maps.events,
@@ -331,6 +383,12 @@ pub(crate) fn start_writeback(opts: WritebackOptions) -> Result<Tracer, TraceErr
                     counts: Vec::new(),
                     lost: skel.maps.bss_data.as_deref().map_or(0, |b| b.lost_events),
                     undecoded,
+                    // the governor's monitor asks often and needs none
+                    programs: if opts.dirtiers_only {
+                        Vec::new()
+                    } else {
+                        crate::hooks::program_runs(skel.object())
+                    },
                 },
             ),
         }
@@ -391,7 +449,7 @@ pub(crate) fn start_sched(opts: SchedOptions) -> Result<Tracer, TraceError> {
             }
             Ok(skel) => drive(
                 ready,
-                Vec::new(),
+                Loaded::default(),
                 cmds,
                 events,
                 &skel.maps.events,
@@ -401,6 +459,7 @@ pub(crate) fn start_sched(opts: SchedOptions) -> Result<Tracer, TraceError> {
                     counts: switch_counts(&skel.maps.switches),
                     lost: skel.maps.bss_data.as_deref().map_or(0, |b| b.lost_events),
                     undecoded,
+                    programs: Vec::new(),
                 },
             ),
         }

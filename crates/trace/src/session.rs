@@ -134,6 +134,11 @@ impl StallsSession {
         &self.tracer.limits
     }
 
+    /// Which programs see the calls begin and end.
+    pub fn attached(&self) -> Option<&crate::Attached> {
+        self.tracer.attached.as_ref()
+    }
+
     /// Stops the tracer; how many kernel records were lost in all.
     pub fn stop(self) -> u64 {
         self.tracer.stop().1.lost

@@ -1,5 +1,6 @@
-//! The governor's monitor (`dirtiers_only`) puts one program on the kernel's
-//! path, on writeback_dirty_folio, and still names who dirtied which file; the
+//! The governor's monitor (`dirtiers_only`) puts two programs on the kernel's
+//! path, on writeback_dirty_folio and block_bio_queue (its durable writes), and
+//! still names who dirtied which file; the
 //! full write-back tracer puts programs on every system call and context switch
 //! of the machine. Root only; one test in its own binary, so no other tracer of
 //! this process is counted.
@@ -48,8 +49,8 @@ fn the_monitor_traces_dirtied_files_with_one_program_and_nothing_on_system_calls
     .expect("the monitor's program loads");
     assert_eq!(
         bpf_objects(),
-        (1, 1),
-        "one program, on writeback_dirty_folio"
+        (2, 2),
+        "two programs, on writeback_dirty_folio and block_bio_queue"
     );
 
     // not the temporary folder: on tmpfs pages are dirtied without write-back

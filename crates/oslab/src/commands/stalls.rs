@@ -14,7 +14,7 @@ use oslab_sys::signals::{OnParentDeath, child_of_oslab};
 use oslab_trace::folded::Folded;
 use oslab_trace::session::{StallsOptions, StallsSession, Tick};
 use oslab_trace::timeline::TraceStream;
-use oslab_trace::{Watch, WritebackOptions};
+use oslab_trace::{CallHooks, RunQueue, Watch, WritebackOptions};
 
 use crate::failure::CmdResult;
 use crate::failure::{EXIT_PRIVILEGE, Failure};
@@ -144,6 +144,10 @@ pub fn run(a: StallsArgs) -> CmdResult {
             per_file: true,
             file_calls: true,
             dirtiers_only: false,
+            // the file systems' functions where the kernel allows programs
+            // there: then a system call on no file runs none
+            hooks: CallHooks::Auto,
+            run_queue: RunQueue::Auto,
         },
         interval_ns: (interval(&a) * 1e9) as u64,
         count: a.count,
@@ -170,6 +174,9 @@ pub fn run(a: StallsArgs) -> CmdResult {
         a.threshold as f64 / 1e6,
         interval(&a)
     );
+    if let Some(attached) = session.attached() {
+        eprintln!("oslab: {}", attached.describe());
+    }
     for limit in session.limits() {
         eprintln!("oslab: {limit}");
     }

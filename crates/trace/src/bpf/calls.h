@@ -58,4 +58,42 @@ static __always_inline bool is_vectored(long id)
 #endif
 }
 
+/* The system call a task is in, from its saved user registers (-1 outside
+ * one): what a program on a kernel function names the call by. */
+static __always_inline long call_of(struct pt_regs *regs)
+{
+#if defined(__TARGET_ARCH_x86)
+	return (long)regs->orig_ax;
+#elif defined(__TARGET_ARCH_arm64)
+	return regs->syscallno;
+#else
+	return -1;
+#endif
+}
+
+/* A watched call's descriptor (-1 for msync, which names an address) and
+ * bytes: the third argument of reads, writes and sync_file_range, the second
+ * of msync (its length); fsync and fdatasync name none, and the vectored
+ * calls give an iovec count, so their bytes are what they return (0 here). */
+static __always_inline void call_args(struct pt_regs *regs, long id, long *fd, u64 *count)
+{
+	*fd = -1;
+	*count = 0;
+#if defined(__TARGET_ARCH_x86)
+	*fd = (s32)regs->di;
+	*count = id == 26 ? regs->si : regs->dx;
+	if (id == 74 || id == 75)
+		*count = 0;
+#elif defined(__TARGET_ARCH_arm64)
+	*fd = (s32)regs->regs[0];
+	*count = id == 227 ? regs->regs[1] : regs->regs[2];
+	if (id == 82 || id == 83)
+		*count = 0;
+#endif
+	if (!takes_fd(id))
+		*fd = -1;
+	if (is_vectored(id))
+		*count = 0;
+}
+
 #endif

@@ -49,8 +49,15 @@ struct pt_regs {
 		};
 	};
 	__u64 orig_x0;
+	int syscallno;
 } OSLAB_CORE;
 #endif
+
+/* CONFIG_SCHED_INFO: the time the task has waited runnable for a CPU, added
+ * when it is switched in (sched_info_arrive). */
+struct sched_info {
+	unsigned long long run_delay;
+} OSLAB_CORE;
 
 struct task_struct {
 	unsigned int __state;
@@ -67,6 +74,7 @@ struct task_struct {
 	unsigned long dirty_paused_when;
 	struct files_struct *files;
 	struct css_set *cgroups;
+	struct sched_info sched_info;
 } OSLAB_CORE;
 
 struct backing_dev_info {
@@ -131,6 +139,14 @@ struct file {
 	struct path f_path;
 	struct inode *f_inode;
 } OSLAB_CORE;
+
+/* A read or write in progress: the file systems' read_iter and write_iter
+ * take it. */
+struct kiocb {
+	struct file *ki_filp;
+} OSLAB_CORE;
+
+struct iov_iter;
 
 struct fdtable {
 	unsigned int max_fds;

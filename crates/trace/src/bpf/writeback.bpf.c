@@ -37,6 +37,14 @@
 #define CAUSE_THROTTLE 1
 #define CAUSE_WBWAIT 2
 
+/* What opened a call: its system call's entry, or the file system function
+ * (call_functions.h) it reached. */
+#define OPENER_SYSCALL 0
+#define OPENER_READ 1
+#define OPENER_WRITE 2
+#define OPENER_SYNC 3
+#define OPENER_RANGE 4
+
 /* Set by the loader before load. */
 const volatile bool watch_all = true;
 const volatile bool all_writes = false;
@@ -47,6 +55,9 @@ const volatile bool per_file = false;
 /* Watch reads and page faults on files' mappings too, and only calls on
  * regular files and block devices (not pipes, sockets or terminals). */
 const volatile bool file_calls = false;
+/* Run-queue time after a wake-up from the task's own count of it (run_delay,
+ * CONFIG_SCHED_INFO) instead of a program on every wake-up of the machine. */
+const volatile bool runq_from_counters = false;
 
 u64 last_limits_ns = 0;
 
@@ -69,6 +80,15 @@ struct task_state {
 	u8 pending;
 	/* counted in calls_under_way */
 	u8 counted;
+	/* what opened the call: OPENER_SYSCALL or one of the functions'
+	 * (call_functions.h) */
+	u8 opener;
+	/* runq_from_counters: the last blocked stretch, its run-queue part not
+	 * known until the task's run_delay has counted it (below) */
+	u8 unsettled_cause;
+	u64 unsettled;
+	u64 unsettled_start;
+	u64 rd_out;
 	u64 fault_end;
 	/* run-queue time in an open fault not yet known to be the fault's */
 	u64 fault_runq;
@@ -185,6 +205,7 @@ static __always_inline void begin(struct task_state *s, u32 call)
 	s->pending = CAUSE_NONE;
 	s->queued_write_bytes = 0;
 	s->queued_read_bytes = 0;
+	s->unsettled = 0;
 }
 
 static __always_inline void close_fault(struct task_struct *t, struct task_state *s);
@@ -196,6 +217,25 @@ static __always_inline void finish(struct task_state *s)
 		s->counted = 0;
 		__sync_fetch_and_sub(&calls_under_way, 1);
 	}
+}
+
+/* Opens a watched call on file f (NULL for msync) for task t. */
+static __always_inline void open_call(struct task_struct *t, long id, struct file *f, long fd,
+				      u64 count, u8 opener)
+{
+	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s)
+		return;
+	close_fault(t, s);
+	/* a sync inside the write it makes durable (O_SYNC, RWF_DSYNC) is that
+	 * write's */
+	if (s->sys_start && s->sysno == id && opener == OPENER_SYNC)
+		return;
+	file_identity(f, &s->dev, &s->ino, s->fname);
+	begin(s, id);
+	s->fd = fd;
+	s->count = count;
+	s->opener = opener;
 }
 
 /* Runs on every system call on the machine: a call that is not watched must
@@ -211,43 +251,21 @@ int BPF_PROG(on_sys_enter, struct pt_regs *regs, long id)
 	struct task_struct *t = bpf_get_current_task_btf();
 	if (!is_watched(t->tgid))
 		return 0;
-	long fd = -1;
-	u64 count = 0;
-	/* bytes: the third argument of reads, writes and sync_file_range, the
-	 * second of msync (its length); fsync and fdatasync name none */
-#if defined(__TARGET_ARCH_x86)
-	fd = (s32)regs->di;
-	count = id == 26 ? regs->si : regs->dx;
-	if (id == 74 || id == 75)
-		count = 0;
-#elif defined(__TARGET_ARCH_arm64)
-	fd = (s32)regs->regs[0];
-	count = id == 227 ? regs->regs[1] : regs->regs[2];
-	if (id == 82 || id == 83)
-		count = 0;
-#endif
-	if (!takes_fd(id))
-		fd = -1;
-	/* readv and the like give an iovec count: their bytes are what they
-	 * return */
-	if (is_vectored(id))
-		count = 0;
+	long fd;
+	u64 count;
+	call_args(regs, id, &fd, &count);
 	struct file *f = takes_fd(id) ? fd_file(t, fd) : NULL;
 	if (file_calls && takes_fd(id) && !is_file(f))
 		return 0;
-	struct task_state *s = bpf_task_storage_get(&tasks, t, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s)
-		return 0;
-	close_fault(t, s);
-	file_identity(f, &s->dev, &s->ino, s->fname);
-	begin(s, id);
-	s->fd = fd;
-	s->count = count;
+	open_call(t, id, f, fd, count, OPENER_SYSCALL);
 	return 0;
 }
 
+static __always_inline void settle(struct task_struct *t, struct task_state *s);
+
 static __always_inline void end(struct task_struct *t, struct task_state *s, long ret, u64 now)
 {
+	settle(t, s);
 	u64 dur = now - s->sys_start;
 	if (all_writes || dur >= write_threshold_ns) {
 		struct ev_write *e = reserve(sizeof(*e));
@@ -379,6 +397,120 @@ int BPF_PROG(on_exit, struct task_struct *p)
 	return 0;
 }
 
+/* The task's run_delay: its time runnable and waiting for a CPU, counted when
+ * it is switched in. */
+static __always_inline u64 run_delay(struct task_struct *t)
+{
+	if (bpf_core_field_exists(t->sched_info))
+		return BPF_CORE_READ(t, sched_info.run_delay);
+	return 0;
+}
+
+/* A blocked stretch of `blocked` ns from `start`: charged to its cause, and
+ * kept with its kernel stack when it is long enough. */
+static __always_inline void charge_blocked(struct task_struct *t, struct task_state *s, u8 cause,
+					   u64 start, u64 blocked)
+{
+	if (cause == CAUSE_THROTTLE) {
+		s->throttle_ns += blocked;
+		return;
+	}
+	if (cause == CAUSE_WBWAIT) {
+		s->wbwait_ns += blocked;
+		return;
+	}
+	s->blocked_ns += blocked;
+	if (blocked < stack_threshold_ns)
+		return;
+	struct ev_offcpu *e = reserve(sizeof(*e));
+	if (!e)
+		return;
+	header(&e->h, EV_OFFCPU, bpf_ktime_get_ns());
+	e->pid = t->pid;
+	e->tgid = t->tgid;
+	e->sysno = s->sysno;
+	e->nframes = s->nframes;
+	e->start = start;
+	e->dur = blocked;
+	__builtin_memcpy(e->frames, s->frames, sizeof(e->frames));
+	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
+}
+
+/* runq_from_counters: a blocked stretch ran from the task's switch out to its
+ * switch in; the part after its wake-up, waiting for a CPU, is what its
+ * run_delay grew by, which the kernel adds right after the switch in. So the
+ * stretch is split at the first moment after that: the task's next switch
+ * out, or the end of its call (it cannot wait again before either). */
+static __always_inline void settle(struct task_struct *t, struct task_state *s)
+{
+	u64 len = s->unsettled;
+	if (!len)
+		return;
+	s->unsettled = 0;
+	u64 waited = run_delay(t) - s->rd_out;
+	if (waited > len)
+		waited = len;
+	s->runq_ns += waited;
+	charge_blocked(t, s, s->unsettled_cause, s->unsettled_start, len - waited);
+}
+
+/* The task leaves the CPU inside a watched call. */
+static __always_inline u64 switched_out(void *ctx, bool preempt, struct task_struct *prev,
+					unsigned int prev_state, struct task_state *s)
+{
+	settle(prev, s);
+	u64 now = bpf_ktime_get_ns();
+	s->off_since = now;
+	s->woken_at = 0;
+	s->off_runnable = preempt || prev_state == 0;
+	s->nframes = 0;
+	if (s->off_runnable) {
+		s->off_cause = CAUSE_NONE;
+		return now;
+	}
+	s->off_cause = s->pending;
+	s->pending = CAUSE_NONE;
+	if (runq_from_counters)
+		s->rd_out = run_delay(prev);
+	if (s->off_cause == CAUSE_NONE) {
+		long n = bpf_get_stack(ctx, s->frames, sizeof(s->frames), 0);
+		if (n > 0)
+			s->nframes = n / sizeof(u64);
+		if (file_calls && (is_read_call(s->sysno) || s->sysno == CALL_PAGE_FAULT))
+			queued_at(s->dev, &s->queued_write_bytes, &s->queued_read_bytes);
+	}
+	return now;
+}
+
+/* The task is back on the CPU inside a watched call. */
+static __always_inline void switched_in(struct task_struct *next, struct task_state *s, u64 now)
+{
+	bool fault = s->sysno == CALL_PAGE_FAULT;
+	if (s->off_runnable) {
+		if (fault)
+			s->fault_runq += now - s->off_since;
+		else
+			s->runq_ns += now - s->off_since;
+	} else {
+		if (fault) {
+			s->fault_end = now;
+			s->runq_ns += s->fault_runq;
+			s->fault_runq = 0;
+		}
+		if (runq_from_counters) {
+			s->unsettled = now - s->off_since;
+			s->unsettled_start = s->off_since;
+			s->unsettled_cause = s->off_cause;
+		} else {
+			u64 woke = s->woken_at ? s->woken_at : now;
+			s->runq_ns += now - woke;
+			charge_blocked(next, s, s->off_cause, s->off_since, woke - s->off_since);
+		}
+	}
+	s->off_since = 0;
+	s->woken_at = 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -394,72 +526,13 @@ int BPF_PROG(on_switch, bool preempt, struct task_struct *prev, struct task_stru
 	    ((prev_state & (TASK_STOPPED_BIT | TASK_TRACED_BIT | TASK_FROZEN_BIT)) ||
 	     left_fault(prev, s)))
 		close_fault(prev, s);
-	if (s && s->sys_start) {
-		now = bpf_ktime_get_ns();
-		s->off_since = now;
-		s->woken_at = 0;
-		s->off_runnable = preempt || prev_state == 0;
-		s->nframes = 0;
-		if (s->off_runnable) {
-			s->off_cause = CAUSE_NONE;
-		} else {
-			s->off_cause = s->pending;
-			s->pending = CAUSE_NONE;
-			if (s->off_cause == CAUSE_NONE) {
-				long n = bpf_get_stack(ctx, s->frames, sizeof(s->frames), 0);
-				if (n > 0)
-					s->nframes = n / sizeof(u64);
-				if (file_calls && (is_read_call(s->sysno) || s->sysno == CALL_PAGE_FAULT))
-					queued_at(s->dev, &s->queued_write_bytes,
-						  &s->queued_read_bytes);
-			}
-		}
-	}
+	if (s && s->sys_start)
+		now = switched_out(ctx, preempt, prev, prev_state, s);
 
 	s = bpf_task_storage_get(&tasks, next, 0, 0);
 	if (!s || !s->sys_start || !s->off_since)
 		return 0;
-	if (!now)
-		now = bpf_ktime_get_ns();
-	bool fault = s->sysno == CALL_PAGE_FAULT;
-	if (s->off_runnable) {
-		if (fault)
-			s->fault_runq += now - s->off_since;
-		else
-			s->runq_ns += now - s->off_since;
-	} else {
-		if (fault) {
-			s->fault_end = now;
-			s->runq_ns += s->fault_runq;
-			s->fault_runq = 0;
-		}
-		u64 woke = s->woken_at ? s->woken_at : now;
-		u64 blocked = woke - s->off_since;
-		s->runq_ns += now - woke;
-		if (s->off_cause == CAUSE_THROTTLE) {
-			s->throttle_ns += blocked;
-		} else if (s->off_cause == CAUSE_WBWAIT) {
-			s->wbwait_ns += blocked;
-		} else {
-			s->blocked_ns += blocked;
-			if (blocked >= stack_threshold_ns) {
-				struct ev_offcpu *e = reserve(sizeof(*e));
-				if (e) {
-					header(&e->h, EV_OFFCPU, now);
-					e->pid = next->pid;
-					e->tgid = next->tgid;
-					e->sysno = s->sysno;
-					e->nframes = s->nframes;
-					e->start = s->off_since;
-					e->dur = blocked;
-					__builtin_memcpy(e->frames, s->frames, sizeof(e->frames));
-					bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
-				}
-			}
-		}
-	}
-	s->off_since = 0;
-	s->woken_at = 0;
+	switched_in(next, s, now ? now : bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -805,5 +878,7 @@ int BPF_PROG(on_limits, unsigned long background_thresh, unsigned long dirty_thr
 	bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);
 	return 0;
 }
+
+#include "call_functions.h"
 
 char LICENSE[] SEC("license") = "Dual MIT/GPL";
