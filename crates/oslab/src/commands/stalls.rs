@@ -169,17 +169,7 @@ pub fn run(a: StallsArgs) -> CmdResult {
         session.watch_command(c.id(), &name);
         Some(c)
     };
-    eprintln!(
-        "oslab: tracing reads, writes, syncs and page faults on files of {whom} over {} ms, every {} s; Ctrl-C to stop",
-        a.threshold as f64 / 1e6,
-        interval(&a)
-    );
-    if let Some(attached) = session.attached() {
-        eprintln!("oslab: {}", attached.describe());
-    }
-    for limit in session.limits() {
-        eprintln!("oslab: {limit}");
-    }
+    banner(&a, &whom, &session);
     if a.each {
         print(&render::each_header());
     }
@@ -203,6 +193,21 @@ pub fn run(a: StallsArgs) -> CmdResult {
         );
     }
     Ok(code.unwrap_or(0))
+}
+
+/// The first lines: what is traced, with which programs, and within what limits.
+fn banner(a: &StallsArgs, whom: &str, session: &StallsSession) {
+    eprintln!(
+        "oslab: tracing reads, writes, syncs and page faults on files of {whom} over {} ms, every {} s; Ctrl-C to stop",
+        a.threshold as f64 / 1e6,
+        interval(a)
+    );
+    if let Some(attached) = session.attached() {
+        eprintln!("oslab: {}", attached.describe());
+    }
+    for limit in session.limits() {
+        eprintln!("oslab: {limit}");
+    }
 }
 
 fn interval(a: &StallsArgs) -> f64 {
