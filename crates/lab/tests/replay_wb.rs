@@ -193,7 +193,9 @@ fn wb_database() {
     // the full run of 2026-11-28 20:58 (5 runs of 60 s cells, each with the
     // kernel's account): the guard at 2 MiB, rt-high's own files written back
     // chunk by chunk. Governed p99 1.59-1.80 ms against 0.93-1.49 alone; two
-    // governed commits over 200 ms, both behind one new WAL segment (8 alone)
+    // governed commits over 200 ms, both behind one new WAL segment (8 alone):
+    // the server's own, so the claim holds (it was judged DIFFERS before the
+    // judge knew the server's own slow calls from the governor's)
     let r = judged("wb.database");
     let governed = database_checks(
         &r,
@@ -202,21 +204,20 @@ fn wb_database() {
         "kernel's account, alone: the server's slowest calls: fsync of xlogtemp.13287, 662 ms",
     );
     assert!(governed.iter().all(|x| *x < 2.0), "{governed:?}");
-    assert_eq!(verdict(&r, "commits-guarded"), Verdict::Differs);
+    assert_eq!(verdict(&r, "commits-guarded"), Verdict::Holds);
     let c = r.claim("commits-guarded").unwrap();
     assert!(
-        c.observed.contains("governed commits over 200 ms = 2"),
+        c.observed
+            .contains("governed commits over 200 ms beyond the server's own = 0"),
         "{}",
         c.observed
     );
     assert!(
-        c.why.contains(
-            "alone: fsync of a new WAL segment 4; governed: fsync of a new WAL segment 1"
-        ),
+        c.observed
+            .contains("governed commits over 200 ms: 2, of which the server's own: 2"),
         "{}",
-        c.why
+        c.observed
     );
-    assert!(c.why.contains("holding its WAL write lock"), "{}", c.why);
 }
 
 #[test]

@@ -61,6 +61,9 @@ pub struct ProcView {
     pub unheld_files: u32,
     /// Times the coordinator pushed its files itself, as it could not hold it.
     pub pushes: u64,
+    /// The systemd service it runs in, where it is governed in place.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub service: Option<String>,
 }
 
 /// The sync guard: how it is set and what it does now.

@@ -184,6 +184,9 @@ pub fn processes(ps: &[ProcView]) -> String {
         if p.pushes > 0 {
             what.push(format!("pushed {} x", p.pushes));
         }
+        if let Some(unit) = &p.service {
+            what.push(format!("in {}, governed in place", one_line(unit)));
+        }
         out += &format!(
             "  pid {} {} (uid {}) [{}]: {}\n",
             p.pid,

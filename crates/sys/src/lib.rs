@@ -42,6 +42,7 @@ pub mod process;
 pub mod program;
 pub mod sar;
 pub mod sar_record;
+pub mod service_manager;
 pub mod signals;
 pub mod sysctl;
 pub mod tempname;

@@ -17,12 +17,15 @@
 //!   refused, and no entry is pushed out for it.
 //! - A launcher may register a child that cannot join itself (a static program)
 //!   only as `crate::family::verify_launched` allows.
+//! - A process in a system service that root named (`--service UNIT=GROUP`) is in
+//!   that group whoever its launcher was (`crate::services`).
 
 use std::os::fd::OwnedFd;
 use std::sync::Mutex;
 
 use crate::facts::{self, Ids};
 use crate::registry::{Governed, Launcher, Lineage, Registry};
+use crate::services::{InService, ServiceRule};
 use crate::shm::wire::{Ask, Request};
 use crate::shm::{AUTO, BoardMap, GROUPS, OwnMap, monotonic_ns};
 use crate::trust::{Budget, Member, Refusal, pidfd_open, valid_pid};
@@ -205,7 +208,8 @@ fn join(
     if let Some((i, _)) = reg.by_pid(pid) {
         reg.retire(i, board.board());
     }
-    let lineage = reg.lineage_from(&ancestors, ids.uid());
+    let in_service = service_of(pid, &reg.services, budget);
+    let lineage = given_by_service(reg.lineage_from(&ancestors, ids.uid()), &in_service);
     let index = reg.free_slot_for(ids.uid())?;
     let group = lineage.group(|| facts::sched_group(pid));
     let now = monotonic_ns();
@@ -223,6 +227,7 @@ fn join(
         claimed_write_ns: 0,
         sched_read_ns: now,
         placed: None,
+        service: in_service.unit,
     };
     reg.insert(index, g, group, board.board());
     Ok(Granted::Member {
@@ -246,7 +251,8 @@ fn launched(
         ));
     };
     let m = crate::family::verify_launched(child, &l.member, &l.ids, budget).map_err(refusal)?;
-    let (lineage, uid) = (l.lineage, l.ids.uid());
+    let in_service = service_of(child, &reg.services, budget);
+    let (lineage, uid) = (given_by_service(l.lineage, &in_service), l.ids.uid());
     if reg.by_pid(child).is_some() {
         return Err(no("the process is governed already"));
     }
@@ -268,12 +274,35 @@ fn launched(
         claimed_write_ns: 0,
         sched_read_ns: now,
         placed: None,
+        service: in_service.unit,
     };
     reg.insert(index, g, group, board.board());
     Ok(Granted::Slot {
         index: index as u32,
         group,
     })
+}
+
+/// Where `pid` runs as far as systemd services go (`crate::services`); nothing
+/// where its cgroup file cannot be read.
+fn service_of(pid: u32, rules: &[ServiceRule], budget: &mut Budget) -> InService {
+    budget
+        .read(&format!("/proc/{pid}/cgroup"), 4096)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .map(|text| InService::of(&text, rules))
+        .unwrap_or_default()
+}
+
+/// A group root gave the process's system service stands over what its
+/// launcher asked or its scheduling says; one root or the coordinator's user
+/// gave by launcher stands over the service's.
+fn given_by_service(lineage: Lineage, s: &InService) -> Lineage {
+    match (lineage, s.given) {
+        (Lineage::Given(g), _) if g != AUTO => lineage,
+        (_, Some(g)) => Lineage::Given(g),
+        _ => lineage,
+    }
 }
 
 #[cfg(test)]

@@ -122,6 +122,12 @@ pub struct WcallDaemonArgs {
     pub name: String,
     #[command(flatten)]
     pub policy: WcallPolicyArgs,
+    /// Put the processes of a system service in a group, e.g.
+    /// postgresql@*.service=rt-high (repeat for each service): root's word, as the
+    /// service is root's, whichever user the service runs as; processes of any
+    /// service stay in their unit's cgroup
+    #[arg(long, value_name = "UNIT=GROUP")]
+    pub service: Vec<String>,
     /// Stop after this many seconds (default: on Ctrl-C)
     #[arg(long = "for", value_name = "SECONDS", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
     pub duration: Option<f64>,
@@ -286,12 +292,14 @@ impl WcallDaemonArgs {
         let WcallDaemonArgs {
             name,
             policy,
+            service,
             duration,
             every,
         } = self;
         v.word("daemon");
         v.value("--name", name);
         policy.push_argv(v);
+        v.each("--service", service);
         v.option("--for", duration);
         v.value("--every", every);
     }

@@ -25,6 +25,7 @@ pub mod rendezvous;
 pub mod roster;
 pub mod serve;
 pub mod service;
+pub mod services;
 pub mod slowproc;
 #[cfg(test)]
 mod testing;

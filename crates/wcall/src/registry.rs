@@ -89,6 +89,8 @@ pub struct Governed {
     pub sched_read_ns: u64,
     /// The pid placed in a cgroup, and in which group.
     pub placed: Option<usize>,
+    /// The systemd service it runs in, whose cgroup it stays in.
+    pub service: Option<String>,
 }
 
 impl Governed {
@@ -103,9 +105,11 @@ impl Governed {
     /// Whether the coordinator may move it into its group's cgroup: its own
     /// user's processes, and those whose group root (or that user) gave. A process
     /// of another user that joined by itself stays where its own user's limits
-    /// are.
+    /// are, and a process of a systemd service stays in its unit's cgroup
+    /// (`crate::services`).
     pub fn placeable(&self, coordinator_uid: u32) -> bool {
-        self.uid == coordinator_uid || matches!(self.lineage, Lineage::Given(_))
+        self.service.is_none()
+            && (self.uid == coordinator_uid || matches!(self.lineage, Lineage::Given(_)))
     }
 }
 
@@ -113,6 +117,8 @@ pub struct Registry {
     slots: Vec<Option<Governed>>,
     launchers: Vec<Launcher>,
     pub coordinator_uid: u32,
+    /// The groups root gave system services (`--service`).
+    pub services: Vec<crate::services::ServiceRule>,
 }
 
 /// The board's slots: a user's server may run many processes, and root keeps a
@@ -136,6 +142,7 @@ impl Registry {
             slots: (0..MAX_MEMBERS).map(|_| None).collect(),
             launchers: Vec::new(),
             coordinator_uid,
+            services: Vec::new(),
         }
     }
 

@@ -82,7 +82,7 @@ impl CgroupUse {
 pub const COORDINATOR_FIFO: i32 = 50;
 
 /// How the coordinator runs.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct Options {
     pub policy: Policy,
     /// The wcall block (HZ/10 in the paper).
@@ -102,6 +102,8 @@ pub struct Options {
     pub kernel_monitor: bool,
     /// Who may join: every user (a daemon of root's) or this user alone.
     pub access: Access,
+    /// The groups root gives system services' processes (`--service`).
+    pub services: Vec<crate::services::ServiceRule>,
 }
 
 /// Whether this machine hands free memory back to its hypervisor (virtio-balloon
@@ -136,7 +138,9 @@ impl Governor {
             Err("kernel tracing off".into())
         };
         let board = Arc::new(BoardMap::create(name, policy_code(o.policy))?);
-        let registry = Arc::new(Mutex::new(Registry::new(oslab_sys::process::uid())));
+        let mut reg = Registry::new(oslab_sys::process::uid());
+        reg.services = o.services.clone();
+        let registry = Arc::new(Mutex::new(reg));
         let mut coordinator = Coordinator::tuned(
             board.clone(),
             registry.clone(),
@@ -322,6 +326,7 @@ mod tests {
             tuning: Default::default(),
             kernel_monitor: false,
             access: Access::Owner,
+            services: Vec::new(),
         }
     }
 

@@ -41,5 +41,6 @@ pub fn governed(pid: u32, uid: u32, lineage: Lineage) -> Governed {
         claimed_write_ns: 0,
         sched_read_ns: 0,
         placed: None,
+        service: None,
     }
 }

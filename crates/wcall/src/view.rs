@@ -150,6 +150,18 @@ fn add_memcg_usage(groups: &mut [GroupView], coordinator_pid: u32) {
     }
 }
 
+/// The systemd service `pid` runs in, read as its exe is (never waited for).
+fn service_of(pid: u32) -> Option<String> {
+    let pid = crate::trust::valid_pid(pid)?;
+    let file = format!("/proc/{pid}/cgroup");
+    let text = crate::slowproc::read_of(pid, crate::slowproc::DEADLINE, move || {
+        std::fs::read_to_string(file).ok()
+    })
+    .flatten()?;
+    let path = crate::services::manager_path(&text)?;
+    crate::services::any_service(path).map(str::to_string)
+}
+
 fn proc_view(p: &MemberSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
     let bytes = p.bytes.load(Ordering::Relaxed);
     let dirtied = kernel.then(|| p.kernel_dirtied.load(Ordering::Relaxed));
@@ -168,6 +180,7 @@ fn proc_view(p: &MemberSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
                 .flatten()
             })
             .map(|e| e.display().to_string()),
+        service: service_of(pid),
         holdable: p.holdable.load(Ordering::Relaxed) != 0,
         writes: p.writes.load(Ordering::Relaxed),
         bytes,

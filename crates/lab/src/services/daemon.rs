@@ -31,6 +31,7 @@ impl Daemon {
         let mut cmd = Launch::Daemon(WcallDaemonArgs {
             name: name.clone(),
             policy,
+            service: Vec::new(),
             duration: None,
             every: 0.0,
         })

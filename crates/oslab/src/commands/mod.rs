@@ -188,6 +188,10 @@ mod launch_tests {
         let daemon = WcallDaemonArgs {
             name: "wb-wcall-1-a".into(),
             policy: every_policy_option(),
+            service: vec![
+                "postgresql@*.service=rt-high".into(),
+                "b.service=normal".into(),
+            ],
             duration: Some(2.5),
             every: 0.0,
         };

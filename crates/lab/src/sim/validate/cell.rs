@@ -188,6 +188,7 @@ pub fn run_cell(
                     kernel_monitor: false,
                     // its writers are its own user's programs
                     access: oslab_wcall::service::Access::Owner,
+                    services: Vec::new(),
                 },
             )
             .map_err(|e| LabError::Failed(format!("cannot start the governor: {e}")))?,

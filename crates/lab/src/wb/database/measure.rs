@@ -1,5 +1,5 @@
 //! Measuring wb.database: the testbed and the dirty limits, a PostgreSQL cluster on
-//! it, then per run the three cells. Nothing here judges.
+//! it, then per run the five cells. Nothing here judges.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -165,16 +165,17 @@ fn start_copy(e: &Env, file: &Path, governor: Option<&str>) -> Result<Child, Lab
 
 fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
     let tag = format!("{}-{run}", mode.name());
-    let daemon = match mode {
-        Mode::Governed => Some(Daemon::start(
+    let daemon = if mode.governed() {
+        Some(Daemon::start(
             &e.exe,
             format!("wb-database-{}-{tag}", std::process::id()),
             WcallPolicyArgs {
                 sync_guard: e.plan.guard.map(|g| format!("{g}B")),
                 ..Default::default()
             },
-        )?),
-        _ => None,
+        )?)
+    } else {
+        None
     };
     // before the server starts: the tracer follows the processes this one starts
     // from now on, and the server's are forked by the postmaster it starts
@@ -191,13 +192,14 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
     let (device0, steal0, t0) = (written_bytes(&disk), steal_ticks(), Instant::now());
     let start_ns = oslab_sys::clock::monotonic_ns();
     let copy = e.tb.mount.join("copy");
-    let mut dd = match mode {
-        Mode::Alone => None,
-        _ => Some(start_copy(
+    let mut dd = if mode.with_copy() {
+        Some(start_copy(
             e,
             &copy,
             daemon.as_ref().map(|d| d.name.as_str()),
-        )?),
+        )?)
+    } else {
+        None
     };
     let prefix = e.logs.join(format!("pgbench-{tag}"));
     let bench = e.cluster.pgbench(&[

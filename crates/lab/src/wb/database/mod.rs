@@ -13,10 +13,15 @@
 //! checked: a history row per transaction, the balances against the history,
 //! amcheck's bt_index_check on every pgbench index, and every byte of the copy.
 //!
-//! Method: per run three cells, each with the server restarted (under the
-//! governor for the governed cell, started by root through `oslab wcall run
+//! Method: per run five cells, each with the server restarted (under the
+//! governor for the governed cells, started by root through `oslab wcall run
 //! --group rt-high -- runuser -u postgres -- ... pg_ctl start`, as a service would
-//! be), the copy started with pgbench and stopped when it ends, then a sync. No
+//! be), the copy (in the vanilla and governed cells) started with pgbench and
+//! stopped when it ends, then a sync. After the governed cell the server is
+//! restarted with no governor and no copy ("restarted": right after a cell with
+//! the copy, as the governed cell is, so its slow first commits are the server's
+//! own start-up, which the governed cell is not blamed for), then once more under
+//! the governor with no copy ("governed-alone": what the governor costs). No
 //! warm-up and no cache drop: the database keeps its state from cell to cell, as a
 //! server does. It is not in a quick run of `all` (minutes of a real database);
 //! `--quick` when named runs one run of 20 s cells.
@@ -75,7 +80,7 @@ static DURATION: Setting<Seconds> = Setting {
 };
 static RUNS: Setting<Count> = Setting {
     name: "runs",
-    help: "repetitions of the three cells (alone, vanilla, governed)",
+    help: "repetitions of the five cells (alone, vanilla, governed, restarted, governed-alone)",
     quick: 1,
     full: 5,
     bounds: Some((1, 20)),
@@ -108,7 +113,7 @@ pub struct Plan {
     pub bandwidth: u64,
 }
 
-/// The three cells of a run.
+/// The cells of a run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Mode {
@@ -116,19 +121,44 @@ pub enum Mode {
     Alone,
     /// Beside the copy, no governor.
     Vanilla,
-    /// Beside the copy, under the governor with the sync guard.
+    /// Beside the copy, under the governor with its defaults.
     Governed,
+    /// Alone again, restarted with no governor right after a cell with the copy,
+    /// as the governed cell is: the server's own first seconds after a restart.
+    Restarted,
+    /// Alone, under the governor: what the governor costs with no copy beside.
+    GovernedAlone,
 }
 
 impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::Alone, Mode::Vanilla, Mode::Governed];
+    /// In the order a run measures them (runs recorded before the restarted and
+    /// governed-alone cells have the first three).
+    pub const ALL: [Mode; 5] = [
+        Mode::Alone,
+        Mode::Vanilla,
+        Mode::Governed,
+        Mode::Restarted,
+        Mode::GovernedAlone,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
             Mode::Alone => "alone",
             Mode::Vanilla => "vanilla",
             Mode::Governed => "governed",
+            Mode::Restarted => "restarted",
+            Mode::GovernedAlone => "governed-alone",
         }
+    }
+
+    /// The cell runs the copy beside the database.
+    pub fn with_copy(self) -> bool {
+        matches!(self, Mode::Vanilla | Mode::Governed)
+    }
+
+    /// The server runs under the governor.
+    pub fn governed(self) -> bool {
+        matches!(self, Mode::Governed | Mode::GovernedAlone)
     }
 }
 

@@ -321,3 +321,87 @@ fn slow_commits_of_the_database_alone_are_explained_by_the_kernels_account() {
     );
     assert!(!c.why.contains("16 MiB"), "{c:?}");
 }
+
+/// An account of the server's calls over 200 ms: `segments` fsyncs of a new WAL
+/// segment.
+fn account_of_new_segments(segments: u64) -> account::Account {
+    account::Account {
+        not_traced: None,
+        calls_over_slow: segments,
+        over_slow_by_kind: vec![(format!("fsync of {}", account::NEW_SEGMENT), segments)],
+        slowest: Vec::new(),
+        lost: 0,
+    }
+}
+
+#[test]
+fn slow_commits_the_server_shows_on_its_own_are_not_the_governors() {
+    // three governed commits over 200 ms: one the ungoverned restart shows too,
+    // two (both clients) behind a new WAL segment's fsync
+    let mut r = raw();
+    r.cells[2].latency_counts.push((250_000, 3));
+    let claim = |r: &Raw| {
+        judge(&plan(), r)
+            .claims
+            .into_iter()
+            .find(|c| c.id == "commits-guarded")
+            .unwrap()
+    };
+    assert_eq!(
+        claim(&r).verdict,
+        Verdict::Differs,
+        "nothing excuses them yet"
+    );
+    let mut restarted = cell(Mode::Restarted, vec![(400, 990), (300_000, 1)], 0, 900);
+    restarted.data.copy_intact = None;
+    r.cells.push(restarted);
+    assert_eq!(claim(&r).verdict, Verdict::Differs, "one of three excused");
+    r.cells[2].kernel = Some(account_of_new_segments(1));
+    let c = claim(&r);
+    assert_eq!(c.verdict, Verdict::Holds, "{}", c.observed);
+    assert!(
+        c.observed.contains("of which the server's own: 3"),
+        "{}",
+        c.observed
+    );
+    // a restart of another run excuses nothing in this one
+    r.cells[3].run = 1;
+    assert_eq!(claim(&r).verdict, Verdict::Differs);
+}
+
+#[test]
+fn the_governor_alone_is_a_finding_of_its_own() {
+    let mut r = raw();
+    assert!(
+        judge(&plan(), &r)
+            .findings
+            .iter()
+            .all(|f| !f.name.starts_with("governed_alone"))
+    );
+    let mut ga = cell(
+        Mode::GovernedAlone,
+        vec![(400, 980), (3_000, 10), (12_000, 10)],
+        0,
+        900,
+    );
+    ga.data.copy_intact = None;
+    r.cells.push(ga);
+    let out = judge(&plan(), &r);
+    let f = out
+        .findings
+        .iter()
+        .find(|f| f.name == "governed_alone.p99_over_alone")
+        .unwrap();
+    // p99 3 ms against 1.5 ms alone
+    assert!((f.value - 2.0).abs() < 1e-9, "{}", f.value);
+    assert!(
+        out.measurements
+            .iter()
+            .any(|m| m.name == "governed-alone.commit_p99")
+    );
+    assert!(
+        !out.measurements
+            .iter()
+            .any(|m| m.name == "governed-alone.copy_rate")
+    );
+}

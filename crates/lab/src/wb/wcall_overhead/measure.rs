@@ -30,6 +30,7 @@ pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, L
             kernel_monitor: true,
             // its writers are its own user's programs
             access: oslab_wcall::service::Access::Owner,
+            services: Vec::new(),
         },
     )
     .map_err(|e| LabError::Failed(format!("cannot start a governor: {e}")))?;

@@ -5,6 +5,7 @@ use std::time::Duration;
 use oslab_wcall::cli::WcallDaemonArgs;
 use oslab_wcall::rendezvous;
 use oslab_wcall::service::Access;
+use oslab_wcall::services::ServiceRule;
 
 use super::governor::{described, options, start};
 use crate::failure::{CmdResult, Failure};
@@ -26,7 +27,13 @@ fn guard_change(was: Option<u64>, now: &oslab_model::governor::GuardView) -> Opt
 pub fn run(a: WcallDaemonArgs) -> CmdResult {
     // any user's programs may join root's daemon (docs/wcall.md, "The trust
     // boundary")
-    let opts = options(&a.policy, Access::Shared)?;
+    let mut opts = options(&a.policy, Access::Shared)?;
+    opts.services = a
+        .service
+        .iter()
+        .map(|s| ServiceRule::parse(s))
+        .collect::<Result<_, _>>()
+        .map_err(Failure::usage)?;
     rendezvous::check_name(&a.name).map_err(|e| Failure::usage(format!("--name: {e}")))?;
     if rendezvous::discover()
         .iter()
@@ -37,7 +44,7 @@ pub fn run(a: WcallDaemonArgs) -> CmdResult {
             a.name
         )));
     }
-    let g = start(&a.name, opts)?;
+    let g = start(&a.name, opts.clone())?;
     eprintln!(
         "oslab wcall: governor '{}' ({}) running as pid {}; govern programs with `oslab wcall run -- CMD` (or --name {} when several run); Ctrl-C stops it",
         a.name,
@@ -46,6 +53,10 @@ pub fn run(a: WcallDaemonArgs) -> CmdResult {
         a.name
     );
     eprintln!("oslab wcall: {}", described(&g, &opts));
+    // a systemd Type=notify unit starts the services it governs after this
+    if let Err(e) = oslab_sys::service_manager::notify_ready() {
+        eprintln!("oslab wcall: cannot tell the service manager it is ready: {e}");
+    }
     let end = a
         .duration
         .map(|d| oslab_sys::clock::monotonic_ns() + (d.max(0.0) * 1e9) as u64);

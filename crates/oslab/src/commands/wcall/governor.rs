@@ -62,6 +62,7 @@ pub fn options(p: &WcallPolicyArgs, access: Access) -> Result<Options, Failure> 
         },
         kernel_monitor: true,
         access,
+        services: Vec::new(),
     })
 }
 
@@ -88,8 +89,17 @@ pub fn described(g: &Governor, o: &Options) -> String {
         ),
         GuardSetting::Off => "; sync guard off".into(),
     };
+    let services = if o.services.is_empty() {
+        String::new()
+    } else {
+        let rules: Vec<String> = o.services.iter().map(|r| r.to_string()).collect();
+        format!(
+            "; system services given their group by root, governed in their own cgroups: {}",
+            rules.join(", ")
+        )
+    };
     format!(
-        "{}; {}; {recycle}{guard}",
+        "{}; {}; {recycle}{guard}{services}",
         g.monitor(),
         g.cgroups().describe()
     )

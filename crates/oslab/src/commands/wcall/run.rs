@@ -133,7 +133,7 @@ pub fn run(a: WcallRunArgs) -> CmdResult {
                 Access::Owner
             };
             let opts = options(&a.policy, access)?;
-            let g = start(&format!("run-{}", std::process::id()), opts)?;
+            let g = start(&format!("run-{}", std::process::id()), opts.clone())?;
             g.launch_as(group)
                 .map_err(|e| Failure::runtime(format!("cannot launch under the governor: {e}")))?;
             eprintln!("oslab wcall: {}", described(&g, &opts));
