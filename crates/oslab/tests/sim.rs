@@ -3,11 +3,41 @@
 use assert_cmd::Command;
 use predicates::prelude::*;
 
+mod common;
+
 /// oslab with no stored machine profile (a data folder that does not exist).
 fn oslab() -> Command {
     let mut c = Command::cargo_bin("oslab").unwrap();
     c.env("XDG_DATA_HOME", "/nonexistent/oslab-sim-tests");
     c
+}
+
+/// A scenario file: one bulk writer on a 10 MiB/s disk for 3 s.
+const BULK_WRITER: &str = r#"
+rules = "linux-6"
+dirtyable_bytes = 1073741824
+duration_s = 3.0
+cpus = 2
+[sysctls]
+dirty_bytes = 33554432
+dirty_background_bytes = 16777216
+[device]
+bandwidth_bytes_s = 10485760.0
+[[writers]]
+name = "w"
+type = "bulk"
+chunk = 524288
+class = { normal = { nice = 0 } }
+"#;
+
+/// The JSON a successful command printed.
+fn json_of(out: std::process::Output) -> serde_json::Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
 }
 
 #[test]
@@ -25,12 +55,7 @@ fn a_run_compares_the_three_policies() {
         .args(["sim", "run", "paper-fig2", "--json", "-"])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(out);
     let r = &v["results"][0];
     assert_eq!(r["experiment"], "sim.paper-fig2");
     for p in ["vanilla", "wcall", "wcall-fair"] {
@@ -59,26 +84,7 @@ fn a_run_compares_the_three_policies() {
 fn toml_scenarios_and_bad_input() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("mine.toml");
-    std::fs::write(
-        &f,
-        r#"
-rules = "linux-6"
-dirtyable_bytes = 1073741824
-duration_s = 3.0
-cpus = 2
-[sysctls]
-dirty_bytes = 33554432
-dirty_background_bytes = 16777216
-[device]
-bandwidth_bytes_s = 10485760.0
-[[writers]]
-name = "w"
-type = "bulk"
-chunk = 524288
-class = { normal = { nice = 0 } }
-"#,
-    )
-    .unwrap();
+    std::fs::write(&f, BULK_WRITER).unwrap();
     oslab()
         .args(["sim", "run"])
         .arg(&f)
@@ -108,6 +114,50 @@ class = { normal = { nice = 0 } }
         .code(2);
 }
 
+/// A scenario given by a path with folders is named after its stem, so `--csv
+/// DIR` writes `sim.cell.*` there (it once named it after the whole path and
+/// failed on a folder that did not exist), and Dirty and Writeback are findings
+/// of their own beside the sum.
+#[test]
+fn a_scenario_file_s_result_is_named_after_its_stem_with_dirty_and_writeback_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let folder = dir.path().join("x");
+    std::fs::create_dir(&folder).unwrap();
+    let f = folder.join("cell.toml");
+    std::fs::write(&f, BULK_WRITER).unwrap();
+    let csv = dir.path().join("csv");
+    std::fs::create_dir(&csv).unwrap();
+    let out = oslab()
+        .args(["sim", "run"])
+        .arg(&f)
+        .args(["--policy", "vanilla", "--json", "-", "--csv"])
+        .arg(&csv)
+        .output()
+        .unwrap();
+    let v = json_of(out);
+    let r = &v["results"][0];
+    assert_eq!(r["experiment"], "sim.cell");
+    assert!(csv.join("sim.cell.findings.csv").is_file());
+    let finding = |name: &str| {
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == name)
+            .and_then(|f| f["value"].as_f64())
+            .unwrap_or_else(|| panic!("{name}"))
+    };
+    let (dirty, writeback, both) = (
+        finding("peak_mib.dirty.vanilla"),
+        finding("peak_mib.writeback.vanilla"),
+        finding("peak_mib.dirty_writeback.vanilla"),
+    );
+    // a bulk writer on a 10 MiB/s disk keeps both counters up, and neither
+    // alone reaches the sum's peak by more than the other's share
+    assert!(dirty > 0.0 && writeback > 0.0, "{dirty} {writeback}");
+    assert!(both <= dirty + writeback && both >= dirty.max(writeback));
+}
+
 #[test]
 fn a_sweep_returns_every_point_in_order() {
     let out = oslab()
@@ -126,12 +176,7 @@ fn a_sweep_returns_every_point_in_order() {
         ])
         .output()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = json_of(out);
     let pts = v.as_array().unwrap();
     assert_eq!(pts.len(), 8);
     // the points keep the unit the range was given in
@@ -353,4 +398,67 @@ fn the_kernels_rules_are_the_users_to_pick_and_named() {
         err.trim(),
         "oslab: --set kernel=5.4: '5.4' is not one of 6.14, 6.1"
     );
+}
+
+/// `--live DIR` reads the state of the disk holding DIR as root and says where
+/// each estimate came from; for another user it says it could not (no root)
+/// and starts from the steady state.
+#[test]
+fn a_live_start_says_what_it_read_and_without_root_that_it_could_not() {
+    if !common::is_root() {
+        eprintln!("skipped: the live state needs root, and the other user needs useradd");
+        return;
+    }
+    let args = [
+        "sim",
+        "run",
+        "testbed-fig2",
+        "--policy",
+        "vanilla",
+        "--set",
+        "duration=2",
+        "--json",
+        "-",
+        "--live",
+    ];
+    let result = |out: std::process::Output| {
+        let r = json_of(out)["results"][0].clone();
+        let start = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|f| f["name"] == "start.vanilla")
+            .map(|f| f["detail"].as_str().unwrap().to_string())
+            .unwrap();
+        (r["simulated"].as_str().unwrap().to_string(), start)
+    };
+    let (machine, start) = result(oslab().args(args).arg("/var/tmp").output().unwrap());
+    assert!(machine.contains("the live state of"), "{machine}");
+    assert!(
+        machine.contains("avg_write_bandwidth") && machine.contains("traced around a probe write"),
+        "{machine}"
+    );
+    assert!(start.contains("live state (--live)"), "{start}");
+
+    let Some(user) = common::users::TestUser::new("simlive") else {
+        eprintln!("skipped the other user's half: useradd failed");
+        return;
+    };
+    let shared = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = shared.path().join("oslab");
+    std::fs::copy(env!("CARGO_BIN_EXE_oslab"), &bin).unwrap();
+    let out = user
+        .command(&bin, &["XDG_DATA_HOME=/nonexistent/oslab-sim-tests"])
+        .args(args)
+        .arg("/tmp")
+        .output()
+        .unwrap();
+    let (machine, start) = result(out);
+    assert!(
+        machine.contains("the live state was not read") && machine.contains("needs root"),
+        "{machine}"
+    );
+    assert!(start.contains("steady state of its writers"), "{start}");
 }

@@ -192,6 +192,17 @@ pub fn sync_all() {
     unsafe { libc::sync() };
 }
 
+/// syncfs(2): writes back the file system holding `file` through its
+/// device's flusher (a pass the writeback tracepoints see, unlike fsync's).
+pub fn syncfs(file: &std::fs::File) -> SysResult<()> {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid fd.
+    if unsafe { libc::syncfs(file.as_raw_fd()) } != 0 {
+        return Err(SysError::last_os("syncfs"));
+    }
+    Ok(())
+}
+
 /// In a child between fork and exec (or a forked worker): asks the kernel for
 /// `signal` when the thread that forked it dies, then closes the race where that
 /// happened before the request by checking that the parent is still `parent`

@@ -276,6 +276,11 @@ pub enum Start {
     /// `initial` as given (INIT_BW where it gives none): a device the kernel has
     /// just met, or the state a traced run began in.
     Given,
+    /// The kernel's estimates read from the machine just before the run
+    /// (`initial`: `oslab sim run --live`); an estimate the kernel did not show
+    /// is taken from the steady state of the writers. Not a scenario file's
+    /// choice: a file cannot know the machine's state when it is run.
+    Live,
 }
 
 /// The device's estimates at the start, bytes per second (None: the kernel's

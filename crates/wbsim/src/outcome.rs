@@ -127,6 +127,11 @@ pub struct StartRecord {
     pub write_bw: f64,
     pub avg_write_bw: f64,
     pub dirty_ratelimit: f64,
+    /// A live start: simulated seconds under the writers until the estimates
+    /// settle from where the run began (None: not within the warm-up's bound, or
+    /// not a live start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steady_after_s: Option<f64>,
 }
 
 impl Outcome {

@@ -3,6 +3,7 @@
 //! the real kernel (`sim.validate`, writers on the testbed; `sim.sawtooth`, one
 //! steady writer's Dirty sawtooth).
 
+pub mod live;
 pub mod sawtooth;
 pub mod scenario;
 pub mod validate;

@@ -350,6 +350,7 @@ pub fn simulate(cfg: &Config) -> Outcome {
     match cfg.start {
         crate::config::Start::Given => run_from_given(cfg),
         crate::config::Start::Steady => steady::run_from_steady_state(cfg),
+        crate::config::Start::Live => steady::run_from_live_state(cfg),
     }
 }
 
@@ -393,6 +394,7 @@ fn run_given_with(cfg: &Config, flush_all_at: Option<u64>) -> Outcome {
         write_bw: at_start.write_bw_bytes_s.unwrap_or(0.0),
         avg_write_bw: at_start.avg_write_bw_bytes_s.unwrap_or(0.0),
         dirty_ratelimit: at_start.dirty_ratelimit_bytes_s.unwrap_or(0.0),
+        steady_after_s: None,
     };
     let end = sim.end;
     for (i, w) in cfg.writers.iter().enumerate() {

@@ -6,6 +6,7 @@ use oslab_wbsim::Policy;
 use oslab_wbsim::config::MIB;
 
 use super::claims::protects_claim;
+use super::memory;
 use super::{Plan, Raw, SimulatedRun};
 use crate::harness::{Output, finding, measurement};
 use crate::services::write_latency::latency_stats;
@@ -90,30 +91,6 @@ fn latency_plot(p: Policy, out: &SimulatedRun) -> Plot {
     }
 }
 
-/// Dirty + Writeback over each policy's run.
-fn dirty_plot(runs: &[SimulatedRun]) -> Plot {
-    Plot {
-        id: "dirty".into(),
-        title: "Dirty + Writeback in the simulation".into(),
-        x: Axis::new("time", "s", Scale::Linear),
-        y: Axis::new("memory", "MiB", Scale::Linear),
-        series: runs
-            .iter()
-            .map(|o| Series {
-                name: o.policy.name().into(),
-                style: SeriesStyle::Line,
-                points: o
-                    .samples
-                    .iter()
-                    .map(|s| [s.t_s, (s.dirty + s.writeback) as f64 / MIB as f64])
-                    .collect(),
-            })
-            .collect(),
-        markers: vec![],
-        x_labels: vec![],
-    }
-}
-
 /// The output of a scenario's runs (measurements, findings, the paper's figures
 /// redrawn, claims).
 pub fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
@@ -144,6 +121,7 @@ pub fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
             "events",
             "simulated events",
         ));
+        findings.extend(memory::findings(out));
         if let Some(start) = &out.start {
             findings.push(start_finding(p, start));
         }
@@ -158,7 +136,7 @@ pub fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {
         markers: vec![],
         x_labels: writer_names.clone(),
     });
-    plots.push(dirty_plot(runs));
+    plots.extend(memory::plots(runs));
     let first = |p: Policy| {
         runs.iter()
             .find(|o| o.policy == p)
@@ -247,6 +225,14 @@ pub fn start_finding(p: Policy, s: &oslab_wbsim::outcome::StartRecord) -> Findin
                 "from the estimates the scenario gives (--from-boot or start = \"given\"): {estimates}"
             )
         }
+        oslab_wbsim::config::Start::Live => match s.steady_after_s {
+            Some(t) => format!(
+                "from this machine's live state (--live): {estimates}; under these writers the estimates settle within {t:.0} s"
+            ),
+            None => format!(
+                "from this machine's live state (--live): {estimates}; under these writers the estimates are still moving after 200 s"
+            ),
+        },
     };
     finding(&format!("start.{}", p.name()), s.warm_up_s, "s", detail)
 }

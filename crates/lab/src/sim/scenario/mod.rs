@@ -3,7 +3,7 @@
 //!
 //! What: every writer's simulated write() latency and throughput under each
 //! policy, the paper's Fig. 4/5 (every write's latency), Fig. 6 (the mean latency
-//! by writer and policy) and Dirty + Writeback redrawn, and whether WCALL removes
+//! by writer and policy) redrawn, Dirty and Writeback apart and together, and whether WCALL removes
 //! the high-priority writer's spikes that vanilla lets through.
 //!
 //! Method: `measure` runs the simulator (crates/wbsim) once per policy on the
@@ -23,6 +23,7 @@ mod judge;
 
 pub use judge::{machine_description, setup_words};
 mod measure;
+mod memory;
 #[cfg(test)]
 mod tests;
 

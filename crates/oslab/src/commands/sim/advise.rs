@@ -84,6 +84,7 @@ fn start_words(c: &oslab_wbsim::Config) -> &'static str {
         oslab_wbsim::config::Start::Given => {
             "each from the scenario's given estimates (--from-boot)"
         }
+        oslab_wbsim::config::Start::Live => "each from the device's live state (--live)",
     }
 }
 

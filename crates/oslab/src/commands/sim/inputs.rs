@@ -24,12 +24,16 @@ pub const SIM_OUTPUT_HELP: &[(&str, &str)] = &[
 ];
 
 /// A built-in scenario by name, or a scenario file (`-`: standard input) of at
-/// most `max_input` bytes.
+/// most `max_input` bytes. A file's errors name its path; its result is named
+/// after its stem ([`result_name`]).
 pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {
     let path = Path::new(name);
     if infile::is_stdin(path) || name.ends_with(".toml") || path.symlink_metadata().is_ok() {
         let text = infile::read_text(path, max_input)?;
-        return scenario::from_toml(&infile::display_name(path), &text).map_err(Failure::usage);
+        let mut s =
+            scenario::from_toml(&infile::display_name(path), &text).map_err(Failure::usage)?;
+        s.name = result_name(path);
+        return Ok(s);
     }
     scenario::find(name).ok_or_else(|| {
         let names: Vec<String> = scenario::builtin().into_iter().map(|s| s.name).collect();
@@ -40,6 +44,35 @@ pub fn load(name: &str, max_input: u64) -> Result<Scenario, Failure> {
     })
 }
 
+/// The name a scenario file's result goes by (`sim.NAME`, and so the files
+/// `--csv` and `--plots` write): the file's stem, `stdin` for standard input.
+/// The name becomes part of file names, so only letters, digits, `_` and `-`
+/// are kept; anything else (a folder's `/`, a dot, a space) reads `-`.
+fn result_name(path: &Path) -> String {
+    if infile::is_stdin(path) {
+        return "stdin".into();
+    }
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let name: String = stem
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    if name.is_empty() {
+        "scenario".into()
+    } else {
+        name
+    }
+}
+
 /// Where a simulation's estimates start and which machine it describes, as `sim
 /// run`, `sweep` and `advise` take them.
 #[derive(Debug, Clone, clap::Args)]
@@ -47,8 +80,14 @@ pub struct StartArg {
     /// Start from the kernel's estimates as the scenario gives them (INIT_BW,
     /// 100 MiB/s, where it gives none: a device the kernel has just met) instead
     /// of the steady state the scenario's writers reach
-    #[arg(long)]
+    #[arg(long, conflicts_with = "live")]
     pub from_boot: bool,
+    /// Start from this machine's live write-back state for the device holding
+    /// DIR, read just before the simulation (root: the kernel's estimates are
+    /// traced around a one-page probe written in a scratch folder under DIR);
+    /// what the kernel does not show comes from the steady state
+    #[arg(long, value_name = "DIR")]
+    pub live: Option<PathBuf>,
     /// The machine profile (`oslab sim calibrate`) for what the scenario leaves to
     /// the machine [default: the stored one, if any]
     #[arg(long, value_name = "FILE", conflicts_with = "no_profile")]
@@ -129,7 +168,29 @@ pub fn configured(
         ),
         None => own,
     };
+    let machine = match &start.live {
+        None => machine,
+        Some(dir) => format!("{machine}; {}", live_start(&mut c, dir)),
+    };
     Ok((c, machine))
+}
+
+/// Starts `c` from the live state of the device holding `dir`, and says so; or
+/// says why it could not be read (without root, say) and leaves the start as
+/// it was.
+fn live_start(c: &mut Config, dir: &Path) -> String {
+    use oslab_lab::sim::live;
+    match live::read(dir) {
+        Ok(state) => {
+            let read = state.initial();
+            c.initial.write_bw_bytes_s = read.write_bw_bytes_s;
+            c.initial.avg_write_bw_bytes_s = read.avg_write_bw_bytes_s;
+            c.initial.dirty_ratelimit_bytes_s = read.dirty_ratelimit_bytes_s;
+            c.start = oslab_wbsim::config::Start::Live;
+            state.describe()
+        }
+        Err(why) => live::refused(&why),
+    }
 }
 
 pub fn policy(s: &str) -> Result<Policy, Failure> {
@@ -204,6 +265,21 @@ fn in_unit(value: f64, unit: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_scenario_file_s_result_is_named_after_its_stem_alone() {
+        for (path, name) in [
+            ("/tmp/x/cell.toml", "cell"),
+            ("cell.toml", "cell"),
+            ("../a b/fast.disk.toml", "fast-disk"),
+            ("/tmp/x/../y/é.toml", "-"),
+            ("-", "stdin"),
+            ("/tmp/x/.toml", "-toml"),
+            ("/", "scenario"),
+        ] {
+            assert_eq!(result_name(Path::new(path)), name, "{path}");
+        }
+    }
 
     #[test]
     fn a_range_s_points_keep_the_unit_its_ends_were_given_in() {

@@ -63,6 +63,7 @@ pub fn run(a: SimSweepArgs) -> CmdResult {
         oslab_wbsim::config::Start::Given => {
             "each point from the scenario's given estimates (--from-boot)"
         }
+        oslab_wbsim::config::Start::Live => "each point from the device's live state (--live)",
     };
     print(&format!(
         "{} ({}), {key} varied, first writer's write() latency; simulated on {machine}; {start}:\n",
