@@ -143,7 +143,7 @@ fn syscall_json_has_samples_summary_and_verdicts() {
         .iter()
         .find(|c| c["id"] == "syscall-is-mode-switch")
         .unwrap();
-    assert!(["holds", "differs"].contains(&claim["verdict"].as_str().unwrap()));
+    assert!(["holds", "differs", "disturbed"].contains(&common::verdict_or_disturbed(claim)));
     assert!(r["environment"]["load"]["steal_fraction"].is_number());
 }
 

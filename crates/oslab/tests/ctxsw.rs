@@ -74,10 +74,11 @@ fn ctxsw_matrix_is_complete_and_every_handoff_switched() {
     }
     let claims = common::strings(&r["claims"], "id");
     assert!(claims.contains(&"pinning-cheaper") && claims.contains(&"threads-cheaper"));
-    // both cells were measured: the claims are judged, whatever the verdict
+    // both placements were measured: the claims are judged, whatever the
+    // verdict, unless other programs' work was more than they tolerate
     for c in r["claims"].as_array().unwrap() {
         if c["id"] != "vm-dearer" {
-            assert_ne!(c["verdict"], "not_judged", "{c}");
+            assert_ne!(common::verdict_or_disturbed(c), "not_judged", "{c}");
         }
     }
     assert_eq!(

@@ -416,7 +416,7 @@ fn a_live_start_says_what_it_read_and_without_root_that_it_could_not() {
         "--policy",
         "vanilla",
         "--set",
-        "duration=2",
+        "duration=2s",
         "--json",
         "-",
         "--live",

@@ -478,7 +478,7 @@ mod tests {
             .unwrap()
             .apply(&mut c);
         assert_eq!(c.device.bandwidth_bytes_s, 10.0 * (1 << 20) as f64);
-        Assignment::parse("request_latency_ms", "2.5")
+        Assignment::parse("request_latency_ms", "2.5ms")
             .unwrap()
             .apply(&mut c);
         assert_eq!(c.device.request_latency_ns, 2_500_000);

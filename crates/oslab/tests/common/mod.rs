@@ -45,6 +45,18 @@ pub fn named<'a>(list: &'a serde_json::Value, name: &str) -> &'a serde_json::Val
 /// The governor's interposer for the tests, built from the current source into a
 /// folder of its own: `cargo test` does not build a cdylib that nothing links, and
 /// its crate needs only libc, so this takes seconds.
+/// A claim's verdict, or "disturbed" where it was not judged because other
+/// programs' work was beyond what its method tolerates: tests run beside each
+/// other, so a timing claim may meet that on any machine.
+pub fn verdict_or_disturbed(claim: &serde_json::Value) -> &str {
+    let verdict = claim["verdict"].as_str().unwrap_or("");
+    let disturbed = verdict == "not_judged"
+        && claim["why"]
+            .as_str()
+            .is_some_and(|w| w.contains("(it tolerates"));
+    if disturbed { "disturbed" } else { verdict }
+}
+
 /// The `key` string of every object in a JSON array (measurement names, claim ids).
 pub fn strings<'a>(list: &'a serde_json::Value, key: &str) -> Vec<&'a str> {
     list.as_array()
