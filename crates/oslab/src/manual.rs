@@ -70,6 +70,10 @@ pub const ENVIRONMENT: &[(&str, &str)] = &[
         "Where oslab wcall run looks for the program it is given, to check it is dynamically linked.",
     ),
     (
+        "NOTIFY_SOCKET",
+        "Set by systemd for a Type=notify service: oslab wcall daemon says READY=1 there once its socket answers.",
+    ),
+    (
         "LD_PRELOAD",
         "Kept after the interposer for the programs oslab wcall run governs.",
     ),

@@ -79,7 +79,7 @@ pub fn described(g: &Governor, o: &Options) -> String {
             oslab_units::human_bytes(b)
         ),
         GuardSetting::Auto => format!(
-            "; sync guard: on while an rt-high process whose group root gave makes durable writes (fsync, fdatasync, O_SYNC...) and {} s after, sized to what the device writes in 50 ms{}",
+            "; sync guard: on while an rt-high process whose group root gave commits data to the device (fsync, fdatasync, O_SYNC...) and {} s after, sized to what the device writes in 50 ms{}",
             o.tuning.guard_quiet.as_secs_f64(),
             if oslab_sys::fileio::has_cachestat() {
                 ""
