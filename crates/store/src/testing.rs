@@ -93,6 +93,33 @@ fn url_host(dir: &Path) -> String {
         .replace('/', "%2F")
 }
 
+/// Removes the folders of servers whose test process is gone (a test run killed
+/// with SIGKILL never reaches the Drop that removes its folder; the server
+/// itself stopped when the test's pipe closed): `oslab-pg-PID-N` in the
+/// temporary folder, a directory (not a link) owned by `owner`, PID not running.
+fn remove_stale_folders(owner: u32) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("oslab-pg-"))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let owned_folder =
+            std::fs::symlink_metadata(e.path()).is_ok_and(|m| m.is_dir() && m.uid() == owner);
+        if owned_folder && !std::path::Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 impl PgServer {
     /// Starts a server with [`FAST`] settings; the error says why none could be
     /// started (a reason to skip the test).
@@ -111,6 +138,7 @@ impl PgServer {
             )?),
             _ => None,
         };
+        remove_stale_folders(owner.map_or_else(|| effective_uid().unwrap_or(0), |o| o.0));
         static COUNT: AtomicUsize = AtomicUsize::new(0);
         let dir = std::env::temp_dir().join(format!(
             "oslab-pg-{}-{}",
