@@ -10,9 +10,10 @@ use oslab_wcall::shm::wire::{self, Ask, Request};
 use super::governor::{described, options, start};
 use crate::failure::{CmdResult, Failure};
 
-/// How long `wcall run --name` waits for a governor whose socket is there to
-/// answer: a daemon that real-time writers keep off the CPU answers late.
-const NAMED_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long `wcall run` waits for a governor whose socket is there to answer,
+/// to find it and to each request: a daemon that real-time writers keep off the
+/// CPU answers late.
+const PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The governor `wcall run` uses: the one named, the one daemon running, or one
 /// of its own (with a word on what that means).
@@ -21,7 +22,7 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
         return Ok(None);
     }
     let chosen = match &a.name {
-        Some(name) => rendezvous::find(name, NAMED_PATIENCE).map_err(|e| match e {
+        Some(name) => rendezvous::find(name, PATIENCE).map_err(|e| match e {
             NotJoinable::NotRunning => Failure::runtime(format!(
                 "no governor named '{name}' is running (start one with `oslab wcall daemon --name {name}`)"
             )),
@@ -31,7 +32,7 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
             }
             NotJoinable::NoAnswer(why) => Failure::runtime(format!(
                 "governor '{name}' did not answer within {} s ({why}); is its daemon starved of CPU?",
-                NAMED_PATIENCE.as_secs()
+                PATIENCE.as_secs()
             )),
         })?,
         None => {
@@ -85,8 +86,13 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
 /// Asks the governor at `socket` for something this launcher needs.
 fn ask(socket: &std::path::Path, ask: Ask, group: u32, pid: u32) -> Result<(), String> {
     let req = Request { ask, group, pid };
-    let a = wire::ask(socket, &req, std::time::Duration::from_secs(5))
-        .map_err(|e| format!("the governor at {} did not answer: {e}", socket.display()))?;
+    let a = wire::ask(socket, &req, PATIENCE).map_err(|e| {
+        format!(
+            "the governor at {} did not answer within {} s: {e}",
+            socket.display(),
+            PATIENCE.as_secs()
+        )
+    })?;
     if a.reply.ok {
         Ok(())
     } else {
