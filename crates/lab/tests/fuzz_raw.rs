@@ -12,9 +12,9 @@ mod common;
 use std::io::Write;
 use std::sync::OnceLock;
 
+use oslab_harness::rawfile::RawFile;
+use oslab_harness::runner::judge_outside_file;
 use oslab_lab::Registry;
-use oslab_lab::harness::rawfile::RawFile;
-use oslab_lab::harness::runner::judge_outside_file;
 use oslab_sys::infile::InputError;
 use oslab_sys::testing::{fuzz_config, proptest_config as config};
 use proptest::prelude::*;

@@ -5,7 +5,8 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use oslab_lab::{Registry, RunConfig};
+use oslab_harness::RunConfig;
+use oslab_lab::Registry;
 use oslab_model::Mode;
 use oslab_sys::fsread::Root;
 use oslab_sys::machine::{self, LiveProbes};
@@ -54,4 +55,34 @@ fn every_declared_setting_is_read_and_nothing_else() {
         }
         assert_eq!(read, declared, "{}: settings read vs declared", e.meta().id);
     }
+}
+
+// `oslab run --set`: parsed against the declarations of the experiments selected
+fn args(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+#[test]
+fn a_value_goes_to_every_selected_experiment_that_declares_it() {
+    let reg = Registry::default();
+    let exps = reg
+        .resolve(&["wb.background".into(), "wb.periodic".into()])
+        .unwrap();
+    let sets = oslab_harness::sets::parse(&args(&[" rate = 8MiB"]), &exps).unwrap();
+    let keys: Vec<_> = sets.keys().map(|(id, n)| format!("{id}/{n}")).collect();
+    assert_eq!(keys, ["wb.background/rate", "wb.periodic/rate"]);
+    assert_eq!(
+        oslab_harness::sets::parse(&args(&["rate"]), &exps).unwrap_err(),
+        "rate: expected NAME=VALUE"
+    );
+    assert!(
+        oslab_harness::sets::parse(&args(&["nope=1"]), &exps)
+            .unwrap_err()
+            .starts_with("nope: no selected experiment has that setting (known: rate, ")
+    );
+    let null = reg.resolve(&["null".into()]).unwrap();
+    assert_eq!(
+        oslab_harness::sets::parse(&args(&["nope=1"]), &null).unwrap_err(),
+        "nope: the selected experiments have no settings"
+    );
 }

@@ -11,9 +11,9 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use oslab_harness::rawfile::RawFile;
+use oslab_harness::runner::judge_file;
 use oslab_lab::Registry;
-use oslab_lab::harness::rawfile::RawFile;
-use oslab_lab::harness::runner::judge_file;
 use oslab_model::{ExperimentResult, Verdict};
 
 /// Every result in `dir`, by experiment.

@@ -4,7 +4,7 @@
 
 mod common;
 use common::{finding, judged, verdict};
-use oslab_lab::harness::check::Rule;
+use oslab_harness::check::Rule;
 use oslab_model::Verdict;
 
 #[test]

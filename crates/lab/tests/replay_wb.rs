@@ -6,9 +6,9 @@
 
 mod common;
 use common::{finding, judged, verdict};
+use oslab_harness::rawfile::RawFile;
+use oslab_harness::runner::judge_file;
 use oslab_lab::Registry;
-use oslab_lab::harness::rawfile::RawFile;
-use oslab_lab::harness::runner::judge_file;
 use oslab_lab::sim::sawtooth;
 use oslab_model::{ExperimentResult, Status, Verdict};
 

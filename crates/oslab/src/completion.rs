@@ -90,7 +90,7 @@ pub fn run_settings() -> ArgValueCompleter {
         let reg = oslab_lab::Registry::default();
         let words: Vec<String> = std::env::args().skip_while(|a| a != "--").skip(1).collect();
         let named = typed_experiments(&words);
-        let chosen: Vec<&dyn oslab_lab::AnyExperiment> = match reg.resolve(&named) {
+        let chosen: Vec<&dyn oslab_harness::AnyExperiment> = match reg.resolve(&named) {
             Ok(list) if !list.is_empty() => list,
             _ => reg.all().collect(),
         };

@@ -185,7 +185,7 @@ impl Database {
             machine: machine_name(&machine.hostname),
             kernel: machine.kernel.release.clone(),
             cpu_model: machine.cpu.model.clone(),
-            oslab_version: oslab_lab::harness::runner::OSLAB_VERSION.to_string(),
+            oslab_version: oslab_harness::runner::OSLAB_VERSION.to_string(),
             command: command.to_string(),
             label,
         };

@@ -6,7 +6,7 @@ use std::io::IsTerminal;
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
-use oslab_lab::Progress;
+use oslab_harness::Progress;
 
 /// Where a bar stands in its run: experiment `index` (from 1) of `count`, expected
 /// to take `expected_s`, with `after_s` expected for the experiments after it.

@@ -3,8 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-use oslab_lab::RunConfig;
-use oslab_lab::harness::runner;
+use oslab_harness::RunConfig;
+use oslab_harness::runner;
 use oslab_model::{ExperimentResult, Status};
 use oslab_report::exporter::{Results, Stage};
 use oslab_sys::fsread::Root;
@@ -26,10 +26,9 @@ fn command_line() -> String {
 /// that has the setting; a value of the wrong kind or out of range is a usage error.
 pub fn check_sets(
     raw: &[String],
-    experiments: &[&dyn oslab_lab::AnyExperiment],
-) -> Result<oslab_lab::Sets, Failure> {
-    oslab_lab::harness::sets::parse(raw, experiments)
-        .map_err(|e| Failure::usage(format!("--set {e}")))
+    experiments: &[&dyn oslab_harness::AnyExperiment],
+) -> Result<oslab_harness::Sets, Failure> {
+    oslab_harness::sets::parse(raw, experiments).map_err(|e| Failure::usage(format!("--set {e}")))
 }
 
 /// Where a run's results go.
@@ -55,7 +54,7 @@ impl Delivery {
 
 /// Runs experiments, printing tables and writing every requested output.
 pub fn execute(
-    experiments: &[&dyn oslab_lab::AnyExperiment],
+    experiments: &[&dyn oslab_harness::AnyExperiment],
     delivery: &Delivery,
     cfg: &RunConfig,
 ) -> CmdResult {

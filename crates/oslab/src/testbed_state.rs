@@ -1,7 +1,7 @@
 //! Which testbed `oslab testbed up` left up: read by `testbed` and `dirty advise
 //! --testbed`.
 
-use oslab_lab::services::testbed::Testbed;
+use oslab_services::testbed::Testbed;
 use oslab_sys::journal::named_dir;
 
 pub const NAME: &str = "testbed";

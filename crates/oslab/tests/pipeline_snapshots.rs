@@ -3,9 +3,9 @@
 
 use std::path::Path;
 
-use oslab_lab::harness::rawfile::RawFile;
-use oslab_lab::harness::runner;
-use oslab_lab::{AnyExperiment, Context, NoProgress, RunConfig};
+use oslab_harness::rawfile::RawFile;
+use oslab_harness::runner;
+use oslab_harness::{AnyExperiment, Context, NoProgress, RunConfig};
 use oslab_model::{Environment, ExperimentResult, LoadRecord, Mode, ResultSet, SCHEMA_VERSION};
 use oslab_sys::fsread::Root;
 use oslab_sys::machine::{self, LiveProbes};
@@ -53,7 +53,7 @@ fn null_result() -> ExperimentResult {
     };
     // judged from its raw file, as every run and `oslab judge` are
     let file = RawFile {
-        oslab_raw: oslab_lab::harness::rawfile::RAW_VERSION,
+        oslab_raw: oslab_harness::rawfile::RAW_VERSION,
         oslab_version: "test".into(),
         experiment: "null".into(),
         mode: cfg.mode,
@@ -108,7 +108,7 @@ fn json_round_trips_and_matches() {
 fn csv_files() {
     let mut r = null_result();
     r.findings
-        .push(oslab_lab::harness::finding("edge.L2", 1.5e6, "bytes", "test").within(1.0e6, 2.0e6));
+        .push(oslab_harness::finding("edge.L2", 1.5e6, "bytes", "test").within(1.0e6, 2.0e6));
     let files = oslab_report::csv_out::files(&r);
     let names: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     assert_eq!(
@@ -408,7 +408,7 @@ fn findings_known_to_within_a_range_are_compared_by_their_ranges() {
     use oslab_model::compare::{Noise, compare, side};
     let with = |value: f64, range: Option<[f64; 2]>| {
         let mut r = null_result();
-        let f = oslab_lab::harness::finding("edge.L3", value, "bytes", "test");
+        let f = oslab_harness::finding("edge.L3", value, "bytes", "test");
         r.findings = vec![match range {
             Some([lo, hi]) => f.within(lo, hi),
             None => f,
@@ -448,7 +448,7 @@ fn figures_of_one_side_only_are_named() {
         let mut r = null_result();
         r.findings = names
             .iter()
-            .map(|n| oslab_lab::harness::finding(n, 2.0, "ratio", "test"))
+            .map(|n| oslab_harness::finding(n, 2.0, "ratio", "test"))
             .collect();
         vec![r]
     };

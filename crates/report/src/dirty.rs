@@ -1,7 +1,7 @@
 //! `oslab dirty explain` and `oslab dirty advise` for people.
 //!
-//! The figures come from the lab (`lab::services::dirty_explain`,
-//! `lab::services::dirty_advice`); report does not depend on the lab (the lab will
+//! The figures come from the lab (`services::dirty_explain`,
+//! `services::dirty_advice`); report does not depend on the lab (the lab will
 //! use report's formatting helpers), so the binary hands them over as the borrowed
 //! views below.
 

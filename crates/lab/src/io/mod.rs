@@ -1,5 +1,4 @@
 //! The page cache and the write paths (material section 3).
 
-pub mod common;
 pub mod read;
 pub mod write;

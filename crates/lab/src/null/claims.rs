@@ -2,7 +2,7 @@
 
 use oslab_model::Claim;
 
-use crate::harness::check::{Check, Condition, Rule};
+use oslab_harness::check::{Check, Condition, Rule};
 
 const SOURCE: &str = "none (self-test)";
 
@@ -11,7 +11,7 @@ const SOURCE: &str = "none (self-test)";
 pub(super) fn claims(median: f64) -> Vec<Claim> {
     let holds = Check {
         id: "null-holds",
-        tolerates: &crate::harness::interference::ANY,
+        tolerates: &oslab_harness::interference::ANY,
         text: "The null median is 100 ns",
         source: SOURCE,
     }
@@ -22,7 +22,7 @@ pub(super) fn claims(median: f64) -> Vec<Claim> {
     );
     let differs = Check {
         id: "null-differs",
-        tolerates: &crate::harness::interference::ANY,
+        tolerates: &oslab_harness::interference::ANY,
         text: "The null median is 200 ns",
         source: SOURCE,
     }
@@ -33,14 +33,14 @@ pub(super) fn claims(median: f64) -> Vec<Claim> {
     );
     let untestable = Check {
         id: "null-untestable",
-        tolerates: &crate::harness::interference::ANY,
+        tolerates: &oslab_harness::interference::ANY,
         text: "The null experiment says something about the kernel",
         source: SOURCE,
     }
     .not_testable("a figure of the kernel", "it measures nothing");
     let not_judged = Check {
         id: "null-not-judged",
-        tolerates: &crate::harness::interference::ANY,
+        tolerates: &oslab_harness::interference::ANY,
         text: "The null experiment has a second figure",
         source: SOURCE,
     }

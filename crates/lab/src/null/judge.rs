@@ -4,7 +4,7 @@ use oslab_model::{Axis, Marker, Plot, Scale, Series, SeriesStyle};
 
 use super::Raw;
 use super::claims::claims;
-use crate::harness::{Output, finding, measurement};
+use oslab_harness::{Output, finding, measurement};
 
 pub(super) fn judge(raw: &Raw, seed: u64) -> Output {
     let m = measurement(

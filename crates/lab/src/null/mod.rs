@@ -11,7 +11,7 @@ mod measure;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, Experiment, LabError, Measured, Meta, Needs, Output, Planner};
+use oslab_harness::{Context, Experiment, LabError, Measured, Meta, Needs, Output, Planner};
 
 pub struct Null;
 

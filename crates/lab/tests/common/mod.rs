@@ -3,9 +3,9 @@
 
 use std::path::{Path, PathBuf};
 
+use oslab_harness::rawfile::RawFile;
+use oslab_harness::runner::judge_file;
 use oslab_lab::Registry;
-use oslab_lab::harness::rawfile::RawFile;
-use oslab_lab::harness::runner::judge_file;
 use oslab_model::{ExperimentResult, Status, Verdict};
 
 /// tests/fixtures/raw, where `oslab run ID --quick --save-raw` files are kept as

@@ -3,8 +3,8 @@
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
-use oslab_lab::services::dirty_explain::explain;
 use oslab_report::dirty::{Advised, Explained};
+use oslab_services::dirty_explain::explain;
 
 use crate::failure::CmdResult;
 use crate::failure::Failure;
@@ -105,9 +105,8 @@ fn measure_device(dir: &std::path::Path) -> Result<f64, Failure> {
     use std::io::Write;
     let bytes: u64 = 256 << 20;
     // journaled, so a kill leaves nothing behind that `oslab restore` misses
-    let scratch =
-        oslab_lab::harness::scratch::Scratch::create(dir, "dirty-advise", bytes + (16 << 20))
-            .map_err(|e| Failure::runtime(e.to_string()))?;
+    let scratch = oslab_harness::scratch::Scratch::create(dir, "dirty-advise", bytes + (16 << 20))
+        .map_err(|e| Failure::runtime(e.to_string()))?;
     let path = scratch.file("device-probe.dat");
     let chunk = vec![0x5au8; 1 << 20];
     let t0 = oslab_sys::clock::monotonic_ns();
@@ -131,7 +130,7 @@ fn nr_dirtied() -> Option<u64> {
 /// The device's write bandwidth for `dirty advise`: given, measured on the
 /// testbed, or measured in the scratch folder; and where it came from.
 fn device_bandwidth(a: &AdviseArgs) -> Result<(f64, String), Failure> {
-    use oslab_lab::services::dirty_advice::MIN_DEVICE_BYTES_S;
+    use oslab_services::dirty_advice::MIN_DEVICE_BYTES_S;
     Ok(if let Some(t) = &a.device_bandwidth {
         let bw = rate_arg("--device-bandwidth", t)?;
         if bw < MIN_DEVICE_BYTES_S {
@@ -147,7 +146,7 @@ fn device_bandwidth(a: &AdviseArgs) -> Result<(f64, String), Failure> {
             )
         })?;
         (
-            oslab_lab::services::testbed::measure_bandwidth(&tb)
+            oslab_services::testbed::measure_bandwidth(&tb)
                 .map_err(|e| Failure::runtime(e.to_string()))?,
             format!("measured on the testbed {}", tb.device.display()),
         )
@@ -215,7 +214,7 @@ fn apply(sysctl_lines: &[(String, String)]) -> Result<(), Failure> {
 }
 
 fn run_advise(a: AdviseArgs) -> CmdResult {
-    use oslab_lab::services::dirty_advice::{AdviceInputs, advise};
+    use oslab_services::dirty_advice::{AdviceInputs, advise};
     a.json.check()?;
     if !(a.target_latency.is_finite() && (0.05..=60.0).contains(&a.target_latency)) {
         return Err(Failure::usage(format!(

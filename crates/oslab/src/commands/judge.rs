@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
+use oslab_harness::{rawfile::RawFile, runner};
 use oslab_lab::Registry;
-use oslab_lab::harness::{rawfile::RawFile, runner};
 use oslab_sys::infile;
 
 use crate::args::MaxInputArg;

@@ -4,7 +4,7 @@ use crate::args::{DbArg, MaxInputArg};
 use clap::Args;
 use std::path::PathBuf;
 
-use oslab_lab::harness::runner;
+use oslab_harness::runner;
 use oslab_report::exporter::{Results, Stage};
 use oslab_report::html::Html;
 use oslab_report::terminal::Terminal;

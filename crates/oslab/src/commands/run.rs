@@ -3,7 +3,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use oslab_lab::{Registry, RunConfig};
+use oslab_harness::RunConfig;
+use oslab_lab::Registry;
 use oslab_model::Mode;
 
 use crate::db::DbTarget;

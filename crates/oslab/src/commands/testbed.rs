@@ -3,7 +3,7 @@
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
-use oslab_lab::services::testbed::{self, Testbed, parse_bandwidth};
+use oslab_services::testbed::{self, Testbed, parse_bandwidth};
 use oslab_sys::journal::{Journal, Undo, named_dir};
 use oslab_units::{human_bytes, parse_human_size};
 

@@ -3,6 +3,7 @@
 //! docs name exists in a clone. (Functions over 80 lines are clippy's `too_many_lines`,
 //! set in clippy.toml.)
 
+mod crates;
 mod mod_tree;
 mod paths;
 

@@ -5,25 +5,25 @@ use oslab_model::{Claim, Environment};
 use super::judge::{cpus_of, median};
 use super::modes::{Modes, Spread};
 use super::{CellRaw, Raw};
-use crate::harness::check::{Check, Condition, Outcome, Rule};
+use oslab_harness::check::{Check, Condition, Outcome, Rule};
 
 const PINNING: Check = Check {
     id: "pinning-cheaper",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Pinning both tasks to one CPU makes switches 45-70 % cheaper",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010, updated 2013: 45-70 % on 2006-2013 Xeons)",
 };
 
 const THREADS: Check = Check {
     id: "threads-cheaper",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "A thread switch is 5-20 % cheaper than a process switch",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010)",
 };
 
 const VM: Check = Check {
     id: "vm-dearer",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Under a hypervisor context switches cost 2.5-3x more",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010, VMware ESX)",
 };

@@ -5,7 +5,7 @@ use oslab_model::{Axis, Environment, Plot, Scale, Series, SeriesStyle};
 
 use super::modes::Spread;
 use super::{CellRaw, Plan, Raw};
-use crate::harness::{Output, finding, measurement};
+use oslab_harness::{Output, finding, measurement};
 
 /// Steal above this share of CPU time during a cell makes it suspect.
 const STEAL_NOTE: f64 = 0.05;

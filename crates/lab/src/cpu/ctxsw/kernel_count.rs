@@ -7,8 +7,8 @@ use oslab_probe::pingpong::{self, Mechanism, Tasks};
 use oslab_trace::analysis::switches_between;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::kernel_trace::KernelTrace;
-use crate::harness::{Output, finding};
+use oslab_harness::kernel_trace::KernelTrace;
+use oslab_harness::{Output, finding};
 
 /// One side's switches over its measured window: (voluntary, involuntary).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

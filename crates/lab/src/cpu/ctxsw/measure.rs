@@ -10,7 +10,7 @@ use oslab_sys::parse::procstat::{CpuTimes, cpu_times};
 
 use super::{CellRaw, LaunchRaw, PerfRaw, Placement, Plan, Raw};
 use crate::cpu::common::timing::{MIN_BATCH_NS, calibrate, time_batch};
-use crate::harness::{Context, LabError};
+use oslab_harness::{Context, LabError};
 
 /// Same CPU, one pair per class the topology offers, and unpinned.
 pub fn placements(m: &MachineInfo) -> Vec<Placement> {

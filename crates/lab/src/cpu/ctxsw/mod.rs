@@ -72,9 +72,9 @@ use oslab_model::Environment;
 use oslab_sys::parse::procstat::CpuTimes;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::settings::{AnySetting, Count, Declared, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 
 pub use measure::{clean, per_round_trip, placements, run_cell};
 

@@ -6,8 +6,8 @@ use oslab_units::human_bytes;
 
 use super::{DEFAULT_CAP, Plan, PointRaw, Raw, last_level_bytes};
 use crate::cpu::ctxsw::modes::Spread;
-use crate::harness::check::{Check, Condition, Rule};
-use crate::harness::{Output, finding, measurement};
+use oslab_harness::check::{Check, Condition, Rule};
+use oslab_harness::{Output, finding, measurement};
 
 /// A switch costs this factor over its cost with no working set: it has risen.
 const RISE: f64 = 1.5;
@@ -18,7 +18,7 @@ const FAR_LOWER: f64 = 0.5;
 
 const WORKING_SET: Check = Check {
     id: "working-set-rise",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Past about half of L2 the working-set cost rises sharply, and pinning keeps it far lower",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010); Li, Ding and Shen, \"Quantifying the Cost of Context Switch\" (ExpCS 2007)",
 };

@@ -6,8 +6,8 @@ use oslab_units::human_bytes;
 
 use super::{Plan, PointRaw, Raw};
 use crate::cpu::ctxsw::run_cell;
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let total = plan.sizes.len() * plan.placements.len();

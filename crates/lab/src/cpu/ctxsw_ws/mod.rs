@@ -45,9 +45,9 @@ use oslab_model::machine::MachineInfo;
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::ctxsw::{CellRaw, Placement, placements};
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 
 pub use judge::rise_point;
 

@@ -3,7 +3,7 @@
 
 use super::Raw;
 use super::judge::Calls;
-use crate::harness::check::{Check, Condition, Rule};
+use oslab_harness::check::{Check, Condition, Rule};
 
 /// The material's "tens to ~100 ns per call" (section 5, 2006-2013 Xeons): tens
 /// means at least 10 ns; "about 100" is read with 50 % room.
@@ -17,14 +17,14 @@ pub(super) const SWITCHES_PER_MILLION: f64 = 10.0;
 
 pub(super) const MODE_SWITCH: Check = Check {
     id: "syscall-is-mode-switch",
-    tolerates: &crate::harness::interference::ANY,
+    tolerates: &oslab_harness::interference::ANY,
     text: "A system call is a mode switch, not a context switch",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010)",
 };
 
 pub(super) const COST: Check = Check {
     id: "syscall-cost-tens-of-ns",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "The cheapest system call (gettid) costs tens to about a hundred nanoseconds",
     source: "B. Sigoure, \"How long does it take to make a context switch?\" (2010, updated 2013: 2006-2013 Xeons; 'about 100' read as up to 150 ns)",
 };

@@ -5,7 +5,7 @@ use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 use super::claims::{cost_claim, mode_switch_claim};
 use super::{PROBES, Plan, Raw, WARMUP_ROUNDS};
 use crate::cpu::common::timing::{MIN_BATCH_NS, subtract};
-use crate::harness::{Output, finding, measurement};
+use oslab_harness::{Output, finding, measurement};
 
 pub(super) fn median(v: &[f64]) -> f64 {
     oslab_stats::median(v).unwrap_or(f64::NAN)

@@ -7,8 +7,8 @@ use oslab_sys::process::{PinGuard, current_cpu, thread_usage};
 
 use super::{PROBES, Plan, ProbeRaw, Raw, WARMUP_ROUNDS};
 use crate::cpu::common::timing::{MIN_BATCH_NS, calibrate, time_batch};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let cpu = current_cpu().unwrap_or(0);

@@ -39,8 +39,8 @@ use oslab_sys::process::{raw_getppid, raw_gettid};
 use serde::{Deserialize, Serialize};
 
 use crate::cpu::common::timing::empty_body;
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 
 pub struct Syscall;
 

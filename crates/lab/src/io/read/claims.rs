@@ -6,18 +6,18 @@ use oslab_units::human_bytes;
 
 use super::Raw;
 use super::judge::{Figures, MIB};
-use crate::harness::check::{Check, Condition, Rule};
+use oslab_harness::check::{Check, Condition, Rule};
 
 pub(super) const WARM_FASTER: Check = Check {
     id: "warm-read-faster",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "A warm read is many times faster than a cold one and causes no device reads",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (a reader's run on a Surface Pro 7, in a 2021 blog summary of the book: cold 1.117 s, warm 0.134 s for 1 GiB)",
 };
 
 pub(super) const CACHE_GROWS: Check = Check {
     id: "cache-grows-once",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "buff/cache grows by about the file size during the first read and not during the second",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (page cache)",
 };

@@ -6,9 +6,9 @@ use oslab_units::human_bytes;
 
 use super::claims::{EVICTED_ENOUGH, cache_grows, pct, warm_faster};
 use super::{Plan, Raw, Round};
-use crate::harness::sampler;
-use crate::harness::{Output, finding, measurement};
-use crate::io::common::probe::{OpStats, implausible_for_a_disk, mb_s};
+use oslab_harness::sampler;
+use oslab_harness::{Output, finding, measurement};
+use oslab_services::disk_probe::{OpStats, implausible_for_a_disk, mb_s};
 
 pub(super) const MIB: f64 = (1u64 << 20) as f64;
 

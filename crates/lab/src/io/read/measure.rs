@@ -9,11 +9,11 @@ use oslab_sys::process::is_root;
 use oslab_units::human_bytes;
 
 use super::{META, Plan, Raw, Round};
-use crate::harness::Measured;
-use crate::harness::sampler::Sampler;
-use crate::harness::scratch::Scratch;
-use crate::harness::{Context, LabError};
-use crate::io::common::probe::{create_file, disk_facts, read_all, timed};
+use oslab_harness::Measured;
+use oslab_harness::sampler::Sampler;
+use oslab_harness::scratch::Scratch;
+use oslab_harness::{Context, LabError};
+use oslab_services::disk_probe::{create_file, disk_facts, read_all, timed};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     if plan.drop_caches && !is_root() {

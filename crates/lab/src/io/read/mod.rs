@@ -41,10 +41,10 @@ use oslab_model::Environment;
 use oslab_sys::sar::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
-use crate::io::common::probe::{DiskFacts, OpStats};
 use crate::settings::{AnySetting, Bytes, Declared, Flag, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::disk_probe::{DiskFacts, OpStats};
 
 pub struct IoRead;
 

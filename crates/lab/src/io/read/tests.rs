@@ -3,7 +3,8 @@
 use oslab_model::Verdict;
 
 use super::*;
-use crate::io::common::probe::{DiskFacts, test_env as env};
+use oslab_harness::testing::captured_env as env;
+use oslab_services::disk_probe::DiskFacts;
 
 const SIZE: u64 = 64 << 20;
 

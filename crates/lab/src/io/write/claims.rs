@@ -6,18 +6,18 @@ use oslab_units::human_bytes;
 
 use super::judge::{BIG, CellFigures, Probes, cell_figures, disk_flags, opt_bytes};
 use super::{Mode, Raw};
-use crate::harness::check::{Check, Condition, Rule};
+use oslab_harness::check::{Check, Condition, Rule};
 
 pub(super) const BUFFERED_FASTER: Check = Check {
     id: "buffered-faster-than-direct",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Buffered writes finish much faster than O_DIRECT ones because they only dirty the page cache",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (a reader's run on a Surface Pro 7, in a 2021 blog summary of the book: buffered 1.3 GB/s vs O_DIRECT 429 MB/s)",
 };
 
 pub(super) const DEVICE_LATER: Check = Check {
     id: "device-work-later",
-    tolerates: &crate::harness::interference::ANY,
+    tolerates: &oslab_harness::interference::ANY,
     text: "With buffered writes the device work happens later, in write back",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (page cache)",
 };

@@ -6,9 +6,9 @@ use oslab_units::human_bytes;
 
 use super::claims::{buffered_faster, device_later};
 use super::{Cell, Mode, Plan, Raw, bs_label};
-use crate::harness::sampler;
-use crate::harness::{Output, finding, measurement};
-use crate::io::common::probe::mb_s;
+use oslab_harness::sampler;
+use oslab_harness::{Output, finding, measurement};
+use oslab_services::disk_probe::mb_s;
 
 /// The block size both claims compare at.
 pub(super) const BIG: u64 = 1 << 20;

@@ -11,10 +11,10 @@ use oslab_sys::fileio::{self, AlignedBuf, Mapping, open_write};
 use oslab_units::human_bytes;
 
 use super::{Cell, META, MODES, Mode, OverwriteProbe, Plan, Raw, TouchProbe, WriteRun, bs_label};
-use crate::harness::sampler::Sampler;
-use crate::harness::scratch::Scratch;
-use crate::harness::{Context, LabError};
-use crate::io::common::probe::{disk, disk_facts, meminfo, traffic_since};
+use oslab_harness::sampler::Sampler;
+use oslab_harness::scratch::Scratch;
+use oslab_harness::{Context, LabError};
+use oslab_services::disk_probe::{disk, disk_facts, meminfo, traffic_since};
 
 /// The probes write at most this much.
 const PROBE_MAX: u64 = 256 << 20;

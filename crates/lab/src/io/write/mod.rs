@@ -46,10 +46,10 @@ use oslab_sys::fileio::{O_DIRECT, O_DSYNC};
 use oslab_sys::sar::Snapshot;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
-use crate::io::common::probe::DiskFacts;
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::disk_probe::DiskFacts;
 
 pub struct IoWrite;
 

@@ -4,7 +4,7 @@
 use oslab_model::{Claim, Verdict};
 
 use super::*;
-use crate::io::common::probe::test_env;
+use oslab_harness::testing::captured_env as test_env;
 
 const MIB: u64 = 1 << 20;
 

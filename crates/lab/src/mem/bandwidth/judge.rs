@@ -4,8 +4,8 @@ use oslab_model::{Axis, Environment, Marker, Plot, Scale, Series, SeriesStyle};
 use oslab_units::human_bytes;
 
 use super::{Plan, Raw, SAMPLE_NS, SMALL};
-use crate::harness::{Output, finding};
 use crate::mem::common::sweep::{points, sysfs_of};
+use oslab_harness::{Output, finding};
 
 pub(super) fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let median = |v: &[f64]| oslab_stats::median(v).unwrap_or(f64::NAN);

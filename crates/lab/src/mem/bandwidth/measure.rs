@@ -3,9 +3,9 @@
 use oslab_probe::memprobe::{Buffer, ReadSweep, write_sweep};
 
 use super::{MIN_SIZE, Plan, Raw, SAMPLE_NS, SizeRaw, Timed};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
 use crate::mem::common::sweep::{log_sizes, shuffled};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let sizes = log_sizes(MIN_SIZE, plan.max_size, plan.per_octave);

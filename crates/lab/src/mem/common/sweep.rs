@@ -4,7 +4,7 @@
 use oslab_probe::memprobe::{Buffer, sattolo};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::LabError;
+use oslab_harness::LabError;
 
 pub const LINE: usize = 64;
 

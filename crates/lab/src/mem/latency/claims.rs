@@ -5,8 +5,8 @@ use oslab_model::Claim;
 use oslab_units::human_bytes;
 
 use super::judging::{Judging, edge_words, shared_why};
-use crate::harness::check::{Check, Condition, Rule};
 use crate::mem::common::sweep::SysfsLevel;
+use oslab_harness::check::{Check, Condition, Rule};
 
 /// Levels up to this size are the small (private) ones the claim holds to sysfs.
 pub const SMALL_LEVEL_MAX: u64 = 4 << 20;
@@ -17,7 +17,7 @@ pub const RATIO_HIGH: f64 = 2.0;
 pub const MIN_PLATEAUS: f64 = 3.0;
 pub const JUMPS: Check = Check {
     id: "latency-jumps-per-level",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Access time jumps each time the working set outgrows a cache level",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (the cache-size sweep)",
 };

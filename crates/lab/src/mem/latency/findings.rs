@@ -7,7 +7,7 @@ use oslab_units::human_bytes;
 use super::claims::RATIO_LOW;
 use super::curve::{self, GONE_RATIO, LEFT_RATIO};
 use super::judging::{Judging, bytes, edge_words, shared_why};
-use crate::harness::finding;
+use oslab_harness::finding;
 
 /// Samples at one size spreading wider than this near an edge are bimodal.
 const BIMODAL_SPREAD: f64 = 1.5;

@@ -9,8 +9,8 @@ use super::curve::{self, Plateau};
 use super::findings::{level_findings, sysfs_findings};
 use super::judging::{Judging, bytes};
 use super::{Plan, Raw};
-use crate::harness::{Output, finding, measurement};
 use crate::mem::common::sweep::{points, sysfs_of};
+use oslab_harness::{Output, finding, measurement};
 
 pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let (x, y) = curve_of(&raw.small);

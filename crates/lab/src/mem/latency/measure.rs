@@ -1,9 +1,9 @@
 //! mem.latency's measurement: a pointer chase over each working-set size, on small and huge pages.
 
 use super::{Plan, Raw};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
 use crate::mem::common::sweep::{Chased, chase_size, shuffled};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let (sizes, huge_sizes) = (plan.sizes(), plan.huge_sizes());

@@ -62,10 +62,10 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::mem::common::sweep::{Chased, dense_around, log_sizes, merged, sysfs_of};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 
 pub use curve::{Edge, Plateau, Reading, assign, edge_spread};
 

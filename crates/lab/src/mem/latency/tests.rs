@@ -5,9 +5,9 @@ use oslab_model::{Environment, Verdict};
 
 use super::judge::judge;
 use super::{Plan, Raw};
-use crate::harness::Output;
-use crate::harness::check::Rule;
 use crate::mem::common::sweep::Chased;
+use oslab_harness::Output;
+use oslab_harness::check::Rule;
 
 const KIB: f64 = 1024.0;
 const MIB: f64 = 1048576.0;

@@ -3,7 +3,7 @@
 use oslab_model::Claim;
 use oslab_units::human_bytes;
 
-use crate::harness::check::{Check, Condition, Rule};
+use oslab_harness::check::{Check, Condition, Rule};
 
 /// Beyond the caches the column walk costs more than this many row walks ...
 pub const LARGE_RATIO_ABOVE: f64 = 4.0;
@@ -16,7 +16,7 @@ pub const BEYOND_LLC: f64 = 2.0;
 
 pub const ORDER: Check = Check {
     id: "loop-order-matters-out-of-cache",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Loop order hardly matters while the array fits in the cache and matters a lot once it does not",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (locality of reference)",
 };

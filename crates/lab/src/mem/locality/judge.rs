@@ -5,8 +5,8 @@ use oslab_units::human_bytes;
 
 use super::claims::claim;
 use super::{ELEMENT, Raw, SAMPLE_NS};
-use crate::harness::{Output, finding, measurement};
 use crate::mem::common::sweep::sysfs_of;
+use oslab_harness::{Output, finding, measurement};
 
 pub(super) fn bytes_of(side: usize) -> u64 {
     (side * side * ELEMENT) as u64

@@ -1,8 +1,8 @@
 //! mem.locality's measurement: each array summed by rows and by columns, timed.
 
 use super::{ArrayRaw, Plan, Raw, SAMPLE_NS, Timed};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let mut arrays = Vec::new();

@@ -31,10 +31,10 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::mem::common::sweep::sysfs_of;
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 
 pub struct MemLocality;
 

@@ -1,5 +1,5 @@
 use super::*;
-use crate::harness::check::Rule;
+use oslab_harness::check::Rule;
 use oslab_model::Verdict;
 
 /// Arrays whose column walk costs `ratios[k]` row walks (rows 1 ns/element).

@@ -5,9 +5,9 @@ use oslab_model::{Axis, Claim, Environment, Finding, Marker, Plot, Scale, Series
 use oslab_stats::levels;
 
 use super::{CpuidTlb, PAGE, Plan, Raw};
-use crate::harness::check::{Check, Condition, Rule, figure};
-use crate::harness::{Output, finding};
 use crate::mem::common::sweep::points;
+use oslab_harness::check::{Check, Condition, Rule, figure};
+use oslab_harness::{Output, finding};
 
 /// Huge pages must make each access at least 25 % cheaper with many pages touched.
 pub const HUGE_OVER_SMALL_BELOW: f64 = 0.75;
@@ -18,7 +18,7 @@ const GRANTED_FROM_PAGES: u64 = 1024;
 
 pub const REACH: Check = Check {
     id: "huge-pages-extend-reach",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Huge pages extend the TLB's reach",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (TLB)",
 };

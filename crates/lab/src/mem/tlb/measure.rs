@@ -1,9 +1,9 @@
 //! mem.tlb's measurement: page-strided reads over growing numbers of pages.
 
 use super::{CpuidTlb, PAGE, Plan, Raw};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
 use crate::mem::common::sweep::{Chased, chase_size, shuffled};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let pages = plan.pages();

@@ -12,9 +12,9 @@ use oslab_trace::chrome::{self, TraceEvent};
 
 use super::analysis::Worker;
 use super::probe;
-use crate::harness::check::{Check, Condition, Rule, figure};
-use crate::harness::kernel_trace::KernelTrace;
-use crate::harness::{LabError, finding};
+use oslab_harness::check::{Check, Condition, Rule, figure};
+use oslab_harness::kernel_trace::KernelTrace;
+use oslab_harness::{LabError, finding};
 
 /// The spinners and their runs, as the kernel switched them.
 pub fn spin_traced(
@@ -144,7 +144,7 @@ pub const AGREES: Check = Check {
     id: "spinners-agree-with-kernel",
     // the switch path it allows was measured on a quiet machine; beside other
     // work each switch costs a worker more
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "What the spinning workers noticed of their own runs (gaps in their clock readings) is what the scheduler did (its sched_switch records)",
     source: "kernel/sched/core.c __schedule (trace_sched_switch), traced with eBPF",
 };

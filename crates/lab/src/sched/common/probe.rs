@@ -10,7 +10,7 @@ use oslab_sys::parse::procstat::{CpuTimes, cpu_times};
 use oslab_sys::parse::schedstat::{SchedStat, parse_schedstat};
 
 use super::analysis::Worker;
-use crate::harness::LabError;
+use oslab_harness::LabError;
 
 /// The gap that counts as "off the CPU": far above a clock read (~20 ns), far
 /// below a tick.

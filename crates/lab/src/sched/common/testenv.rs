@@ -1,11 +1,6 @@
 //! Synthetic workers and an environment for the scheduler experiments' unit tests.
 
-use std::path::Path;
-
-use oslab_model::machine::{Hz, Probed, SchedulerKind};
-use oslab_model::{Environment, LoadRecord};
-use oslab_sys::fsread::Root;
-use oslab_sys::machine::{self, LiveProbes};
+use oslab_model::Environment;
 
 use super::analysis::Worker;
 
@@ -14,39 +9,7 @@ pub const MS: u64 = 1_000_000;
 /// The captured 2-CPU KVM guest of the sys fixtures (EEVDF), with HZ set to `hz`
 /// (None: unknown) and the hypervisor named `hv` (None: bare metal).
 pub fn env(hz: Option<u32>, hv: Option<&str>) -> Environment {
-    let root =
-        Root::at(Path::new(env!("CARGO_MANIFEST_DIR")).join("../sys/tests/fixtures/kvm-xeon-2cpu"));
-    let mut m = machine::collect(
-        &root,
-        &LiveProbes {
-            scratch_dir: "/tmp".into(),
-            page_bytes: 4096,
-            ..Default::default()
-        },
-    );
-    m.kernel.scheduler = SchedulerKind::Eevdf;
-    m.kernel.hz = match hz {
-        Some(hz) => Probed::Value(Hz {
-            hz,
-            source: "test".into(),
-        }),
-        None => Probed::Unavailable("test".into()),
-    };
-    m.hypervisor.name = hv.map(str::to_string);
-    Environment {
-        oslab_version: "test".into(),
-        machine: m,
-        timer: "CLOCK_MONOTONIC".into(),
-        load: LoadRecord {
-            loadavg_before: [0.0; 3],
-            loadavg_after: [0.0; 3],
-            cpu_busy_fraction: 0.0,
-            steal_fraction: 0.0,
-            warning: None,
-            ..Default::default()
-        },
-        seed: 1,
-    }
+    oslab_harness::testing::captured_eevdf_env(hz, hv)
 }
 
 /// A worker that ran during `runs` (ms) and was off the CPU between them, from the

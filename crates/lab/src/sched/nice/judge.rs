@@ -5,11 +5,11 @@ use crate::sched::common::kernel_view;
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
 
 use super::{Pair, Plan, Raw, predicted_share};
-use crate::harness::check::{Check, Condition, Outcome, Rule};
-use crate::harness::{Output, finding, measurement};
 use crate::sched::common::analysis::{
     Turns, inner_runs_ms, median, median_opt, ran_by_interval, stats, turns, weight,
 };
+use oslab_harness::check::{Check, Condition, Outcome, Rule};
+use oslab_harness::{Output, finding, measurement};
 
 /// How far the measured run-time ratio nice 0 : nice k may be from w(0) / w(k).
 /// One tick more or less of nice 19's run time over 3 s is about 9 % of it; 15 %
@@ -19,7 +19,7 @@ pub const RATIO_TOLERANCE: f64 = 0.15;
 
 const SHARES: Check = Check {
     id: "nice-shares-follow-weights",
-    tolerates: &crate::harness::interference::CPU_SHARES,
+    tolerates: &oslab_harness::interference::CPU_SHARES,
     text: "Nice values divide the CPU by the kernel's weights (about 1.25x per step)",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Process scheduler\"; kernel/sched/core.c sched_prio_to_weight",
 };

@@ -4,10 +4,10 @@ use oslab_probe::spinners::Spec;
 use oslab_sys::fsread::Root;
 
 use super::{MAX_GAPS, Pair, Plan, Raw};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
 use crate::sched::common::kernel_view;
 use crate::sched::common::probe::{self};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let cpu = probe::first_cpu();

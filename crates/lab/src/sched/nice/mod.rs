@@ -37,10 +37,10 @@ use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::procstat::CpuTimes;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::sched::common::analysis::{Worker, weight};
 use crate::sched::common::probe::GAP_NS;
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 
 pub struct SchedNice;
 

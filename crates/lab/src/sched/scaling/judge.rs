@@ -4,8 +4,8 @@
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
 
 use super::{Plan, Raw, Round};
-use crate::harness::check::{Check, Condition, Outcome, Rule};
-use crate::harness::{Output, finding};
+use oslab_harness::check::{Check, Condition, Outcome, Rule};
+use oslab_harness::{Output, finding};
 
 /// One CPU: mean real within this share of N x alone.
 const ONE_CPU_TOLERANCE: f64 = 0.35;
@@ -16,7 +16,7 @@ const THROUGHPUT_KEPT: f64 = 0.7;
 
 const PAST_THE_CPUS: Check = Check {
     id: "past-the-cpus-only-turnaround-grows",
-    tolerates: &crate::harness::interference::CPU_SHARES,
+    tolerates: &oslab_harness::interference::CPU_SHARES,
     text: "On one CPU real time grows as N x alone; on all CPUs it stays flat up to the CPU count, and past it only turnaround grows while throughput stays",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Process scheduler\" (multiload and the scaling curves)",
 };

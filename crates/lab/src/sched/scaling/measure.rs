@@ -3,9 +3,9 @@
 use oslab_sys::fsread::Root;
 
 use super::{MAX_GAPS, Plan, Raw, Round};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
 use crate::sched::common::probe::{self};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let cpu0 = probe::first_cpu();

@@ -32,10 +32,10 @@ use oslab_model::Environment;
 use oslab_sys::parse::procstat::CpuTimes;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::sched::common::analysis::Worker;
 use crate::sched::common::probe::GAP_NS;
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 
 pub use judge::{Point, point};
 

@@ -6,9 +6,9 @@ use oslab_model::machine::SchedulerKind;
 use oslab_model::{Claim, Environment, Finding};
 
 use super::{Plan, Raw, Round, plots};
-use crate::harness::check::{Check, Condition, Outcome, Rule};
-use crate::harness::{Output, finding, measurement};
 use crate::sched::common::analysis::{hz_from_timer_rate, inner_runs_ms, median, stats, turns};
+use oslab_harness::check::{Check, Condition, Outcome, Rule};
+use oslab_harness::{Output, finding, measurement};
 
 /// How far the median slice may be from max(se.slice, tick): the tick quantises it
 /// and a gap in which no worker ran splits a run, so only the scale is judged.
@@ -16,7 +16,7 @@ const SLICE_TOLERANCE: f64 = 0.5;
 
 const SLICE_IS_TICK_BOUND: Check = Check {
     id: "slice-is-tick-bound",
-    tolerates: &crate::harness::interference::CPU_SHARES,
+    tolerates: &oslab_harness::interference::CPU_SHARES,
     text: "Each of N CPU-bound processes on one CPU runs a slice of max(kernel slice, one tick) per turn and waits (N - 1) slices",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Process scheduler\"; checked against EEVDF on 6.6+ kernels",
 };

@@ -5,10 +5,10 @@ use oslab_sys::fsread::Root;
 use oslab_sys::parse::pidsched::PidSched;
 
 use super::{MAX_GAPS, Plan, Raw, Round, Window};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
 use crate::sched::common::kernel_view;
 use crate::sched::common::probe::{self};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let cpu = probe::first_cpu();

@@ -45,11 +45,11 @@ use oslab_sys::parse::pidsched::PidSched;
 use oslab_sys::parse::schedstat::SchedStat;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::sched::common::analysis::Worker;
 use crate::sched::common::probe::GAP_NS;
 use crate::settings::{AnySetting, Declared, FilePath, Seconds, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 use oslab_trace::TraceOutcome;
 
 pub struct SchedSlices;

@@ -2,7 +2,7 @@
 
 use oslab_model::{Claim, Environment};
 
-use crate::harness::check::{Check, Condition, Rule};
+use oslab_harness::check::{Check, Condition, Rule};
 
 /// "About 20-30 %" read with room: a gain between 10 and 40 %.
 pub(super) const SMT_GAIN: (f64, f64) = (0.10, 0.40);
@@ -12,7 +12,7 @@ pub(super) const CORE_GAIN: f64 = 0.70;
 
 pub(super) const SMT: Check = Check {
     id: "smt-gives-20-30-percent",
-    tolerates: &crate::harness::interference::CPU_SHARES,
+    tolerates: &oslab_harness::interference::CPU_SHARES,
     text: "A second hardware thread adds about 20-30 % throughput, far less than a second core",
     source: "S. Takeuchi, \"Linux no Shikumi\", ch. \"Memory hierarchy\" (kernel build 93 s -> 73 s with SMT; 'about 20-30 %' read as 10-40 %)",
 };

@@ -4,8 +4,8 @@ use oslab_model::Environment;
 
 use super::claims::{SMT, smt_claim};
 use super::{Raw, describe};
-use crate::harness::{Output, finding};
 use crate::sched::common::analysis::Worker;
+use oslab_harness::{Output, finding};
 
 /// Clock readings per second of wall time, summed over the workers.
 pub(super) fn throughput(w: &[Worker]) -> f64 {

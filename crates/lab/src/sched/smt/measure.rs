@@ -3,10 +3,10 @@
 use oslab_probe::spinners::Spec;
 
 use super::{CpuSeen, Plan, Raw, Runs, pairs};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
 use crate::sched::common::analysis::Worker;
 use crate::sched::common::probe;
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let (sibling_pair, separate_pair) = pairs(ctx.machine);

@@ -30,9 +30,9 @@ use oslab_model::Environment;
 use oslab_model::machine::MachineInfo;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::sched::common::analysis::Worker;
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
 
 pub struct SchedSmt;
 

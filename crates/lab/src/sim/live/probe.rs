@@ -13,7 +13,7 @@ use oslab_trace::analysis::Captured;
 use oslab_trace::{Tracer, Watch, WritebackOptions};
 
 use super::Traced;
-use crate::harness::scratch::Scratch;
+use oslab_harness::scratch::Scratch;
 
 /// One page of the probe file (written whole, so the pass has one to write).
 const PROBE_BYTES: usize = 4096;

@@ -8,7 +8,7 @@ use oslab_sys::fsread::Root;
 use oslab_sys::parse::{bdi, meminfo, vmstat};
 
 use super::FileState;
-use crate::wb::common::sawtooth::measure::DIRTY_SYSCTLS;
+use oslab_services::sawtooth::measure::DIRTY_SYSCTLS;
 
 /// The bdi settings kept: they bound the device's share of the limits.
 const BDI_SETTINGS: [&str; 3] = ["min_ratio", "max_ratio", "strict_limit"];

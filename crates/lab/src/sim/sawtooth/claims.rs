@@ -2,11 +2,11 @@
 
 use oslab_model::Claim;
 
-use crate::harness::check::{Check, Condition, Rule};
+use oslab_harness::check::{Check, Condition, Rule};
 
 const MATCHES: Check = Check {
     id: "simulator-matches-kernel",
-    tolerates: &crate::harness::interference::ANY,
+    tolerates: &oslab_harness::interference::ANY,
     text: "The simulator's Dirty curve matches the real kernel's within 10 % in peak, trough and period",
     source: "oslab's target for its simulator: docs/sim-scenarios.md, \"The sawtooth cells\"",
 };

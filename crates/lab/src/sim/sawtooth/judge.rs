@@ -4,9 +4,9 @@
 use oslab_model::{ExperimentResult, Series, SeriesStyle};
 use oslab_wbsim::Config;
 
-use super::{Raw, claims, real_experiments};
-use crate::harness::runner::judge_file;
-use crate::harness::{Output, finding};
+use super::{Raw, claims};
+use oslab_harness::runner::judge_file;
+use oslab_harness::{AnyExperiment, Output, finding};
 
 fn param_f(r: &ExperimentResult, k: &str) -> Option<f64> {
     r.params.get(k).and_then(|v| v.as_f64())
@@ -45,14 +45,15 @@ pub fn config_for_real(r: &ExperimentResult) -> Option<Config> {
         .memory
         .available_bytes
         .unwrap_or(8 << 30);
-    Some(crate::wb::common::sawtooth::model::config(
+    Some(oslab_services::sawtooth::model::config(
         rate, duration, sysctls, dirtyable,
     ))
 }
 
-/// The real runs, judged from their raw data as they were when they ran.
-pub fn judge(raw: &Raw) -> Output {
-    let real: Vec<ExperimentResult> = real_experiments()
+/// The real runs of `experiments`, judged from their raw data as they were when
+/// they ran.
+pub fn judge(experiments: &[&dyn AnyExperiment], raw: &Raw) -> Output {
+    let real: Vec<ExperimentResult> = experiments
         .iter()
         .zip(&raw.real)
         .map(|(e, file)| judge_file(*e, file))
@@ -70,7 +71,7 @@ pub fn beside_real(real: &[ExperimentResult]) -> Output {
         let Some(c) = config_for_real(r) else {
             continue;
         };
-        let (t, y, saw) = crate::wb::common::sawtooth::model::simulated_curve(&c);
+        let (t, y, saw) = oslab_services::sawtooth::model::simulated_curve(&c);
         for (what, sim) in [
             ("peak_mib", saw.peak_median),
             ("trough_mib", saw.trough_median),

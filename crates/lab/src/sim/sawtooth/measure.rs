@@ -1,12 +1,13 @@
 //! The real wb.background and wb.periodic, run as `oslab run` runs them.
 
-use super::{Raw, real_experiments};
-use crate::harness::runner;
-use crate::harness::{Context, LabError};
+use super::Raw;
+use oslab_harness::runner;
+use oslab_harness::{AnyExperiment, Context, LabError};
 
-pub fn measure(ctx: &mut Context) -> Result<Raw, LabError> {
+/// Runs each of `experiments` in turn.
+pub fn measure(experiments: &[&dyn AnyExperiment], ctx: &mut Context) -> Result<Raw, LabError> {
     let mut real = Vec::new();
-    for e in real_experiments() {
+    for &e in experiments {
         let id = e.meta().id;
         ctx.progress.stage(id);
         let ran = runner::run(e, ctx.config, ctx.machine, ctx.progress);

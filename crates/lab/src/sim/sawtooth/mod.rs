@@ -27,16 +27,30 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::rawfile::RawFile;
-use crate::harness::{
+use oslab_harness::rawfile::RawFile;
+use oslab_harness::{
     AnyExperiment, Context, Experiment, LabError, Measured, Meta, Needs, Output, Planner,
 };
-use crate::wb::background::Background;
-use crate::wb::periodic::Periodic;
 
 pub use judge::{beside_real, config_for_real};
 
-pub struct SimSawtooth;
+/// sim.sawtooth, over the real experiments whose runs it simulates (wb.background
+/// and wb.periodic, in that order): the registry hands them in, as a family uses
+/// no other family.
+pub struct SimSawtooth {
+    real: [&'static dyn AnyExperiment; 2],
+}
+
+impl SimSawtooth {
+    pub const fn over(
+        background: &'static dyn AnyExperiment,
+        periodic: &'static dyn AnyExperiment,
+    ) -> Self {
+        SimSawtooth {
+            real: [background, periodic],
+        }
+    }
+}
 
 static META: Meta = Meta {
     id: "sim.sawtooth",
@@ -53,11 +67,6 @@ static META: Meta = Meta {
     internal: false,
     full_lab_only: false,
 };
-
-/// The real experiments it runs, in order.
-fn real_experiments() -> [&'static dyn AnyExperiment; 2] {
-    [&Background, &Periodic]
-}
 
 /// Nothing to choose: the real experiments plan themselves.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -82,10 +91,10 @@ impl Experiment for SimSawtooth {
     }
 
     fn measure(&self, _: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
-        Ok(Measured::Raw(measure::measure(ctx)?))
+        Ok(Measured::Raw(measure::measure(&self.real, ctx)?))
     }
 
     fn judge(&self, _: &Plan, raw: &Raw, _: &Environment) -> Output {
-        judge::judge(raw)
+        judge::judge(&self.real, raw)
     }
 }

@@ -3,12 +3,12 @@
 
 use oslab_model::Claim;
 
-use crate::harness::check::{Check, Condition, Rule};
-use crate::services::write_latency::LatencyStats;
+use oslab_harness::check::{Check, Condition, Rule};
+use oslab_services::write_latency::LatencyStats;
 
 const PROTECTS: Check = Check {
     id: "wcall-protects-high-priority",
-    tolerates: &crate::harness::interference::ANY,
+    tolerates: &oslab_harness::interference::ANY,
     text: "With lower-priority writers competing, vanilla lets the high-priority writer's write() exceed 200 ms; WCALL largely removes those spikes",
     source: "Kim and Park, \"A Dynamic Allocation of Write Cache to Improve I/O Real-Time Responsiveness in Linux\" (2009), Fig. 2, 4, 5",
 };

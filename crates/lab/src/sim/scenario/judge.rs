@@ -8,8 +8,8 @@ use oslab_wbsim::config::MIB;
 use super::claims::protects_claim;
 use super::memory;
 use super::{Plan, Raw, SimulatedRun};
-use crate::harness::{Output, finding, measurement};
-use crate::services::write_latency::latency_stats;
+use oslab_harness::{Output, finding, measurement};
+use oslab_services::write_latency::latency_stats;
 
 /// One simulated writer's latencies, its figures, and its mean latency.
 fn writer_figures(

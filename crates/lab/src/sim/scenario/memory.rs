@@ -7,7 +7,7 @@ use oslab_wbsim::config::MIB;
 use oslab_wbsim::outcome::Sample;
 
 use super::SimulatedRun;
-use crate::harness::finding;
+use oslab_harness::finding;
 
 /// Which page-cache counter a series or finding follows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -33,7 +33,7 @@ use oslab_wbsim::scenario::Scenario;
 use oslab_wbsim::{Config, Policy, WriterResult};
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, Experiment, LabError, Measured, Meta, Needs, Output, Planner};
+use oslab_harness::{Context, Experiment, LabError, Measured, Meta, Needs, Output, Planner};
 
 /// A scenario dressed as an experiment, so results share the one model.
 pub struct SimScenario {

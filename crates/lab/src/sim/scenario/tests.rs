@@ -1,6 +1,6 @@
 use super::claims::protects_claim;
-use crate::services::write_latency::{LatencyStats, latency_stats};
 use oslab_model::Verdict;
+use oslab_services::write_latency::{LatencyStats, latency_stats};
 
 /// 700 writes of 10 ms, `slow` of them 250 ms.
 fn stats(slow: usize) -> LatencyStats {

@@ -13,11 +13,11 @@ use oslab_wcall::service::{Governor, Options};
 
 use super::IoCounts;
 use super::workload::{WriterArgs, writers_for};
-use crate::harness::LabError;
-use crate::harness::kernel_trace::KernelTrace;
-use crate::services::cells::record::{Cell, Content, PERIOD_MS, Scenario, Start, WriterRaw};
-use crate::services::testbed::Testbed;
-use crate::services::timed_writer::{self, WriterTrace};
+use oslab_harness::LabError;
+use oslab_harness::kernel_trace::KernelTrace;
+use oslab_services::cells::record::{Cell, Content, PERIOD_MS, Scenario, Start, WriterRaw};
+use oslab_services::testbed::Testbed;
+use oslab_services::timed_writer::{self, WriterTrace};
 
 /// What every cell of a setting shares.
 pub struct Bench<'a> {
@@ -178,7 +178,7 @@ pub fn run_cell(
                     policy,
                     block_ns: oslab_wcall::coordinator::WCALL_BLOCK_NS,
                     interval: Duration::from_millis(
-                        crate::services::cells::sim_config::PASS_MS as u64,
+                        oslab_services::cells::sim_config::PASS_MS as u64,
                     ),
                     fifo_priority: Some(oslab_wcall::service::COORDINATOR_FIFO),
                     cgroups: false,

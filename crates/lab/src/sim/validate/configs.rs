@@ -7,9 +7,9 @@ use oslab_wbsim::{Config, Kind, WriterCfg};
 
 use super::workload::{WriterArgs, writers_for};
 use super::{CellRaw, SettingRaw};
-use crate::services::cells::record::{CHUNK, PERIOD_MS};
-use crate::services::cells::sim_config::{Seed, TestbedSpec, class_of};
-use crate::services::page_costs::costs;
+use oslab_services::cells::record::{CHUNK, PERIOD_MS};
+use oslab_services::cells::sim_config::{Seed, TestbedSpec, class_of};
+use oslab_services::page_costs::costs;
 
 fn writer_cfg(w: &WriterArgs) -> WriterCfg {
     let class = class_of(w.fifo.map_or(0, |p| p.max(1) as u32), w.nice.unwrap_or(0));

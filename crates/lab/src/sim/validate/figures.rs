@@ -3,9 +3,9 @@
 
 use oslab_wbsim::Outcome;
 
-use crate::services::cells::record::{CHUNK, Cell, PERIOD_MS};
-use crate::services::cells::traced::Traced;
-use crate::services::write_latency::latency_stats;
+use oslab_services::cells::record::{CHUNK, Cell, PERIOD_MS};
+use oslab_services::cells::traced::Traced;
+use oslab_services::write_latency::latency_stats;
 
 /// One figure of a cell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

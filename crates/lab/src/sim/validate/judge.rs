@@ -11,15 +11,15 @@ use super::configs::config_for;
 use super::figures::{self, Compared, Fig, Figures, Verdict};
 use super::sawtooth_cells::judge::{Restore, SawJudged};
 use super::{Plan, Raw, SettingRaw};
-use crate::harness::check::{Check, Condition, Rule, figure};
-use crate::harness::{Output, finding};
-use crate::services::cells::record::Scenario;
-use crate::services::cells::sim_config::{Seed, simulate_blind};
-use crate::services::cells::traced::{Traced, traced};
+use oslab_harness::check::{Check, Condition, Rule, figure};
+use oslab_harness::{Output, finding};
+use oslab_services::cells::record::Scenario;
+use oslab_services::cells::sim_config::{Seed, simulate_blind};
+use oslab_services::cells::traced::{Traced, traced};
 
 const PREDICTS: Check = Check {
     id: "sim-predicts-testbed",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "The simulator predicts the contested writers' write() latency on the testbed: p50, p90, p99 within 30 % (1 ms below 3 ms), writes over 200 ms within max(3, 30 %), the competitors' throughput within 15 %, for every workload and policy",
     source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the targets)",
 };
@@ -27,14 +27,14 @@ const PREDICTS: Check = Check {
 /// The headline: the prediction a user gets, made before the cell's run is read.
 const BLIND: Check = Check {
     id: "sim-predicts-testbed-blind",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "The simulator predicts this machine blind (from the writers, the limits, the device's probed bandwidth and the page costs, nothing measured in any run): at least 95 % of the targeted figures of every cell run (contested writers at the main setting and at the sweep's when it runs, and one writer's Dirty sawtooth on the root disk and the testbed) within target",
     source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the blind prediction's targets)",
 };
 
 const SWEEP: Check = Check {
     id: "sim-predicts-sweep",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "The same targets hold at settings no test names (device 10 and 80 MiB/s, dirty_bytes 32 and 256 MiB)",
     source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the sweep: settings not named in any test)",
 };

@@ -3,7 +3,7 @@
 
 use super::Raw;
 use super::judge::Group;
-use crate::services::page_costs::costs;
+use oslab_services::page_costs::costs;
 
 const MIB: f64 = (1u64 << 20) as f64;
 
@@ -31,7 +31,7 @@ pub fn notes(raw: &Raw, groups: &[Group], hz: u64) -> Vec<String> {
             s.spec.name,
             s.testbed_dev,
             s.bandwidth as f64 / MIB,
-            crate::services::testbed::Cap::describe_recorded(s.testbed_cap.as_ref()),
+            oslab_services::testbed::Cap::describe_recorded(s.testbed_cap.as_ref()),
             s.testbed_measured_bytes_s / MIB,
             s.dirty_bytes as f64 / MIB,
             s.dirty_background_bytes as f64 / MIB,
@@ -49,7 +49,7 @@ pub fn notes(raw: &Raw, groups: &[Group], hz: u64) -> Vec<String> {
         }
     }
     let sims: Vec<_> = groups.iter().flat_map(|g| g.cells.iter()).collect();
-    let pick = |f: &dyn Fn(&crate::services::cells::traced::Traced) -> Option<f64>| -> Vec<f64> {
+    let pick = |f: &dyn Fn(&oslab_services::cells::traced::Traced) -> Option<f64>| -> Vec<f64> {
         sims.iter()
             .filter_map(|(_, c)| c.traced.as_ref().and_then(f))
             .collect()

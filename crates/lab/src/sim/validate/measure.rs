@@ -5,11 +5,11 @@ use std::path::Path;
 
 use super::cell::{Bench, run_cell};
 use super::{CellRaw, META, Plan, Raw, SettingRaw, Spec};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
-use crate::services::cells::record::PERIOD_MS;
-use crate::services::knobs::Knobs;
-use crate::services::testbed::{down_for_run, unavailable, up_for_run};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
+use oslab_services::cells::record::PERIOD_MS;
+use oslab_services::knobs::Knobs;
+use oslab_services::testbed::{down_for_run, unavailable, up_for_run};
 
 fn run_setting(
     spec: &Spec,
@@ -25,8 +25,7 @@ fn run_setting(
         .stage(&format!("{}: building the testbed", spec.name));
     let tb = up_for_run(&ctx.config.scratch_dir, size, spec.bandwidth)?;
     let result = (|| -> Result<SettingRaw, LabError> {
-        let scratch =
-            crate::harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
+        let scratch = oslab_harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
         let _k = Knobs::set(&[
             (
                 "vm.dirty_background_bytes",
@@ -34,7 +33,7 @@ fn run_setting(
             ),
             ("vm.dirty_bytes", spec.dirty_bytes.to_string()),
         ])?;
-        let costs = crate::services::page_costs::probe(&tb.mount)?;
+        let costs = oslab_services::page_costs::probe(&tb.mount)?;
         let bench = Bench {
             tb: &tb,
             machine: ctx.machine,

@@ -51,11 +51,11 @@ use oslab_model::Environment;
 use oslab_wbsim::policy::Policy;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
-use crate::services::cells::record::{Cell, Scenario};
-use crate::services::cells::settings::{BANDWIDTH, POLICY_CHOICE, RUNS};
 use crate::settings::{AnySetting, Choices, Count, Declared, Flag, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::cells::record::{Cell, Scenario};
+use oslab_services::cells::settings::{BANDWIDTH, POLICY_CHOICE, RUNS};
 
 pub struct SimValidate;
 
@@ -234,7 +234,7 @@ impl Plan {
     }
 }
 
-pub use crate::services::page_costs::PageCosts;
+pub use oslab_services::page_costs::PageCosts;
 use sawtooth_cells::{SawCell, SawDevice, SawDeviceRaw};
 
 fn sawtooth_plan(p: &mut Planner) -> Vec<SawCell> {
@@ -297,7 +297,7 @@ pub struct SettingRaw {
     pub testbed_dev: String,
     /// How the testbed's bandwidth was capped; None in runs recorded before it was kept.
     #[serde(default)]
-    pub testbed_cap: Option<crate::services::testbed::Cap>,
+    pub testbed_cap: Option<oslab_services::testbed::Cap>,
     pub testbed_measured_bytes_s: f64,
     pub costs: PageCosts,
     pub cells: Vec<CellRaw>,

@@ -9,10 +9,10 @@ use super::configs::config_for;
 use super::figures::Fig;
 use super::judge::{groups, judge};
 use super::{CellRaw, IoCounts, PageCosts, Plan, Raw, SettingRaw, Spec};
-use crate::services::cells::record::{Cell, Scenario, WriterRaw};
-use crate::services::cells::sim_config::Seed;
-use crate::services::page_costs::costs;
-use crate::services::timed_writer::{Poll, WriterTrace};
+use oslab_services::cells::record::{Cell, Scenario, WriterRaw};
+use oslab_services::cells::sim_config::Seed;
+use oslab_services::page_costs::costs;
+use oslab_services::timed_writer::{Poll, WriterTrace};
 
 fn spec() -> Spec {
     Spec {
@@ -131,7 +131,7 @@ fn plan() -> Plan {
 }
 
 fn env() -> oslab_model::Environment {
-    crate::sched::common::testenv::env(Some(250), Some("KVM"))
+    oslab_harness::testing::captured_eevdf_env(Some(250), Some("KVM"))
 }
 
 #[test]
@@ -237,7 +237,7 @@ fn the_domains_limit_is_read_from_either_kind_of_task() {
     };
     // real time: thresh = 16384 + 4096 + dirty_limit / 32, so (21140 - 20480) x 32
     assert_eq!(
-        crate::services::cells::traced::dirty_limit_pages(&base, 16384),
+        oslab_services::cells::traced::dirty_limit_pages(&base, 16384),
         660 * 32
     );
     // normal: its limit is max(thresh, dirty_limit)
@@ -248,13 +248,13 @@ fn the_domains_limit_is_read_from_either_kind_of_task() {
         ..base
     };
     assert_eq!(
-        crate::services::cells::traced::dirty_limit_pages(&normal, 16384),
+        oslab_services::cells::traced::dirty_limit_pages(&normal, 16384),
         20186
     );
     // a device's recorded threshold at 6.14's floor, (21140 - 16000) / 8 = 642,
     // is not its share of completions (unknown, somewhere under it); before 6.14
     // the record is the bare share
-    use crate::services::cells::traced::lifted;
+    use oslab_services::cells::traced::lifted;
     let idle = Pause {
         wb_thresh: 642,
         ..base

@@ -4,7 +4,7 @@
 //! write. (wb.wcall runs outside programs instead; here the per-write record of
 //! every writer, competitors included, is what the comparison needs.)
 
-use crate::services::cells::record::{PERIOD_MS, Scenario};
+use oslab_services::cells::record::{PERIOD_MS, Scenario};
 
 /// One writer process to start.
 #[derive(Debug, Clone)]

@@ -6,23 +6,23 @@ use oslab_units::human_bytes;
 
 use super::judge::{bandwidth_for_chunk, implied_chunk_mib};
 use super::{MIB, Plan};
-use crate::harness::check::{Check, Condition, Outcome, Rule};
-use crate::services::dirty_rules::Prediction;
-use crate::wb::common::sawtooth::flusher;
-use crate::wb::common::sawtooth::{
+use oslab_harness::check::{Check, Condition, Outcome, Rule};
+use oslab_services::dirty_rules::Prediction;
+use oslab_services::sawtooth::flusher;
+use oslab_services::sawtooth::{
     SawRaw, TOLERANCE, best_window, device_rates, other_dirty_mib, others_text,
 };
 
 pub(super) const SAWTOOTH: Check = Check {
     id: "background-sawtooth",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "With periodic write back off, Dirty climbs to the background limit and the background flusher then holds it there",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (background sync test)",
 };
 
 pub(super) const FALLS_TO_ZERO: Check = Check {
     id: "background-falls-to-zero",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "After the background flush Dirty falls to about 0 and climbs again",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (background sync test: 83-85 MB, then ~0)",
 };

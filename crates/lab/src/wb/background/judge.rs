@@ -6,10 +6,10 @@ use oslab_units::human_bytes;
 
 use super::claims::{SAWTOOTH, falls_to_zero, sawtooth_why};
 use super::{MIB, Plan};
-use crate::harness::{Output, finding};
-use crate::services::dirty_rules::{self};
-use crate::wb::common::sawtooth::{Rules, SawRaw, matches_prediction, output, sawtooth_of};
-use crate::wb::common::sawtooth::{flusher, model};
+use oslab_harness::{Output, finding};
+use oslab_services::dirty_rules::{self};
+use oslab_services::sawtooth::{Rules, SawRaw, matches_prediction, output, sawtooth_of};
+use oslab_services::sawtooth::{flusher, model};
 
 /// The chunk each flush wrote: the median period times the writer's rate, MiB.
 pub(super) fn implied_chunk_mib(plan: &Plan, saw: &Sawtooth) -> Option<f64> {

@@ -5,7 +5,7 @@
 //! chunks until it is under it again: the peaks, troughs and period of that
 //! sawtooth against the kernel's rules.
 //!
-//! Method, rules and pitfalls: see [`crate::wb::common::sawtooth`] (shared with wb.periodic). The
+//! Method, rules and pitfalls: see [`oslab_services::sawtooth`] (shared with wb.periodic). The
 //! hard limit is twice the background one. The prediction takes the chunk's
 //! hard-limit term (hard limit / 8); when the kernel's bandwidth estimate for the
 //! device is lower (below hard limit / 4), the chunk and the period shrink, and the
@@ -25,10 +25,10 @@ mod measure;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::settings::{AnySetting, Bytes, Declared, Setting};
-use crate::wb::common::sawtooth::{self, SawRaw};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::sawtooth::{self, SawRaw};
 
 pub struct Background;
 

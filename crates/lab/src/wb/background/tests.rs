@@ -1,10 +1,10 @@
 use super::judge::{bandwidth_for_chunk, judge};
 use super::*;
-use crate::services::dirty_rules;
-use crate::wb::common::sawtooth::tests::{saw_raw, sawtooth_polls};
 use oslab_model::Claim;
 use oslab_model::Verdict;
 use oslab_model::trace::FlushReason;
+use oslab_services::dirty_rules;
+use oslab_services::sawtooth::testing::{saw_raw, sawtooth_polls};
 
 fn plan() -> Plan {
     Plan {

@@ -1,24 +1,24 @@
 //! Judging `wb.cases`: each case's peak Dirty, device load and write-back
 //! episodes, and the claim that case 2 trades a lower peak for more episodes.
 
-use crate::wb::common::sawtooth::flusher;
 use oslab_model::trace::FlushReason;
 use oslab_model::{Axis, Claim, Environment, Finding, Plot, Scale, Series, SeriesStyle};
+use oslab_services::sawtooth::flusher;
 use oslab_units::human_bytes;
 
 use super::{CASES, Case, Plan, Raw, SCALED_MEMORY};
-use crate::harness::check::{Check, Condition, Rule};
-use crate::harness::{Output, finding};
-use crate::services::timed_writer::mib;
-use crate::wb::common::sawtooth::measure::POLL;
-use crate::wb::common::sawtooth::model::{self, DIRTYABLE_FAR};
-use crate::wb::common::sawtooth::{SawRaw, best_window, device_rates, sawtooth_of};
+use oslab_harness::check::{Check, Condition, Rule};
+use oslab_harness::{Output, finding};
+use oslab_services::sawtooth::measure::POLL;
+use oslab_services::sawtooth::model::{self, DIRTYABLE_FAR};
+use oslab_services::sawtooth::{SawRaw, best_window, device_rates, sawtooth_of};
+use oslab_services::timed_writer::mib;
 use oslab_stats::sawtooth::Sawtooth;
 use oslab_wbsim::Config;
 
 const FLUSH_OFTEN: Check = Check {
     id: "flush-often-lowers-peak",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Flushing more often lowers the peak device load but wakes the flusher more",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (case 1 vs case 2: 800 MB vs 80 MB peaks, util 100 % vs 98 %)",
 };
@@ -185,7 +185,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
             "write-back throughput of {} measured when it was built (capped at {}/s: {})",
             raw.testbed.device,
             human_bytes(cap),
-            crate::services::testbed::Cap::describe_recorded(raw.testbed.cap.as_ref())
+            oslab_services::testbed::Cap::describe_recorded(raw.testbed.cap.as_ref())
         ),
     ));
     out.claims.push(match (figs.first(), figs.get(1)) {

@@ -3,13 +3,13 @@
 use std::time::Duration;
 
 use super::{CASES, Plan, Raw, TestbedFacts};
-use crate::harness::Measured;
-use crate::harness::kernel_trace::KernelTrace;
-use crate::harness::{Context, LabError};
-use crate::io::common::probe::disk_facts;
-use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
-use crate::wb::common::sawtooth::SawRaw;
-use crate::wb::common::sawtooth::measure::{DeviceProbe, flusher_view, run_with_knobs};
+use oslab_harness::Measured;
+use oslab_harness::kernel_trace::KernelTrace;
+use oslab_harness::{Context, LabError};
+use oslab_services::disk_probe::disk_facts;
+use oslab_services::sawtooth::SawRaw;
+use oslab_services::sawtooth::measure::{DeviceProbe, flusher_view, run_with_knobs};
+use oslab_services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     if let Some(reason) = unavailable() {

@@ -8,9 +8,9 @@
 //! Case 2: background 1 %, hard 20 %, writeback 5 s, expire 10 s. The author's
 //! 8 GiB box is scaled to 512 MiB of "memory" (so 10 % is 51.2 MiB), the limits are
 //! set in bytes through the journal, and a steady writer runs on the testbed (a
-//! loop device with ext4 and a blkio write cap, [`crate::services::testbed`]), whose
+//! loop device with ext4 and a blkio write cap, [`oslab_services::testbed`]), whose
 //! write-back throughput is measured when it is built. For each case the 10 Hz
-//! poller of [`crate::wb::common::sawtooth`] reads Dirty, Writeback, the test file's own pages and
+//! poller of [`oslab_services::sawtooth`] reads Dirty, Writeback, the test file's own pages and
 //! the loop device's written sectors; the dirty sysctls and the kernel's limits are
 //! read back at the end of the writing. Judging derives the device's write rate
 //! between polls, the number of write-back episodes (the device going from idle,
@@ -38,11 +38,11 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
-use crate::services::testbed::Testbed;
 use crate::settings::{AnySetting, Bytes, Declared, Seconds, Setting};
-use crate::wb::common::sawtooth::SawRaw;
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::sawtooth::SawRaw;
+use oslab_services::testbed::Testbed;
 
 pub use judge::episodes;
 
@@ -173,7 +173,7 @@ pub struct TestbedFacts {
     pub bandwidth_bytes_s: u64,
     /// How the cap was made; None in runs recorded before it was kept.
     #[serde(default)]
-    pub cap: Option<crate::services::testbed::Cap>,
+    pub cap: Option<oslab_services::testbed::Cap>,
     /// Write-back throughput measured after it was built (buffered writes + fsync).
     pub measured_bytes_s: f64,
 }

@@ -4,8 +4,8 @@ use oslab_model::Verdict;
 
 use super::judge::episodes;
 use super::*;
-use crate::io::common::probe::test_env;
-use crate::wb::common::sawtooth::tests::{saw_raw, sawtooth_polls};
+use oslab_harness::testing::captured_env as test_env;
+use oslab_services::sawtooth::testing::{saw_raw, sawtooth_polls};
 
 #[test]
 fn episodes_and_stretches() {

@@ -11,8 +11,8 @@ use oslab_trace::TraceOutcome;
 use oslab_trace::analysis::{blockers, shares_over};
 use oslab_trace::records::{OffCpu, WriteCall};
 
-use crate::harness::check::{Check, Condition, Rule, figure};
-use crate::harness::finding;
+use oslab_harness::check::{Check, Condition, Rule, figure};
+use oslab_harness::finding;
 
 /// A write() at least this long is a stall worth explaining.
 pub const SLOW_MS: f64 = 20.0;
@@ -21,7 +21,7 @@ pub const EXPLAINED_SHARE: f64 = 0.9;
 
 pub const EXPLAINED: Check = Check {
     id: "pauses-explain-stalls",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "When writers outrun the device, the time they lose in write() is the kernel's dirty-throttle pauses (balance_dirty_pages), not waiting for the disk itself",
     source: "mm/page-writeback.c balance_dirty_pages (\"IO-less\" throttling since 3.2), traced with eBPF",
 };

@@ -5,30 +5,30 @@ use oslab_model::Claim;
 
 use super::account::{Account, NEW_SEGMENT, SlowCall, TRACED_FROM, tally};
 use super::{CellRaw, Mode, Plan, Raw};
-use crate::harness::check::{Check, Condition, Rule};
-use crate::harness::{Output, finding, measurement};
+use oslab_harness::check::{Check, Condition, Rule};
+use oslab_harness::{Output, finding, measurement};
 
 pub const GUARDED: Check = Check {
     id: "commits-guarded",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Under the sync guard a database's commits beside a bulk copy stay within 20 ms at p99 and 10x their p99 alone, none over 200 ms",
     source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const SHARE: Check = Check {
     id: "copy-share",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Under the sync guard the copy still gets at least 70 % of the bandwidth the database leaves",
     source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const INTACT: Check = Check {
     id: "nothing-lost",
-    tolerates: &crate::harness::interference::ANY,
+    tolerates: &oslab_harness::interference::ANY,
     text: "No byte of either is lost: a history row per transaction, balances that add up, indexes amcheck accepts, the copy's every byte",
     source: "oslab's target for the sync guard: docs/wcall.md, \"A database beside a bulk copy\"",
 };
 pub const VANILLA: Check = Check {
     id: "copy-stalls-commits",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Without a governor, a bulk copy on the same disk stalls the database's commits (p99 over 10x alone)",
     source: "docs/wcall.md, \"How it works\", the sync guard (1.5-3.6 s commits measured beside dd)",
 };

@@ -13,11 +13,11 @@ use oslab_model::machine::MachineInfo;
 use super::account::{TRACED_FROM, account};
 use super::server::{self, Cluster, Running};
 use super::{BACKGROUND, CellRaw, DIRTY, DataCheck, Mode, Plan, Raw};
-use crate::harness::kernel_trace::KernelTrace;
-use crate::harness::{Context, LabError, Measured};
-use crate::services::daemon::Daemon;
-use crate::services::knobs::Knobs;
-use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
+use oslab_harness::kernel_trace::KernelTrace;
+use oslab_harness::{Context, LabError, Measured};
+use oslab_services::daemon::Daemon;
+use oslab_services::knobs::Knobs;
+use oslab_services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
 
 /// What every cell shares.
 struct Env<'a> {

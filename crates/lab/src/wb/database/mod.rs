@@ -47,10 +47,10 @@ mod server;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
-use crate::services::cells::settings::BANDWIDTH;
 use crate::settings::{AnySetting, Count, Declared, Seconds, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::cells::settings::BANDWIDTH;
 
 pub struct Database;
 
@@ -205,7 +205,7 @@ pub struct Raw {
     pub testbed_device: String,
     /// How the testbed's bandwidth was capped (v1 blkio in runs recorded before v2).
     #[serde(default)]
-    pub testbed_cap: crate::services::testbed::Cap,
+    pub testbed_cap: oslab_services::testbed::Cap,
     pub testbed_measured_bytes_s: f64,
     pub cells: Vec<CellRaw>,
     pub teardown_errors: Vec<String>,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::harness::LabError;
+use oslab_harness::LabError;
 
 /// `$1` the binaries, `$2` the data folder, `$3` the socket folder; standard input
 /// is oslab's pipe. TERM is ignored, and so are the signals a terminal sends its

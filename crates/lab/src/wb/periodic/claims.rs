@@ -3,13 +3,13 @@
 use oslab_stats::sawtooth::Sawtooth;
 
 use super::Plan;
-use crate::harness::check::{Check, Outcome};
-use crate::services::dirty_rules::Prediction;
-use crate::wb::common::sawtooth::{SawRaw, TOLERANCE, others_text};
+use oslab_harness::check::{Check, Outcome};
+use oslab_services::dirty_rules::Prediction;
+use oslab_services::sawtooth::{SawRaw, TOLERANCE, others_text};
 
 pub(super) const EXPIRY: Check = Check {
     id: "periodic-expiry",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "The flusher wakes every dirty_writeback_centisecs and writes pages older than dirty_expire_centisecs, so Dirty drops to ~0 periodically",
     source: "Kang Jin-woo, \"Linux Kernel Story for DevOps and SE\" (in Korean, Insight 2017), ch. 10 (periodic sync test: ~9.5 MB peaks with expire 10 s)",
 };

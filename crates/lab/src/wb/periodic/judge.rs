@@ -5,10 +5,10 @@ use oslab_units::human_bytes;
 
 use super::Plan;
 use super::claims::{EXPIRY, expiry_why};
-use crate::harness::Output;
-use crate::services::dirty_rules::{self};
-use crate::wb::common::sawtooth::{Rules, SawRaw, matches_prediction, output, sawtooth_of};
-use crate::wb::common::sawtooth::{flusher, model};
+use oslab_harness::Output;
+use oslab_services::dirty_rules::{self};
+use oslab_services::sawtooth::{Rules, SawRaw, matches_prediction, output, sawtooth_of};
+use oslab_services::sawtooth::{flusher, model};
 
 pub(super) fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
     let p = dirty_rules::periodic(plan.rate, plan.expire, plan.interval);

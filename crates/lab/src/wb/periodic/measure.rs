@@ -3,9 +3,9 @@
 use std::time::Duration;
 
 use super::{META, Plan};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
-use crate::wb::common::sawtooth::{SawRaw, run_sawtooth};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
+use oslab_services::sawtooth::{SawRaw, run_sawtooth};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<SawRaw>, LabError> {
     let duration = Duration::from_secs_f64(plan.duration);

@@ -5,7 +5,7 @@
 //! dirty_expire_centisecs, so a steady writer's Dirty climbs for
 //! writeback x ceil(expire / writeback) seconds and drops to ~0.
 //!
-//! Method, rules and pitfalls: see [`crate::wb::common::sawtooth`] (shared with wb.background).
+//! Method, rules and pitfalls: see [`oslab_services::sawtooth`] (shared with wb.background).
 //! The background and hard limits are set to twice what the writer can write in the
 //! run plus 256 MiB (and twice that), so they never trigger; the kernel's limits
 //! while writing are read back to show it. The flusher wakes an interval after its
@@ -29,10 +29,10 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
 use crate::settings::{AnySetting, Declared, Seconds, Setting};
-use crate::wb::common::sawtooth::{self, SawRaw};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::sawtooth::{self, SawRaw};
 
 pub struct Periodic;
 

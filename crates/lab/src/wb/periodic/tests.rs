@@ -1,7 +1,7 @@
 use super::*;
-use crate::services::dirty_rules;
-use crate::wb::common::sawtooth::tests::{saw_raw, sawtooth_polls};
 use oslab_model::Verdict;
+use oslab_services::dirty_rules;
+use oslab_services::sawtooth::testing::{saw_raw, sawtooth_polls};
 
 #[test]
 fn expire_ten_writeback_five_gives_ten_seconds() {

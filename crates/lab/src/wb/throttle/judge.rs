@@ -5,12 +5,12 @@ use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 use oslab_units::human_bytes;
 
 use super::{Plan, Raw};
-use crate::harness::check::{Check, Condition, Rule, figure};
-use crate::harness::{Output, finding, measurement};
-use crate::services::timed_writer::{Poll, mib};
-use crate::services::write_latency::latency_stats;
 use crate::wb::common::stall_causes;
 use crate::wb::wcall::cell_checks::judge_all;
+use oslab_harness::check::{Check, Condition, Rule, figure};
+use oslab_harness::{Output, finding, measurement};
+use oslab_services::timed_writer::{Poll, mib};
+use oslab_services::write_latency::latency_stats;
 
 /// The longest write() that counts as a stall: half a MAX_PAUSE.
 const STALL_MS: f64 = 100.0;
@@ -19,7 +19,7 @@ const P99_MS: f64 = 20.0;
 
 const THROTTLED: Check = Check {
     id: "writers-throttled",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "A writer that pushes dirty memory past the limit is made to wait inside write(): the moment write latency explodes",
     source: "Kim and Park, \"A Dynamic Allocation of Write Cache to Improve I/O Real-Time Responsiveness in Linux\" (2009)",
 };

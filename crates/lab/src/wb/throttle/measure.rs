@@ -3,12 +3,12 @@
 use std::time::Duration;
 
 use super::{BACKGROUND, CHUNK, HARD, Plan, Raw};
-use crate::harness::Measured;
-use crate::harness::kernel_trace::KernelTrace;
-use crate::harness::{Context, LabError};
-use crate::services::knobs::Knobs;
-use crate::services::testbed::{down_for_run, parse_bandwidth, unavailable, up_for_run};
-use crate::services::timed_writer::{self, Poll, WriterSpec, WriterTrace};
+use oslab_harness::Measured;
+use oslab_harness::kernel_trace::KernelTrace;
+use oslab_harness::{Context, LabError};
+use oslab_services::knobs::Knobs;
+use oslab_services::testbed::{down_for_run, parse_bandwidth, unavailable, up_for_run};
+use oslab_services::timed_writer::{self, Poll, WriterSpec, WriterTrace};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     if let Some(why) = unavailable() {

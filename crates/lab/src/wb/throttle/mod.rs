@@ -32,11 +32,11 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
-use crate::services::timed_writer::{Poll, WriterTrace};
 use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
 use judge::judge;
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::timed_writer::{Poll, WriterTrace};
 use oslab_trace::TraceOutcome;
 
 pub struct Throttle;
@@ -101,7 +101,7 @@ pub struct Raw {
     pub testbed_device: String,
     /// How the testbed's bandwidth was capped (v1 blkio in runs recorded before v2).
     #[serde(default)]
-    pub testbed_cap: crate::services::testbed::Cap,
+    pub testbed_cap: oslab_services::testbed::Cap,
     /// Sustained write-back throughput the testbed measured after it was built.
     pub testbed_measured_bytes_s: f64,
     /// vm.dirty_bytes and vm.dirty_background_bytes as set for the run.

@@ -9,14 +9,14 @@ use oslab_model::{Claim, Finding};
 use oslab_wbsim::{Class, Kind, Policy, WriterCfg};
 
 use super::{Plan, Raw};
-use crate::harness::check::{Check, Condition, Rule};
-use crate::harness::finding;
-use crate::services::cells::sim_config::{Seed, TestbedSpec, simulate_blind};
-use crate::services::write_latency::{LatencyStats, latency_stats};
+use oslab_harness::check::{Check, Condition, Rule};
+use oslab_harness::finding;
+use oslab_services::cells::sim_config::{Seed, TestbedSpec, simulate_blind};
+use oslab_services::write_latency::{LatencyStats, latency_stats};
 
 const PREDICTS: Check = Check {
     id: "simulator-predicts-this-machine",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "The simulator predicts the throttled writers' write() latency from the workload's description alone",
     source: "docs/sim-scenarios.md (the model: mm/page-writeback.c)",
 };

@@ -6,7 +6,7 @@
 use oslab_model::{Claim, Environment, Verdict};
 
 use super::Plan;
-use crate::harness::check::{Check, Condition, Outcome};
+use oslab_harness::check::{Check, Condition, Outcome};
 
 /// The run's load warning, when the environment has one, to add to a "why" that
 /// blames neither the governor nor the kernel.

@@ -11,38 +11,38 @@ use oslab_wbsim::policy::Policy;
 use super::cell_checks::{judge_all, judge_any, left_out, load_text};
 use super::judge::Matrix;
 use super::{Plan, Raw};
-use crate::harness::check::{Check, Condition, Rule, figure};
-use crate::services::cells::record::{Cell, Scenario};
-use crate::services::timed_writer::mib;
-use crate::services::write_latency::{LatencyStats, latency_stats};
+use oslab_harness::check::{Check, Condition, Rule, figure};
+use oslab_services::cells::record::{Cell, Scenario};
+use oslab_services::timed_writer::mib;
+use oslab_services::write_latency::{LatencyStats, latency_stats};
 
 pub const VANILLA_STALLS: Check = Check {
     id: "vanilla-stalls-the-high-writer",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "On vanilla Linux, lower-priority writers make a high-priority writer's write() stall (often past 200 ms)",
     source: "Kim and Park, \"A Dynamic Allocation of Write Cache to Improve I/O Real-Time Responsiveness in Linux\" (2009), Fig. 2/4; seen again on 6.18 on oslab's testbed",
 };
 pub const WCALL_KEEPS: Check = Check {
     id: "wcall-keeps-latency",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Under the governor (wcall) the high-priority writer keeps its latency among competitors",
     source: "Kim and Park, \"A Dynamic Allocation of Write Cache to Improve I/O Real-Time Responsiveness in Linux\" (2009), Fig. 5/6; oslab's target for its governor",
 };
 pub const FAIR_KEEPS: Check = Check {
     id: "wcall-fair-keeps-latency",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "Under the governor (wcall-fair) the high-priority writer keeps its latency among competitors",
     source: "Kim and Park, \"A Dynamic Allocation of Write Cache to Improve I/O Real-Time Responsiveness in Linux\" (2009), Fig. 5/6; oslab's target for its governor",
 };
 pub const NOT_STARVED: Check = Check {
     id: "competitors-not-starved",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "The competitors keep at least 80 % of the device bandwidth the high writer leaves them",
     source: "oslab's target for its governor (a global gate starved them in a trial: shares must be per group)",
 };
 pub const FIG7: Check = Check {
     id: "fig7-no-overhead",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "With no competition the governor does not make a writer slower (paper Fig. 7)",
     source: "Kim and Park, \"A Dynamic Allocation of Write Cache to Improve I/O Real-Time Responsiveness in Linux\" (2009), Fig. 7 (nice-4 writer, 1000 writes)",
 };
@@ -170,7 +170,7 @@ fn vanilla_stalls(m: &Matrix, plan: &Plan, raw: &Raw) -> Claim {
                     "the kernel did throttle the writer (p99 {}, over {THROTTLED_P99_MS:.0} ms), but the pauses stayed short of the paper's marks; a run of {} writes ({:.0} s) per cell can end before they grow",
                     figure(worst, "ms"),
                     plan.writes,
-                    plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0
+                    plan.writes as f64 * oslab_services::cells::record::PERIOD_MS / 1000.0
                 )
             } else if peak < freerun(raw) {
                 format!(

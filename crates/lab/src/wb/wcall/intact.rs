@@ -6,12 +6,12 @@ use oslab_model::Claim;
 use oslab_wbsim::policy::Policy;
 
 use super::cell_checks::judge_all;
-use crate::harness::check::{Check, Condition, Rule};
-use crate::services::cells::record::{Cell, Content};
+use oslab_harness::check::{Check, Condition, Rule};
+use oslab_services::cells::record::{Cell, Content};
 
 pub const NO_BYTE_LOST: Check = Check {
     id: "no-byte-lost",
-    tolerates: &crate::harness::interference::ANY,
+    tolerates: &oslab_harness::interference::ANY,
     text: "Every byte a governed writer writes reaches its file, also when the governor is killed mid-write",
     source: "oslab's rule for its governor: it may delay writes, never drop them (docs/wcall.md, \"What it cannot do, and says so\")",
 };

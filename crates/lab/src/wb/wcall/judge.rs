@@ -11,11 +11,11 @@ use oslab_wbsim::policy::Policy;
 
 use super::predict::Predicted;
 use super::{Plan, Raw};
-use crate::harness::check::figure;
-use crate::harness::{Output, finding, measurement};
-use crate::services::cells::record::{Cell, POLICIES, Scenario, Start};
-use crate::services::write_latency::{LatencyStats, latency_stats};
 use crate::wb::common::stall_causes;
+use oslab_harness::check::figure;
+use oslab_harness::{Output, finding, measurement};
+use oslab_services::cells::record::{Cell, POLICIES, Scenario, Start};
+use oslab_services::write_latency::{LatencyStats, latency_stats};
 
 /// The cells of a run, looked up by policy, scenario and run.
 pub struct Matrix<'a> {
@@ -266,7 +266,7 @@ fn matrix_note(m: &Matrix, plan: &Plan, raw: &Raw) -> String {
 /// What a run without `--quick`, at its default settings, would add to this
 /// one's cells, if anything (only for the scenarios and policies this run has).
 fn full_run_adds(plan: &Plan) -> Option<String> {
-    use crate::services::cells::settings::{RUNS, WRITES};
+    use oslab_services::cells::settings::{RUNS, WRITES};
     let mut adds = Vec::new();
     let contested = plan
         .scenarios

@@ -11,15 +11,15 @@ use oslab_wbsim::policy::Policy;
 
 use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
 use super::{FirstTouch, META, Plan, Raw};
-use crate::harness::Measured;
-use crate::harness::kernel_trace::KernelTrace;
-use crate::harness::{Context, LabError};
-use crate::services::cells::record::{Cell, Scenario, Start, WriterRaw};
-use crate::services::daemon::Daemon;
-use crate::services::knobs::Knobs;
-use crate::services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
-use crate::services::timed_writer::{self, WriterTrace};
 use crate::wb::common::limits::{BACKGROUND, HARD};
+use oslab_harness::Measured;
+use oslab_harness::kernel_trace::KernelTrace;
+use oslab_harness::{Context, LabError};
+use oslab_services::cells::record::{Cell, Scenario, Start, WriterRaw};
+use oslab_services::daemon::Daemon;
+use oslab_services::knobs::Knobs;
+use oslab_services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
+use oslab_services::timed_writer::{self, WriterTrace};
 
 /// What every cell of one run shares.
 pub struct Env<'a> {
@@ -63,7 +63,7 @@ fn poll_until_first_exits(
     let page = oslab_sys::machine::page_size();
     let files: Vec<PathBuf> = launched.iter().map(|l| l.file.clone()).collect();
     let mut polled = super::poll::Polled::default();
-    let expected_span = e.plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0;
+    let expected_span = e.plan.writes as f64 * oslab_services::cells::record::PERIOD_MS / 1000.0;
     loop {
         let poll = timed_writer::poll_once(cell_start, &files, page);
         polled.add(poll, &files, page, governor_view(daemon.as_ref()));
@@ -227,7 +227,7 @@ fn trace_span(done: &[WriterRaw], own: &WriterTrace, i: usize) -> Option<(f64, f
     let t = if i == 0 { own } else { &done.first()?.trace };
     Some((
         *t.start_s.first()?,
-        *t.start_s.last()? + crate::services::cells::record::PERIOD_MS / 1000.0,
+        *t.start_s.last()? + oslab_services::cells::record::PERIOD_MS / 1000.0,
     ))
 }
 
@@ -300,7 +300,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     }
     let exe = oslab_sys::program::own_exe();
     // the writers' files and traces, journaled like every file oslab makes
-    let scratch = crate::harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
+    let scratch = oslab_harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
     let paced = match super::writers::build_paced(scratch.dir()) {
         Ok(p) => p,
         Err(reason) => return Ok(Measured::Skipped { reason }),
@@ -309,7 +309,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     let touch = first_touch(256 << 20);
     ctx.progress.stage("building the testbed");
     let span =
-        plan.writes as f64 * crate::services::cells::record::PERIOD_MS / 1000.0 + plan.head_start_s;
+        plan.writes as f64 * oslab_services::cells::record::PERIOD_MS / 1000.0 + plan.head_start_s;
     // room for the biggest cell: competitors write at the device's pace at most,
     // plus what sits in the cache; each cell's files are removed after it
     let size = (plan.bandwidth as f64 * span * 3.0) as u64 + (2 << 30);

@@ -63,11 +63,11 @@ use oslab_model::Environment;
 use oslab_wbsim::policy::Policy;
 use serde::{Deserialize, Serialize};
 
-use crate::harness::{Context, LabError, Meta, Needs, Output};
-use crate::harness::{Experiment, Measured, Planner};
-use crate::services::cells::record::{Cell, SCENARIO_NAMES, START_NAMES, Scenario, Start};
-use crate::services::cells::settings::{BANDWIDTH, POLICY_CHOICE, RUNS, WRITES};
 use crate::settings::{AnySetting, Choices, Command, Declared, Flag, Seconds, Setting};
+use oslab_harness::{Context, LabError, Meta, Needs, Output};
+use oslab_harness::{Experiment, Measured, Planner};
+use oslab_services::cells::record::{Cell, SCENARIO_NAMES, START_NAMES, Scenario, Start};
+use oslab_services::cells::settings::{BANDWIDTH, POLICY_CHOICE, RUNS, WRITES};
 
 pub use judge::meets_latency_target;
 
@@ -204,7 +204,7 @@ pub struct Raw {
     pub testbed_device: String,
     /// How the testbed's bandwidth was capped (v1 blkio in runs recorded before v2).
     #[serde(default)]
-    pub testbed_cap: crate::services::testbed::Cap,
+    pub testbed_cap: oslab_services::testbed::Cap,
     /// Its "MAJOR:MINOR", as the kernel's write-back records name it (absent in
     /// runs recorded before it was kept).
     #[serde(default)]

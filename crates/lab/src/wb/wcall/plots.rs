@@ -8,8 +8,8 @@ use oslab_wbsim::policy::Policy;
 
 use super::judge::Matrix;
 use super::predict::Predicted;
-use crate::services::cells::record::{Cell, GroupPoll, POLICIES, Scenario};
-use crate::services::timed_writer::{WriterTrace, mib};
+use oslab_services::cells::record::{Cell, GroupPoll, POLICIES, Scenario};
+use oslab_services::timed_writer::{WriterTrace, mib};
 
 fn series_of(t: &WriterTrace, name: &str) -> Series {
     Series {

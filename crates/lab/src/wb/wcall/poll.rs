@@ -4,8 +4,8 @@
 
 use oslab_model::governor::Snapshot;
 
-use crate::services::cells::record::{GovernorRaw, GroupCount, GroupPoll};
-use crate::services::timed_writer::Poll;
+use oslab_services::cells::record::{GovernorRaw, GroupCount, GroupPoll};
+use oslab_services::timed_writer::Poll;
 
 #[derive(Debug, Default)]
 pub struct Polled {

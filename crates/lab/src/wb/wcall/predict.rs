@@ -2,7 +2,7 @@
 //! them (the paced writer's size, period and class, dd as a bulk writer, the
 //! competitors' head start), on the same testbed, from the state the kernel
 //! carried into the cell as its trace shows it (the same seeding as `sim
-//! validate`, [`crate::sim::validate`]). A cell with a user's command, or
+//! validate`, `oslab_lab::sim::validate`). A cell with a user's command, or
 //! without the kernel's trace, gets no prediction: the model would be guessing
 //! the workload or the state it starts from.
 
@@ -11,9 +11,9 @@ use oslab_wbsim::{Class, Kind, Outcome, WriterCfg};
 
 use super::writers::{DD_BLOCK, WriterKind, writers_for};
 use super::{Plan, Raw};
-use crate::services::cells::record::Cell;
-use crate::services::cells::sim_config::{Seed, TestbedSpec, class_of};
-use crate::services::cells::traced::{busiest_bdi, traced};
+use oslab_services::cells::record::Cell;
+use oslab_services::cells::sim_config::{Seed, TestbedSpec, class_of};
+use oslab_services::cells::traced::{busiest_bdi, traced};
 
 /// The simulator's writers for `cell`: None when one of them is a user's command.
 /// The competitors write from the cell's start to the end of the simulation (the

@@ -11,9 +11,9 @@ use oslab_trace::TraceOutcome;
 
 use super::Plan;
 use super::measure::Env;
-use crate::harness::LabError;
-use crate::services::cells::record::{CHUNK, Content, PERIOD_MS, Scenario};
-use crate::services::timed_writer::WriterTrace;
+use oslab_harness::LabError;
+use oslab_services::cells::record::{CHUNK, Content, PERIOD_MS, Scenario};
+use oslab_services::timed_writer::WriterTrace;
 
 /// The paced writer's source, built when the experiment runs.
 pub const PACED_WRITER_C: &str = include_str!("paced_writer.c");

@@ -4,14 +4,14 @@ use oslab_model::Environment;
 
 use super::judge::expected_writes;
 use super::{Plan, Raw};
-use crate::harness::check::{Check, Condition, Rule};
+use oslab_harness::check::{Check, Condition, Rule};
 
 /// The claim's bound: well under a microsecond.
 pub(super) const BOUND_NS: f64 = 1000.0;
 
 pub(super) const OVERHEAD: Check = Check {
     id: "overhead-under-1us",
-    tolerates: &crate::harness::interference::TIMES,
+    tolerates: &oslab_harness::interference::TIMES,
     text: "The governor adds well under a microsecond to a write() it does not hold",
     source: "oslab's target for its governor (its cost: docs/wcall.md, \"How it works\", Control)",
 };

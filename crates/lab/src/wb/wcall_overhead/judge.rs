@@ -4,7 +4,7 @@ use oslab_model::Environment;
 
 use super::claims::claim;
 use super::{Plan, Raw};
-use crate::harness::{Output, finding, measurement};
+use oslab_harness::{Output, finding, measurement};
 
 /// The writes the children made, timed and untimed.
 pub(super) fn expected_writes(plan: &Plan, raw: &Raw) -> u64 {

@@ -5,8 +5,8 @@ use oslab_wcall::launch;
 use oslab_wcall::service::{Governor, Options};
 
 use super::{META, Plan, Raw, WARMUP_CALLS, child};
-use crate::harness::Measured;
-use crate::harness::{Context, LabError};
+use oslab_harness::Measured;
+use oslab_harness::{Context, LabError};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     let lib = match launch::preload_path() {
@@ -14,7 +14,7 @@ pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, L
         Err(e) => return Ok(Measured::Skipped { reason: e }),
     };
     let scratch =
-        crate::harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 64 << 20)?;
+        oslab_harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 64 << 20)?;
     let file = scratch.file("overhead.dat");
     let gov = Governor::start(
         &format!("overhead-{}", std::process::id()),

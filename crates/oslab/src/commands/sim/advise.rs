@@ -7,8 +7,8 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use oslab_lab::services::sim_advice::{Candidate, Objective, Prefer, advise, why_first};
 use oslab_model::ExperimentResult;
+use oslab_services::sim_advice::{Candidate, Objective, Prefer, advise, why_first};
 use oslab_store::RunFilter;
 use oslab_units::human_bytes;
 

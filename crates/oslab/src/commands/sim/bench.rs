@@ -1,6 +1,6 @@
 //! `oslab sim bench`: the simulator's own speed.
 
-use oslab_lab::services::sim_sweep::sweep;
+use oslab_services::sim_sweep::sweep;
 use oslab_wbsim::scenario;
 use oslab_wbsim::{Policy, simulate};
 

@@ -44,7 +44,7 @@ pub fn run(a: SimCalibrateArgs) -> CmdResult {
     };
     let info = machine::collect(&Root::live(), &LiveProbes::live(&dir));
     let mut progress = |stage: &str| eprintln!("oslab: measuring {stage}");
-    let p = oslab_lab::services::machine_profile::measure(&dir, a.quick, &info, &mut progress)
+    let p = oslab_services::machine_profile::measure(&dir, a.quick, &info, &mut progress)
         .map_err(|e| Failure::runtime(e.to_string()))?;
     if a.out.is_none()
         && let Some(parent) = path.parent()

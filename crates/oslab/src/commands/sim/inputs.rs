@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use oslab_lab::RunConfig;
+use oslab_harness::RunConfig;
 use oslab_model::Mode;
 use oslab_sys::infile;
 use oslab_wbsim::profile::{MachineProfile, PROFILE_VERSION};

@@ -1,7 +1,7 @@
 //! `oslab sim sweep`
 
 use clap::Args;
-use oslab_lab::services::sim_sweep::sweep;
+use oslab_services::sim_sweep::sweep;
 
 use super::inputs::{configured, load, policy, values};
 use crate::args::MaxInputArg;

@@ -3,8 +3,9 @@
 use std::path::PathBuf;
 
 use clap::Args;
-use oslab_lab::RunConfig;
-use oslab_lab::sim::{sawtooth::SimSawtooth, validate::SimValidate};
+use oslab_harness::RunConfig;
+use oslab_lab::registry::SIM_SAWTOOTH;
+use oslab_lab::sim::validate::SimValidate;
 use oslab_model::Mode;
 
 use super::inputs::SIM_OUTPUT_HELP;
@@ -41,8 +42,8 @@ pub struct SimValidateArgs {
 /// database (they describe this machine).
 pub fn run(a: SimValidateArgs) -> CmdResult {
     crate::pending::warn_if_pending();
-    let exp: &dyn oslab_lab::AnyExperiment = if a.sawtooth {
-        &SimSawtooth
+    let exp: &dyn oslab_harness::AnyExperiment = if a.sawtooth {
+        &SIM_SAWTOOTH
     } else {
         &SimValidate
     };

@@ -14,7 +14,7 @@ pub fn run(a: WcallWriterArgs) -> CmdResult {
     let chunk = parse_human_size(&a.chunk)
         .map_err(|e| Failure::usage(format!("--chunk: {e}")))?
         .clamp(1, 1 << 30) as usize;
-    let spec = oslab_lab::services::timed_writer::WriterSpec {
+    let spec = oslab_services::timed_writer::WriterSpec {
         path: a.file.clone(),
         chunk,
         period: Duration::from_secs_f64(a.period_ms.max(0.0) / 1000.0),
@@ -33,7 +33,7 @@ pub fn run(a: WcallWriterArgs) -> CmdResult {
             s.store(true, std::sync::atomic::Ordering::Relaxed);
         });
     }
-    let trace = oslab_lab::services::timed_writer::run_writer(spec, start, stop);
+    let trace = oslab_services::timed_writer::run_writer(spec, start, stop);
     print(&(serde_json::to_string(&trace).map_err(|e| Failure::runtime(e.to_string()))? + "\n"));
     Ok(if trace.error.is_some() { 1 } else { 0 })
 }

@@ -11,10 +11,10 @@ use oslab_model::trace::FlushReason;
 
 use super::{HARD_LIMIT, SawCell, SawDevice, SawDeviceRaw};
 use crate::sim::validate::figures::{Compared, Fig, Verdict};
-use crate::wb::common::sawtooth::SawRaw;
-use crate::wb::common::sawtooth::flusher::{KernelFlush, kernel_flush, simulated_flush};
-use crate::wb::common::sawtooth::model::{self, DIRTYABLE_FAR};
-use crate::wb::common::sawtooth::sawtooth_of;
+use oslab_services::sawtooth::SawRaw;
+use oslab_services::sawtooth::flusher::{KernelFlush, kernel_flush, simulated_flush};
+use oslab_services::sawtooth::model::{self, DIRTYABLE_FAR};
+use oslab_services::sawtooth::sawtooth_of;
 
 /// One run of a sawtooth cell, simulated: the sawtooth of Dirty and the
 /// flusher's background write back.
@@ -237,18 +237,18 @@ impl SawJudged {
             Some(v) => format!(
                 "{prefix}{}: real {}, predicted {}",
                 self.key(),
-                crate::harness::check::figure(v.real_median, ""),
-                crate::harness::check::figure(v.predicted, "")
+                oslab_harness::check::figure(v.real_median, ""),
+                oslab_harness::check::figure(v.predicted, "")
             ),
             None if Fig::FLUSHER.contains(&self.fig) => format!(
                 "{prefix}{}: real {}, the simulation has no such figure (fewer than two episodes)",
                 self.key(),
-                crate::harness::check::figure(real, "")
+                oslab_harness::check::figure(real, "")
             ),
             None => format!(
                 "{prefix}{}: real {}, the simulation shows no sawtooth",
                 self.key(),
-                crate::harness::check::figure(real, "")
+                oslab_harness::check::figure(real, "")
             ),
         }
     }

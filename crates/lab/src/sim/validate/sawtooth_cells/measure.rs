@@ -5,11 +5,11 @@
 use std::path::Path;
 
 use super::{SawCell, SawDevice, SawDeviceRaw, SawRunRaw};
-use crate::harness::scratch::Scratch;
-use crate::harness::{Context, LabError};
-use crate::services::machine_profile::{DEVICE_BYTES_QUICK, device_write_bandwidth};
-use crate::services::testbed::{down_for_run, up_for_run};
-use crate::wb::common::sawtooth::run_sawtooth_in;
+use oslab_harness::scratch::Scratch;
+use oslab_harness::{Context, LabError};
+use oslab_services::machine_profile::{DEVICE_BYTES_QUICK, device_write_bandwidth};
+use oslab_services::sawtooth::run_sawtooth_in;
+use oslab_services::testbed::{down_for_run, up_for_run};
 
 const ID: &str = "sim.validate.sawtooth";
 

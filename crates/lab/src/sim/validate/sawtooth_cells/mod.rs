@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use std::time::Duration;
 
-use crate::wb::common::sawtooth::{Length, SawRaw};
+use oslab_services::sawtooth::{Length, SawRaw};
 
 pub use measure::measure;
 

@@ -4,7 +4,7 @@ use oslab_wbsim::DeviceKind;
 use super::judge::{Restore, blind_config, compare};
 use super::*;
 use crate::sim::validate::figures::Fig;
-use crate::wb::common::sawtooth::model;
+use oslab_services::sawtooth::model;
 
 fn cell(device: SawDevice, rate_mib: u64, bg_mib: u64, periodic: bool) -> SawCell {
     SawCell {
@@ -174,7 +174,7 @@ fn run_of(c: SawCell, run: usize) -> SawRunRaw {
     SawRunRaw {
         cell: c,
         run,
-        saw: crate::wb::common::sawtooth::SawRaw {
+        saw: oslab_services::sawtooth::SawRaw {
             sysctls_set: Vec::new(),
             sysctls_in_force: Default::default(),
             thresholds: Default::default(),

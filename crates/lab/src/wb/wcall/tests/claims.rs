@@ -4,8 +4,8 @@ use oslab_model::Verdict;
 use oslab_wbsim::policy::Policy;
 
 use super::{MIB, cell, claim, env, lat, matrix, plan_of, set, without};
-use crate::services::cells::record::{Content, Scenario};
 use crate::wb::wcall::judge::judge;
+use oslab_services::cells::record::{Content, Scenario};
 
 #[test]
 fn vanilla_stalls_every_branch() {

@@ -9,7 +9,7 @@ use oslab_sys::fsread::Root;
 use oslab_sys::machine::{self, LiveProbes};
 use oslab_wbsim::policy::Policy;
 
-use crate::services::cells::record::{
+use oslab_services::cells::record::{
     CHUNK, Content, GovernorRaw, GroupCount, PERIOD_MS, POLICIES, WriterRaw,
 };
 
@@ -18,8 +18,8 @@ mod claims;
 use super::judge::{judge, stats_text};
 use super::writers::{WriterKind, writers_for};
 use super::*;
-use crate::services::timed_writer::{Poll, WriterTrace};
-use crate::services::write_latency::latency_stats;
+use oslab_services::timed_writer::{Poll, WriterTrace};
+use oslab_services::write_latency::latency_stats;
 
 /// The captured 2-CPU KVM guest of the sys fixtures, with the hypervisor named
 /// `hv` (None: bare metal).
@@ -419,7 +419,7 @@ fn no_prediction_without_the_kernels_state() {
 }
 
 fn planned(mode: oslab_model::Mode) -> Plan {
-    let config = crate::harness::RunConfig {
+    let config = oslab_harness::RunConfig {
         mode,
         repeat: None,
         seed: 1,
@@ -427,7 +427,7 @@ fn planned(mode: oslab_model::Mode) -> Plan {
         sets: Default::default(),
     };
     let machine = env(None).machine;
-    let mut p = crate::harness::Planner::new("wb.wcall", &config, &machine);
+    let mut p = oslab_harness::Planner::new("wb.wcall", &config, &machine);
     Experiment::plan(&WbWcall, &mut p)
 }
 
