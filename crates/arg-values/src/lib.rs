@@ -1,5 +1,6 @@
 //! Value parsers for oslab's numeric command-line options (clap `value_parser`s): a value outside its range, negative ones
 //! included, is refused with one sentence that names the range.
+#![forbid(unsafe_code)]
 
 use oslab_units::{TimeUnit, UnitError, parse_duration_with_unit};
 

@@ -20,6 +20,7 @@
 //! timeouts and reads header lines into an unbounded buffer) and accepts only
 //! from its own listener, so they cannot be added around it; hyper would bring
 //! an async runtime into a binary that has none for one endpoint.
+#![forbid(unsafe_code)]
 
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
