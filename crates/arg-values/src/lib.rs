@@ -1,8 +1,7 @@
 //! Value parsers for oslab's numeric command-line options (clap `value_parser`s): a value outside its range, negative ones
 //! included, is refused with one sentence that names the range.
+#![forbid(unsafe_code)]
 
-// Functions over 80 lines (clippy.toml) fail the lints outside tests (issue 28).
-#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 use oslab_units::{TimeUnit, UnitError, parse_duration_with_unit};
 
 /// A whole number from `lo` to `hi`.

@@ -20,9 +20,8 @@
 //! timeouts and reads header lines into an unbounded buffer) and accepts only
 //! from its own listener, so they cannot be added around it; hyper would bring
 //! an async runtime into a binary that has none for one endpoint.
+#![forbid(unsafe_code)]
 
-// Functions over 80 lines (clippy.toml) fail the lints outside tests (issue 28).
-#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 use std::collections::BTreeMap;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};

@@ -19,6 +19,9 @@
 //! test in this file starts processes: the tests of one file run as threads of one
 //! process, and a second test's children would look like leftovers.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::collections::{BTreeMap, BTreeSet};

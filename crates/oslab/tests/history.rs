@@ -1,6 +1,9 @@
 //! The results database end to end: runs kept, listed, compared, exported and
 //! reported; bad databases refused with one sentence; a killed run loses nothing.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::ffi::OsStr;

@@ -10,6 +10,9 @@
 //! Needs root (to make the two users, removed again even when the test fails) and
 //! setpriv (util-linux); skipped with the reason otherwise.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

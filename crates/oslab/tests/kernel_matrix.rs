@@ -25,6 +25,9 @@
 //! for the others on this machine (wb.wcall takes about half); the guest has one
 //! vCPU (scripts/kernel-matrix/boot says why).
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::path::{Path, PathBuf};

@@ -1,6 +1,9 @@
 //! The scheduler experiments end to end on short runs: structure, invariants and the
 //! Chrome trace parsed back; never a time threshold.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 use common::{experiment_ids, json_output, named};
 

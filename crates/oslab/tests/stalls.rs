@@ -9,6 +9,9 @@
 //! Without root the command
 //! refuses with exit 3. Skips itself without root or without kernel tracing.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::path::Path;

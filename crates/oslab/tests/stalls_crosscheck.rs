@@ -5,6 +5,9 @@
 //! tracefs mounted for a moment in a scratch folder. Root only; skips itself
 //! otherwise, or without kernel tracing.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};

@@ -7,6 +7,9 @@
 //! balances, amcheck on every pgbench index, the copy's bytes. No latency is
 //! asserted (a shared machine); the figures are the experiment's and the note's.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::os::unix::fs::PermissionsExt;

@@ -8,6 +8,9 @@
 //! them dirtying, marked as not holdable. Root only; no timing is asserted but
 //! the 200 ms the kernel's MAX_PAUSE gives a stalled write.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::path::Path;

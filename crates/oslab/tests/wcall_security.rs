@@ -5,6 +5,9 @@
 //! another user who joins root's daemon. The C programs are compiled at test time
 //! from tests/fixtures/wcall/.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 mod common;
 
 use std::io::{BufRead, BufReader};

@@ -9,8 +9,6 @@
 //! - [`outliers`]: modified Z-score outlier marking (Iglewicz and Hoaglin, 1993).
 //! - [`permutation`]: two-sample permutation test on the difference of medians.
 //! - [`summary`]: all of the above in one serialisable [`Summary`].
-// Functions over 80 lines (clippy.toml) fail the lints outside tests (issue 28).
-#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 #![forbid(unsafe_code)]
 
 pub mod bootstrap;

@@ -5,8 +5,6 @@
 //! Binary units throughout: K, M, G and T are powers of 1024, with or without
 //! `i` and `B`. No dependencies, so every crate that reads or prints a size can
 //! use it.
-// Functions over 80 lines (clippy.toml) fail the lints outside tests (issue 28).
-#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 #![forbid(unsafe_code)]
 
 mod duration;

@@ -7,6 +7,9 @@
 //! out like cgroupfs (as in `cgroup_controls.rs`), so what would have been moved
 //! where is plain to read.
 
+// A test here tells one scenario from start to end: longer than 80 lines.
+#![allow(clippy::too_many_lines)]
+
 use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};

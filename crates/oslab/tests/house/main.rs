@@ -1,9 +1,12 @@
 //! The workspace checks its own shape: no file of product code over 500 code lines, no
-//! import circle between files of different folders, and every repository path the
-//! docs name exists in a clone. (Functions over 80 lines are clippy's `too_many_lines`,
-//! set in clippy.toml.)
+//! import circle between files of different folders, every repository path the docs
+//! name exists in a clone, and every crate takes the workspace's lints (`lints.rs`:
+//! functions over 80 code lines are clippy's `too_many_lines`, switched on for every
+//! crate in the root Cargo.toml, its threshold in clippy.toml, never allowed in
+//! product code), and the crates keep their layers (`crates.rs`).
 
 mod crates;
+mod lints;
 mod mod_tree;
 mod paths;
 

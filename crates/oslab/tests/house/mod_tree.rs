@@ -99,6 +99,8 @@ pub fn plain_source(source: &str) -> (String, Vec<String>) {
     cut_test_items(&stripped)
 }
 
+/// Comments removed and the characters of string and char literals replaced by `s`,
+/// line for line.
 pub fn strip_comments_and_strings(source: &str) -> String {
     let c: Vec<char> = source.chars().collect();
     let mut out = String::with_capacity(source.len());

@@ -239,15 +239,71 @@ pub fn up(
     // the image, the mount point and the mount are used by path from here on
     // (losetup, mkfs, mount): only in a base nobody else can change
     let base = stable_base(base)?;
-    let mut seqs = Vec::new();
+    let mut steps = Steps {
+        record,
+        seqs: Vec::new(),
+    };
+    let (dir, mnt, image) = make_image(&base, size_bytes, &mut steps)?;
+    let (device, io) = attach_loop(&image, &mut steps)?;
+    blockdev::mkfs_ext4(&device)?;
+    steps.record(
+        format!("mount {} on {}", device.display(), mnt.display()),
+        Undo::Unmount {
+            target: mnt.clone(),
+        },
+    )?;
+    blockdev::mount_ext4(&device, &mnt)?;
+    let dev = blockdev::dev_numbers(&device)?;
+    let cap = cap_writes(&dir, &dev, bandwidth_bytes_s, &mut steps)?;
+    let in_memory = in_memory_file_system(&image);
+    let mut tb = Testbed {
+        dir,
+        image,
+        device,
+        dev,
+        mount: mnt,
+        size_bytes,
+        bandwidth_bytes_s,
+        measured_bytes_s: 0.0,
+        cap,
+        io,
+        in_memory,
+        seqs: steps.seqs,
+    };
+    tb.measured_bytes_s = measure_bandwidth(&tb)?;
+    Ok(tb)
+}
+
+/// The journal entries of the testbed's steps, in order, each recorded before
+/// its step is made.
+struct Steps<'a> {
+    record: &'a mut dyn FnMut(String, Undo) -> SysResult<u64>,
+    seqs: Vec<u64>,
+}
+
+impl Steps<'_> {
+    fn record(&mut self, what: String, undo: Undo) -> SysResult<u64> {
+        let seq = (self.record)(what, undo)?;
+        self.seqs.push(seq);
+        Ok(seq)
+    }
+}
+
+/// The testbed's folder in `base`, its mount point and its sparse image of
+/// `size_bytes`: the folder's removal journaled first.
+fn make_image(
+    base: &Path,
+    size_bytes: u64,
+    steps: &mut Steps,
+) -> Result<(PathBuf, PathBuf, PathBuf), TestbedError> {
     // a random name, made fresh (mode 0755 as before, so the mount can be
     // looked into): nothing another user planted in the base is used
     let name = tempname::fresh_name("oslab-testbed-", "").map_err(TestbedError::NoName)?;
     let dir = base.join(name);
-    seqs.push(record(
+    steps.record(
         format!("testbed directory {}", dir.display()),
         Undo::RemovePath { path: dir.clone() },
-    )?);
+    )?;
     let mnt = dir.join("mnt");
     tempname::make_own_dir(&dir, 0o755)
         .and_then(|()| std::fs::create_dir(&mnt))
@@ -262,102 +318,85 @@ pub fn up(
             path: image.clone(),
             source,
         })?;
+    Ok((dir, mnt, image))
+}
 
-    // Reserve a free loop device, journal its detach, then attach; retry if another
-    // process took the same device in between. Where the kernel refuses direct I/O
-    // on the image (a tmpfs on 6.1), the device is attached buffered, and says so.
-    let mut device = PathBuf::new();
-    let mut io = LoopIo::Direct;
-    let mut last_err = None;
-    for _ in 0..5 {
+/// Reserves a free loop device, journals its detach, then attaches it to `image`;
+/// retries if another process took the same device in between. Where the kernel
+/// refuses direct I/O on the image (a tmpfs on 6.1), the device is attached
+/// buffered, and says so.
+fn attach_loop(image: &Path, steps: &mut Steps) -> Result<(PathBuf, LoopIo), TestbedError> {
+    const TRIES: u32 = 5;
+    let mut tries = 1;
+    loop {
         let d = blockdev::free_loop_device()?;
-        seqs.push(record(
+        steps.record(
             format!("loop device {} over {}", d.display(), image.display()),
             Undo::DetachLoop { device: d.clone() },
-        )?);
-        let attached = blockdev::attach_loop(&d, &image, true).or_else(|refused| {
-            blockdev::attach_loop(&d, &image, false).map(|()| {
-                io = LoopIo::Buffered {
+        )?;
+        let attached = blockdev::attach_loop(&d, image, true)
+            .map(|()| LoopIo::Direct)
+            .or_else(|refused| {
+                blockdev::attach_loop(&d, image, false).map(|()| LoopIo::Buffered {
                     why: refused.to_string(),
-                };
-            })
-        });
+                })
+            });
         match attached {
-            Ok(()) => {
-                device = d;
-                last_err = None;
-                break;
-            }
-            Err(e) => last_err = Some(e),
+            Ok(io) => return Ok((d, io)),
+            Err(e) if tries == TRIES => return Err(e.into()),
+            Err(_) => tries += 1,
         }
     }
-    if let Some(e) = last_err {
-        return Err(e.into());
-    }
-    blockdev::mkfs_ext4(&device)?;
-    seqs.push(record(
-        format!("mount {} on {}", device.display(), mnt.display()),
-        Undo::Unmount {
-            target: mnt.clone(),
-        },
-    )?);
-    blockdev::mount_ext4(&device, &mnt)?;
-    let dev = blockdev::dev_numbers(&device)?;
-    let cap = match v1_or_v2().map_err(TestbedError::Unavailable)? {
+}
+
+/// Caps the writes to the device `dev` at `bandwidth_bytes_s`: the v1 blkio
+/// throttle where it is mounted, else cgroup v2's io.max on a cgroup named
+/// after the testbed's folder `dir`.
+fn cap_writes(
+    dir: &Path,
+    dev: &str,
+    bandwidth_bytes_s: u64,
+    steps: &mut Steps,
+) -> Result<Cap, TestbedError> {
+    match v1_or_v2().map_err(TestbedError::Unavailable)? {
         None => {
-            seqs.push(record(
+            steps.record(
                 format!("blkio write throttle {dev} {bandwidth_bytes_s} B/s"),
                 Undo::WriteFile {
                     path: THROTTLE_FILE.into(),
                     contents: format!("{dev} 0"),
                 },
-            )?);
+            )?;
             std::fs::write(THROTTLE_FILE, format!("{dev} {bandwidth_bytes_s}")).map_err(
                 |source| SysError::Write {
                     path: THROTTLE_FILE.into(),
                     source,
                 },
             )?;
-            Cap::BlkioV1
+            Ok(Cap::BlkioV1)
         }
         Some(at) => {
             let name = dir.file_name().map(|n| n.to_string_lossy().into_owned());
             let cap = iomax::apply(
                 &at,
                 name.as_deref().unwrap_or("oslab-testbed"),
-                &dev,
+                dev,
                 bandwidth_bytes_s,
-                &mut |d, u| {
-                    let s = record(d, u)?;
-                    seqs.push(s);
-                    Ok(s)
-                },
+                &mut |d, u| steps.record(d, u),
             )?;
-            Cap::IoMaxV2(cap)
+            Ok(Cap::IoMaxV2(cap))
         }
-    };
-    let in_memory = oslab_sys::machine::mount_of(
+    }
+}
+
+/// The file system under `image` where it keeps its files in memory (tmpfs, ramfs).
+fn in_memory_file_system(image: &Path) -> Option<String> {
+    oslab_sys::machine::mount_of(
         &std::fs::read_to_string("/proc/mounts").unwrap_or_default(),
-        &image,
+        image,
     )
     .map(|(_, fs)| fs)
-    .filter(|fs| matches!(fs.as_str(), "tmpfs" | "ramfs"));
-    let mut tb = Testbed {
-        dir,
-        image,
-        device,
-        dev,
-        mount: mnt,
-        size_bytes,
-        bandwidth_bytes_s,
-        measured_bytes_s: 0.0,
-        cap,
-        io,
-        in_memory,
-        seqs,
-    };
-    tb.measured_bytes_s = measure_bandwidth(&tb)?;
-    Ok(tb)
+    .filter(|fs| matches!(fs.as_str(), "tmpfs" | "ramfs"))
 }
 
 /// Sustained write-back throughput: about 2 s worth of data written buffered and

@@ -409,4 +409,6 @@ mod props;
 #[cfg(test)]
 mod reader_props;
 #[cfg(test)]
+// a torn journal replayed at every cut is one scenario, told in one test
+#[allow(clippy::too_many_lines)]
 mod tests;

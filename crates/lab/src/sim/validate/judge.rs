@@ -9,7 +9,8 @@ use oslab_wbsim::{Outcome, simulate};
 
 use super::configs::config_for;
 use super::figures::{self, Compared, Fig, Figures, Verdict};
-use super::sawtooth_cells::judge::{Restore, SawJudged};
+use super::sawtooth_cells::SawDeviceRaw;
+use super::sawtooth_cells::judge::{Restore, SawJudged, SawVerdicts};
 use super::{Plan, Raw, SettingRaw};
 use oslab_harness::check::{Check, Condition, Rule, figure};
 use oslab_harness::{Output, finding};
@@ -324,25 +325,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let all = groups(raw, hz, kernel);
     let mut out = Output::default();
     for g in &all {
-        let seeded = Fig::ALL.map(|f| (format!("{}.{}", g.key(), f.key()), g.compared(f)));
-        let blind = TARGETED.map(|f| {
-            (
-                format!("blind.{}.{}", g.key(), f.key()),
-                g.compared_blind(f),
-            )
-        });
-        for (name, c) in seeded.into_iter().chain(blind) {
-            if let Some(v) = c.verdict() {
-                let (value, unit) = error_figure(c.fig, &v);
-                out.findings
-                    .push(finding(&name, value, unit, verdict_text(&v, c.fig.unit())));
-            }
-        }
-        let contested = g.scenario != Scenario::Alone;
-        if g.setting.spec.name == "main" && contested {
-            out.plots.extend(latency_plot(g));
-            out.plots.extend(ratelimit_plot(g));
-        }
+        judge_group(g, &mut out);
     }
     let main: Vec<&Group> = all
         .iter()
@@ -355,18 +338,7 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let everything: Vec<&Group> = all.iter().collect();
     let restore = Restore::of_machine(env.machine.dirty.dirty_writeback_centisecs);
     let saw = super::sawtooth_cells::judge::judge(&raw.sawtooth, hz, plan.sawtooth_cycles, restore);
-    for j in &saw.blind {
-        out.findings.push(saw_finding("blind.", j));
-    }
-    for j in &saw.seeded {
-        out.findings.push(saw_finding("", j));
-    }
-    for j in &saw.flush_blind {
-        out.findings.push(saw_finding("blind.", j));
-    }
-    for j in &saw.flush_seeded {
-        out.findings.push(saw_finding("", j));
-    }
+    out.findings.extend(saw_findings(&saw));
     out.claims.push(blind_claim(&everything, &saw.blind));
     out.claims.push(claim(&PREDICTS, &main, "testbed"));
     if raw.settings.iter().any(|s| s.spec.name != "main") {
@@ -374,33 +346,80 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     }
     out.notes = super::judge_notes::notes(raw, &all, hz);
     out.notes.push(blind_note(&all));
+    out.notes.extend(saw_notes(&saw, &raw.sawtooth));
+    out
+}
+
+/// A group's findings, seeded then blind, and its plots where it ran contested
+/// at the main setting.
+fn judge_group(g: &Group, out: &mut Output) {
+    let seeded = Fig::ALL.map(|f| (format!("{}.{}", g.key(), f.key()), g.compared(f)));
+    let blind = TARGETED.map(|f| {
+        (
+            format!("blind.{}.{}", g.key(), f.key()),
+            g.compared_blind(f),
+        )
+    });
+    for (name, c) in seeded.into_iter().chain(blind) {
+        if let Some(v) = c.verdict() {
+            let (value, unit) = error_figure(c.fig, &v);
+            out.findings
+                .push(finding(&name, value, unit, verdict_text(&v, c.fig.unit())));
+        }
+    }
+    let contested = g.scenario != Scenario::Alone;
+    if g.setting.spec.name == "main" && contested {
+        out.plots.extend(latency_plot(g));
+        out.plots.extend(ratelimit_plot(g));
+    }
+}
+
+/// The sawtooth cells' findings: the Dirty figures blind and seeded, then the
+/// flusher's.
+fn saw_findings(saw: &SawVerdicts) -> Vec<oslab_model::Finding> {
+    let mut out = Vec::new();
+    for (prefix, judged) in [
+        ("blind.", &saw.blind),
+        ("", &saw.seeded),
+        ("blind.", &saw.flush_blind),
+        ("", &saw.flush_seeded),
+    ] {
+        out.extend(judged.iter().map(|j| saw_finding(prefix, j)));
+    }
+    out
+}
+
+/// What the sawtooth cells' notes say: how they fared, the cells not judged, and
+/// the devices whose cells did not run or whose testbed was not taken down.
+fn saw_notes(saw: &SawVerdicts, devices: &[SawDeviceRaw]) -> Vec<String> {
+    let mut notes = Vec::new();
     if !saw.blind.is_empty() {
-        out.notes.push(saw.note());
+        notes.push(saw.note());
     }
     if !saw.flush_blind.is_empty() {
-        out.notes.push(saw.flush_note());
+        notes.push(saw.flush_note());
     }
     if !saw.empty.is_empty() {
-        out.notes.push(format!(
+        notes.push(format!(
             "sawtooth cells not judged: {}",
             saw.empty.join("; ")
         ));
     }
-    for d in &raw.sawtooth {
+    for d in devices {
         if let Some(e) = &d.error {
-            out.notes.push(format!(
+            notes.push(format!(
                 "the sawtooth cells on the {} did not run: {e}",
                 d.device.name()
             ));
         }
         if !d.teardown_errors.is_empty() {
-            out.notes.push(format!(
+            notes.push(format!(
                 "taking the sawtooth cells' testbed down failed (`oslab restore` undoes what is left): {}",
                 d.teardown_errors.join("; ")
             ));
         }
     }
-    out
+    notes
 }
 
 /// A sawtooth cell's figure, named with `prefix` ("blind." or none): predicted

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use oslab_sys::clock::monotonic_ns;
+use oslab_trace::TraceOutcome;
 use oslab_wbsim::policy::Policy;
 
 use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
@@ -118,25 +119,8 @@ fn run_cell(
         .map(|w| w.with_file(&e.tb.mount, &e.scratch, &tag))
         .collect();
     let cell_start = monotonic_ns() + 300_000_000;
-    let head = match start {
-        Start::Late if plans.len() > 1 => (e.plan.head_start_s * 1e9) as u64,
-        _ => 0,
-    };
     let governor = daemon.as_ref().map(|d| d.name.clone());
-    // competitors first (at the cell's start), then the high writer
-    let mut order: Vec<usize> = (1..plans.len()).collect();
-    order.push(0);
-    let mut launched: Vec<Option<Launched>> = plans.iter().map(|_| None).collect();
-    for i in order {
-        let at = if i == 0 {
-            cell_start + head
-        } else {
-            cell_start
-        };
-        std::thread::sleep(Duration::from_nanos(at.saturating_sub(monotonic_ns())));
-        launched[i] = Some(plans[i].launch(e, governor.as_deref())?);
-    }
-    let mut launched: Vec<Launched> = launched.into_iter().flatten().collect();
+    let mut launched = launch_writers(e, &plans, start, cell_start, governor.as_deref())?;
     let polled = poll_until_first_exits(e, &mut daemon, &mut launched, cell_start);
     let view = governor_view(daemon.as_ref());
     for l in launched.iter_mut().skip(1) {
@@ -148,20 +132,7 @@ fn run_cell(
     let outcome = kernel.finish();
     drop(daemon);
     let first_tgid = launched[0].program_pid;
-    let mut writers = Vec::new();
-    for (i, (p, l)) in plans.iter().zip(&launched).enumerate() {
-        let trace = match (&p.kind, i) {
-            (WriterKind::Paced { .. }, _) => l.read_latencies(cell_start),
-            (_, 0) => super::writers::trace_from_kernel(&outcome, first_tgid, cell_start),
-            _ => WriterTrace::default(),
-        };
-        writers.push(WriterRaw {
-            name: p.name.clone(),
-            device_bytes: polled.device_bytes(i, &trace_span(&writers, &trace, i)),
-            content: check_content(p, l),
-            trace,
-        });
-    }
+    let writers = writers_raw(&plans, &launched, &polled, &outcome, cell_start);
     // what the testbed holds once the writers stopped, when the high writer
     // failed (ENOSPC is the likely cause), read before the files go
     let failure_context = writers
@@ -171,11 +142,7 @@ fn run_cell(
     // every byte was checked in the page cache: removing the files first spares
     // the next cell the wait for their write back (sync still waits for what the
     // device has in flight)
-    for p in &plans {
-        let _ = std::fs::remove_file(&p.file);
-        let _ = std::fs::remove_file(&p.latency_file);
-        let _ = std::fs::remove_file(&p.err_file);
-    }
+    remove_files(&plans);
     timed_writer::settle();
     // a paced high writer that never wrote leaves nothing to judge: say why,
     // not p99 0 (a user's command timed by the kernel's trace has its own note)
@@ -201,6 +168,72 @@ fn run_cell(
         polls: polled.polls,
         coordinator_killed_at_s: polled.coordinator_killed_at_s,
     })
+}
+
+/// The cell's writers started: the competitors at `cell_start`, then the high
+/// writer (the first plan), the plan's head start later when it starts late.
+fn launch_writers(
+    e: &Env,
+    plans: &[WriterPlan],
+    start: Start,
+    cell_start: u64,
+    governor: Option<&str>,
+) -> Result<Vec<Launched>, LabError> {
+    let head = match start {
+        Start::Late if plans.len() > 1 => (e.plan.head_start_s * 1e9) as u64,
+        _ => 0,
+    };
+    // competitors first (at the cell's start), then the high writer
+    let mut order: Vec<usize> = (1..plans.len()).collect();
+    order.push(0);
+    let mut launched: Vec<Option<Launched>> = plans.iter().map(|_| None).collect();
+    for i in order {
+        let at = if i == 0 {
+            cell_start + head
+        } else {
+            cell_start
+        };
+        std::thread::sleep(Duration::from_nanos(at.saturating_sub(monotonic_ns())));
+        launched[i] = Some(plans[i].launch(e, governor)?);
+    }
+    Ok(launched.into_iter().flatten().collect())
+}
+
+/// What each writer of a finished cell did: its trace (a paced writer's own, a
+/// user's command as the kernel traced it), the bytes the device took while the
+/// first writer wrote, and whether its file holds what it wrote.
+fn writers_raw(
+    plans: &[WriterPlan],
+    launched: &[Launched],
+    polled: &super::poll::Polled,
+    outcome: &TraceOutcome,
+    cell_start: u64,
+) -> Vec<WriterRaw> {
+    let first_tgid = launched[0].program_pid;
+    let mut writers = Vec::new();
+    for (i, (p, l)) in plans.iter().zip(launched).enumerate() {
+        let trace = match (&p.kind, i) {
+            (WriterKind::Paced { .. }, _) => l.read_latencies(cell_start),
+            (_, 0) => super::writers::trace_from_kernel(outcome, first_tgid, cell_start),
+            _ => WriterTrace::default(),
+        };
+        writers.push(WriterRaw {
+            name: p.name.clone(),
+            device_bytes: polled.device_bytes(i, &trace_span(&writers, &trace, i)),
+            content: check_content(p, l),
+            trace,
+        });
+    }
+    writers
+}
+
+/// The writers' files, latency and error files removed.
+fn remove_files(plans: &[WriterPlan]) {
+    for p in plans {
+        let _ = std::fs::remove_file(&p.file);
+        let _ = std::fs::remove_file(&p.latency_file);
+        let _ = std::fs::remove_file(&p.err_file);
+    }
 }
 
 /// The testbed's free space and the room each writer's file takes, for a failed

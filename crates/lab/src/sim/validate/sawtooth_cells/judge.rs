@@ -410,36 +410,12 @@ pub fn cells(judged: &[SawJudged]) -> usize {
 pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize, restore: Restore) -> SawVerdicts {
     let mut out = SawVerdicts::default();
     for dev in devices {
-        let bandwidth_ok = |b: f64| {
-            b.is_finite()
-                && b >= oslab_wbsim::settings::MIN_RATE as f64
-                && b <= oslab_wbsim::settings::MAX_BYTES as f64
-        };
-        let usable = bandwidth_ok(dev.measured_bytes_s)
-            && dev.cap_bytes_s.is_none_or(|c| bandwidth_ok(c as f64));
-        if dev.runs.len() > MAX_RUNS {
-            out.empty.push(format!(
-                "{}: {} runs recorded, more than sim.validate makes ({MAX_RUNS})",
-                dev.device.name(),
-                dev.runs.len()
-            ));
-            continue;
-        }
-        if !dev.runs.is_empty() && !usable {
-            out.empty.push(format!(
-                "{}: no usable device bandwidth recorded",
-                dev.device.name()
-            ));
+        if let Some(why) = not_judged(dev) {
+            out.empty.push(why);
             continue;
         }
         let chain = blind_chain(dev, hz, cycles, restore);
-        let mut cells: Vec<SawCell> = Vec::new();
-        for r in &dev.runs {
-            if !cells.contains(&r.cell) {
-                cells.push(r.cell);
-            }
-        }
-        for cell in cells {
+        for cell in cells_run(dev) {
             if !cell.is_known() {
                 out.empty.push(format!(
                     "{}: not one of the cells sim.validate runs",
@@ -447,51 +423,99 @@ pub fn judge(devices: &[SawDeviceRaw], hz: u64, cycles: usize, restore: Restore)
                 ));
                 continue;
             }
-            let runs: Vec<&SawRaw> = dev
-                .runs
-                .iter()
-                .filter(|r| r.cell == cell)
-                .map(|r| &r.saw)
-                .collect();
-            let real: Vec<Sawtooth> = runs.iter().map(|r| sawtooth_of(r, cell.rate)).collect();
-            let real_flush: Vec<Option<KernelFlush>> = runs
-                .iter()
-                .map(|r| kernel_flush(r, FlushReason::Background, HARD_LIMIT))
-                .collect();
-            let blind: Vec<&Predicted> = dev
-                .runs
-                .iter()
-                .zip(&chain)
-                .filter(|(r, _)| r.cell == cell)
-                .filter_map(|(_, p)| p.as_ref())
-                .collect();
-            let blind_saw: Vec<Sawtooth> = blind.iter().map(|p| p.saw.clone()).collect();
-            let blind_flush: Vec<Option<KernelFlush>> =
-                blind.iter().map(|p| p.flush.clone()).collect();
-            out.flush_blind
-                .extend(compare_flush(cell, &real_flush, &blind_flush));
-            let v = compare(cell, &real, &blind_saw);
-            if v.is_empty() {
-                out.empty.push(format!(
-                    "{}: its runs show no sawtooth (no drop of Dirty of half a second of writing)",
-                    cell.label()
-                ));
-            }
-            out.blind.extend(v);
-            let seeded: Vec<Predicted> = runs
-                .iter()
-                .filter_map(|r| seeded_config(dev, &cell, hz, r))
-                .map(|c| run_as_measured(&c, &cell, cycles, Restore::NOTHING).0)
-                .collect();
-            if !seeded.is_empty() {
-                let saw: Vec<Sawtooth> = seeded.iter().map(|p| p.saw.clone()).collect();
-                out.seeded.extend(compare(cell, &real, &saw));
-                let flush: Vec<Option<KernelFlush>> =
-                    seeded.iter().map(|p| p.flush.clone()).collect();
-                out.flush_seeded
-                    .extend(compare_flush(cell, &real_flush, &flush));
-            }
+            judge_cell(dev, cell, &chain, hz, cycles, &mut out);
         }
     }
     out
+}
+
+/// Why none of a device's runs is judged: more runs than sim.validate makes, or
+/// no usable bandwidth recorded for the runs there are.
+fn not_judged(dev: &SawDeviceRaw) -> Option<String> {
+    let bandwidth_ok = |b: f64| {
+        b.is_finite()
+            && b >= oslab_wbsim::settings::MIN_RATE as f64
+            && b <= oslab_wbsim::settings::MAX_BYTES as f64
+    };
+    let usable = bandwidth_ok(dev.measured_bytes_s)
+        && dev.cap_bytes_s.is_none_or(|c| bandwidth_ok(c as f64));
+    if dev.runs.len() > MAX_RUNS {
+        return Some(format!(
+            "{}: {} runs recorded, more than sim.validate makes ({MAX_RUNS})",
+            dev.device.name(),
+            dev.runs.len()
+        ));
+    }
+    if !dev.runs.is_empty() && !usable {
+        return Some(format!(
+            "{}: no usable device bandwidth recorded",
+            dev.device.name()
+        ));
+    }
+    None
+}
+
+/// The cells a device ran, in the order of their first runs.
+fn cells_run(dev: &SawDeviceRaw) -> Vec<SawCell> {
+    let mut cells: Vec<SawCell> = Vec::new();
+    for r in &dev.runs {
+        if !cells.contains(&r.cell) {
+            cells.push(r.cell);
+        }
+    }
+    cells
+}
+
+/// One cell's runs beside the blind predictions of the device's `chain` and
+/// beside each run simulated from the estimates it carried.
+fn judge_cell(
+    dev: &SawDeviceRaw,
+    cell: SawCell,
+    chain: &[Option<Predicted>],
+    hz: u64,
+    cycles: usize,
+    out: &mut SawVerdicts,
+) {
+    let runs: Vec<&SawRaw> = dev
+        .runs
+        .iter()
+        .filter(|r| r.cell == cell)
+        .map(|r| &r.saw)
+        .collect();
+    let real: Vec<Sawtooth> = runs.iter().map(|r| sawtooth_of(r, cell.rate)).collect();
+    let real_flush: Vec<Option<KernelFlush>> = runs
+        .iter()
+        .map(|r| kernel_flush(r, FlushReason::Background, HARD_LIMIT))
+        .collect();
+    let blind: Vec<&Predicted> = dev
+        .runs
+        .iter()
+        .zip(chain)
+        .filter(|(r, _)| r.cell == cell)
+        .filter_map(|(_, p)| p.as_ref())
+        .collect();
+    let blind_saw: Vec<Sawtooth> = blind.iter().map(|p| p.saw.clone()).collect();
+    let blind_flush: Vec<Option<KernelFlush>> = blind.iter().map(|p| p.flush.clone()).collect();
+    out.flush_blind
+        .extend(compare_flush(cell, &real_flush, &blind_flush));
+    let v = compare(cell, &real, &blind_saw);
+    if v.is_empty() {
+        out.empty.push(format!(
+            "{}: its runs show no sawtooth (no drop of Dirty of half a second of writing)",
+            cell.label()
+        ));
+    }
+    out.blind.extend(v);
+    let seeded: Vec<Predicted> = runs
+        .iter()
+        .filter_map(|r| seeded_config(dev, &cell, hz, r))
+        .map(|c| run_as_measured(&c, &cell, cycles, Restore::NOTHING).0)
+        .collect();
+    if !seeded.is_empty() {
+        let saw: Vec<Sawtooth> = seeded.iter().map(|p| p.saw.clone()).collect();
+        out.seeded.extend(compare(cell, &real, &saw));
+        let flush: Vec<Option<KernelFlush>> = seeded.iter().map(|p| p.flush.clone()).collect();
+        out.flush_seeded
+            .extend(compare_flush(cell, &real_flush, &flush));
+    }
 }
