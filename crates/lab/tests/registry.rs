@@ -86,3 +86,32 @@ fn a_value_goes_to_every_selected_experiment_that_declares_it() {
         "nope: the selected experiments have no settings"
     );
 }
+
+#[test]
+fn the_testbed_cap_is_one_rate_setting_with_each_experiments_default() {
+    let reg = Registry::default();
+    let ids = ["wb.cases", "wb.throttle", "wb.wcall", "wb.database"];
+    let exps = reg
+        .resolve(&ids.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        .unwrap();
+    let sets = oslab_harness::sets::parse(&args(&["bandwidth=40MiB/s"]), &exps).unwrap();
+    assert_eq!(
+        sets.len(),
+        ids.len(),
+        "every experiment that builds a testbed"
+    );
+    let refused = oslab_harness::sets::parse(&args(&["bandwidth=40MiB"]), &exps).unwrap_err();
+    assert!(refused.contains("not a rate"), "{refused}");
+    let mut defaults = Vec::new();
+    for e in &exps {
+        let cap = e
+            .settings()
+            .iter()
+            .find(|s| s.name() == "bandwidth")
+            .expect("declares the cap");
+        assert_eq!(cap.kind_label(), "bytes/s", "{}", e.meta().id);
+        assert_eq!(cap.range().as_deref(), Some("1 MiB/s to 10 GiB/s"));
+        defaults.push(cap.defaults().0);
+    }
+    assert_eq!(defaults, ["20 MiB/s", "10 MiB/s", "40 MiB/s", "40 MiB/s"]);
+}

@@ -2,18 +2,11 @@
 //! the testbed's cap, the first writer's writes, the repetitions and the
 //! policies.
 
-use oslab_settings::{Bytes, Choices, Count, Setting};
+use oslab_settings::{Choices, Count, Rate, Setting};
 
 use super::record::POLICY_NAMES;
 
-pub static BANDWIDTH: Setting<Bytes> = Setting {
-    name: "bandwidth",
-    help: "testbed write cap per second",
-    quick: 40 << 20,
-    full: 40 << 20,
-    bounds: Some((1 << 20, 10 << 30)),
-    names: &[],
-};
+pub static BANDWIDTH: Setting<Rate> = crate::testbed::bandwidth_setting(40 << 20, 40 << 20);
 pub static WRITES: Setting<Count> = Setting {
     name: "writes",
     help: "writes of the RT-55 writer per cell",

@@ -27,6 +27,7 @@ use oslab_sys::{SysError, SysResult, process, tempname};
 use serde::{Deserialize, Serialize};
 
 use oslab_harness::LabError;
+use oslab_settings::{Rate, Setting};
 
 pub const THROTTLE_FILE: &str = "/sys/fs/cgroup/blkio/blkio.throttle.write_bps_device";
 
@@ -206,12 +207,33 @@ impl From<TestbedError> for LabError {
     }
 }
 
+/// The least write cap a testbed takes: below it a loop device's requests queue
+/// for seconds and the writers measure the queue, not the kernel.
+pub const MIN_BANDWIDTH: u64 = 1 << 20;
+
+/// The most: far above any disk a testbed would stand in for.
+pub const MAX_BANDWIDTH: u64 = 10 << 30;
+
+/// The testbed's write cap as every experiment that builds one declares it
+/// (`--set bandwidth=40MiB/s`): one rate, its bounds here, each experiment
+/// giving its own defaults for a quick and a full run.
+pub const fn bandwidth_setting(quick: u64, full: u64) -> Setting<Rate> {
+    Setting {
+        name: "bandwidth",
+        help: "testbed write cap per second",
+        quick,
+        full,
+        bounds: Some((MIN_BANDWIDTH, MAX_BANDWIDTH)),
+        names: &[],
+    }
+}
+
 /// Parses "10MiB/s", "40MBps", "5000000" into bytes per second.
 pub fn parse_bandwidth(text: &str) -> Result<u64, String> {
     oslab_units::parse_human_rate(text)
         .ok()
-        .filter(|b| *b >= 1 << 20)
-        .ok_or_else(|| format!("'{text}' is not a bandwidth of at least 1MiB/s (e.g. 10MiB/s)"))
+        .filter(|b| (MIN_BANDWIDTH..=MAX_BANDWIDTH).contains(b))
+        .ok_or_else(|| format!("'{text}' is not a bandwidth from 1MiB/s to 10GiB/s (e.g. 10MiB/s)"))
 }
 
 /// `base` without links, when nobody but root or the caller can change any
@@ -513,16 +535,21 @@ mod props {
         #![proptest_config(config(512))]
 
         #[test]
-        fn any_text_gives_a_rate_of_at_least_1mib_or_an_error(text in prop_oneof![".{0,30}", rateish()]) {
+        fn any_text_gives_a_rate_within_the_bounds_or_an_error(text in prop_oneof![".{0,30}", rateish()]) {
             if let Ok(b) = parse_bandwidth(&text) {
-                prop_assert!(b >= 1 << 20, "{} -> {}", text, b);
+                prop_assert!((MIN_BANDWIDTH..=MAX_BANDWIDTH).contains(&b), "{} -> {}", text, b);
             }
         }
 
         #[test]
         fn whole_units_per_second_read_back(n in 1u64..1 << 20, unit in 2u32..5, suffix in "(/s|ps)") {
             let text = format!("{n}{}{suffix}", ["", "K", "MiB", "G", "T"][unit as usize]);
-            prop_assert_eq!(parse_bandwidth(&text), Ok(n << (10 * unit)));
+            let b = n << (10 * unit);
+            if b <= MAX_BANDWIDTH {
+                prop_assert_eq!(parse_bandwidth(&text), Ok(b));
+            } else {
+                prop_assert!(parse_bandwidth(&text).is_err(), "{} is over the cap's bound", text);
+            }
         }
     }
 }

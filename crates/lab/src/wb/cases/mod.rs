@@ -38,7 +38,7 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::settings::{AnySetting, Bytes, Declared, Seconds, Setting};
+use crate::settings::{AnySetting, Bytes, Declared, Rate, Seconds, Setting};
 use oslab_harness::{Context, LabError, Meta, Needs, Output};
 use oslab_harness::{Experiment, Measured, Planner};
 use oslab_services::sawtooth::SawRaw;
@@ -72,14 +72,7 @@ static RATE: Setting<Bytes> = Setting {
     bounds: Some((1 << 20, 1 << 30)),
     names: &[],
 };
-static BANDWIDTH: Setting<Bytes> = Setting {
-    name: "bandwidth",
-    help: "testbed write cap per second",
-    quick: 20 << 20,
-    full: 20 << 20,
-    bounds: Some((1 << 20, 10 << 30)),
-    names: &[],
-};
+static BANDWIDTH: Setting<Rate> = oslab_services::testbed::bandwidth_setting(20 << 20, 20 << 20);
 static DURATION: Setting<Seconds> = Setting {
     name: "duration",
     help: "seconds per case",

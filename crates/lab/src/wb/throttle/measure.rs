@@ -7,14 +7,13 @@ use oslab_harness::Measured;
 use oslab_harness::kernel_trace::KernelTrace;
 use oslab_harness::{Context, LabError};
 use oslab_services::knobs::Knobs;
-use oslab_services::testbed::{down_for_run, parse_bandwidth, unavailable, up_for_run};
+use oslab_services::testbed::{down_for_run, unavailable, up_for_run};
 use oslab_services::timed_writer::{self, Poll, WriterSpec, WriterTrace};
 
 pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError> {
     if let Some(why) = unavailable() {
         return Ok(Measured::Skipped { reason: why });
     }
-    parse_bandwidth(&plan.bandwidth.to_string()).map_err(LabError::Failed)?;
     ctx.progress.stage("building the testbed");
     let size = (plan.bandwidth as f64 * plan.duration * 1.5) as u64 + (512 << 20);
     let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;

@@ -32,7 +32,7 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::settings::{AnySetting, Bytes, Count, Declared, Seconds, Setting};
+use crate::settings::{AnySetting, Count, Declared, Rate, Seconds, Setting};
 use judge::judge;
 use oslab_harness::{Context, LabError, Meta, Needs, Output};
 use oslab_harness::{Experiment, Measured, Planner};
@@ -57,14 +57,7 @@ static META: Meta = Meta {
     full_lab_only: false,
 };
 
-static BANDWIDTH: Setting<Bytes> = Setting {
-    name: "bandwidth",
-    help: "testbed write cap per second",
-    quick: 10 << 20,
-    full: 10 << 20,
-    bounds: Some((1 << 20, 10 << 30)),
-    names: &[],
-};
+static BANDWIDTH: Setting<Rate> = oslab_services::testbed::bandwidth_setting(10 << 20, 10 << 20);
 static WRITERS: Setting<Count> = Setting {
     name: "writers",
     help: "number of bulk writers",
