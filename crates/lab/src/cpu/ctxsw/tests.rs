@@ -1,10 +1,6 @@
 //! Synthetic raw data through `cpu.ctxsw`'s judge: every verdict of every claim.
 
-use std::path::Path;
-
-use oslab_model::{Environment, LoadRecord, Verdict};
-use oslab_sys::fsread::Root;
-use oslab_sys::machine::{self, LiveProbes};
+use oslab_model::{Environment, Verdict};
 use oslab_sys::parse::procstat::CpuTimes;
 
 use super::*;
@@ -15,31 +11,10 @@ const TWO: (u64, u64) = (1, 2);
 
 /// The 2-CPU KVM guest of the sys fixtures, under `hv` (None: bare metal).
 pub(crate) fn env(hv: Option<&str>, busy: f64) -> Environment {
-    let root =
-        Root::at(Path::new(env!("CARGO_MANIFEST_DIR")).join("../sys/tests/fixtures/kvm-xeon-2cpu"));
-    let mut m = machine::collect(
-        &root,
-        &LiveProbes {
-            scratch_dir: "/tmp".into(),
-            page_bytes: 4096,
-            ..Default::default()
-        },
-    );
-    m.hypervisor.name = hv.map(str::to_string);
-    Environment {
-        oslab_version: "test".into(),
-        machine: m,
-        timer: "CLOCK_MONOTONIC".into(),
-        load: LoadRecord {
-            loadavg_before: [0.0; 3],
-            loadavg_after: [0.0; 3],
-            cpu_busy_fraction: busy,
-            steal_fraction: 0.0,
-            warning: None,
-            ..Default::default()
-        },
-        seed: 1,
-    }
+    let mut env = oslab_harness::testing::captured_env_in(hv, "/tmp");
+    env.timer = "CLOCK_MONOTONIC".into();
+    env.load.cpu_busy_fraction = busy;
+    env
 }
 
 /// One clean launch: a batch per figure (ns per handoff), seen on `cpus`.

@@ -2,11 +2,7 @@
 //! figures' text; and an environment for judging synthetic raw data of the
 //! write-back experiments.
 
-use std::path::Path;
-
-use oslab_model::{Claim, Environment, LoadRecord, Verdict};
-use oslab_sys::fsread::Root;
-use oslab_sys::machine::{self, LiveProbes};
+use oslab_model::{Claim, Environment, Verdict};
 use oslab_wbsim::policy::Policy;
 
 use oslab_services::cells::record::{
@@ -24,31 +20,9 @@ use oslab_services::write_latency::latency_stats;
 /// The captured 2-CPU KVM guest of the sys fixtures, with the hypervisor named
 /// `hv` (None: bare metal).
 pub(crate) fn env(hv: Option<&str>) -> Environment {
-    let root =
-        Root::at(Path::new(env!("CARGO_MANIFEST_DIR")).join("../sys/tests/fixtures/kvm-xeon-2cpu"));
-    let mut m = machine::collect(
-        &root,
-        &LiveProbes {
-            scratch_dir: "/tmp".into(),
-            page_bytes: 4096,
-            ..Default::default()
-        },
-    );
-    m.hypervisor.name = hv.map(str::to_string);
-    Environment {
-        oslab_version: "test".into(),
-        machine: m,
-        timer: "CLOCK_MONOTONIC".into(),
-        load: LoadRecord {
-            loadavg_before: [0.0; 3],
-            loadavg_after: [0.0; 3],
-            cpu_busy_fraction: 0.0,
-            steal_fraction: 0.0,
-            warning: None,
-            ..Default::default()
-        },
-        seed: 1,
-    }
+    let mut env = oslab_harness::testing::captured_env_in(hv, "/tmp");
+    env.timer = "CLOCK_MONOTONIC".into();
+    env
 }
 
 const MIB: u64 = 1 << 20;
