@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use oslab_wcall::cli::{Launch, WcallPolicyArgs, WcallRunArgs};
+use oslab_wcall::guard::GuardSetting;
 
 use oslab_model::machine::MachineInfo;
 
@@ -170,7 +171,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
             &e.exe,
             format!("wb-database-{}-{tag}", std::process::id()),
             WcallPolicyArgs {
-                sync_guard: e.plan.guard.map(|g| format!("{g}B")),
+                sync_guard: e.plan.guard.map(GuardSetting::Fixed),
                 ..Default::default()
             },
         )?)
