@@ -332,7 +332,6 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     if let Err(why) = oslab_wcall::launch::preload_path() {
         return Ok(Measured::Skipped { reason: why });
     }
-    let exe = oslab_sys::program::own_exe();
     // the writers' files and traces, journaled like every file oslab makes
     let scratch = oslab_harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
     let paced = match super::writers::build_paced(scratch.dir()) {
@@ -351,7 +350,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     let e = Env {
         tb: &tb,
         machine: ctx.machine,
-        exe,
+        exe: ctx.config.oslab_exe.clone(),
         paced,
         scratch: scratch.dir().to_path_buf(),
         plan,
