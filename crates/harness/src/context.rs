@@ -18,6 +18,11 @@ pub struct RunConfig {
     pub seed: u64,
     pub scratch_dir: PathBuf,
     pub sets: Sets,
+    /// The oslab binary an experiment starts (its governor daemons, `oslab
+    /// wcall run`, its writers): the binary names itself by /proc/self/exe
+    /// (`oslab_sys::program::own_exe`, never a path another user could swap); a
+    /// test or another front end names the oslab it built.
+    pub oslab_exe: PathBuf,
 }
 
 impl RunConfig {

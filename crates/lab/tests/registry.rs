@@ -34,6 +34,8 @@ fn config(mode: Mode) -> RunConfig {
         seed: 1,
         scratch_dir: "/tmp".into(),
         sets: Default::default(),
+        // planning starts no program
+        oslab_exe: "/nonexistent/oslab".into(),
     }
 }
 

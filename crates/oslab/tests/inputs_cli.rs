@@ -455,6 +455,76 @@ fn every_duration_takes_its_unit_and_a_bare_number_is_refused_with_the_hint() {
     );
 }
 
+/// The governor's options are read by clap into their types: a bad value is
+/// refused before any governor starts, exit 2, on one line that names the
+/// option, the value and what the option takes.
+#[test]
+fn a_governors_option_refuses_a_bad_value_with_what_it_takes() {
+    let policy = "a governor's policy is wcall or wcall-fair";
+    let cases: &[(&str, &str, &[&str], &str)] = &[
+        (
+            "--policy",
+            "POLICY",
+            &["vanilla", "greedy", "WCALL"],
+            policy,
+        ),
+        ("--headroom", "SIZE", &["lots", "MiB"], "is not a size"),
+        ("--headroom", "SIZE", &["8 parsecs"], "unknown unit"),
+        (
+            "--recycle",
+            "on|off|auto",
+            &["yes", "ON"],
+            "on, off or auto",
+        ),
+        (
+            "--sync-guard",
+            "off|auto|SIZE",
+            &["512KiB", "always"],
+            "at least 1MiB",
+        ),
+        (
+            "--memory-high",
+            "GROUP=SIZE",
+            &[
+                "vip=1GiB",
+                "auto=1GiB",
+                "normal",
+                "normal=lots",
+                "rt-high=10",
+            ],
+            "expected GROUP=SIZE with GROUP rt-high, rt-low or normal and SIZE of at least 1MiB",
+        ),
+    ];
+    for (flag, name, bads, says) in cases {
+        for bad in *bads {
+            // a value taken by mistake still starts nothing: the name and the
+            // program are refused before a governor would start
+            let daemon = vec!["wcall", "daemon", "--name", "../x", flag, bad];
+            let own = vec![
+                "wcall",
+                "run",
+                "--private",
+                flag,
+                bad,
+                "--",
+                "no-such-program-xyz",
+            ];
+            for args in [daemon, own] {
+                let out = run(&args);
+                let err = String::from_utf8_lossy(&out.stderr).to_string();
+                let first = err.lines().next().unwrap_or("");
+                let named = format!("invalid value '{bad}' for '{flag} <{name}>'");
+                assert!(
+                    first.contains(&named) && first.contains(says),
+                    "{args:?}: {err}"
+                );
+                assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+                assert!(!err.contains("panicked"), "{err}");
+            }
+        }
+    }
+}
+
 /// Regression: `export` took `--format json -o` and refused `--json -`; every
 /// command's `--json FILE` writes FILE, `-` standard output.
 #[test]

@@ -28,6 +28,7 @@ fn null_result() -> ExperimentResult {
         seed: 7,
         scratch_dir: "/tmp".into(),
         sets: Default::default(),
+        oslab_exe: env!("CARGO_BIN_EXE_oslab").into(),
     };
     let exp = oslab_lab::null::Null;
     let mut ctx = Context {

@@ -310,26 +310,7 @@ fn bad_input_and_attach_get_one_sentence() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--name:"), "{}", stderr(&o));
-    for bad in ["vip=1GiB", "normal", "normal=lots", "rt-high=10"] {
-        let o = oslab()
-            .args([
-                "wcall",
-                "run",
-                "--private",
-                "--memory-high",
-                bad,
-                "--",
-                "true",
-            ])
-            .output()
-            .unwrap();
-        assert_eq!(o.status.code(), Some(2), "{bad}");
-        assert!(
-            stderr(&o).contains(&format!("--memory-high {bad}: expected GROUP=SIZE")),
-            "{}",
-            stderr(&o)
-        );
-    }
+    // a bad --memory-high and the other typed options: inputs_cli.rs
     let o = oslab()
         .args(["wcall", "attach", &std::process::id().to_string()])
         .output()

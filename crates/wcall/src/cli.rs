@@ -12,6 +12,12 @@ use std::process::Command;
 use clap::Args;
 use oslab_arg_values::{millis, seconds};
 
+use crate::guard::GuardSetting;
+
+mod values;
+pub use values::{GovernorPolicy, MemoryHigh, Recycle};
+use values::{bytes, parsed};
+
 /// How a governor is set up. Each is optional so that `wcall run` can tell an
 /// option given for a governor it joins (which it refuses) from the defaults.
 #[derive(Debug, Clone, Default, PartialEq, Args)]
@@ -19,8 +25,8 @@ pub struct WcallPolicyArgs {
     /// Allocation policy: wcall (the paper's Algorithm 1) or wcall-fair (shares of
     /// the free-run ceiling, groups nearing their share pushed to the device)
     /// [default: wcall-fair]
-    #[arg(long, value_name = "POLICY")]
-    pub policy: Option<String>,
+    #[arg(long, value_name = "POLICY", value_parser = parsed::<GovernorPolicy>)]
+    pub policy: Option<GovernorPolicy>,
     /// How long a held writer waits before it looks again under wcall, e.g. 100ms
     /// (the paper's HZ/10) [default: 100ms]
     #[arg(long = "block", value_name = "DURATION", allow_negative_numbers = true, value_parser = millis(1.0, 10_000.0))]
@@ -30,13 +36,13 @@ pub struct WcallPolicyArgs {
     pub interval_ms: Option<f64>,
     /// wcall-fair: room kept free under the free-run ceiling for rt-high writers,
     /// e.g. 8MiB [default: an eighth of the free-run ceiling]
-    #[arg(long, value_name = "SIZE")]
-    pub headroom: Option<String>,
+    #[arg(long, value_name = "SIZE", value_parser = bytes)]
+    pub headroom: Option<u64>,
     /// Drop governed files' pages from the page cache once written back, so new
     /// writes reuse memory the machine already backs: on, off, or auto (on where the
     /// machine hands free memory back to its hypervisor) [default: auto]
-    #[arg(long, value_name = "on|off|auto")]
-    pub recycle: Option<String>,
+    #[arg(long, value_name = "on|off|auto", value_parser = parsed::<Recycle>)]
+    pub recycle: Option<Recycle>,
     /// Protects rt-high commits: while the guard acts, every other group's dirty and
     /// write-back memory is held within its size and written back by the governor
     /// one chunk at a time, only as fast as the device has room, and rt-high's own
@@ -47,8 +53,8 @@ pub struct WcallPolicyArgs {
     /// --sync-guard-quiet after the last one, at what the device takes in 50 ms,
     /// measured by the governor; SIZE: at SIZE while an rt-high process is
     /// governed; off [default: auto]
-    #[arg(long, value_name = "off|auto|SIZE")]
-    pub sync_guard: Option<String>,
+    #[arg(long, value_name = "off|auto|SIZE", value_parser = parsed::<GuardSetting>)]
+    pub sync_guard: Option<GuardSetting>,
     /// How long the automatic sync guard stays on after the last durable write of
     /// an rt-high process [default: 30s]
     #[arg(long, value_name = "DURATION", value_parser = seconds(0.1, 3600.0))]
@@ -60,8 +66,8 @@ pub struct WcallPolicyArgs {
     /// cgroup v2: cap a group's memory with memory.high, e.g. normal=2GiB (repeat for
     /// each group); the kernel also scales the group's dirty limit with its memory
     /// headroom. Groups also get io.weight 400/200/100 (rt-high/rt-low/normal)
-    #[arg(long, value_name = "GROUP=SIZE")]
-    pub memory_high: Vec<String>,
+    #[arg(long, value_name = "GROUP=SIZE", value_parser = parsed::<MemoryHigh>)]
+    pub memory_high: Vec<MemoryHigh>,
 }
 
 impl WcallPolicyArgs {
@@ -235,7 +241,7 @@ impl Argv {
         }
     }
 
-    fn each(&mut self, flag: &str, values: &[String]) {
+    fn each(&mut self, flag: &str, values: &[impl Display]) {
         values.iter().for_each(|v| self.value(flag, v));
     }
 

@@ -25,18 +25,36 @@ pub enum GuardSetting {
 }
 
 impl GuardSetting {
-    /// `off`, `auto`, or a size of at least 1 MiB.
+    /// `off`, `auto`, or a size of at least 1 MiB; the error says what is taken,
+    /// for clap to put after the option and the value it refused.
     pub fn parse(text: &str) -> Result<GuardSetting, String> {
         match text {
             "off" => Ok(GuardSetting::Off),
             "auto" => Ok(GuardSetting::Auto),
             size => oslab_units::parse_human_size(size)
                 .ok()
-                .filter(|b| *b >= 1 << 20)
+                .filter(|b| *b >= MIN_BYTES)
                 .map(GuardSetting::Fixed)
-                .ok_or_else(|| {
-                    format!("--sync-guard {size}: use off, auto, or a size of at least 1MiB such as 2MiB")
-                }),
+                .ok_or_else(|| "use off, auto, or a size of at least 1MiB such as 2MiB".into()),
+        }
+    }
+}
+
+impl std::str::FromStr for GuardSetting {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<GuardSetting, String> {
+        GuardSetting::parse(text)
+    }
+}
+
+/// `off`, `auto`, or the size in bytes: what [`GuardSetting::parse`] reads back.
+impl std::fmt::Display for GuardSetting {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            GuardSetting::Off => f.write_str("off"),
+            GuardSetting::Auto => f.write_str("auto"),
+            GuardSetting::Fixed(b) => write!(f, "{b}"),
         }
     }
 }
@@ -190,6 +208,14 @@ mod tests {
         );
         assert!(GuardSetting::parse("lots").is_err());
         assert_eq!(GuardSetting::default(), GuardSetting::Auto);
+        for g in [
+            GuardSetting::Off,
+            GuardSetting::Auto,
+            GuardSetting::Fixed(MIN_BYTES),
+            GuardSetting::Fixed((3 << 20) + 1),
+        ] {
+            assert_eq!(GuardSetting::parse(&g.to_string()), Ok(g), "read back");
+        }
     }
 
     #[test]

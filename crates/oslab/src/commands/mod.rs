@@ -139,7 +139,8 @@ mod launch_tests {
     use std::ffi::OsString;
 
     use clap::Parser;
-    use oslab_wcall::cli::{Launch, WcallPolicyArgs};
+    use oslab_wcall::cli::{GovernorPolicy, Launch, Recycle, WcallPolicyArgs};
+    use oslab_wcall::guard::GuardSetting;
 
     use oslab_wcall::cli::{WcallBenchArgs, WcallDaemonArgs, WcallRunArgs, WcallWriterArgs};
 
@@ -156,16 +157,36 @@ mod launch_tests {
 
     fn every_policy_option() -> WcallPolicyArgs {
         WcallPolicyArgs {
-            policy: Some("wcall".into()),
+            policy: Some(GovernorPolicy::Wcall),
             block_ms: Some(0.1 + 0.2 + 50.0),
             interval_ms: Some(7.5),
-            headroom: Some("8MiB".into()),
-            recycle: Some("off".into()),
-            sync_guard: Some("8MiB".into()),
+            headroom: Some((8 << 20) + 1),
+            recycle: Some(Recycle::Off),
+            sync_guard: Some(GuardSetting::Fixed(8 << 20)),
             sync_guard_quiet: Some(2.5),
             no_cgroups: true,
-            memory_high: vec!["normal=2GiB".into(), "rt-low=1GiB".into()],
+            memory_high: vec![
+                "normal=2GiB".parse().unwrap(),
+                "low=1.5GiB".parse().unwrap(),
+            ],
         }
+    }
+
+    /// The values of each typed option that `every_policy_option` leaves out.
+    fn the_other_values() -> [WcallPolicyArgs; 2] {
+        let other = WcallPolicyArgs {
+            policy: Some(GovernorPolicy::WcallFair),
+            headroom: Some(0),
+            recycle: Some(Recycle::On),
+            sync_guard: Some(GuardSetting::Auto),
+            ..Default::default()
+        };
+        let off = WcallPolicyArgs {
+            recycle: Some(Recycle::Auto),
+            sync_guard: Some(GuardSetting::Off),
+            ..other.clone()
+        };
+        [other, off]
     }
 
     #[test]
@@ -218,7 +239,11 @@ mod launch_tests {
             batches: 3,
             per_batch: 1000,
         };
-        for a in [run, private] {
+        let [other, off] = the_other_values().map(|policy| WcallRunArgs {
+            policy,
+            ..private.clone()
+        });
+        for a in [run, private, other, off] {
             assert!(matches!(parsed(&Launch::Run(a.clone())), WcallCommand::Run(b) if b == a));
         }
         let d = parsed(&Launch::Daemon(daemon.clone()));

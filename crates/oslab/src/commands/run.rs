@@ -78,6 +78,7 @@ pub fn run(a: RunArgs) -> CmdResult {
         repeat: a.repeat.map(|n| n as usize),
         seed: a.seed,
         scratch_dir: scratch,
+        oslab_exe: oslab_sys::program::own_exe(),
     };
     let db = match (a.no_db, a.db) {
         (true, _) => DbTarget::Off,

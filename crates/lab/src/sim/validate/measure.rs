@@ -14,7 +14,6 @@ use oslab_services::testbed::{down_for_run, unavailable, up_for_run};
 fn run_setting(
     spec: &Spec,
     ctx: &mut Context,
-    exe: &Path,
     lib: &Path,
     done: &mut usize,
     total: usize,
@@ -37,7 +36,7 @@ fn run_setting(
         let bench = Bench {
             tb: &tb,
             machine: ctx.machine,
-            exe: exe.to_path_buf(),
+            exe: ctx.config.oslab_exe.clone(),
             lib: lib.to_path_buf(),
             scratch: scratch.dir().to_path_buf(),
         };
@@ -87,7 +86,6 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
         Ok(l) => l,
         Err(e) => return Ok(Measured::Skipped { reason: e }),
     };
-    let exe = oslab_sys::program::own_exe();
     let specs = plan.specs();
     let total: usize = specs
         .iter()
@@ -97,7 +95,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     let mut done = 0;
     let mut settings = Vec::new();
     for spec in &specs {
-        settings.push(run_setting(spec, ctx, &exe, &lib, &mut done, total)?);
+        settings.push(run_setting(spec, ctx, &lib, &mut done, total)?);
     }
     let sawtooth = super::sawtooth_cells::measure(
         ctx,

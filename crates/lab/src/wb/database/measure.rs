@@ -7,6 +7,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
 use oslab_wcall::cli::{Launch, WcallPolicyArgs, WcallRunArgs};
+use oslab_wcall::guard::GuardSetting;
 
 use oslab_model::machine::MachineInfo;
 
@@ -37,13 +38,12 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     if let Some(reason) = why {
         return Ok(Measured::Skipped { reason });
     }
-    let exe = oslab_sys::program::own_exe();
     ctx.progress.stage("building the testbed");
     // the copy writes at most the device's pace; the cluster holds the tables and
     // up to max_wal_size (1 GB) of WAL
     let size = (plan.bandwidth as f64 * (plan.duration + 30.0) * 1.5) as u64 + (4 << 30);
     let tb = up_for_run(&ctx.config.scratch_dir, size, plan.bandwidth)?;
-    let result = with_testbed(plan, ctx, &tb, exe);
+    let result = with_testbed(plan, ctx, &tb);
     let teardown_errors = down_for_run(&tb);
     let (postgres, cells) = result?;
     Ok(Measured::Raw(Raw {
@@ -60,7 +60,6 @@ fn with_testbed(
     plan: &Plan,
     ctx: &mut Context,
     tb: &Testbed,
-    exe: PathBuf,
 ) -> Result<(String, Vec<CellRaw>), LabError> {
     let _knobs = Knobs::set(&[
         ("vm.dirty_background_bytes", BACKGROUND.to_string()),
@@ -89,7 +88,7 @@ fn with_testbed(
         tb,
         cluster: &cluster,
         logs,
-        exe,
+        exe: ctx.config.oslab_exe.clone(),
         plan,
         machine: ctx.machine,
     };
@@ -170,7 +169,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
             &e.exe,
             format!("wb-database-{}-{tag}", std::process::id()),
             WcallPolicyArgs {
-                sync_guard: e.plan.guard.map(|g| format!("{g}B")),
+                sync_guard: e.plan.guard.map(GuardSetting::Fixed),
                 ..Default::default()
             },
         )?)

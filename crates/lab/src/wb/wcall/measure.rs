@@ -9,6 +9,7 @@ use std::time::Duration;
 use oslab_sys::clock::monotonic_ns;
 use oslab_trace::TraceOutcome;
 use oslab_wbsim::policy::Policy;
+use oslab_wcall::cli::GovernorPolicy;
 
 use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
 use super::{FirstTouch, META, Plan, Raw};
@@ -34,10 +35,10 @@ pub struct Env<'a> {
     pub plan: &'a Plan,
 }
 
-fn start_daemon(e: &Env, policy: Policy, cell: &str) -> Result<Daemon, LabError> {
+fn start_daemon(e: &Env, policy: GovernorPolicy, cell: &str) -> Result<Daemon, LabError> {
     let name = format!("wb-wcall-{}-{cell}", std::process::id());
     let policy = oslab_wcall::cli::WcallPolicyArgs {
-        policy: Some(policy.name().to_string()),
+        policy: Some(policy),
         ..Default::default()
     };
     Daemon::start(&e.exe, name, policy)
@@ -108,10 +109,10 @@ fn run_cell(
         scenario.name(),
         start.name()
     );
-    let mut daemon = if policy == Policy::Vanilla {
-        None
-    } else {
-        Some(start_daemon(e, policy, &tag)?)
+    // vanilla is the kernel alone, without a governor
+    let mut daemon = match GovernorPolicy::of(policy) {
+        None => None,
+        Some(p) => Some(start_daemon(e, p, &tag)?),
     };
     let kernel = KernelTrace::writeback(e.machine);
     let plans: Vec<WriterPlan> = writers_for(scenario, e.plan)
@@ -331,7 +332,6 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     if let Err(why) = oslab_wcall::launch::preload_path() {
         return Ok(Measured::Skipped { reason: why });
     }
-    let exe = oslab_sys::program::own_exe();
     // the writers' files and traces, journaled like every file oslab makes
     let scratch = oslab_harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
     let paced = match super::writers::build_paced(scratch.dir()) {
@@ -350,7 +350,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     let e = Env {
         tb: &tb,
         machine: ctx.machine,
-        exe,
+        exe: ctx.config.oslab_exe.clone(),
         paced,
         scratch: scratch.dir().to_path_buf(),
         plan,

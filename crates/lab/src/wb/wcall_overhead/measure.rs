@@ -37,12 +37,14 @@ pub(super) fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, L
     gov.launch_as(oslab_wcall::shm::NORMAL)
         .map_err(|e| LabError::Failed(format!("cannot launch under a governor: {e}")))?;
     let governed_env = launch::env(&lib, gov.socket());
+    let exe = ctx.config.oslab_exe.as_path();
     let (mut plain, mut governed) = (Vec::new(), Vec::new());
     let result = (|| -> Result<(), LabError> {
         for r in 0..plan.samples {
             ctx.progress.fraction(r as f64 / plan.samples as f64);
-            plain.extend(child(&[], None, &file, plan.batches, plan.per_batch)?);
+            plain.extend(child(exe, &[], None, &file, plan.batches, plan.per_batch)?);
             governed.extend(child(
+                exe,
                 &governed_env,
                 Some(&gov),
                 &file,

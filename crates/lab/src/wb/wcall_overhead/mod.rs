@@ -85,23 +85,24 @@ pub fn time_pwrites(
     Ok(out)
 }
 
-/// One benchmark child's batch figures; under `governor` (whose launcher this
-/// process is) it is counted from the kernel's final counts after it exits and
-/// before it is reaped, as `oslab wcall run` counts its command.
+/// One benchmark child's batch figures, from `oslab wcall bench-writes` run by
+/// the oslab binary `exe`; under `governor` (whose launcher this process is) it
+/// is counted from the kernel's final counts after it exits and before it is
+/// reaped, as `oslab wcall run` counts its command.
 fn child(
+    exe: &std::path::Path,
     env: &[(String, String)],
     governor: Option<&oslab_wcall::service::Governor>,
     file: &std::path::Path,
     batches: usize,
     per_batch: u64,
 ) -> Result<Vec<f64>, LabError> {
-    let exe = oslab_sys::program::own_exe();
     let mut cmd = oslab_wcall::cli::Launch::BenchWrites(oslab_wcall::cli::WcallBenchArgs {
         file: file.to_path_buf(),
         batches,
         per_batch,
     })
-    .command(&exe);
+    .command(exe);
     cmd.envs(env.iter().map(|(k, v)| (k, v)));
     let started =
         oslab_sys::signals::child_of_oslab(&mut cmd, oslab_sys::signals::OnParentDeath::Kill)

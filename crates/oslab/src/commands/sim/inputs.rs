@@ -209,6 +209,7 @@ pub fn config() -> RunConfig {
         seed: 1,
         scratch_dir: std::env::temp_dir(),
         sets: Default::default(),
+        oslab_exe: oslab_sys::program::own_exe(),
     }
 }
 

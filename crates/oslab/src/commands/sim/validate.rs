@@ -58,6 +58,7 @@ pub fn run(a: SimValidateArgs) -> CmdResult {
         seed: 1,
         scratch_dir: scratch_base(a.scratch.as_deref())?,
         sets,
+        oslab_exe: oslab_sys::program::own_exe(),
     };
     let delivery = Delivery {
         outputs: a.out,

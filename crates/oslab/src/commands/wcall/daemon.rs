@@ -27,7 +27,7 @@ fn guard_change(was: Option<u64>, now: &oslab_model::governor::GuardView) -> Opt
 pub fn run(a: WcallDaemonArgs) -> CmdResult {
     // any user's programs may join root's daemon (docs/wcall.md, "The trust
     // boundary")
-    let mut opts = options(&a.policy, Access::Shared)?;
+    let mut opts = options(&a.policy, Access::Shared);
     opts.services = a
         .service
         .iter()

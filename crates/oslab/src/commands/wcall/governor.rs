@@ -3,59 +3,32 @@
 
 use std::time::Duration;
 
-use oslab_units::parse_human_size;
-use oslab_wbsim::policy::Policy;
 use oslab_wcall::cgroups::CgroupLimits;
-use oslab_wcall::cli::WcallPolicyArgs;
+use oslab_wcall::cli::{MemoryHigh, Recycle, WcallPolicyArgs};
 use oslab_wcall::guard::GuardSetting;
 use oslab_wcall::service::{self, Access, Governor, Options};
-use oslab_wcall::shm::group_number;
 
 use crate::failure::Failure;
 
-/// The options of a governor that `access` may join.
-pub fn options(p: &WcallPolicyArgs, access: Access) -> Result<Options, Failure> {
-    let name = p.policy.as_deref().unwrap_or("wcall-fair");
-    let policy = match Policy::parse(name) {
-        Some(Policy::Vanilla) | None => {
-            return Err(Failure::usage(format!(
-                "unknown policy '{name}': use wcall or wcall-fair"
-            )));
-        }
-        Some(x) => x,
-    };
-    let headroom = match &p.headroom {
-        None => None,
-        Some(h) => Some(parse_human_size(h).map_err(|e| {
-            Failure::usage(format!("--headroom {h}: {e} (give a size such as 8MiB)"))
-        })?),
-    };
-    let sync_guard = match &p.sync_guard {
-        None => GuardSetting::Auto,
-        Some(h) => GuardSetting::parse(h).map_err(Failure::usage)?,
-    };
-    let recycle = match p.recycle.as_deref().unwrap_or("auto") {
-        "on" => true,
-        "off" => false,
-        "auto" => service::page_reporting(),
-        other => {
-            return Err(Failure::usage(format!(
-                "--recycle {other}: use on, off or auto"
-            )));
-        }
+/// The options of a governor that `access` may join; clap has read each value.
+pub fn options(p: &WcallPolicyArgs, access: Access) -> Options {
+    let recycle = match p.recycle.unwrap_or_default() {
+        Recycle::On => true,
+        Recycle::Off => false,
+        Recycle::Auto => service::page_reporting(),
     };
     let is_root = oslab_sys::process::is_root();
-    Ok(Options {
-        policy,
+    Options {
+        policy: p.policy.unwrap_or_default().policy(),
         block_ns: (p.block_ms.unwrap_or(100.0) * 1e6) as u64,
         interval: Duration::from_secs_f64(p.interval_ms.unwrap_or(10.0) / 1000.0),
         fifo_priority: is_root.then_some(oslab_wcall::service::COORDINATOR_FIFO),
         cgroups: !p.no_cgroups,
-        cgroup_limits: cgroup_limits(&p.memory_high)?,
+        cgroup_limits: cgroup_limits(&p.memory_high),
         tuning: oslab_wcall::coordinator::Tuning {
-            headroom,
+            headroom: p.headroom,
             recycle,
-            sync_guard,
+            sync_guard: p.sync_guard.unwrap_or_default(),
             guard_quiet: p
                 .sync_guard_quiet
                 .map_or(oslab_wcall::guard::QUIET, Duration::from_secs_f64),
@@ -63,7 +36,7 @@ pub fn options(p: &WcallPolicyArgs, access: Access) -> Result<Options, Failure> 
         kernel_monitor: true,
         access,
         services: Vec::new(),
-    })
+    }
 }
 
 /// What a governor does beside its policy, in one line for the user.
@@ -106,25 +79,12 @@ pub fn described(g: &Governor, o: &Options) -> String {
 }
 
 /// The policy's io weights and the `--memory-high GROUP=SIZE` values.
-pub fn cgroup_limits(memory_high: &[String]) -> Result<CgroupLimits, Failure> {
+pub fn cgroup_limits(memory_high: &[MemoryHigh]) -> CgroupLimits {
     let mut l = CgroupLimits::policy_io_weights();
     for m in memory_high {
-        let bad = || {
-            Failure::usage(format!(
-                "--memory-high {m}: expected GROUP=SIZE with GROUP rt-high, rt-low or normal and SIZE like 2GiB"
-            ))
-        };
-        let (g, size) = m.split_once('=').ok_or_else(bad)?;
-        let g = group_number(g.trim())
-            .filter(|g| (*g as usize) < l.memory_high.len())
-            .ok_or_else(bad)?;
-        let bytes = parse_human_size(size.trim())
-            .ok()
-            .filter(|b| *b >= 1 << 20)
-            .ok_or_else(bad)?;
-        l.memory_high[g as usize] = Some(bytes);
+        l.memory_high[m.group()] = Some(m.bytes());
     }
-    Ok(l)
+    l
 }
 
 pub fn start(name: &str, o: Options) -> Result<Governor, Failure> {

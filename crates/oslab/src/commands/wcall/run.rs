@@ -138,7 +138,7 @@ pub fn run(a: WcallRunArgs) -> CmdResult {
             } else {
                 Access::Owner
             };
-            let opts = options(&a.policy, access)?;
+            let opts = options(&a.policy, access);
             let g = start(&format!("run-{}", std::process::id()), opts.clone())?;
             g.launch_as(group)
                 .map_err(|e| Failure::runtime(format!("cannot launch under the governor: {e}")))?;

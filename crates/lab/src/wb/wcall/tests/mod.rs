@@ -399,6 +399,8 @@ fn planned(mode: oslab_model::Mode) -> Plan {
         seed: 1,
         scratch_dir: "/tmp".into(),
         sets: Default::default(),
+        // planning starts no program
+        oslab_exe: "/nonexistent/oslab".into(),
     };
     let machine = env(None).machine;
     let mut p = oslab_harness::Planner::new("wb.wcall", &config, &machine);
