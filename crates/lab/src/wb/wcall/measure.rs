@@ -334,7 +334,7 @@ pub fn measure(plan: &Plan, ctx: &mut Context) -> Result<Measured<Raw>, LabError
     }
     // the writers' files and traces, journaled like every file oslab makes
     let scratch = oslab_harness::scratch::Scratch::create(&ctx.config.scratch_dir, META.id, 0)?;
-    let paced = match super::writers::build_paced(scratch.dir()) {
+    let paced = match super::writers::install_paced(scratch.dir()) {
         Ok(p) => p,
         Err(reason) => return Ok(Measured::Skipped { reason }),
     };

@@ -11,7 +11,7 @@
 //! (`together`).
 //!
 //! Method: the writers are ordinary programs: a small C program (paced_writer.c,
-//! built with cc when the experiment runs; it times its own writes with
+//! compiled when oslab is built, see build.rs; it times its own writes with
 //! CLOCK_MONOTONIC) and `dd`; `--set high_cmd=...`/`competitor_cmd=...` put a
 //! user's own programs in their place (`{file}` stands for a file on the testbed;
 //! their latency then comes from the kernel's trace of their write calls). Under a

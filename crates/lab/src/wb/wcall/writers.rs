@@ -1,9 +1,11 @@
-//! The writers of a cell, as programs: the paced C writer (built with cc for the
-//! run), `dd`, or a user's command; started directly under vanilla or through
-//! `oslab wcall run --name G` under a governor, as a user would. Afterwards each
-//! file is checked byte for byte where its content is known.
+//! The writers of a cell, as programs: the paced C writer (compiled when oslab was
+//! built, written to the run's scratch folder), `dd`, or a user's command; started
+//! directly under vanilla or through `oslab wcall run --name G` under a governor,
+//! as a user would. Afterwards each file is checked byte for byte where its
+//! content is known.
 
-use std::io::Read;
+use std::io::{Read, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
@@ -15,29 +17,26 @@ use oslab_harness::LabError;
 use oslab_services::cells::record::{CHUNK, Content, PERIOD_MS, Scenario};
 use oslab_services::timed_writer::WriterTrace;
 
-/// The paced writer's source, built when the experiment runs.
-pub const PACED_WRITER_C: &str = include_str!("paced_writer.c");
+/// The paced writer, compiled from paced_writer.c when oslab was built (build.rs).
+#[cfg(oslab_paced_writer)]
+const PACED_WRITER: Option<&[u8]> = Some(include_bytes!(concat!(env!("OUT_DIR"), "/paced_writer")));
+#[cfg(not(oslab_paced_writer))]
+const PACED_WRITER: Option<&[u8]> = None;
 
-/// Builds the paced writer in `dir` with the system's C compiler.
-pub fn build_paced(dir: &Path) -> Result<PathBuf, String> {
-    let src = dir.join("paced_writer.c");
+/// Puts the paced writer oslab carries into `dir` (the run's own scratch folder),
+/// as a new file only its owner can run.
+pub fn install_paced(dir: &Path) -> Result<PathBuf, String> {
+    let Some(bytes) = PACED_WRITER else {
+        return Err("this oslab was built without a C compiler, so it lacks the paced writer (install gcc and libc6-dev, and rebuild)".into());
+    };
     let exe = dir.join("paced_writer");
-    std::fs::write(&src, PACED_WRITER_C).map_err(|e| format!("{}: {e}", src.display()))?;
-    let out = oslab_sys::program::command("cc")
-        .map_err(|e| format!("needs a C compiler to build its outside writer: {e}"))?
-        .args(["-O2", "-o"])
-        .arg(&exe)
-        .arg(&src)
-        .output()
-        .map_err(|_| {
-            "needs a C compiler to build its outside writer (apt install gcc libc6-dev)".to_string()
-        })?;
-    if !out.status.success() {
-        return Err(format!(
-            "cc could not build the outside writer: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
-    }
+    let written = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o700)
+        .open(&exe)
+        .and_then(|mut f| f.write_all(bytes));
+    written.map_err(|e| format!("{}: {e}", exe.display()))?;
     Ok(exe)
 }
 
@@ -399,6 +398,7 @@ pub fn check_content(p: &WriterPlan, l: &Launched) -> Content {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn a_file_of_the_paced_pattern_checks_out_and_a_flipped_byte_does_not() {
@@ -438,6 +438,54 @@ mod tests {
         data[5 * block + 7] ^= 1;
         std::fs::write(&file, &data).unwrap();
         assert!(matches!(check_content(&plan, &l), Content::Wrong(w) if w.contains("byte 20487")));
+    }
+
+    #[test]
+    fn the_paced_writer_oslab_carries_runs_from_scratch_and_writes_its_pattern() {
+        if PACED_WRITER.is_none() {
+            eprintln!("skipped: this build has no C compiler, so no paced writer");
+            return;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let exe = install_paced(dir.path()).unwrap();
+        let mode = std::fs::metadata(&exe).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, 0o700, "only its owner runs it");
+        assert!(
+            install_paced(dir.path()).is_err(),
+            "a file already there is never overwritten"
+        );
+        let (file, lat) = (dir.path().join("d"), dir.path().join("l"));
+        let status = Command::new(&exe)
+            .arg(&file)
+            .args(["4096", "0", "3", "0"])
+            .arg(&lat)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let plan = WriterPlan {
+            name: "w".into(),
+            kind: WriterKind::Paced {
+                bytes: 4096,
+                period_ms: 0.0,
+                count: 3,
+                fifo: 0,
+                nice: 0,
+            },
+            file: file.clone(),
+            latency_file: lat.clone(),
+            err_file: dir.path().join("e"),
+        };
+        let l = Launched {
+            child: Command::new("true").spawn().unwrap(),
+            program_pid: 1,
+            file,
+            latency_file: lat,
+            err_file: dir.path().join("e"),
+            status: None,
+            started_ns: 0,
+        };
+        assert_eq!(check_content(&plan, &l), Content::Intact);
+        assert_eq!(l.read_latencies(0).latency_ms.len(), 3);
     }
 
     #[test]
