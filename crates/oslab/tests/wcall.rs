@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
+use common::governor::Reaped;
 use common::{compile_c, preload_lib};
 
 fn oslab() -> Command {
@@ -248,14 +249,7 @@ fn writers_carry_on_when_the_coordinator_is_killed() {
     let daemon_pid = daemon.id();
     daemon.kill().unwrap();
     daemon.wait().unwrap();
-    let o = writer.wait_with_output().unwrap();
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert_eq!(
-        std::fs::read(&out_path).unwrap(),
-        expected(300),
-        "nothing lost"
-    );
-    let e = stderr(&o);
+    let e = finished_intact(writer, &out_path, 300);
     assert_eq!(e.matches("proceed ungoverned").count(), 1, "said once: {e}");
     assert!(e.contains("not responding"), "{e}");
     // What the killed governor left (its memory cgroups, as root) `restore` undoes.
@@ -264,6 +258,88 @@ fn writers_carry_on_when_the_coordinator_is_killed() {
     let journal =
         common::journal_dir("oslab-wcall-tests").join(format!("journal-{daemon_pid}.jsonl"));
     assert!(!journal.exists(), "{}", stdout_of(&r));
+}
+
+/// Waits for the C writer of `records` records to `file`; asserts it succeeded
+/// and lost nothing; its standard error.
+fn finished_intact(writer: std::process::Child, file: &Path, records: usize) -> String {
+    let o = writer.wait_with_output().unwrap();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(file).unwrap(),
+        expected(records),
+        "nothing lost"
+    );
+    stderr(&o)
+}
+
+/// The governed processes `status` of governor `name` lists (none if it is not
+/// running).
+fn processes_of(name: &str) -> Vec<serde_json::Value> {
+    let o = oslab()
+        .args(["wcall", "status", "--json", "-", "--name", name])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    v[0]["status"]["processes"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_writer_rejoins_a_restarted_governor_in_the_group_it_was_given() {
+    let _d = daemons();
+    let dir = workdir();
+    let exe = writer_program(dir.path());
+    let name = format!("again-{}", std::process::id());
+    // killed when dropped, a failed assertion included
+    let daemon = |name: &str| {
+        Reaped(
+            oslab()
+                .args(["wcall", "daemon", "--every", "0", "--name", name])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        )
+    };
+    let first = daemon(&name);
+    wait_for_governor(&name);
+    let out_path = dir.path().join("data");
+    // 1,000 records, 10 ms apart: about 10 s; a SCHED_OTHER program root put in
+    // rt-high (by its scheduling it would be normal)
+    let writer = oslab()
+        .args(["wcall", "run", "--name", &name, "--group", "rt-high", "--"])
+        .arg(&exe)
+        .arg(&out_path)
+        .args(["1000", "10000", "mixed"])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let in_rt_high = |name: &str| {
+        (0..200).any(|_| {
+            let found = processes_of(name).iter().any(|p| p["group"] == "rt-high");
+            if !found {
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            found
+        })
+    };
+    assert!(in_rt_high(&name), "the writer joined in rt-high");
+    // the governor dies and a new one takes its name (a restart)
+    drop(first);
+    let second = daemon(&name);
+    wait_for_governor(&name);
+    assert!(
+        in_rt_high(&name),
+        "the writer rejoined the new governor, in the group root gave it: {:?}",
+        processes_of(&name)
+    );
+    let e = finished_intact(writer, &out_path, 1000);
+    drop(second);
+    let _ = oslab().arg("restore").output();
+    assert_eq!(e.matches("governed again").count(), 1, "said once: {e}");
 }
 
 fn stdout_of(o: &Output) -> String {

@@ -173,7 +173,7 @@ impl Setup {
 }
 
 #[test]
-fn a_service_root_named_is_rt_high_in_place_and_outlives_the_daemon() {
+fn a_service_root_named_is_rt_high_in_place_outlives_the_daemon_and_rejoins_its_successor() {
     // dropped last: after the user's processes are killed with the user
     let mut made = Made(Vec::new());
     let Some(s) = setup("svc") else { return };
@@ -198,7 +198,7 @@ fn a_service_root_named_is_rt_high_in_place_and_outlives_the_daemon() {
         in_cgroup(&format!(
             "echo $$ > {}/cgroup.procs && exec {}",
             cg.display(),
-            s.loop_as_user(&socket, "wal", 8)
+            s.loop_as_user(&socket, "wal", 20)
         ))
         .spawn()
         .unwrap(),
@@ -225,12 +225,26 @@ fn a_service_root_named_is_rt_high_in_place_and_outlives_the_daemon() {
     );
     assert!(!after.contains("oslab-wcall-"), "{after}");
 
-    // the daemon stops: the service goes on, ungoverned, and finishes its commits
+    // the daemon stops: the service goes on, ungoverned
     stop(daemon);
     assert!(
         Path::new(&format!("/proc/{pid}")).exists(),
         "stopping the daemon stopped the service"
     );
+    // a new daemon on the same socket (a restart, an upgrade) takes the running
+    // service back, in place, without the service restarting
+    let daemon = start_daemon(oslab(), &name, &["--service", &format!("{unit}=rt-high")]);
+    assert_eq!(wait_for_governor(&name).socket, socket);
+    let p = process_of(&name, s.user.uid);
+    assert_eq!(
+        p["pid"].as_u64(),
+        Some(pid),
+        "the same process rejoined: {p}"
+    );
+    assert_eq!(p["group"], "rt-high", "{p}");
+    assert_eq!(cgroups_of(pid), before, "the rejoined service was moved");
+    // and it finishes its commits
+    stop(daemon);
     let status = db.0.wait().unwrap();
     assert!(
         status.success(),

@@ -27,6 +27,32 @@ pub static FD_CLASS: [AtomicU8; FD_CACHE] = [const { AtomicU8::new(UNKNOWN) }; F
 static WARNED_GONE: AtomicBool = AtomicBool::new(false);
 static WARNED_FULL: AtomicBool = AtomicBool::new(false);
 
+/// Forgets every descriptor's class, so each file is registered again, in the
+/// table of the governor the process joins next (after fork, or a rejoin).
+pub fn forget_all_classes() {
+    for c in &FD_CLASS {
+        c.store(UNKNOWN, Ordering::Relaxed);
+    }
+}
+
+/// The governor's tables, joining one first where there is none live and a
+/// try is due (see `join::rejoin_if_due`).
+#[inline]
+fn governor() -> Option<Joined> {
+    match joined() {
+        Some(j) if !WARNED_GONE.load(Ordering::Relaxed) => Some(j),
+        gone => rejoin().or(gone),
+    }
+}
+
+#[cold]
+fn rejoin() -> Option<Joined> {
+    let j = crate::join::rejoin_if_due()?;
+    forget_all_classes();
+    WARNED_GONE.store(false, Ordering::Relaxed);
+    Some(j)
+}
+
 /// Whether writes to `fd` are governed; the first look registers the file.
 fn classify_fd(j: &Joined, fd: c_int) -> u8 {
     if fd < 0 {
@@ -106,7 +132,7 @@ fn own_pending(j: &Joined) -> u64 {
 /// keeps the sync guard on while an rt-high process makes them.
 #[inline]
 pub fn note_durable() {
-    if let Some(j) = joined() {
+    if let Some(j) = governor() {
         j.own.header.durable_calls.fetch_add(1, Ordering::Relaxed);
     }
 }
@@ -115,7 +141,7 @@ pub fn note_durable() {
 /// table to count it in.
 #[inline]
 pub fn before(fd: c_int, n: u64) -> Option<&'static Own> {
-    let j = joined()?;
+    let j = governor()?;
     let class = classify_fd(&j, fd);
     if class & DURABLE != 0 {
         j.own.header.durable_calls.fetch_add(1, Ordering::Relaxed);

@@ -2,6 +2,9 @@
 //! (read-only) and a table of this process's own, both kept mapped for the rest
 //! of the process. A forked child is a new process and joins anew before its
 //! first governed write; until then it writes nothing into its parent's table.
+//! A process whose governor is gone (stopped, killed, restarted) or was not there
+//! when it started asks again at most once a second, so a restarted governor takes
+//! in the services that joined its predecessor without restarting them.
 
 use std::os::fd::AsRawFd;
 use std::path::Path;
@@ -10,7 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU64, AtomicUsize
 use std::time::Duration;
 
 use oslab_wcall_table::wire::{self, Ask, Request};
-use oslab_wcall_table::{AUTO, Board, BoardView, MAX_MEMBERS, MemberSlot, Own, OwnMap, classify};
+use oslab_wcall_table::{
+    AUTO, Board, BoardView, MAX_MEMBERS, MemberSlot, Own, OwnMap, classify, monotonic_coarse_ns,
+};
 
 use crate::say;
 
@@ -24,6 +29,13 @@ static MUST_JOIN: AtomicBool = AtomicBool::new(false);
 /// How long a program waits for the coordinator to answer before it runs
 /// ungoverned.
 const JOIN_TIMEOUT: Duration = Duration::from_secs(2);
+/// How often a process without a live governor asks its socket again; a missing
+/// socket or one nobody listens on answers at once, so a try costs microseconds.
+const REJOIN_EVERY_NS: u64 = 1_000_000_000;
+/// How long a later try waits for an answer: a write is waiting on it.
+const REJOIN_TIMEOUT: Duration = Duration::from_millis(250);
+/// When the next try may be made (CLOCK_MONOTONIC_COARSE, ns).
+static NEXT_TRY_NS: AtomicU64 = AtomicU64::new(0);
 
 /// What a governed write reads and counts in.
 #[derive(Clone, Copy)]
@@ -46,14 +58,9 @@ pub fn start(socket: Vec<u8>) {
 }
 
 fn join_now() {
-    let Some(path) = SOCKET.get() else { return };
-    let path = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
-    match ask(path) {
-        Ok(j) => {
-            INDEX.store(j.index, Ordering::Relaxed);
-            OWN.store((j.own as *const Own).cast_mut(), Ordering::Relaxed);
-            BOARD.store((j.board as *const Board).cast_mut(), Ordering::Release);
-        }
+    let Some(path) = socket_path() else { return };
+    match ask(path, JOIN_TIMEOUT, AUTO) {
+        Ok(j) => publish(&j),
         Err(e) => {
             BOARD.store(std::ptr::null_mut(), Ordering::Release);
             say(&format!(
@@ -65,13 +72,77 @@ fn join_now() {
     }
 }
 
-fn ask(path: &Path) -> Result<Joined, String> {
+fn socket_path() -> Option<&'static Path> {
+    let path = SOCKET.get()?;
+    Some(Path::new(
+        <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path),
+    ))
+}
+
+/// Makes `j` the governor every later write reads: OWN and INDEX before BOARD,
+/// which readers load first (Release here, Acquire in [`joined`]).
+fn publish(j: &Joined) {
+    INDEX.store(j.index, Ordering::Relaxed);
+    OWN.store((j.own as *const Own).cast_mut(), Ordering::Relaxed);
+    BOARD.store((j.board as *const Board).cast_mut(), Ordering::Release);
+}
+
+/// Asks the socket again when a second has passed since the last try, from one
+/// thread at a time, for the group it had; the governor it joins is then the one
+/// every write reads.
+/// Tries that fail say nothing: the process said once that it runs ungoverned.
+/// The tables of a governor left behind stay mapped (a thread may still read
+/// them), one pair per governor the process outlives.
+#[cold]
+pub fn rejoin_if_due() -> Option<Joined> {
+    let path = socket_path()?;
+    let now = monotonic_coarse_ns();
+    let due = NEXT_TRY_NS.load(Ordering::Relaxed);
+    if now < due
+        || NEXT_TRY_NS
+            .compare_exchange(
+                due,
+                now + REJOIN_EVERY_NS,
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            )
+            .is_err()
+    {
+        return None;
+    }
+    let j = ask(path, REJOIN_TIMEOUT, group_had()).ok()?;
+    publish(&j);
+    say(&format!(
+        "joined the governor at {}; writes of pid {} are governed again",
+        path.display(),
+        std::process::id()
+    ));
+    Some(j)
+}
+
+/// The group this process was in under the governor it joined last (AUTO if
+/// none): what it asks for when it joins the next one, which weighs the request
+/// as one from a launcher of its user.
+fn group_had() -> u32 {
+    let b = BOARD.load(Ordering::Acquire);
+    if b.is_null() {
+        return AUTO;
+    }
+    // SAFETY: set from a leaked mapping that is never unmapped.
+    let board = unsafe { &*b };
+    board
+        .members
+        .get(INDEX.load(Ordering::Relaxed))
+        .map_or(AUTO, |m| m.group.load(Ordering::Relaxed))
+}
+
+fn ask(path: &Path, timeout: Duration, group: u32) -> Result<Joined, String> {
     let req = Request {
         ask: Ask::Member,
-        group: AUTO,
+        group,
         pid: 0,
     };
-    let a = wire::ask(path, &req, JOIN_TIMEOUT).map_err(|e| e.to_string())?;
+    let a = wire::ask(path, &req, timeout).map_err(|e| e.to_string())?;
     if !a.reply.ok {
         return Err(a.reply.reason);
     }
@@ -112,7 +183,7 @@ pub fn joined() -> Option<Joined> {
 
 /// A forked child is a new process: it joins by itself before its first governed
 /// write (a child that execs at once joins from its constructor instead).
-pub extern "C" fn after_fork_in_child() {
+pub fn after_fork_in_child() {
     if SOCKET.get().is_some() {
         MUST_JOIN.store(true, Ordering::Release);
     }
@@ -158,8 +229,7 @@ fn ask_if_regrouped(j: &Joined) {
     {
         return;
     }
-    let Some(path) = SOCKET.get() else { return };
-    let path = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(path));
+    let Some(path) = socket_path() else { return };
     let req = Request {
         ask: Ask::Regroup,
         group: AUTO,

@@ -14,14 +14,17 @@
 //! coordinator over its Unix socket (`OSLAB_WCALL_SOCK`) and is handed the board
 //! (read-only) and a table of its own for its counters and files ([`join`]). Which
 //! group it is in is the coordinator's decision, read from the board. A child made
-//! by fork() joins on its own before its first governed write.
+//! by fork() joins on its own before its first governed write. A process whose
+//! governor stopped, died or was not there yet asks again at most once a second,
+//! so a restarted governor takes it back.
 //!
 //! What it cannot cover, and says so: statically linked programs never load it
 //! (`oslab wcall run` checks the ELF and warns); stores into shared writable file
 //! mappings are not write calls (it counts such mmap calls and warns once); glibc's
 //! stdio writes through internal calls that bypass the symbol table; O_DIRECT
 //! writes do not dirty the page cache and need no governing. If the coordinator
-//! stops or dies, writes proceed ungoverned and it says so once on stderr.
+//! stops or dies, writes proceed ungoverned and it says so once on stderr, until a
+//! governor answers on the same socket again.
 //!
 //! Nothing here may call `write` through the symbol table (that is us): messages go
 //! out by raw system call.
@@ -86,5 +89,12 @@ extern "C" fn init() {
     maps::resolve();
     join::start(socket);
     // SAFETY: registering a plain function to run in the child after fork.
-    unsafe { libc::pthread_atfork(None, None, Some(join::after_fork_in_child)) };
+    unsafe { libc::pthread_atfork(None, None, Some(after_fork_in_child)) };
+}
+
+/// A forked child is a new process: it joins by itself before its first governed
+/// write and registers the files it inherited in its own table, not its parent's.
+extern "C" fn after_fork_in_child() {
+    join::after_fork_in_child();
+    gate::forget_all_classes();
 }

@@ -127,11 +127,12 @@ pub fn admit(
     let coordinator_uid = registry.lock().map_err(|_| no("poisoned"))?.coordinator_uid;
     let (member, ids) = check_peer(peer, req.ask, coordinator_uid, &mut budget)?;
     match req.ask {
-        Ask::Member => join(member, &ids, board, registry, &mut budget),
+        Ask::Member => {
+            check_group(req.group)?;
+            join(member, &ids, req.group, board, registry, &mut budget)
+        }
         Ask::Launcher => {
-            if req.group as usize >= GROUPS && req.group != AUTO {
-                return Err(no("no such group"));
-            }
+            check_group(req.group)?;
             let lineage = Lineage::of_launcher(ids.uid(), coordinator_uid, req.group);
             let mut reg = registry.lock().map_err(|_| no("poisoned"))?;
             reg.add_launcher(Launcher {
@@ -146,6 +147,13 @@ pub fn admit(
         Ask::Regroup => regroup(&member, board, registry),
         Ask::Look => Ok(Granted::Look),
     }
+}
+
+fn check_group(group: u32) -> Result<(), String> {
+    if group as usize >= GROUPS && group != AUTO {
+        return Err(no("no such group"));
+    }
+    Ok(())
 }
 
 /// A governed process whose scheduling changed: its group decided again now, from
@@ -195,6 +203,7 @@ fn count(
 fn join(
     member: Member,
     ids: &Ids,
+    asked: u32,
     board: &BoardMap,
     registry: &Mutex<Registry>,
     budget: &mut Budget,
@@ -209,7 +218,9 @@ fn join(
         reg.retire(i, board.board());
     }
     let in_service = service_of(pid, &reg.services, budget);
-    let lineage = given_by_service(reg.lineage_from(&ancestors, ids.uid()), &in_service);
+    let found = reg.lineage_from(&ancestors, ids.uid());
+    let joiner = Lineage::of_joiner(found, ids.uid(), reg.coordinator_uid, asked);
+    let lineage = given_by_service(joiner, &in_service);
     let index = reg.free_slot_for(ids.uid())?;
     let group = lineage.group(|| facts::sched_group(pid));
     let now = monotonic_ns();

@@ -57,6 +57,19 @@ impl Lineage {
             Lineage::Asked(group)
         }
     }
+
+    /// What a process joining by itself gets when it asks for `group` (AUTO: it
+    /// asks for none) and no launcher among its ancestors decided (`found` is
+    /// `Own`): the weight its own user's launcher's request would have. A
+    /// process that outlived its governor asks, when it joins the next one, for
+    /// the group it had; asking gives it no more than `oslab wcall run --group`
+    /// in its own hands would.
+    pub fn of_joiner(found: Lineage, uid: u32, coordinator_uid: u32, group: u32) -> Lineage {
+        match found {
+            Lineage::Own if group != AUTO => Lineage::of_launcher(uid, coordinator_uid, group),
+            decided => decided,
+        }
+    }
 }
 
 /// A launcher: an `oslab wcall run` whose children join in its group.
@@ -312,6 +325,21 @@ mod tests {
     use super::*;
     use crate::shm::{NORMAL, RT_HIGH, RT_LOW};
     use crate::testing::{governed, launcher};
+
+    #[test]
+    fn a_process_joining_by_itself_asks_with_no_more_weight_than_its_users_launcher() {
+        // a process of another user asking rt-high (rejoining) is capped by its scheduling
+        let user = Lineage::of_joiner(Lineage::Own, 1001, 0, RT_HIGH);
+        assert_eq!(user.group(|| NORMAL), NORMAL);
+        // root's process keeps the group it had
+        let root = Lineage::of_joiner(Lineage::Own, 0, 0, RT_HIGH);
+        assert_eq!(root.group(|| NORMAL), RT_HIGH);
+        // asking for nothing is joining by scheduling, as before
+        assert_eq!(Lineage::of_joiner(Lineage::Own, 0, 0, AUTO), Lineage::Own);
+        // a launcher's decision among its ancestors stands over what it asks
+        let given = Lineage::Given(RT_LOW);
+        assert_eq!(Lineage::of_joiner(given, 1001, 0, RT_HIGH), given);
+    }
 
     #[test]
     fn a_group_asked_by_another_user_goes_no_higher_than_the_scheduling() {
