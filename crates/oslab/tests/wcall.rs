@@ -273,12 +273,6 @@ fn stdout_of(o: &Output) -> String {
 #[test]
 fn bad_input_and_attach_get_one_sentence() {
     let o = oslab()
-        .args(["wcall", "run", "--private", "--group", "vip", "--", "true"])
-        .output()
-        .unwrap();
-    assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("unknown group 'vip'"));
-    let o = oslab()
         .args([
             "wcall",
             "run",
@@ -310,7 +304,7 @@ fn bad_input_and_attach_get_one_sentence() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--name:"), "{}", stderr(&o));
-    // a bad --memory-high and the other typed options: inputs_cli.rs
+    // a bad --group, --memory-high and the other typed options: inputs_cli.rs
     let o = oslab()
         .args(["wcall", "attach", &std::process::id().to_string()])
         .output()

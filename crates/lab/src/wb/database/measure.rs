@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use oslab_wcall::cli::{Launch, WcallPolicyArgs, WcallRunArgs};
+use oslab_wcall::cli::{Launch, RunGroup, WcallPolicyArgs, WcallRunArgs};
 use oslab_wcall::guard::GuardSetting;
 
 use oslab_model::machine::MachineInfo;
@@ -120,12 +120,12 @@ fn plain_server(c: &Cluster) -> Command {
 /// The server started by root through `oslab wcall run --group rt-high`, as a
 /// service manager would start it under the governor.
 fn governed_server(e: &Env, governor: &str) -> Command {
-    governed(e, governor, "rt-high", e.cluster.supervisor_args())
+    governed(e, governor, RunGroup::RtHigh, e.cluster.supervisor_args())
 }
 
-fn governed(e: &Env, governor: &str, group: &str, command: Vec<String>) -> Command {
+fn governed(e: &Env, governor: &str, group: RunGroup, command: Vec<String>) -> Command {
     Launch::Run(WcallRunArgs {
-        group: group.into(),
+        group,
         name: Some(governor.to_string()),
         private: false,
         shared_socket: false,
@@ -148,7 +148,7 @@ fn start_copy(e: &Env, file: &Path, governor: Option<&str>) -> Result<Child, Lab
         "status=none".into(),
     ];
     let mut cmd = match governor {
-        Some(g) => governed(e, g, "normal", argv),
+        Some(g) => governed(e, g, RunGroup::Normal, argv),
         None => {
             let mut c = Command::new(&argv[0]);
             c.args(&argv[1..])

@@ -137,9 +137,9 @@ impl WriterPlan {
         }
         let mut cmd = match governor {
             Some(g) => {
-                use oslab_wcall::cli::{Launch, WcallRunArgs};
+                use oslab_wcall::cli::{Launch, RunGroup, WcallRunArgs};
                 Launch::Run(WcallRunArgs {
-                    group: "auto".into(),
+                    group: RunGroup::Auto,
                     name: Some(g.to_string()),
                     private: false,
                     shared_socket: false,

@@ -5,7 +5,6 @@ use std::time::Duration;
 use oslab_wcall::cli::WcallDaemonArgs;
 use oslab_wcall::rendezvous;
 use oslab_wcall::service::Access;
-use oslab_wcall::services::ServiceRule;
 
 use super::governor::{described, options, start};
 use crate::failure::{CmdResult, Failure};
@@ -28,12 +27,7 @@ pub fn run(a: WcallDaemonArgs) -> CmdResult {
     // any user's programs may join root's daemon (docs/wcall.md, "The trust
     // boundary")
     let mut opts = options(&a.policy, Access::Shared);
-    opts.services = a
-        .service
-        .iter()
-        .map(|s| ServiceRule::parse(s))
-        .collect::<Result<_, _>>()
-        .map_err(Failure::usage)?;
+    opts.services = a.service.clone();
     rendezvous::check_name(&a.name).map_err(|e| Failure::usage(format!("--name: {e}")))?;
     if rendezvous::discover()
         .iter()
