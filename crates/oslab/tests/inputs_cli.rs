@@ -497,7 +497,7 @@ fn a_governors_option_refuses_a_bad_value_with_what_it_takes() {
         for bad in *bads {
             // a value taken by mistake still starts nothing: the name and the
             // program are refused before a governor would start
-            let daemon = format!("wcall daemon --name ../x {flag} BAD");
+            let daemon = format!("wcall daemon {flag} BAD --name ../x");
             let own = format!("wcall run --private {flag} BAD -- no-such-program-xyz");
             for line in [daemon, own] {
                 refused_value(&line, flag, name, bad, says);
@@ -528,17 +528,18 @@ fn refused_value(line: &str, flag: &str, name: &str, bad: &str, says: &str) {
     assert!(out.stdout.is_empty(), "{args:?}");
 }
 
-/// `wcall run --group`, `wcall daemon --service` and `wcall writer --chunk` are
+/// `wcall run --group`, `wcall daemon --service`, every `--name` of a governor
+/// and `wcall writer --chunk` are
 /// typed by clap, as the governor's options are: a bad value is clap's first
 /// line, naming the option, the value and what it takes.
 #[test]
-fn a_governed_commands_group_service_and_chunk_refuse_a_bad_value() {
+fn a_governed_commands_name_group_service_and_chunk_refuse_a_bad_value() {
     let run = "wcall run --private --group BAD -- no-such-program-xyz";
     let group = "use rt-high (high), rt-low (low), normal (non-rt) or auto";
     for bad in ["vip", "", "auto=1"] {
         refused_value(run, "--group", "GROUP", bad, group);
     }
-    let daemon = "wcall daemon --name ../x --service BAD";
+    let daemon = "wcall daemon --service BAD --name ../x";
     for (bad, says) in [
         (
             "postgresql.service",
@@ -557,6 +558,13 @@ fn a_governed_commands_group_service_and_chunk_refuse_a_bad_value() {
         ("db=normal", "is not a service unit's name"),
     ] {
         refused_value(daemon, "--service", "UNIT=GROUP", bad, says);
+    }
+    let rule = "use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'";
+    for bad in ["../x", "/tmp/x", ".x", "", "a b"] {
+        refused_value("wcall daemon --name BAD", "--name", "NAME", bad, rule);
+        let run = "wcall run --name BAD -- no-such-program-xyz";
+        refused_value(run, "--name", "NAME", bad, rule);
+        refused_value("wcall status --name BAD", "--name", "NAME", bad, rule);
     }
     let writer = "wcall writer --file /nonexistent/oslab/x --chunk BAD";
     for bad in ["0", "2GiB", "lots"] {

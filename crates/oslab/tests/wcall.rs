@@ -303,7 +303,7 @@ fn bad_input_and_attach_get_one_sentence() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("--name:"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("for '--name <NAME>'"), "{}", stderr(&o));
     // a bad --group, --memory-high and the other typed options: inputs_cli.rs
     let o = oslab()
         .args(["wcall", "attach", &std::process::id().to_string()])

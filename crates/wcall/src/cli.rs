@@ -13,6 +13,7 @@ use clap::Args;
 use oslab_arg_values::{millis, seconds, size};
 
 use crate::guard::GuardSetting;
+use crate::rendezvous::GovernorName;
 use crate::services::ServiceRule;
 
 mod values;
@@ -104,8 +105,8 @@ pub struct WcallRunArgs {
     pub group: RunGroup,
     /// Join the running governor of this name (default: the one governor daemon
     /// running, if there is exactly one)
-    #[arg(long, value_name = "NAME", conflicts_with = "private")]
-    pub name: Option<String>,
+    #[arg(long, value_name = "NAME", conflicts_with = "private", value_parser = parsed::<GovernorName>)]
+    pub name: Option<GovernorName>,
     /// Start a governor of its own for CMD even if a daemon runs (it sees only
     /// CMD's writers)
     #[arg(long)]
@@ -125,8 +126,8 @@ pub struct WcallRunArgs {
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct WcallDaemonArgs {
     /// The governor's name, for `oslab wcall run --name` and `status`
-    #[arg(long, value_name = "NAME", default_value = "default")]
-    pub name: String,
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = parsed::<GovernorName>)]
+    pub name: GovernorName,
     #[command(flatten)]
     pub policy: WcallPolicyArgs,
     /// Put the processes of a system service in a group, e.g.

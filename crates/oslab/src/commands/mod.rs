@@ -193,7 +193,7 @@ mod launch_tests {
     fn every_launch_parses_back_to_the_value_it_was_built_from() {
         let run = WcallRunArgs {
             group: RunGroup::RtHigh,
-            name: Some("g one".into()),
+            name: Some("g.one_1-A".parse().unwrap()),
             private: false,
             shared_socket: false,
             policy: WcallPolicyArgs::default(),
@@ -207,7 +207,7 @@ mod launch_tests {
             ..run.clone()
         };
         let daemon = WcallDaemonArgs {
-            name: "wb-wcall-1-a".into(),
+            name: "wb-wcall-1-a".parse().unwrap(),
             policy: every_policy_option(),
             service: vec![
                 "postgresql@*.service=rt-high".parse().unwrap(),

@@ -14,6 +14,7 @@ use super::measure::Env;
 use oslab_harness::LabError;
 use oslab_services::cells::record::{CHUNK, Content, PERIOD_MS, Scenario};
 use oslab_services::timed_writer::WriterTrace;
+use oslab_wcall::rendezvous::GovernorName;
 
 /// The paced writer's source, built when the experiment runs.
 pub const PACED_WRITER_C: &str = include_str!("paced_writer.c");
@@ -130,7 +131,7 @@ impl WriterPlan {
 
     /// Starts the writer: itself under vanilla, through `oslab wcall run --name`
     /// under the governor `governor`.
-    pub fn launch(&self, e: &Env, governor: Option<&str>) -> Result<Launched, LabError> {
+    pub fn launch(&self, e: &Env, governor: Option<&GovernorName>) -> Result<Launched, LabError> {
         let mut argv = self.argv(e);
         if !argv[0].contains('/') {
             argv = oslab_sys::program::resolve_argv(&argv).map_err(LabError::Failed)?;
@@ -140,7 +141,7 @@ impl WriterPlan {
                 use oslab_wcall::cli::{Launch, RunGroup, WcallRunArgs};
                 Launch::Run(WcallRunArgs {
                     group: RunGroup::Auto,
-                    name: Some(g.to_string()),
+                    name: Some(g.clone()),
                     private: false,
                     shared_socket: false,
                     policy: Default::default(),

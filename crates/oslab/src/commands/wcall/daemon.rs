@@ -28,17 +28,16 @@ pub fn run(a: WcallDaemonArgs) -> CmdResult {
     // boundary")
     let mut opts = options(&a.policy, Access::Shared);
     opts.services = a.service.clone();
-    rendezvous::check_name(&a.name).map_err(|e| Failure::usage(format!("--name: {e}")))?;
     if rendezvous::discover()
         .iter()
-        .any(|f| f.name == a.name && f.uid == oslab_sys::process::uid())
+        .any(|f| f.name == a.name.as_str() && f.uid == oslab_sys::process::uid())
     {
         return Err(Failure::runtime(format!(
             "a governor named '{}' is already running (see `oslab wcall status`)",
             a.name
         )));
     }
-    let g = start(&a.name, opts.clone())?;
+    let g = start(a.name.as_str(), opts.clone())?;
     eprintln!(
         "oslab wcall: governor '{}' ({}) running as pid {}; govern programs with `oslab wcall run -- CMD` (or --name {} when several run); Ctrl-C stops it",
         a.name,

@@ -21,7 +21,7 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
         return Ok(None);
     }
     let chosen = match &a.name {
-        Some(name) => rendezvous::find(name, PATIENCE).map_err(|e| match e {
+        Some(name) => rendezvous::find(name.as_str(), PATIENCE).map_err(|e| match e {
             NotJoinable::NotRunning => Failure::runtime(format!(
                 "no governor named '{name}' is running (start one with `oslab wcall daemon --name {name}`)"
             )),
