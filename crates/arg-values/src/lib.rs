@@ -80,15 +80,20 @@ fn refused(e: &UnitError, range: &str) -> String {
     }
 }
 
-/// A size such as `512MiB`, `4G` or `65536` (bytes), from `lo` to `hi` bytes.
+/// A size such as `512MiB`, `4G` or `65536` (bytes), from `lo` to `hi` bytes
+/// (`u64::MAX`: no more than a u64 holds).
 pub fn size(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + Send + Sync {
     use oslab_units::{human_bytes, parse_human_size};
     move |text: &str| {
-        let range = format!(
-            "give a size from {} to {}, e.g. 512MiB",
-            human_bytes(lo),
-            human_bytes(hi)
-        );
+        let range = if hi == u64::MAX {
+            format!("give a size of at least {}, e.g. 512MiB", human_bytes(lo))
+        } else {
+            format!(
+                "give a size from {} to {}, e.g. 512MiB",
+                human_bytes(lo),
+                human_bytes(hi)
+            )
+        };
         match parse_human_size(text) {
             Ok(v) if (lo..=hi).contains(&v) => Ok(v),
             Ok(_) => Err(format!("out of range: {range}")),
@@ -99,16 +104,17 @@ pub fn size(lo: u64, hi: u64) -> impl Fn(&str) -> Result<u64, String> + Clone + 
 
 /// A rate a person typed (`4MiB/s`, `512KiBps`, `5000000`): bytes per second,
 /// zero included; a size without /s is not a rate. An error sentence for anything
-/// else, negative rates named as such.
-pub fn rate(flag: &str, text: &str) -> Result<f64, String> {
+/// else, negative rates named as such (clap puts the option and the value before
+/// it).
+pub fn rate(text: &str) -> Result<f64, String> {
     let t = text.trim();
     oslab_units::parse_human_rate(t)
         .map(|b| b as f64)
         .map_err(|_| {
             if t.starts_with('-') {
-                format!("{flag} {text}: a rate cannot be negative (e.g. 4MiB/s)")
+                "a rate cannot be negative (e.g. 4MiB/s)".to_string()
             } else {
-                format!("{flag} {text}: not a rate such as 4MiB/s (a size needs /s)")
+                "not a rate such as 4MiB/s (a size needs /s)".to_string()
             }
         })
 }
@@ -180,25 +186,29 @@ mod tests {
         );
         assert!(s("lots").unwrap_err().starts_with("not a size"));
         assert!(s("-5M").unwrap_err().starts_with("not a size"));
+        assert_eq!(
+            size(64 << 20, u64::MAX)("1MiB").unwrap_err(),
+            "out of range: give a size of at least 64 MiB, e.g. 512MiB"
+        );
     }
 
     #[test]
     fn rates_in_the_forms_people_type() {
-        assert_eq!(rate("--rate", "4MiB/s"), Ok(4.0 * 1048576.0));
-        assert_eq!(rate("--rate", "40M/s"), Ok(40.0 * 1048576.0));
-        assert_eq!(rate("--rate", "512KiBps"), Ok(512.0 * 1024.0));
-        assert_eq!(rate("--rate", " 1 "), Ok(1.0));
-        assert_eq!(rate("--rate", "0"), Ok(0.0));
+        assert_eq!(rate("4MiB/s"), Ok(4.0 * 1048576.0));
+        assert_eq!(rate("40M/s"), Ok(40.0 * 1048576.0));
+        assert_eq!(rate("512KiBps"), Ok(512.0 * 1024.0));
+        assert_eq!(rate(" 1 "), Ok(1.0));
+        assert_eq!(rate("0"), Ok(0.0));
         assert_eq!(
-            rate("--rate", "-5").unwrap_err(),
-            "--rate -5: a rate cannot be negative (e.g. 4MiB/s)"
+            rate("-5").unwrap_err(),
+            "a rate cannot be negative (e.g. 4MiB/s)"
         );
         assert_eq!(
-            rate("--rate", "fast").unwrap_err(),
-            "--rate fast: not a rate such as 4MiB/s (a size needs /s)"
+            rate("fast").unwrap_err(),
+            "not a rate such as 4MiB/s (a size needs /s)"
         );
         for lax in ["40M", "1.5GiB", "10MiB/s/s"] {
-            assert!(rate("--rate", lax).is_err(), "{lax}");
+            assert!(rate(lax).is_err(), "{lax}");
         }
     }
 }
@@ -222,7 +232,7 @@ mod props {
             let _ = whole(lo, hi)(&text);
             let _ = seconds(0.5, 600.0)(&text);
             let _ = millis(1.0, 10_000.0)(&text);
-            let _ = rate("--rate", &text);
+            let _ = rate(&text);
         }
 
         #[test]
@@ -251,20 +261,20 @@ mod props {
             let (suffix, mult) = [("", 1u64), ("K", 1 << 10), ("MiB", 1 << 20), ("G", 1 << 30)][unit];
             let text = format!("{n}{suffix}{}", ["", "/s", "ps"][per]);
             match n.checked_mul(mult) {
-                Some(b) if b < 1 << 53 => prop_assert_eq!(rate("--rate", &text), Ok(b as f64), "{}", text),
+                Some(b) if b < 1 << 53 => prop_assert_eq!(rate(&text), Ok(b as f64), "{}", text),
                 _ => {}
             }
         }
 
         #[test]
         fn negative_rates_are_named(n in 1u64..1 << 40) {
-            let e = rate("--rate", &format!("-{n}MiB/s")).unwrap_err();
+            let e = rate(&format!("-{n}MiB/s")).unwrap_err();
             prop_assert!(e.contains("cannot be negative"), "{}", e);
         }
 
         #[test]
         fn printed_rates_read_back_within_rounding(r in 0.0f64..1e15) {
-            let back = rate("--rate", &human_rate(r)).map_err(TestCaseError::fail)?;
+            let back = rate(&human_rate(r)).map_err(TestCaseError::fail)?;
             prop_assert!((back - r).abs() <= r * 0.005 + 0.5, "{} -> {} -> {}", r, human_rate(r), back);
         }
     }

@@ -1,5 +1,7 @@
 //! Runs one experiment and assembles its result.
 
+use std::path::PathBuf;
+
 use oslab_model::machine::MachineInfo;
 use oslab_model::{Environment, ExperimentResult, LoadRecord, Mode, SCHEMA_VERSION, Status};
 use oslab_sys::clock::{TIMER_NAME, now_ns, rfc3339_utc, unix_time_s};
@@ -15,32 +17,44 @@ use super::rawfile::RawFile;
 
 pub const OSLAB_VERSION: &str = env!("CARGO_PKG_VERSION");
 
+/// What an experiment needs that this machine or run does not give: the
+/// result's skip reason, and for the command's exit code whether root was
+/// what it lacked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Unmet {
+    #[error("needs root (run it with sudo); nothing was changed")]
+    Root,
+    #[error("needs at least {need} CPUs, this machine has {have}")]
+    Cpus { need: usize, have: usize },
+    #[error("needs {} MiB free in {}, only {} MiB are", need >> 20, dir.display(), free >> 20)]
+    FreeDisk { need: u64, dir: PathBuf, free: u64 },
+}
+
 /// Why an experiment cannot run here, checked before it starts.
 pub fn unmet_needs(
     exp: &dyn AnyExperiment,
     machine: &MachineInfo,
     cfg: &RunConfig,
-) -> Option<String> {
+) -> Option<Unmet> {
     let n = exp.meta().needs;
     if n.root && !machine.root {
-        return Some("needs root (run it with sudo); nothing was changed".into());
+        return Some(Unmet::Root);
     }
     if n.min_cpus > machine.cpu.logical_cpus {
-        return Some(format!(
-            "needs at least {} CPUs, this machine has {}",
-            n.min_cpus, machine.cpu.logical_cpus
-        ));
+        return Some(Unmet::Cpus {
+            need: n.min_cpus,
+            have: machine.cpu.logical_cpus,
+        });
     }
     if n.free_disk_bytes > 0
         && let Some(free) = oslab_sys::machine::free_bytes(&cfg.scratch_dir)
         && free < n.free_disk_bytes
     {
-        return Some(format!(
-            "needs {} MiB free in {}, only {} MiB are",
-            n.free_disk_bytes >> 20,
-            cfg.scratch_dir.display(),
-            free >> 20
-        ));
+        return Some(Unmet::FreeDisk {
+            need: n.free_disk_bytes,
+            dir: cfg.scratch_dir.clone(),
+            free,
+        });
     }
     None
 }
@@ -103,6 +117,8 @@ pub fn assemble(
 pub struct Ran {
     pub result: ExperimentResult,
     pub raw: Option<RawFile>,
+    /// What it needed and did not have, when that is why it did not run.
+    pub unmet: Option<Unmet>,
 }
 
 /// Runs `exp` on the live machine. A run during which other programs' work went
@@ -143,8 +159,11 @@ fn attempt(
     let t0 = now_ns();
     let monitor = LoadMonitor::start(Root::live());
     // Err: nothing was recorded (its needs were unmet, or measuring failed)
-    let measured: Result<_, Result<Outcome, LabError>> = match unmet_needs(exp, machine, cfg) {
-        Some(reason) => Err(Ok(Outcome::Skipped { reason })),
+    let unmet = unmet_needs(exp, machine, cfg);
+    let measured: Result<_, Result<Outcome, LabError>> = match &unmet {
+        Some(why) => Err(Ok(Outcome::Skipped {
+            reason: why.to_string(),
+        })),
         None => {
             let mut ctx = Context {
                 experiment: exp.meta().id,
@@ -179,6 +198,7 @@ fn attempt(
                 outcome,
             ),
             raw: None,
+            unmet,
         },
         Ok((recorded, skipped)) => {
             let file = RawFile {
@@ -195,6 +215,7 @@ fn attempt(
             Ran {
                 result: judge_file(exp, &file),
                 raw: Some(file),
+                unmet: None,
             }
         }
     }
@@ -249,4 +270,31 @@ fn assembled(
         params,
         outcome,
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Unmet;
+
+    /// The skip reasons results have recorded stay the same sentences.
+    #[test]
+    fn an_unmet_need_reads_as_the_reason_results_record() {
+        assert_eq!(
+            Unmet::Root.to_string(),
+            "needs root (run it with sudo); nothing was changed"
+        );
+        assert_eq!(
+            Unmet::Cpus { need: 2, have: 1 }.to_string(),
+            "needs at least 2 CPUs, this machine has 1"
+        );
+        let disk = Unmet::FreeDisk {
+            need: 3 << 30,
+            dir: "/var/tmp".into(),
+            free: (512 << 20) + 1,
+        };
+        assert_eq!(
+            disk.to_string(),
+            "needs 3072 MiB free in /var/tmp, only 512 MiB are"
+        );
+    }
 }

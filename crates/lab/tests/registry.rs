@@ -70,7 +70,7 @@ fn a_value_goes_to_every_selected_experiment_that_declares_it() {
     let exps = reg
         .resolve(&["wb.background".into(), "wb.periodic".into()])
         .unwrap();
-    let sets = oslab_harness::sets::parse(&args(&[" rate = 8MiB"]), &exps).unwrap();
+    let sets = oslab_harness::sets::parse(&args(&[" rate = 8MiB/s"]), &exps).unwrap();
     let keys: Vec<_> = sets.keys().map(|(id, n)| format!("{id}/{n}")).collect();
     assert_eq!(keys, ["wb.background/rate", "wb.periodic/rate"]);
     assert_eq!(
@@ -89,31 +89,73 @@ fn a_value_goes_to_every_selected_experiment_that_declares_it() {
     );
 }
 
-#[test]
-fn the_testbed_cap_is_one_rate_setting_with_each_experiments_default() {
+/// The experiments `ids`, each declaring `name` as a rate from `range`: their
+/// quick and full defaults, in order.
+fn one_rate_declared_by(ids: &[&str], name: &str, range: &str) -> Vec<(String, String)> {
     let reg = Registry::default();
-    let ids = ["wb.cases", "wb.throttle", "wb.wcall", "wb.database"];
     let exps = reg
         .resolve(&ids.iter().map(|s| s.to_string()).collect::<Vec<_>>())
         .unwrap();
-    let sets = oslab_harness::sets::parse(&args(&["bandwidth=40MiB/s"]), &exps).unwrap();
-    assert_eq!(
-        sets.len(),
-        ids.len(),
-        "every experiment that builds a testbed"
-    );
-    let refused = oslab_harness::sets::parse(&args(&["bandwidth=40MiB"]), &exps).unwrap_err();
-    assert!(refused.contains("not a rate"), "{refused}");
+    let given = format!("{name}=40MiB/s");
+    let sets = oslab_harness::sets::parse(&args(&[&given]), &exps).unwrap();
+    assert_eq!(sets.len(), ids.len(), "{given} goes to each of {ids:?}");
+    for set in sets.values() {
+        assert_eq!(set.get::<oslab_lab::settings::Rate>(), Some(&(40 << 20)));
+    }
     let mut defaults = Vec::new();
     for e in &exps {
-        let cap = e
+        let setting = e
             .settings()
             .iter()
-            .find(|s| s.name() == "bandwidth")
-            .expect("declares the cap");
-        assert_eq!(cap.kind_label(), "bytes/s", "{}", e.meta().id);
-        assert_eq!(cap.range().as_deref(), Some("1 MiB/s to 10 GiB/s"));
-        defaults.push(cap.defaults().0);
+            .find(|s| s.name() == name)
+            .expect("declares it");
+        assert_eq!(setting.kind_label(), "bytes/s", "{}", e.meta().id);
+        assert_eq!(setting.range().as_deref(), Some(range));
+        defaults.push(setting.defaults());
     }
-    assert_eq!(defaults, ["20 MiB/s", "10 MiB/s", "40 MiB/s", "40 MiB/s"]);
+    defaults
+}
+
+/// Each default as `oslab list --settings` shows it, the same in quick and
+/// full mode.
+fn mib_s(each: &[u32]) -> Vec<(String, String)> {
+    each.iter()
+        .map(|n| (format!("{n} MiB/s"), format!("{n} MiB/s")))
+        .collect()
+}
+
+#[test]
+fn the_testbed_cap_is_one_rate_setting_with_each_experiments_default() {
+    let ids = ["wb.cases", "wb.throttle", "wb.wcall", "wb.database"];
+    let defaults = one_rate_declared_by(&ids, "bandwidth", "1 MiB/s to 10 GiB/s");
+    assert_eq!(defaults, mib_s(&[20, 10, 40, 40]));
+    let reg = Registry::default();
+    let exps = reg.resolve(&["wb.cases".into()]).unwrap();
+    let refused = oslab_harness::sets::parse(&args(&["bandwidth=40MiB"]), &exps).unwrap_err();
+    assert!(refused.contains("not a rate"), "{refused}");
+}
+
+#[test]
+fn the_sawtooth_writers_rate_is_one_rate_setting_with_each_experiments_default() {
+    let ids = ["wb.background", "wb.periodic", "wb.cases"];
+    let defaults = one_rate_declared_by(&ids, "rate", "1 MiB/s to 1 GiB/s");
+    assert_eq!(defaults, mib_s(&[4, 4, 8]));
+    let reg = Registry::default();
+    let exps = reg
+        .resolve(&["wb.background".into(), "wb.cases".into()])
+        .unwrap();
+    // the size users typed before the rate was a rate: refused with the rate to type
+    for (given, says) in [("8MiB", "8MiB/s"), ("8 MiB", "8 MiB/s")] {
+        let refused =
+            oslab_harness::sets::parse(&args(&[&format!("rate={given}")]), &exps).unwrap_err();
+        assert_eq!(
+            refused,
+            format!("rate={given}: not a rate (a size needs /s: {says})")
+        );
+    }
+    let refused = oslab_harness::sets::parse(&args(&["rate=512KiB/s"]), &exps).unwrap_err();
+    assert_eq!(
+        refused,
+        "rate=512KiB/s is out of range: give 1 MiB/s to 1 GiB/s"
+    );
 }

@@ -100,7 +100,9 @@ pub fn deliver(
         source: command_line(),
         oslab_version: runner::OSLAB_VERSION.to_string(),
     };
+    let mut lacked_root = 0;
     for ran in runs {
+        lacked_root += usize::from(ran.unmet == Some(runner::Unmet::Root));
         let experiment = ran.result.experiment.clone();
         doc.all.push(ran.result);
         write_all(&mut outputs, &doc, Stage::Added)?;
@@ -117,23 +119,19 @@ pub fn deliver(
         }
     }
     write_all(&mut outputs, &doc, Stage::Done)?;
-    Ok(exit_code(&doc.all))
+    Ok(exit_code(&doc.all, lacked_root))
 }
 
-fn exit_code(results: &[ExperimentResult]) -> i32 {
+/// 1 when an experiment failed; 3 when every one (`lacked_root` of them) was
+/// skipped for lacking root.
+fn exit_code(results: &[ExperimentResult], lacked_root: usize) -> i32 {
     let failed = results
         .iter()
         .filter(|r| matches!(r.status, Status::Failed { .. }))
         .count();
-    let skipped_for_root = results
-        .iter()
-        .filter(
-            |r| matches!(&r.status, Status::Skipped { reason } if reason.starts_with("needs root")),
-        )
-        .count();
     if failed > 0 {
         EXIT_RUNTIME
-    } else if skipped_for_root == results.len() {
+    } else if lacked_root == results.len() {
         EXIT_PRIVILEGE
     } else {
         0

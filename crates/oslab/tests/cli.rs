@@ -483,3 +483,40 @@ fn judging_saved_raw_data_reproduces_the_run() {
         .code(2)
         .stderr(predicate::str::contains("is not an oslab raw file"));
 }
+
+/// `oslab run` exits 3 when every experiment asked for was skipped for lacking
+/// root, and 0 when one of them ran: the runner says which need was unmet, so
+/// the exit code does not read the skip's sentence. Root makes a user to run
+/// it as; nothing is measured as that user.
+#[test]
+fn a_run_whose_every_experiment_lacked_root_exits_3() {
+    if !common::is_root() {
+        eprintln!("skipped: making a user to run oslab as needs root");
+        return;
+    }
+    let Some(user) = common::users::TestUser::new("noroot") else {
+        eprintln!("skipped: useradd failed");
+        return;
+    };
+    let shared = common::users::shared_oslab();
+    let bin = shared.path().join("oslab");
+    let run = |ids: &[&str]| {
+        user.command(&bin, &["XDG_DATA_HOME=/nonexistent/oslab-cli-tests"])
+            .arg("run")
+            .args(ids)
+            .args(["--quick", "--no-db"])
+            .output()
+            .unwrap()
+    };
+    let out = run(&["wb.background", "wb.cases"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{text}");
+    assert!(text.contains("needs root (run it with sudo)"), "{text}");
+    let out = run(&["wb.background", "null"]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

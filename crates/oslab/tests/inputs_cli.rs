@@ -224,12 +224,11 @@ fn a_results_file_without_results_is_nothing_found() {
 #[test]
 fn a_size_is_not_a_rate() {
     for rate in ["1.5GiB", "10MiB/s/s", "40M"] {
-        refused(
+        refused_by_parser(
             run(&["testbed", "up", "--bandwidth", rate]),
-            2,
-            "--bandwidth",
+            &format!("invalid value '{rate}' for '--bandwidth <RATE>': not a bandwidth"),
         );
-        refused(
+        refused_by_parser(
             run(&[
                 "dirty",
                 "advise",
@@ -238,8 +237,7 @@ fn a_size_is_not_a_rate() {
                 "--rate",
                 "1MiB/s",
             ]),
-            2,
-            "--device-bandwidth",
+            &format!("invalid value '{rate}' for '--device-bandwidth <RATE>': not a rate"),
         );
         refused(
             run(&[
@@ -499,30 +497,149 @@ fn a_governors_option_refuses_a_bad_value_with_what_it_takes() {
         for bad in *bads {
             // a value taken by mistake still starts nothing: the name and the
             // program are refused before a governor would start
-            let daemon = vec!["wcall", "daemon", "--name", "../x", flag, bad];
-            let own = vec![
-                "wcall",
-                "run",
-                "--private",
-                flag,
-                bad,
-                "--",
-                "no-such-program-xyz",
-            ];
-            for args in [daemon, own] {
-                let out = run(&args);
-                let err = String::from_utf8_lossy(&out.stderr).to_string();
-                let first = err.lines().next().unwrap_or("");
-                let named = format!("invalid value '{bad}' for '{flag} <{name}>'");
-                assert!(
-                    first.contains(&named) && first.contains(says),
-                    "{args:?}: {err}"
-                );
-                assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
-                assert!(!err.contains("panicked"), "{err}");
+            let daemon = format!("wcall daemon {flag} BAD --name ../x");
+            let own = format!("wcall run --private {flag} BAD -- no-such-program-xyz");
+            for line in [daemon, own] {
+                refused_value(&line, flag, name, bad, says);
             }
         }
     }
+}
+
+/// `line` (words; `BAD` stands for `bad`) refused by clap for `bad`, the value
+/// of `flag`: its first line names the option, its value's name and the value,
+/// and says `says`; exit 2, nothing on standard output. Each command line would
+/// fail or start nothing of the machine's were the value taken.
+fn refused_value(line: &str, flag: &str, name: &str, bad: &str, says: &str) {
+    let args: Vec<&str> = line
+        .split_whitespace()
+        .map(|w| if w == "BAD" { bad } else { w })
+        .collect();
+    let out = run(&args);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    let first = err.lines().next().unwrap_or("");
+    let named = format!("invalid value '{bad}' for '{flag} <{name}>'");
+    assert!(
+        first.contains(&named) && first.contains(says),
+        "{args:?}: {err}"
+    );
+    assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(out.stdout.is_empty(), "{args:?}");
+}
+
+/// `wcall run --group`, `wcall daemon --service`, every `--name` of a governor
+/// and `wcall writer --chunk` are
+/// typed by clap, as the governor's options are: a bad value is clap's first
+/// line, naming the option, the value and what it takes.
+#[test]
+fn a_governed_commands_name_group_service_and_chunk_refuse_a_bad_value() {
+    let run = "wcall run --private --group BAD -- no-such-program-xyz";
+    let group = "use rt-high (high), rt-low (low), normal (non-rt) or auto";
+    for bad in ["vip", "", "auto=1"] {
+        refused_value(run, "--group", "GROUP", bad, group);
+    }
+    let daemon = "wcall daemon --service BAD --name ../x";
+    for (bad, says) in [
+        (
+            "postgresql.service",
+            "give UNIT=GROUP such as postgresql@*.service=rt-high",
+        ),
+        (
+            "a.service=vip",
+            "no group 'vip' (use rt-high, rt-low or normal)",
+        ),
+        (
+            "a.service=auto",
+            "no group 'auto' (use rt-high, rt-low or normal)",
+        ),
+        ("a/b.service=normal", "is not a service unit's name"),
+        ("*.service=normal", "is not a service unit's name"),
+        ("db=normal", "is not a service unit's name"),
+    ] {
+        refused_value(daemon, "--service", "UNIT=GROUP", bad, says);
+    }
+    let rule = "use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'";
+    for bad in ["../x", "/tmp/x", ".x", "", "a b"] {
+        refused_value("wcall daemon --name BAD", "--name", "NAME", bad, rule);
+        let run = "wcall run --name BAD -- no-such-program-xyz";
+        refused_value(run, "--name", "NAME", bad, rule);
+        refused_value("wcall status --name BAD", "--name", "NAME", bad, rule);
+    }
+    let writer = "wcall writer --file /nonexistent/oslab/x --chunk BAD";
+    for bad in ["0", "2GiB", "lots"] {
+        refused_value(
+            writer,
+            "--chunk",
+            "CHUNK",
+            bad,
+            "give a size from 1 B to 1 GiB",
+        );
+    }
+}
+
+/// `testbed up --bandwidth` and `--size`, `dirty advise`'s rates and the
+/// simulator's `--policy`, `--prefer` and `--others-at-least` are typed by
+/// clap, not strings parsed once the command ran.
+#[test]
+fn the_testbed_advice_and_simulator_options_refuse_a_bad_value() {
+    let size = "testbed up --bandwidth 10MiB/s --size BAD";
+    for bad in ["1MiB", "-5", "big"] {
+        refused_value(
+            size,
+            "--size",
+            "SIZE",
+            bad,
+            "give a size of at least 64 MiB",
+        );
+    }
+    for bad in ["512KiB/s", "-1MiB/s", "11GiB/s"] {
+        let cap = "testbed up --bandwidth BAD";
+        refused_value(cap, "--bandwidth", "RATE", bad, "from 1MiB/s to 10GiB/s");
+    }
+    for (bad, says) in [("-5", "cannot be negative"), ("4MiB", "a size needs /s")] {
+        let rate = "dirty advise --device-bandwidth 10MiB/s --rate BAD";
+        refused_value(rate, "--rate", "RATE", bad, says);
+        let others = "sim advise paper-fig2 --p99 50ms --others-at-least BAD";
+        refused_value(others, "--others-at-least", "RATE", bad, says);
+    }
+    let device = "dirty advise --rate 0 --device-bandwidth BAD";
+    refused_value(
+        device,
+        "--device-bandwidth",
+        "RATE",
+        "512KiB/s",
+        "give 1MiB/s or more",
+    );
+    let policy = "unknown policy (use vanilla, wcall or wcall-fair)";
+    for bad in ["greedy", "WCALL"] {
+        refused_value(
+            "sim run paper-fig2 --policy BAD",
+            "--policy",
+            "POLICY",
+            bad,
+            policy,
+        );
+    }
+    let sweep = "sim sweep paper-fig2 --vary dirty_ratio=10..20 --policy BAD";
+    refused_value(sweep, "--policy", "POLICY", "x", policy);
+    let prefer = "sim advise paper-fig2 --p99 50ms --prefer BAD";
+    refused_value(prefer, "--prefer", "WHAT", "speed", "");
+    // --prefer's refusal lists what it takes, as its help does
+    let out = run(&[
+        "sim",
+        "advise",
+        "paper-fig2",
+        "--p99",
+        "50ms",
+        "--prefer",
+        "speed",
+    ]);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        err.contains("[possible values: throughput, latency, memory]"),
+        "{err}"
+    );
 }
 
 /// Regression: `export` took `--format json -o` and refused `--json -`; every

@@ -444,11 +444,8 @@ fn a_live_start_says_what_it_read_and_without_root_that_it_could_not() {
         eprintln!("skipped the other user's half: useradd failed");
         return;
     };
-    let shared = tempfile::tempdir().unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(shared.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = common::users::shared_oslab();
     let bin = shared.path().join("oslab");
-    std::fs::copy(env!("CARGO_BIN_EXE_oslab"), &bin).unwrap();
     let out = user
         .command(&bin, &["XDG_DATA_HOME=/nonexistent/oslab-sim-tests"])
         .args(args)

@@ -7,13 +7,13 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use oslab_wcall::cli::{Launch, WcallDaemonArgs, WcallPolicyArgs};
-use oslab_wcall::rendezvous;
+use oslab_wcall::rendezvous::{self, GovernorName};
 
 use oslab_harness::LabError;
 
 pub struct Daemon {
     pub child: Child,
-    pub name: String,
+    pub name: GovernorName,
     /// Its board, read-only, once it answered.
     pub board: Option<oslab_wcall::shm::BoardView>,
 }
@@ -27,7 +27,10 @@ impl Drop for Daemon {
 
 impl Daemon {
     /// `exe wcall daemon --name NAME` with `policy`, once its socket answers.
-    pub fn start(exe: &Path, name: String, policy: WcallPolicyArgs) -> Result<Daemon, LabError> {
+    pub fn start(exe: &Path, name: &str, policy: WcallPolicyArgs) -> Result<Daemon, LabError> {
+        let name: GovernorName = name
+            .parse()
+            .map_err(|why| LabError::Failed(format!("governor name '{name}': {why}")))?;
         let mut cmd = Launch::Daemon(WcallDaemonArgs {
             name: name.clone(),
             policy,
@@ -51,7 +54,7 @@ impl Daemon {
         for _ in 0..200 {
             if let Some(f) = rendezvous::discover()
                 .into_iter()
-                .find(|f| f.name == d.name && f.pid == d.child.id())
+                .find(|f| f.name == d.name.as_str() && f.pid == d.child.id())
                 && let Ok(b) = f.board()
             {
                 d.board = Some(b);

@@ -36,6 +36,17 @@ fn duration_refused(e: &UnitError) -> String {
     }
 }
 
+/// Why a rate setting's value was refused: a size is not a rate, and the
+/// refusal gives the rate to type instead (`8MiB` was the writer's rate once).
+fn rate_refused(e: &UnitError) -> String {
+    match e {
+        UnitError::RateNeedsPerSecond(t) if parse_human_size(t).is_ok() => {
+            format!("not a rate (a size needs /s: {t}/s)")
+        }
+        _ => "not a rate (try 40MiB/s)".into(),
+    }
+}
+
 /// A kind of setting: how its text is parsed and shown.
 pub trait Kind: 'static {
     type Value: Clone + PartialOrd + Debug + serde::Serialize + Send + Sync + 'static;
@@ -217,7 +228,7 @@ impl Kind for Rate {
         "bytes/s".into()
     }
     fn parse(text: &str, _: &'static [&'static str]) -> Result<u64, String> {
-        parse_human_rate(text).map_err(|_| "not a rate (try 40MiB/s)".into())
+        parse_human_rate(text).map_err(|e| rate_refused(&e))
     }
     fn show(v: &u64) -> String {
         format!("{}/s", human_bytes(*v))
@@ -441,7 +452,10 @@ mod tests {
         );
         assert_eq!(Rate::parse("40MiB/s", &[]), Ok(40 << 20));
         assert_eq!(Rate::parse("4096", &[]), Ok(4096));
-        assert!(Rate::parse("fast", &[]).is_err());
+        assert_eq!(
+            Rate::parse("fast", &[]).unwrap_err(),
+            "not a rate (try 40MiB/s)"
+        );
         assert_eq!(Rate::show(&(40 << 20)), "40 MiB/s");
         assert_eq!(Millis::parse("2.5ms", &[]), Ok(2.5));
         assert_eq!(Millis::parse("1s", &[]), Ok(1000.0));
@@ -450,7 +464,12 @@ mod tests {
         assert!(Millis::parse("nan", &[]).is_err());
         assert_eq!(Number::parse("-20", &[]), Ok(-20.0));
         assert!(Number::parse("nan", &[]).is_err());
-        assert!(Rate::parse("40MiB", &[]).is_err(), "a size is not a rate");
+        assert_eq!(
+            Rate::parse("40MiB", &[]).unwrap_err(),
+            "not a rate (a size needs /s: 40MiB/s)",
+            "a size is not a rate, and the refusal gives the rate to type"
+        );
+        assert_eq!(Rate::parse("8 MiB/s", &[]), Ok(8 << 20), "as shown");
     }
 
     /// A value checked as it comes from a file: the same bounds as `--set`, NaN

@@ -203,6 +203,7 @@ impl GroupCgroups {
             placer: Placer::start(),
         };
         let dirs = std::iter::once(base.clone()).chain(GROUP_NAMES.iter().map(|g| base.join(g)));
+        let mut io = false;
         for (k, dir) in dirs.enumerate() {
             let seq = with_global(|j| {
                 j.record_private(
@@ -220,11 +221,11 @@ impl GroupCgroups {
             std::fs::create_dir(&dir)
                 .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
             if k == 0 && version == Version::V2 {
-                me.pass_controllers_on(parent)?;
+                io = me.pass_controllers_on(parent)?;
             }
         }
         if version == Version::V2 {
-            me.set_limits(limits);
+            me.set_limits(limits, io);
         } else if limits.memory_high.iter().any(Option::is_some) {
             me.not_applied
                 .push("memory.high is a cgroup v2 control; this memory cgroup is v1".into());
@@ -233,8 +234,8 @@ impl GroupCgroups {
     }
 
     /// Enables, for the groups, the controllers `parent` gives the base (memory
-    /// always; io where available).
-    fn pass_controllers_on(&mut self, parent: &Path) -> Result<(), String> {
+    /// always; io where available); whether io is among them.
+    fn pass_controllers_on(&mut self, parent: &Path) -> Result<bool, String> {
         let given = words(&parent.join("cgroup.subtree_control"));
         let wanted: Vec<&str> = ["memory", "io"]
             .into_iter()
@@ -260,11 +261,13 @@ impl GroupCgroups {
                 wanted.join(", "),
                 path.display()
             )
-        })
+        })?;
+        Ok(wanted.contains(&"io"))
     }
 
-    fn set_limits(&mut self, limits: &CgroupLimits) {
-        let io = !self.not_applied.iter().any(|n| n.starts_with("io.weight"));
+    /// The groups' io weights where `io` (their io controller is enabled), and
+    /// their memory caps.
+    fn set_limits(&mut self, limits: &CgroupLimits, io: bool) {
         for (g, name) in GROUP_NAMES.iter().enumerate() {
             let dir = self.dir(g);
             if let Some(w) = limits.io_weight[g].filter(|_| io) {

@@ -10,12 +10,14 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use clap::Args;
-use oslab_arg_values::{millis, seconds};
+use oslab_arg_values::{millis, seconds, size};
 
 use crate::guard::GuardSetting;
+use crate::rendezvous::GovernorName;
+use crate::services::ServiceRule;
 
 mod values;
-pub use values::{GovernorPolicy, MemoryHigh, Recycle};
+pub use values::{GovernorPolicy, MemoryHigh, Recycle, RunGroup};
 use values::{bytes, parsed};
 
 /// How a governor is set up. Each is optional so that `wcall run` can tell an
@@ -99,12 +101,12 @@ pub struct WcallRunArgs {
     /// The group of CMD's processes: rt-high (high), rt-low (low), normal (non-rt),
     /// or auto (from each process's scheduling class: real-time priority above 50,
     /// 1-50, not real-time)
-    #[arg(long, value_name = "GROUP", default_value = "auto")]
-    pub group: String,
+    #[arg(long, value_name = "GROUP", default_value = "auto", value_parser = parsed::<RunGroup>)]
+    pub group: RunGroup,
     /// Join the running governor of this name (default: the one governor daemon
     /// running, if there is exactly one)
-    #[arg(long, value_name = "NAME", conflicts_with = "private")]
-    pub name: Option<String>,
+    #[arg(long, value_name = "NAME", conflicts_with = "private", value_parser = parsed::<GovernorName>)]
+    pub name: Option<GovernorName>,
     /// Start a governor of its own for CMD even if a daemon runs (it sees only
     /// CMD's writers)
     #[arg(long)]
@@ -124,16 +126,16 @@ pub struct WcallRunArgs {
 #[derive(Debug, Clone, PartialEq, Args)]
 pub struct WcallDaemonArgs {
     /// The governor's name, for `oslab wcall run --name` and `status`
-    #[arg(long, value_name = "NAME", default_value = "default")]
-    pub name: String,
+    #[arg(long, value_name = "NAME", default_value = "default", value_parser = parsed::<GovernorName>)]
+    pub name: GovernorName,
     #[command(flatten)]
     pub policy: WcallPolicyArgs,
     /// Put the processes of a system service in a group, e.g.
     /// postgresql@*.service=rt-high (repeat for each service): root's word, as the
     /// service is root's, whichever user the service runs as; processes of any
     /// service stay in their unit's cgroup
-    #[arg(long, value_name = "UNIT=GROUP")]
-    pub service: Vec<String>,
+    #[arg(long, value_name = "UNIT=GROUP", value_parser = parsed::<ServiceRule>)]
+    pub service: Vec<ServiceRule>,
     /// Stop after this long, e.g. 30s (default: on Ctrl-C)
     #[arg(long = "for", value_name = "DURATION", allow_negative_numbers = true, value_parser = seconds(0.0, 31_536_000.0))]
     pub duration: Option<f64>,
@@ -146,8 +148,8 @@ pub struct WcallDaemonArgs {
 pub struct WcallWriterArgs {
     #[arg(long)]
     pub file: PathBuf,
-    #[arg(long, default_value = "512KiB")]
-    pub chunk: String,
+    #[arg(long, default_value = "512KiB", value_parser = size(1, 1 << 30))]
+    pub chunk: u64,
     /// Milliseconds between writes (0: back to back)
     #[arg(long, default_value_t = 20.0)]
     pub period_ms: f64,

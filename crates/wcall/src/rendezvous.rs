@@ -24,6 +24,9 @@ fn uid() -> u32 {
     oslab_sys::process::uid()
 }
 
+/// What a governor's name may be.
+const NAME_RULE: &str = "use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'";
+
 /// A governor name is a file name: 1 to 64 letters, digits, '.', '_' or '-', not
 /// starting with a dot.
 pub fn check_name(name: &str) -> Result<(), String> {
@@ -36,9 +39,33 @@ pub fn check_name(name: &str) -> Result<(), String> {
     if ok {
         Ok(())
     } else {
-        Err(format!(
-            "governor name '{name}': use 1 to 64 letters, digits, '.', '_' or '-', not starting with '.'"
-        ))
+        Err(format!("governor name '{name}': {NAME_RULE}"))
+    }
+}
+
+/// A governor's name as `--name` takes it: only a name [`check_name`] passes,
+/// so never a path out of the governors' folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GovernorName(String);
+
+impl GovernorName {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::str::FromStr for GovernorName {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<GovernorName, String> {
+        check_name(text).map_err(|_| NAME_RULE.to_string())?;
+        Ok(GovernorName(text.to_string()))
+    }
+}
+
+impl std::fmt::Display for GovernorName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
     }
 }
 
@@ -295,6 +322,12 @@ mod tests {
         }
         for bad in ["", ".hidden", "..", "a/b", "a b", "ü", &"x".repeat(65)] {
             assert!(check_name(bad).is_err(), "{bad:?}");
+            assert_eq!(bad.parse::<GovernorName>(), Err(NAME_RULE.to_string()));
+        }
+        for good in ["rootd", "wb-wcall-12-late.rt45", &"x".repeat(64)] {
+            let name: GovernorName = good.parse().unwrap();
+            assert_eq!(name.to_string().parse(), Ok(name.clone()), "reads back");
+            assert_eq!(name.as_str(), good);
         }
     }
 }

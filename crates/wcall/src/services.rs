@@ -25,15 +25,19 @@ pub struct ServiceRule {
     pub group: u32,
 }
 
-impl ServiceRule {
-    pub fn parse(text: &str) -> Result<ServiceRule, String> {
+impl std::str::FromStr for ServiceRule {
+    type Err = String;
+
+    /// What `--service` takes; the error says what is wrong with it, for clap
+    /// to put after the option and the value.
+    fn from_str(text: &str) -> Result<ServiceRule, String> {
         let hint = "give UNIT=GROUP such as postgresql@*.service=rt-high";
         let Some((unit, group)) = text.split_once('=') else {
-            return Err(format!("--service {text}: {hint}"));
+            return Err(hint.into());
         };
         let Some(group) = group_number(group).filter(|g| (*g as usize) < GROUPS) else {
             return Err(format!(
-                "--service {text}: no group '{group}' (use rt-high, rt-low or normal)"
+                "no group '{group}' (use rt-high, rt-low or normal)"
             ));
         };
         let name_ok = unit.ends_with(".service")
@@ -42,16 +46,16 @@ impl ServiceRule {
             && unit.matches('*').count() <= 1
             && (!unit.contains('*') || unit.contains("@*."));
         if !name_ok {
-            return Err(format!(
-                "--service {text}: '{unit}' is not a service unit's name ({hint})"
-            ));
+            return Err(format!("'{unit}' is not a service unit's name ({hint})"));
         }
         Ok(ServiceRule {
             unit: unit.into(),
             group,
         })
     }
+}
 
+impl ServiceRule {
     pub fn matches(&self, unit: &str) -> bool {
         match self.unit.split_once('*') {
             None => self.unit == unit,
@@ -134,8 +138,8 @@ mod tests {
 
     fn rules() -> Vec<ServiceRule> {
         vec![
-            ServiceRule::parse("postgresql@*.service=rt-high").unwrap(),
-            ServiceRule::parse("backup.service=normal").unwrap(),
+            "postgresql@*.service=rt-high".parse().unwrap(),
+            "backup.service=normal".parse().unwrap(),
         ]
     }
 
@@ -150,9 +154,16 @@ mod tests {
             ".service=rt-high",
             "pg@*x*.service=rt-high",
         ] {
-            assert!(ServiceRule::parse(bad).is_err(), "{bad}");
+            assert!(bad.parse::<ServiceRule>().is_err(), "{bad}");
         }
         let r = &rules()[0];
+        assert_eq!(
+            r.to_string().parse::<ServiceRule>().as_ref(),
+            Ok(r),
+            "reads back"
+        );
+        let aliased: ServiceRule = "b.service=HIGH".parse().unwrap();
+        assert_eq!(aliased.to_string(), "b.service=rt-high");
         assert_eq!(r.group, 0);
         assert_eq!(r.to_string(), "postgresql@*.service=rt-high");
         assert!(r.matches("postgresql@15-main.service"));

@@ -10,7 +10,7 @@ use crate::failure::CmdResult;
 use crate::failure::Failure;
 use crate::output::print;
 use crate::scratch::scratch_base;
-use oslab_arg_values::seconds;
+use oslab_arg_values::{rate, seconds};
 
 #[derive(Debug, Subcommand)]
 pub enum DirtyCommand {
@@ -31,16 +31,17 @@ pub struct AdviseArgs {
         long,
         value_name = "RATE",
         conflicts_with = "testbed",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = device_rate
     )]
-    pub device_bandwidth: Option<String>,
+    pub device_bandwidth: Option<f64>,
     /// Advise for the testbed that is up ('oslab testbed up')
     #[arg(long)]
     pub testbed: bool,
     /// The workload's dirtying rate, e.g. 4MiB/s (default: measured from
     /// /proc/vmstat nr_dirtied over --window seconds)
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
-    pub rate: Option<String>,
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = rate)]
+    pub rate: Option<f64>,
     /// How long to watch the running system for its dirtying rate, e.g. 10s
     #[arg(long, value_name = "DURATION", default_value = "5s", allow_negative_numbers = true, value_parser = seconds(0.5, 600.0))]
     pub window: f64,
@@ -96,8 +97,14 @@ fn run_explain(a: ExplainArgs) -> CmdResult {
     Ok(0)
 }
 
-fn rate_arg(flag: &str, text: &str) -> Result<f64, Failure> {
-    oslab_arg_values::rate(flag, text).map_err(Failure::usage)
+/// `--device-bandwidth`: a rate no lower than the advice is for.
+fn device_rate(text: &str) -> Result<f64, String> {
+    use oslab_services::dirty_advice::MIN_DEVICE_BYTES_S;
+    let bw = rate(text)?;
+    if bw < MIN_DEVICE_BYTES_S {
+        return Err("below the least this advice is for: give 1MiB/s or more, e.g. 50MiB/s".into());
+    }
+    Ok(bw)
 }
 
 /// Writes 256 MiB into `dir` and syncs it: the sustained write-back bandwidth.
@@ -130,14 +137,7 @@ fn nr_dirtied() -> Option<u64> {
 /// The device's write bandwidth for `dirty advise`: given, measured on the
 /// testbed, or measured in the scratch folder; and where it came from.
 fn device_bandwidth(a: &AdviseArgs) -> Result<(f64, String), Failure> {
-    use oslab_services::dirty_advice::MIN_DEVICE_BYTES_S;
-    Ok(if let Some(t) = &a.device_bandwidth {
-        let bw = rate_arg("--device-bandwidth", t)?;
-        if bw < MIN_DEVICE_BYTES_S {
-            return Err(Failure::usage(format!(
-                "--device-bandwidth {t} is below the least this advice is for: give 1MiB/s or more, e.g. 50MiB/s"
-            )));
-        }
+    Ok(if let Some(bw) = a.device_bandwidth {
         (bw, "given".to_string())
     } else if a.testbed {
         let tb = crate::testbed_state::current().ok_or_else(|| {
@@ -169,8 +169,8 @@ fn device_bandwidth(a: &AdviseArgs) -> Result<(f64, String), Failure> {
 /// The workload's dirtying rate: given, or watched over `--window`; and where it
 /// came from.
 fn dirtying_rate(a: &AdviseArgs) -> Result<(f64, String), Failure> {
-    Ok(if let Some(t) = &a.rate {
-        (rate_arg("--rate", t)?, "given".to_string())
+    Ok(if let Some(r) = a.rate {
+        (r, "given".to_string())
     } else {
         eprintln!("oslab: watching the dirtying rate for {} s", a.window);
         let before =

@@ -48,8 +48,10 @@ pub fn run(a: JudgeArgs) -> CmdResult {
             .map_err(|why| Failure::usage(format!("{}: {why}", infile::display_name(path))))?;
         files.push(result);
     }
-    let runs = files
-        .into_iter()
-        .map(|result| runner::Ran { result, raw: None });
+    let runs = files.into_iter().map(|result| runner::Ran {
+        result,
+        raw: None,
+        unmet: None,
+    });
     deliver(runs, None, exports.into_outputs(None))
 }

@@ -139,7 +139,7 @@ mod launch_tests {
     use std::ffi::OsString;
 
     use clap::Parser;
-    use oslab_wcall::cli::{GovernorPolicy, Launch, Recycle, WcallPolicyArgs};
+    use oslab_wcall::cli::{GovernorPolicy, Launch, Recycle, RunGroup, WcallPolicyArgs};
     use oslab_wcall::guard::GuardSetting;
 
     use oslab_wcall::cli::{WcallBenchArgs, WcallDaemonArgs, WcallRunArgs, WcallWriterArgs};
@@ -192,8 +192,8 @@ mod launch_tests {
     #[test]
     fn every_launch_parses_back_to_the_value_it_was_built_from() {
         let run = WcallRunArgs {
-            group: "rt-high".into(),
-            name: Some("g one".into()),
+            group: RunGroup::RtHigh,
+            name: Some("g.one_1-A".parse().unwrap()),
             private: false,
             shared_socket: false,
             policy: WcallPolicyArgs::default(),
@@ -207,18 +207,19 @@ mod launch_tests {
             ..run.clone()
         };
         let daemon = WcallDaemonArgs {
-            name: "wb-wcall-1-a".into(),
+            name: "wb-wcall-1-a".parse().unwrap(),
             policy: every_policy_option(),
             service: vec![
-                "postgresql@*.service=rt-high".into(),
-                "b.service=normal".into(),
+                "postgresql@*.service=rt-high".parse().unwrap(),
+                "b.service=low".parse().unwrap(),
+                "c.service=non-rt".parse().unwrap(),
             ],
             duration: Some(2.5),
             every: 0.0,
         };
         let writer = WcallWriterArgs {
             file: "/tmp/a file".into(),
-            chunk: "512KiB".into(),
+            chunk: (512 << 10) + 1,
             period_ms: 20.0,
             count: Some(150),
             duration: Some(1.0 / 3.0),
@@ -243,7 +244,12 @@ mod launch_tests {
             policy,
             ..private.clone()
         });
-        for a in [run, private, other, off] {
+        let groups =
+            [RunGroup::RtLow, RunGroup::Normal, RunGroup::Auto].map(|group| WcallRunArgs {
+                group,
+                ..run.clone()
+            });
+        for a in [run, private, other, off].into_iter().chain(groups) {
             assert!(matches!(parsed(&Launch::Run(a.clone())), WcallCommand::Run(b) if b == a));
         }
         let d = parsed(&Launch::Daemon(daemon.clone()));

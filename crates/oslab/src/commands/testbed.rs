@@ -3,9 +3,10 @@
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 
+use oslab_arg_values::size;
 use oslab_services::testbed::{self, Testbed, parse_bandwidth};
 use oslab_sys::journal::{Journal, Undo, named_dir};
-use oslab_units::{human_bytes, parse_human_size};
+use oslab_units::human_bytes;
 
 use crate::failure::CmdResult;
 use crate::failure::{EXIT_PRIVILEGE, Failure};
@@ -23,19 +24,23 @@ pub enum TestbedCommand {
     Status,
 }
 
+/// The smallest image a testbed is built on.
+const MIN_SIZE: u64 = 64 << 20;
+
 #[derive(Debug, Args)]
 pub struct TestbedUpArgs {
     /// Write bandwidth cap, e.g. 10MiB/s
-    #[arg(long, value_name = "RATE", allow_hyphen_values = true)]
-    pub bandwidth: String,
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = parse_bandwidth)]
+    pub bandwidth: u64,
     /// Size of the sparse image
     #[arg(
         long,
         value_name = "SIZE",
         default_value = "2GiB",
-        allow_hyphen_values = true
+        allow_hyphen_values = true,
+        value_parser = size(MIN_SIZE, u64::MAX)
     )]
-    pub size: String,
+    pub size: u64,
     /// Where the image and mount point go [default: $TMPDIR]
     #[arg(long, value_name = "DIR")]
     pub scratch: Option<PathBuf>,
@@ -72,12 +77,7 @@ fn cap_line(tb: &Testbed) -> String {
 }
 
 fn up(a: TestbedUpArgs) -> CmdResult {
-    let bw =
-        parse_bandwidth(&a.bandwidth).map_err(|e| Failure::usage(format!("--bandwidth {e}")))?;
-    let size = parse_human_size(&a.size)
-        .ok()
-        .filter(|s| *s >= 64 << 20)
-        .ok_or_else(|| Failure::usage(format!("--size {}: give at least 64MiB", a.size)))?;
+    let (bw, size) = (a.bandwidth, a.size);
     let base = scratch_base(a.scratch.as_deref())?;
     if let Some(why) = testbed::unavailable() {
         return Err(Failure {

@@ -7,13 +7,23 @@ use std::process::Command;
 /// oslab and its interposer copied where every user can read and run them (the
 /// build folder may be under a home another user cannot enter).
 pub fn shared_copies() -> tempfile::TempDir {
-    let d = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    for (from, to) in [
+    shared(&[
         (PathBuf::from(env!("CARGO_BIN_EXE_oslab")), "oslab"),
         (super::preload_lib(), "liboslab_wcall.so"),
-    ] {
-        std::fs::copy(&from, d.path().join(to)).unwrap();
+    ])
+}
+
+/// oslab alone, copied where every user can read and run it, for a command
+/// that governs nothing.
+pub fn shared_oslab() -> tempfile::TempDir {
+    shared(&[(PathBuf::from(env!("CARGO_BIN_EXE_oslab")), "oslab")])
+}
+
+fn shared(files: &[(PathBuf, &str)]) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(d.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    for (from, to) in files {
+        std::fs::copy(from, d.path().join(to)).unwrap();
         std::fs::set_permissions(d.path().join(to), std::fs::Permissions::from_mode(0o755))
             .unwrap();
     }

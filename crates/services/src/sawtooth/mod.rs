@@ -57,7 +57,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::disk_probe::DiskFacts;
 use crate::timed_writer::{Poll, WriterTrace};
-use oslab_settings::{Bytes, Seconds, Setting};
+use oslab_settings::{Rate, Seconds, Setting};
 
 pub use judge::{
     Rules, TOLERANCE, best_window, device_rates, dirty_plot, file_sawtooth_of, matches_prediction,
@@ -65,15 +65,28 @@ pub use judge::{
 };
 pub use measure::{Length, run_sawtooth, run_sawtooth_in};
 
+/// The least rate a sawtooth's writer takes, bytes per second.
+pub const MIN_RATE: u64 = 1 << 20;
+
+/// The most: the writer holds a tenth of it in one buffer, written every 100 ms.
+pub const MAX_RATE: u64 = 1 << 30;
+
+/// A sawtooth writer's rate as every experiment that runs one declares it
+/// (`--set rate=8MiB/s`): one rate, its bounds here, each experiment giving its
+/// own defaults for a quick and a full run.
+pub const fn rate_setting(quick: u64, full: u64) -> Setting<Rate> {
+    Setting {
+        name: "rate",
+        help: "writer rate per second",
+        quick,
+        full,
+        bounds: Some((MIN_RATE, MAX_RATE)),
+        names: &[],
+    }
+}
+
 /// The writer's rate, shared by wb.background and wb.periodic.
-pub static RATE: Setting<Bytes> = Setting {
-    name: "rate",
-    help: "writer rate per second",
-    quick: 4 << 20,
-    full: 4 << 20,
-    bounds: Some((1 << 20, 1 << 30)),
-    names: &[],
-};
+pub static RATE: Setting<Rate> = rate_setting(4 << 20, 4 << 20);
 
 /// How long the writer writes, shared by wb.background and wb.periodic.
 pub static DURATION: Setting<Seconds> = Setting {

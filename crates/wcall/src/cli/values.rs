@@ -1,5 +1,5 @@
 //! The typed values of a governor's options (`--policy`, `--recycle`,
-//! `--memory-high`, `--headroom`): each parses what a person types, and prints
+//! `--memory-high`, `--headroom`) and of `wcall run --group`: each parses what a person types, and prints
 //! as a word that parses back to the same value, so a command line built from a
 //! value is that value again.
 
@@ -9,7 +9,7 @@ use std::str::FromStr;
 use oslab_units::parse_human_size;
 use oslab_wbsim::policy::Policy;
 
-use crate::shm::{GROUP_NAMES, GROUPS, group_number};
+use crate::shm::{AUTO, GROUP_NAMES, GROUPS, NORMAL, RT_HIGH, RT_LOW, group_number};
 
 /// A clap value parser for a type that reads itself (`FromStr`), its error one
 /// sentence that clap puts after the option and the value it refused.
@@ -100,6 +100,52 @@ impl fmt::Display for Recycle {
     }
 }
 
+/// `wcall run --group`: the group of a command's processes, or auto: each
+/// process's own by its scheduling class.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunGroup {
+    RtHigh,
+    RtLow,
+    Normal,
+    Auto,
+}
+
+impl RunGroup {
+    /// The group's number as the governor and the interposer know it
+    /// (`shm::AUTO` for auto).
+    pub fn number(self) -> u32 {
+        match self {
+            RunGroup::RtHigh => RT_HIGH,
+            RunGroup::RtLow => RT_LOW,
+            RunGroup::Normal => NORMAL,
+            RunGroup::Auto => AUTO,
+        }
+    }
+}
+
+impl FromStr for RunGroup {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<RunGroup, String> {
+        match group_number(text) {
+            Some(RT_HIGH) => Ok(RunGroup::RtHigh),
+            Some(RT_LOW) => Ok(RunGroup::RtLow),
+            Some(NORMAL) => Ok(RunGroup::Normal),
+            Some(AUTO) => Ok(RunGroup::Auto),
+            _ => Err("use rt-high (high), rt-low (low), normal (non-rt) or auto".into()),
+        }
+    }
+}
+
+impl fmt::Display for RunGroup {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunGroup::Auto => f.write_str("auto"),
+            g => f.write_str(GROUP_NAMES[g.number() as usize]),
+        }
+    }
+}
+
 /// `--memory-high GROUP=SIZE`: a cap on one group's memory, at least 1 MiB.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryHigh {
@@ -164,6 +210,14 @@ mod tests {
         reads_back(Recycle::On);
         reads_back(Recycle::Off);
         reads_back(Recycle::Auto);
+        for g in [
+            RunGroup::RtHigh,
+            RunGroup::RtLow,
+            RunGroup::Normal,
+            RunGroup::Auto,
+        ] {
+            reads_back(g);
+        }
         for text in ["rt-high=1MiB", "low=3GiB", "NORMAL = 1048577"] {
             reads_back(text.parse::<MemoryHigh>().unwrap());
         }
@@ -180,6 +234,15 @@ mod tests {
         assert_eq!(m.to_string(), "rt-high=2147483648");
         assert_eq!(bytes("8MiB"), Ok(8 << 20));
         assert_eq!(bytes("0"), Ok(0));
+        for (text, group) in [
+            ("high", RunGroup::RtHigh),
+            ("RT-LOW", RunGroup::RtLow),
+            ("non-rt", RunGroup::Normal),
+            ("auto", RunGroup::Auto),
+        ] {
+            assert_eq!(text.parse(), Ok(group), "{text}");
+        }
+        assert_eq!(RunGroup::Normal.number(), NORMAL);
     }
 
     #[test]
@@ -188,6 +251,12 @@ mod tests {
             assert_eq!(
                 bad.parse::<GovernorPolicy>().unwrap_err(),
                 "a governor's policy is wcall or wcall-fair"
+            );
+        }
+        for bad in ["vip", "", "auto=1"] {
+            assert_eq!(
+                bad.parse::<RunGroup>().unwrap_err(),
+                "use rt-high (high), rt-low (low), normal (non-rt) or auto"
             );
         }
         for bad in ["yes", "ON", ""] {

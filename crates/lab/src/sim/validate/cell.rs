@@ -37,7 +37,7 @@ fn writer_command(b: &Bench, w: &WriterArgs, file: &Path, start_at: u64) -> Comm
     use oslab_wcall::cli::{Launch, WcallWriterArgs};
     Launch::Writer(WcallWriterArgs {
         file: file.to_path_buf(),
-        chunk: "512KiB".into(),
+        chunk: 512 << 10,
         period_ms,
         count: w.count,
         // to the millisecond, as the writers of one run share a start

@@ -38,7 +38,7 @@ mod tests;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::settings::{AnySetting, Bytes, Declared, Rate, Seconds, Setting};
+use crate::settings::{AnySetting, Declared, Rate, Seconds, Setting};
 use oslab_harness::{Context, LabError, Meta, Needs, Output};
 use oslab_harness::{Experiment, Measured, Planner};
 use oslab_services::sawtooth::SawRaw;
@@ -64,14 +64,7 @@ static META: Meta = Meta {
     full_lab_only: false,
 };
 
-static RATE: Setting<Bytes> = Setting {
-    name: "rate",
-    help: "writer rate per second",
-    quick: 8 << 20,
-    full: 8 << 20,
-    bounds: Some((1 << 20, 1 << 30)),
-    names: &[],
-};
+static RATE: Setting<Rate> = oslab_services::sawtooth::rate_setting(8 << 20, 8 << 20);
 static BANDWIDTH: Setting<Rate> = oslab_services::testbed::bandwidth_setting(20 << 20, 20 << 20);
 static DURATION: Setting<Seconds> = Setting {
     name: "duration",

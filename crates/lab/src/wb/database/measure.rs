@@ -6,8 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Instant;
 
-use oslab_wcall::cli::{Launch, WcallPolicyArgs, WcallRunArgs};
+use oslab_wcall::cli::{Launch, RunGroup, WcallPolicyArgs, WcallRunArgs};
 use oslab_wcall::guard::GuardSetting;
+use oslab_wcall::rendezvous::GovernorName;
 
 use oslab_model::machine::MachineInfo;
 
@@ -119,14 +120,14 @@ fn plain_server(c: &Cluster) -> Command {
 
 /// The server started by root through `oslab wcall run --group rt-high`, as a
 /// service manager would start it under the governor.
-fn governed_server(e: &Env, governor: &str) -> Command {
-    governed(e, governor, "rt-high", e.cluster.supervisor_args())
+fn governed_server(e: &Env, governor: &GovernorName) -> Command {
+    governed(e, governor, RunGroup::RtHigh, e.cluster.supervisor_args())
 }
 
-fn governed(e: &Env, governor: &str, group: &str, command: Vec<String>) -> Command {
+fn governed(e: &Env, governor: &GovernorName, group: RunGroup, command: Vec<String>) -> Command {
     Launch::Run(WcallRunArgs {
-        group: group.into(),
-        name: Some(governor.to_string()),
+        group,
+        name: Some(governor.clone()),
         private: false,
         shared_socket: false,
         policy: WcallPolicyArgs::default(),
@@ -136,7 +137,7 @@ fn governed(e: &Env, governor: &str, group: &str, command: Vec<String>) -> Comma
 }
 
 /// `dd if=/dev/zero bs=1M` long enough to outlast the cell.
-fn start_copy(e: &Env, file: &Path, governor: Option<&str>) -> Result<Child, LabError> {
+fn start_copy(e: &Env, file: &Path, governor: Option<&GovernorName>) -> Result<Child, LabError> {
     let count = (e.plan.bandwidth as f64 * (e.plan.duration + 60.0) / (1 << 20) as f64) as u64;
     let dd = oslab_sys::program::find("dd").map_err(LabError::Failed)?;
     let argv: Vec<String> = vec![
@@ -148,7 +149,7 @@ fn start_copy(e: &Env, file: &Path, governor: Option<&str>) -> Result<Child, Lab
         "status=none".into(),
     ];
     let mut cmd = match governor {
-        Some(g) => governed(e, g, "normal", argv),
+        Some(g) => governed(e, g, RunGroup::Normal, argv),
         None => {
             let mut c = Command::new(&argv[0]);
             c.args(&argv[1..])
@@ -167,7 +168,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
     let daemon = if mode.governed() {
         Some(Daemon::start(
             &e.exe,
-            format!("wb-database-{}-{tag}", std::process::id()),
+            &format!("wb-database-{}-{tag}", std::process::id()),
             WcallPolicyArgs {
                 sync_guard: e.plan.guard.map(GuardSetting::Fixed),
                 ..Default::default()
@@ -192,11 +193,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
     let start_ns = oslab_sys::clock::monotonic_ns();
     let copy = e.tb.mount.join("copy");
     let mut dd = if mode.with_copy() {
-        Some(start_copy(
-            e,
-            &copy,
-            daemon.as_ref().map(|d| d.name.as_str()),
-        )?)
+        Some(start_copy(e, &copy, daemon.as_ref().map(|d| &d.name))?)
     } else {
         None
     };

@@ -10,6 +10,7 @@ use oslab_sys::clock::monotonic_ns;
 use oslab_trace::TraceOutcome;
 use oslab_wbsim::policy::Policy;
 use oslab_wcall::cli::GovernorPolicy;
+use oslab_wcall::rendezvous::GovernorName;
 
 use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
 use super::{FirstTouch, META, Plan, Raw};
@@ -41,7 +42,7 @@ fn start_daemon(e: &Env, policy: GovernorPolicy, cell: &str) -> Result<Daemon, L
         policy: Some(policy),
         ..Default::default()
     };
-    Daemon::start(&e.exe, name, policy)
+    Daemon::start(&e.exe, &name, policy)
 }
 
 /// The governor's table, read now (None without a governor or once it is gone).
@@ -121,7 +122,7 @@ fn run_cell(
         .collect();
     let cell_start = monotonic_ns() + 300_000_000;
     let governor = daemon.as_ref().map(|d| d.name.clone());
-    let mut launched = launch_writers(e, &plans, start, cell_start, governor.as_deref())?;
+    let mut launched = launch_writers(e, &plans, start, cell_start, governor.as_ref())?;
     let polled = poll_until_first_exits(e, &mut daemon, &mut launched, cell_start);
     let view = governor_view(daemon.as_ref());
     for l in launched.iter_mut().skip(1) {
@@ -178,7 +179,7 @@ fn launch_writers(
     plans: &[WriterPlan],
     start: Start,
     cell_start: u64,
-    governor: Option<&str>,
+    governor: Option<&GovernorName>,
 ) -> Result<Vec<Launched>, LabError> {
     let head = match start {
         Start::Late if plans.len() > 1 => (e.plan.head_start_s * 1e9) as u64,

@@ -16,6 +16,7 @@ use super::measure::Env;
 use oslab_harness::LabError;
 use oslab_services::cells::record::{CHUNK, Content, PERIOD_MS, Scenario};
 use oslab_services::timed_writer::WriterTrace;
+use oslab_wcall::rendezvous::GovernorName;
 
 /// The paced writer, compiled from paced_writer.c when oslab was built (build.rs).
 #[cfg(oslab_paced_writer)]
@@ -129,17 +130,17 @@ impl WriterPlan {
 
     /// Starts the writer: itself under vanilla, through `oslab wcall run --name`
     /// under the governor `governor`.
-    pub fn launch(&self, e: &Env, governor: Option<&str>) -> Result<Launched, LabError> {
+    pub fn launch(&self, e: &Env, governor: Option<&GovernorName>) -> Result<Launched, LabError> {
         let mut argv = self.argv(e);
         if !argv[0].contains('/') {
             argv = oslab_sys::program::resolve_argv(&argv).map_err(LabError::Failed)?;
         }
         let mut cmd = match governor {
             Some(g) => {
-                use oslab_wcall::cli::{Launch, WcallRunArgs};
+                use oslab_wcall::cli::{Launch, RunGroup, WcallRunArgs};
                 Launch::Run(WcallRunArgs {
-                    group: "auto".into(),
-                    name: Some(g.to_string()),
+                    group: RunGroup::Auto,
+                    name: Some(g.clone()),
                     private: false,
                     shared_socket: false,
                     policy: Default::default(),

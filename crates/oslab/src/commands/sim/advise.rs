@@ -35,13 +35,13 @@ pub struct SimAdviseArgs {
     #[arg(long, value_name = "N", value_parser = oslab_arg_values::whole(0, u32::MAX as u64))]
     pub max_over_200: Option<u64>,
     /// The other writers together get at least this much, e.g. 20MiB/s
-    #[arg(long, value_name = "RATE", value_parser = |s: &str| oslab_arg_values::rate("--others-at-least", s))]
+    #[arg(long, value_name = "RATE", allow_hyphen_values = true, value_parser = oslab_arg_values::rate)]
     pub others_at_least: Option<f64>,
     /// What decides among the candidates that meet the bounds: throughput (the
     /// other writers'), latency (the protected writers' p99) or memory (the
     /// smallest dirty limit)
-    #[arg(long, value_name = "WHAT", default_value = "throughput", value_parser = ["throughput", "latency", "memory"])]
-    pub prefer: String,
+    #[arg(long, value_name = "WHAT", default_value = "throughput", value_parser = preference())]
+    pub prefer: Prefer,
     /// Change a setting of the scenario first, e.g. --set bandwidth=20MiB/s
     /// (repeatable; see `oslab sim list --settings`)
     #[arg(long = "set", value_name = "KEY=VALUE", add = crate::completion::sim_settings())]
@@ -55,6 +55,14 @@ pub struct SimAdviseArgs {
     pub start: super::inputs::StartArg,
     #[command(flatten)]
     pub input: MaxInputArg,
+}
+
+/// `--prefer`: one of the preferences' names, which clap lists in the help and
+/// in its refusal.
+fn preference() -> impl clap::builder::TypedValueParser<Value = Prefer> {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    PossibleValuesParser::new(Prefer::NAMES)
+        .try_map(|name| Prefer::parse(&name).ok_or("not a preference"))
 }
 
 /// The objective in words: "rt55's p99 under 50 ms, ...".
@@ -195,7 +203,7 @@ pub fn run(a: SimAdviseArgs) -> CmdResult {
     let s = load(&a.scenario, a.input.max_input)?;
     let (c, machine) = configured(&s, &a.sets, &a.start)?;
     let target_ms = a.p99 as f64 / 1e6;
-    let prefer = Prefer::parse(&a.prefer).unwrap_or(Prefer::Throughput);
+    let prefer = a.prefer;
     let objective = Objective {
         protect: a.protect.clone(),
         p99_ms: target_ms,

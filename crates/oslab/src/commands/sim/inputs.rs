@@ -193,12 +193,10 @@ fn live_start(c: &mut Config, dir: &Path) -> String {
     }
 }
 
-pub fn policy(s: &str) -> Result<Policy, Failure> {
-    Policy::parse(s).ok_or_else(|| {
-        Failure::usage(format!(
-            "unknown policy '{s}' (use vanilla, wcall or wcall-fair)"
-        ))
-    })
+/// `--policy`'s value parser: clap names the option and the value before the
+/// error.
+pub fn policy(s: &str) -> Result<Policy, String> {
+    Policy::parse(s).ok_or_else(|| "unknown policy (use vanilla, wcall or wcall-fair)".to_string())
 }
 
 /// The run settings of a simulation: nothing of this machine's.

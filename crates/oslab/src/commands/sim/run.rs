@@ -18,8 +18,8 @@ pub struct SimRunArgs {
     #[arg(value_name = "SCENARIO", add = crate::completion::scenario_names())]
     pub scenario: String,
     /// Policies to compare (repeatable): vanilla, wcall, wcall-fair [default: all three]
-    #[arg(long = "policy", value_name = "POLICY")]
-    pub policies: Vec<String>,
+    #[arg(long = "policy", value_name = "POLICY", value_parser = policy)]
+    pub policies: Vec<Policy>,
     /// Change a setting, e.g. --set bandwidth=20MiB/s (repeatable; see `oslab sim
     /// list --settings`)
     #[arg(long = "set", value_name = "KEY=VALUE", add = crate::completion::sim_settings())]
@@ -39,9 +39,6 @@ pub fn run(a: SimRunArgs) -> CmdResult {
         vec![Policy::Vanilla, Policy::Wcall, Policy::WcallFair]
     } else {
         a.policies
-            .iter()
-            .map(|p| policy(p))
-            .collect::<Result<_, _>>()?
     };
     let exp = SimScenario::new(&s, c, policies, machine);
     // simulated figures describe no machine: they are not kept in the database

@@ -2,6 +2,7 @@
 
 use clap::Args;
 use oslab_services::sim_sweep::sweep;
+use oslab_wbsim::Policy;
 
 use super::inputs::{configured, load, policy, values};
 use crate::args::MaxInputArg;
@@ -21,8 +22,8 @@ pub struct SimSweepArgs {
     #[arg(long, value_name = "N", default_value_t = 10, allow_negative_numbers = true, value_parser = whole(2, 100_000))]
     pub steps: u64,
     /// The policy to sweep under
-    #[arg(long, value_name = "POLICY", default_value = "vanilla")]
-    pub policy: String,
+    #[arg(long, value_name = "POLICY", default_value = "vanilla", value_parser = policy)]
+    pub policy: Policy,
     /// Other settings (repeatable)
     #[arg(long = "set", value_name = "KEY=VALUE", add = crate::completion::sim_settings())]
     pub sets: Vec<String>,
@@ -38,7 +39,7 @@ pub fn run(a: SimSweepArgs) -> CmdResult {
     a.json.check()?;
     let s = load(&a.scenario, a.input.max_input)?;
     let (mut c, machine) = configured(&s, &a.sets, &a.start)?;
-    c.policy = policy(&a.policy)?;
+    c.policy = a.policy;
     let (key, vals) = values(&a.vary, a.steps)?;
     let t0 = std::time::Instant::now();
     let points = sweep(&c, &key, &vals).map_err(|e| Failure::usage(format!("--vary {e}")))?;

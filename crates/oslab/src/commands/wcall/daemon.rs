@@ -5,7 +5,6 @@ use std::time::Duration;
 use oslab_wcall::cli::WcallDaemonArgs;
 use oslab_wcall::rendezvous;
 use oslab_wcall::service::Access;
-use oslab_wcall::services::ServiceRule;
 
 use super::governor::{described, options, start};
 use crate::failure::{CmdResult, Failure};
@@ -28,23 +27,17 @@ pub fn run(a: WcallDaemonArgs) -> CmdResult {
     // any user's programs may join root's daemon (docs/wcall.md, "The trust
     // boundary")
     let mut opts = options(&a.policy, Access::Shared);
-    opts.services = a
-        .service
-        .iter()
-        .map(|s| ServiceRule::parse(s))
-        .collect::<Result<_, _>>()
-        .map_err(Failure::usage)?;
-    rendezvous::check_name(&a.name).map_err(|e| Failure::usage(format!("--name: {e}")))?;
+    opts.services = a.service.clone();
     if rendezvous::discover()
         .iter()
-        .any(|f| f.name == a.name && f.uid == oslab_sys::process::uid())
+        .any(|f| f.name == a.name.as_str() && f.uid == oslab_sys::process::uid())
     {
         return Err(Failure::runtime(format!(
             "a governor named '{}' is already running (see `oslab wcall status`)",
             a.name
         )));
     }
-    let g = start(&a.name, opts.clone())?;
+    let g = start(a.name.as_str(), opts.clone())?;
     eprintln!(
         "oslab wcall: governor '{}' ({}) running as pid {}; govern programs with `oslab wcall run -- CMD` (or --name {} when several run); Ctrl-C stops it",
         a.name,

@@ -4,7 +4,6 @@ use oslab_wcall::cli::WcallRunArgs;
 use oslab_wcall::launch;
 use oslab_wcall::rendezvous::{self, Found, NotJoinable};
 use oslab_wcall::service::Access;
-use oslab_wcall::shm::group_number;
 use oslab_wcall::shm::wire::{self, Ask, Request};
 
 use super::governor::{described, options, start};
@@ -22,7 +21,7 @@ fn choose_governor(a: &WcallRunArgs) -> Result<Option<Found>, Failure> {
         return Ok(None);
     }
     let chosen = match &a.name {
-        Some(name) => rendezvous::find(name, PATIENCE).map_err(|e| match e {
+        Some(name) => rendezvous::find(name.as_str(), PATIENCE).map_err(|e| match e {
             NotJoinable::NotRunning => Failure::runtime(format!(
                 "no governor named '{name}' is running (start one with `oslab wcall daemon --name {name}`)"
             )),
@@ -101,12 +100,7 @@ fn ask(socket: &std::path::Path, ask: Ask, group: u32, pid: u32) -> Result<(), S
 }
 
 pub fn run(a: WcallRunArgs) -> CmdResult {
-    let Some(group) = group_number(&a.group) else {
-        return Err(Failure::usage(format!(
-            "unknown group '{}': use rt-high (high), rt-low (low), normal (non-rt) or auto",
-            a.group
-        )));
-    };
+    let group = a.group.number();
     let lib = launch::preload_path().map_err(Failure::runtime)?;
     let program = &a.command[0];
     let Some(path) = launch::resolve(program) else {

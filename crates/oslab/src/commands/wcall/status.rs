@@ -3,7 +3,7 @@
 use clap::Args;
 use oslab_report::wcall::Running;
 use oslab_term_text::one_line;
-use oslab_wcall::rendezvous;
+use oslab_wcall::rendezvous::{self, GovernorName};
 use oslab_wcall::view::snapshot_of;
 
 use crate::failure::{CmdResult, Failure};
@@ -13,8 +13,8 @@ use crate::output::print;
 pub struct WcallStatusArgs {
     /// Only the governor of this name (exit status 1 when it is not running, as
     /// a script waiting for it needs)
-    #[arg(long, value_name = "NAME")]
-    pub name: Option<String>,
+    #[arg(long, value_name = "NAME", value_parser = |s: &str| s.parse::<GovernorName>())]
+    pub name: Option<GovernorName>,
     #[command(flatten)]
     pub json: crate::args::JsonArg,
 }
@@ -23,7 +23,7 @@ pub fn run(a: WcallStatusArgs) -> CmdResult {
     a.json.check()?;
     let found: Vec<_> = rendezvous::discover()
         .into_iter()
-        .filter(|f| a.name.as_ref().is_none_or(|n| &f.name == n))
+        .filter(|f| a.name.as_ref().is_none_or(|n| f.name == n.as_str()))
         .collect();
     let mut snaps = Vec::new();
     for f in &found {

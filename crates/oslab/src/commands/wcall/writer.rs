@@ -4,19 +4,15 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use oslab_units::parse_human_size;
 use oslab_wcall::cli::WcallWriterArgs;
 
 use crate::failure::{CmdResult, Failure};
 use crate::output::print;
 
 pub fn run(a: WcallWriterArgs) -> CmdResult {
-    let chunk = parse_human_size(&a.chunk)
-        .map_err(|e| Failure::usage(format!("--chunk: {e}")))?
-        .clamp(1, 1 << 30) as usize;
     let spec = oslab_services::timed_writer::WriterSpec {
         path: a.file.clone(),
-        chunk,
+        chunk: a.chunk as usize,
         period: Duration::from_secs_f64(a.period_ms.max(0.0) / 1000.0),
         count: a.count,
         fifo_priority: a.fifo,
