@@ -31,7 +31,8 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::guests::{self, checks, scripts, text};
 
 const KERNELS: [&str; 3] = [
     "linux-image-amd64",
@@ -42,70 +43,6 @@ const KERNELS: [&str; 3] = [
 /// minutes a kernel; the summary gives each kernel's time (7 minutes at most
 /// here), and a slower CI machine gets room before the guard fails the run.
 const LIMIT_S: u32 = 600;
-
-fn scripts() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/kernel-matrix")
-}
-
-/// Whether `busybox` is a static program (the initramfs has no libraries).
-fn busybox_is_static() -> bool {
-    Command::new("busybox")
-        .arg("sh")
-        .arg("-c")
-        .arg("true")
-        .output()
-        .is_ok()
-        && Command::new("ldd")
-            .arg(
-                std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())
-                    .map(|d| d.join("busybox"))
-                    .find(|p| p.is_file())
-                    .unwrap_or_default(),
-            )
-            .output()
-            .is_ok_and(|o| {
-                !o.status.success() || String::from_utf8_lossy(&o.stdout).contains("not a dynamic")
-            })
-}
-
-fn missing_tool() -> Option<String> {
-    for tool in [
-        "qemu-system-x86_64",
-        "busybox",
-        "depmod",
-        "apt-get",
-        "dpkg-deb",
-    ] {
-        let found = std::env::var_os("PATH").is_some_and(|p| {
-            std::env::split_paths(&p).any(|d| d.join(tool).is_file())
-                || Path::new("/usr/sbin").join(tool).is_file()
-        });
-        if !found {
-            return Some(format!("{tool} is not installed"));
-        }
-    }
-    None
-}
-
-/// "NAME RC SECONDS" lines.
-fn checks(out: &Path) -> Vec<(String, i32, f64)> {
-    std::fs::read_to_string(out.join("checks"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| {
-            let mut w = l.split_whitespace();
-            Some((
-                w.next()?.to_string(),
-                w.next()?.parse().ok()?,
-                w.next()?.parse().ok()?,
-            ))
-        })
-        .collect()
-}
-
-fn text(out: &Path, name: &str) -> String {
-    std::fs::read_to_string(out.join(name)).unwrap_or_default()
-}
 
 /// (experiment, verdict, claim) of every claim in a result set.
 fn verdicts(results: &serde_json::Value) -> Vec<(String, String, String)> {
@@ -142,30 +79,7 @@ fn boot(cache: &Path, package: &str, version: &str, release: &str) -> Booted {
     );
     script += &std::fs::read_to_string(scripts().join("job")).unwrap();
     std::fs::write(&job, script).unwrap();
-    let t0 = std::time::Instant::now();
-    let status = Command::new(scripts().join("boot"))
-        .arg(cache.join(release))
-        .arg(&out)
-        .arg(&job)
-        .arg(LIMIT_S.to_string())
-        .status()
-        .unwrap();
-    let wall_s = t0.elapsed().as_secs_f64();
-    let console = text(&out, "console.log");
-    assert!(
-        !console.contains("Kernel panic"),
-        "{release}: the guest kernel panicked: {}",
-        console
-            .lines()
-            .find(|l| l.contains("Oops") || l.contains("BUG"))
-            .unwrap_or("see the console log")
-    );
-    assert!(
-        status.success(),
-        "{release}: the guest ended with {status} (console: {}, guest log: {})",
-        out.join("console.log").display(),
-        out.join("guest.log").display()
-    );
+    let wall_s = guests::boot(&cache.join(release), &out, &job, LIMIT_S, None);
     Booted {
         package: package.into(),
         version: version.into(),
@@ -379,45 +293,22 @@ fn summary(booted: &[Booted]) -> String {
 
 #[test]
 fn each_kernel_runs_the_write_back_lab_on_cgroup_v2() {
-    if std::env::var("OSLAB_KERNEL_MATRIX").as_deref() == Ok("off") {
-        eprintln!("skipped: OSLAB_KERNEL_MATRIX=off");
-        return;
-    }
-    if !common::is_root() {
-        eprintln!(
-            "skipped: the kernel matrix needs root (9p export of /, loop devices in the guest)"
-        );
-        return;
-    }
-    if let Some(why) = missing_tool() {
-        eprintln!("skipped: {why} (.ci/run installs the kernel matrix's tools)");
-        return;
-    }
-    if !busybox_is_static() {
-        eprintln!("skipped: busybox is not the static one (Debian's busybox-static)");
+    if let Some(why) = guests::skip_reason() {
+        eprintln!("skipped: {why}");
         return;
     }
     let cache = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("kernel-matrix");
-    let prepared = Command::new(scripts().join("prepare"))
-        .arg(&cache)
-        .args(KERNELS)
-        .output()
-        .unwrap();
-    if !prepared.status.success() {
-        // a machine without Debian's archive (Ubuntu, offline) cannot fetch them
-        eprintln!(
-            "skipped: the kernels could not be fetched or unpacked: {}",
-            String::from_utf8_lossy(&prepared.stderr).trim()
-        );
-        return;
-    }
-    let lines = String::from_utf8(prepared.stdout).unwrap();
+    let prepared = match guests::prepare(&cache, &KERNELS) {
+        Ok(p) => p,
+        Err(why) => {
+            // a machine without Debian's archive (Ubuntu, offline) cannot fetch them
+            eprintln!("skipped: the kernels could not be fetched or unpacked: {why}");
+            return;
+        }
+    };
     let mut booted = Vec::new();
-    for line in lines.lines() {
-        let w: Vec<&str> = line.split_whitespace().collect();
-        let [package, version, release] = w[..] else {
-            panic!("prepare printed '{line}'");
-        };
+    for k in &prepared {
+        let (package, version, release) = (&k.package, &k.version, &k.release);
         eprintln!("kernel matrix: booting {release} ({package} {version})");
         let b = boot(&cache, package, version, release);
         eprintln!("kernel matrix: {release} took {:.0} s", b.wall_s);

@@ -234,6 +234,7 @@ impl Drop for Testbed {
 
 pub mod attacker;
 pub mod governor;
+pub mod guests;
 pub mod svg_layout;
 pub mod trace_format;
 pub mod users;
