@@ -23,7 +23,9 @@ fn main() {
         return;
     }
     let built = Command::new(&compiler)
-        .args(["-O2", "-Wall", "-Werror", "-o"])
+        // warnings are not fatal: a newer compiler's new warning must not
+        // stop a user's build
+        .args(["-O2", "-Wall", "-o"])
         .arg(out.join("paced_writer"))
         .arg(SOURCE)
         .output();
