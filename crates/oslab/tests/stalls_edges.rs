@@ -85,10 +85,14 @@ fn ctrl_c_ends_it_with_130_after_the_last_interval() {
     assert!(err.contains("finishing (signal 2)"), "{err}");
 }
 
-/// Regression: `stalls -- false` listed oslab itself as a dirtier: the fork that
-/// runs the command carries oslab's name until its exec, and the exec writes the
-/// executable's access time. A copy of `true` whose access time is two days old
-/// makes that write happen on every run.
+/// `stalls -- false` listed oslab itself as a dirtier. End to end: oslab writes
+/// its own JSON lines during the run (pages dirtied under its name), and none of
+/// them, nor anything of the fork before its exec, is listed as oslab. Whether an
+/// exec dirties a page in the fork depends on the file system (here, ext4 with a
+/// journal, the access time it writes does not), so the renaming of the fork's
+/// records is proved on recorded records by the unit test
+/// `the_commands_fork_is_named_as_the_command_and_oslab_itself_is_left_out`
+/// (crates/trace/src/session.rs), which fails without it.
 #[test]
 fn the_fork_that_runs_the_command_is_named_as_the_command() {
     let journal = traced_or_skip!("stalls-own-fork");

@@ -12,7 +12,7 @@ use oslab_sys::pidinfo;
 
 use crate::analysis::{Captured, hz_from_pauses};
 use crate::decode::user_dev;
-use crate::records::WriteCall;
+use crate::records::{Dirtier, WriteCall};
 use crate::stalls::{Interval, ProcessInfo, dirtied_since, stall_lines, summarize};
 use crate::{TraceError, Tracer, WritebackOptions};
 use oslab_model::trace::{IntervalSummary, StallLine};
@@ -45,6 +45,31 @@ pub struct Tick {
     /// Blocked stretches of this interval and the one before, where the
     /// stretches of `lines` are (a call may end an interval after it blocked).
     pub stacks: Vec<crate::records::OffCpu>,
+}
+
+/// Leaves out the records of oslab's own process `own` (None with
+/// `--include-self`), and names the records of the command oslab started for the
+/// user after the command: until its exec it is a fork of oslab, and the kernel
+/// counts what it does against oslab's name.
+fn attribute(
+    cap: &mut Captured,
+    dirtiers: &mut Vec<Dirtier>,
+    own: Option<u32>,
+    command: Option<&(u32, String)>,
+) {
+    if let Some(own) = own {
+        cap.writes.retain(|w| w.tgid != own);
+        cap.offcpu.retain(|o| o.tgid != own);
+        dirtiers.retain(|d| d.tgid != own);
+    }
+    if let Some((pid, name)) = command {
+        for d in dirtiers.iter_mut().filter(|d| d.tgid == *pid) {
+            d.comm.clone_from(name);
+        }
+        for w in cap.writes.iter_mut().filter(|w| w.tgid == *pid) {
+            w.comm.clone_from(name);
+        }
+    }
 }
 
 /// A running session.
@@ -151,19 +176,8 @@ impl StallsSession {
         let mut snap = self.tracer.snapshot();
         let mut cap = Captured::default();
         self.tracer.collect(&mut cap);
-        if !self.options.include_self {
-            cap.writes.retain(|w| w.tgid != self.own);
-            cap.offcpu.retain(|o| o.tgid != self.own);
-            snap.dirtiers.retain(|d| d.tgid != self.own);
-        }
-        if let Some((pid, name)) = &self.command {
-            for d in snap.dirtiers.iter_mut().filter(|d| d.tgid == *pid) {
-                d.comm.clone_from(name);
-            }
-            for w in cap.writes.iter_mut().filter(|w| w.tgid == *pid) {
-                w.comm.clone_from(name);
-            }
-        }
+        let own = (!self.options.include_self).then_some(self.own);
+        attribute(&mut cap, &mut snap.dirtiers, own, self.command.as_ref());
         let hz = self
             .known_hz
             .or_else(|| hz_from_pauses(&cap.pauses))
@@ -317,4 +331,71 @@ fn wait_until(target: u64, ended: &mut impl FnMut() -> Option<i32>) -> Option<i3
         std::thread::sleep(Duration::from_millis(20).min(left));
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dirtier(tgid: u32, comm: &str) -> Dirtier {
+        Dirtier {
+            tgid,
+            comm: comm.into(),
+            pages: 1,
+            first_ns: 0,
+            last_ns: 0,
+            cgroup_id: 0,
+            policy: 0,
+            prio: 120,
+            rt_priority: 0,
+            memcg_id: 0,
+            flushes: 0,
+        }
+    }
+
+    fn write(tgid: u32, comm: &str) -> WriteCall {
+        WriteCall {
+            tgid,
+            comm: comm.into(),
+            ..WriteCall::default()
+        }
+    }
+
+    /// `stalls -- false` listed oslab as a dirtier: the pages its fork dirtied
+    /// before the exec carry oslab's name, and oslab's own writes were kept.
+    #[test]
+    fn the_commands_fork_is_named_as_the_command_and_oslab_itself_is_left_out() {
+        let (own, child) = (100, 101);
+        let mut cap = Captured {
+            writes: vec![write(own, "oslab"), write(child, "oslab"), write(7, "dd")],
+            ..Captured::default()
+        };
+        let mut dirtiers = vec![dirtier(own, "oslab"), dirtier(child, "oslab")];
+        attribute(
+            &mut cap,
+            &mut dirtiers,
+            Some(own),
+            Some(&(child, "false".to_string())),
+        );
+        let names: Vec<(u32, &str)> = dirtiers.iter().map(|d| (d.tgid, d.comm.as_str())).collect();
+        assert_eq!(names, [(child, "false")]);
+        let writes: Vec<(u32, &str)> = cap
+            .writes
+            .iter()
+            .map(|w| (w.tgid, w.comm.as_str()))
+            .collect();
+        assert_eq!(writes, [(child, "false"), (7, "dd")]);
+    }
+
+    #[test]
+    fn with_include_self_oslabs_own_records_stay_under_its_name() {
+        let mut cap = Captured {
+            writes: vec![write(100, "oslab")],
+            ..Captured::default()
+        };
+        let mut dirtiers = vec![dirtier(100, "oslab")];
+        attribute(&mut cap, &mut dirtiers, None, Some(&(101, "false".into())));
+        assert_eq!(dirtiers[0].comm, "oslab");
+        assert_eq!(cap.writes[0].comm, "oslab");
+    }
 }
