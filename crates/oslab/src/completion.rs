@@ -109,7 +109,7 @@ pub fn run_settings() -> ArgValueCompleter {
 /// `--set KEY=` of `oslab sim run|sweep|advise`: the simulator's settings.
 pub fn sim_settings() -> ArgValueCompleter {
     ArgValueCompleter::new(|current: &OsStr| {
-        let names: Vec<(&str, &str)> = oslab_wbsim::settings::KEYS
+        let names: Vec<(&str, &str)> = oslab_wbsim::keys::KEYS
             .iter()
             .map(|k| (k.setting.name(), k.setting.help()))
             .collect();

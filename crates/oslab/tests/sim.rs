@@ -195,7 +195,7 @@ fn the_settings_list_comes_from_the_declarations_and_the_docs_show_it() {
         .unwrap();
     assert!(out.status.success());
     let text = String::from_utf8(out.stdout).unwrap();
-    for k in oslab_wbsim::settings::KEYS {
+    for k in oslab_wbsim::keys::KEYS {
         assert!(text.contains(k.field), "{}", k.field);
     }
     let docs = std::fs::read_to_string(

@@ -4,9 +4,9 @@ use std::fmt::Write;
 
 use oslab_model::compare::{Comparison, FigureComparison, Noise, Side};
 
-use crate::html;
 use crate::markup::{anchor, esc};
 use crate::num::{fmt, pct};
+use crate::page;
 use crate::table::{Width, fit, wrap};
 
 fn ci(c: Option<[f64; 2]>) -> String {
@@ -205,7 +205,7 @@ fn experiment_section(c: &Comparison, e: &str) -> String {
         anchor(e),
         esc(e)
     );
-    body.push_str(&html::table(
+    body.push_str(&page::table(
         "comparison",
         &[
             "figure",
@@ -225,13 +225,13 @@ fn experiment_section(c: &Comparison, e: &str) -> String {
         .map(|x| {
             vec![
                 esc(&x.text),
-                html::verdict_badge(x.a),
-                html::verdict_badge(x.b),
+                page::verdict_badge(x.a),
+                page::verdict_badge(x.b),
             ]
         })
         .collect();
     if !claims.is_empty() {
-        body.push_str(&html::table("claims", &["claim", "A", "B"], &claims, &[]));
+        body.push_str(&page::table("claims", &["claim", "A", "B"], &claims, &[]));
     }
     body.push_str("</section>\n");
     body
@@ -274,7 +274,7 @@ pub fn html(c: &Comparison) -> String {
             let _ = writeln!(body, "<p>Only in {tag}: {}</p>", esc(&list.join(", ")));
         }
     }
-    html::page(
+    page::page(
         &format!("oslab compare: {} vs {}", c.a.label, c.b.label),
         &format!(
             "A = {} ({}), B = {} ({})",

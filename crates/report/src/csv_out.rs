@@ -1,10 +1,11 @@
 //! CSV output: for each result, its raw samples, its summaries, findings, claims and
 //! the points of its plots, one file each, named after the experiment
-//! (`cpu.syscall.samples.csv`, ...).
+//! (`cpu.syscall.samples.csv`, ...); and one of those tables over the stored runs
+//! of `oslab export`.
 
 use oslab_model::ExperimentResult;
 
-use crate::export::Stored;
+use crate::export::{Stored, StoredRun};
 use crate::exporter::{ExportError, Exporter, Piece, Results, Shape, Stage};
 
 fn to_bytes(header: &[&str], rows: Vec<Vec<String>>) -> Vec<u8> {
@@ -210,6 +211,50 @@ impl Exporter<Results> for Csv {
     }
 }
 
+const PREFIX: [&str; 8] = [
+    "run_id",
+    "machine",
+    "machine_id",
+    "kernel",
+    "label",
+    "experiment",
+    "mode",
+    "started_at",
+];
+
+/// One CSV table over every result of every run: each row of the per-result table
+/// prefixed with the run and experiment it belongs to, for notebooks.
+fn runs_table(table: CsvTable, runs: &[StoredRun]) -> Vec<u8> {
+    let header: Vec<&str> = PREFIX.iter().chain(table.header()).copied().collect();
+    let mut rows = Vec::new();
+    for StoredRun {
+        columns: run,
+        results,
+        ..
+    } in runs
+    {
+        for r in results {
+            let prefix = [
+                run.run_id.to_string(),
+                run.machine.clone(),
+                r.environment.machine.machine_id.clone().unwrap_or_default(),
+                run.kernel.clone(),
+                run.label.clone().unwrap_or_default(),
+                r.experiment.clone(),
+                match r.mode {
+                    oslab_model::Mode::Quick => "quick".to_string(),
+                    oslab_model::Mode::Full => "full".to_string(),
+                },
+                r.started_at.clone(),
+            ];
+            for row in table.rows(r) {
+                rows.push(prefix.iter().cloned().chain(row).collect());
+            }
+        }
+    }
+    encode(&header, rows)
+}
+
 /// One table over stored runs, with the run's columns first (`oslab export --format
 /// csv --table T`).
 impl Exporter<Stored> for CsvTable {
@@ -217,6 +262,6 @@ impl Exporter<Stored> for CsvTable {
         Shape::Document
     }
     fn serialize(&mut self, s: &Stored, _: Stage) -> Result<Vec<Piece>, ExportError> {
-        Ok(vec![Piece::whole(crate::export::csv(*self, &s.runs))])
+        Ok(vec![Piece::whole(runs_table(*self, &s.runs))])
     }
 }

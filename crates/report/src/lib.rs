@@ -5,8 +5,9 @@
 //! ([`terminal`], [`json`], [`csv_out`], [`svg`], [`html`]); the binary chooses the
 //! exporters a command writes. What several formats of one kind of document share
 //! is rendered beside that document rather than in each format's file: a
-//! comparison's text and page in [`compare`], the stored runs' CSV table in
-//! [`export`]. The other modules render one command's text (`info`, `dirty`,
+//! comparison's text and page in [`compare`] (its page built of the pieces every
+//! page is, `page`); the stored runs of `oslab export` are a document of their own
+//! ([`export`]). The other modules render one command's text (`info`, `dirty`,
 //! `stalls`, `wcall`, `watch`).
 #![forbid(unsafe_code)]
 
@@ -20,6 +21,7 @@ pub mod info;
 pub mod json;
 mod markup;
 pub mod num;
+mod page;
 pub mod source;
 pub mod stalls;
 pub mod svg;

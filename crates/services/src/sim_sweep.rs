@@ -1,7 +1,7 @@
 //! A scenario run for many values of one setting, on all CPUs.
 
 use oslab_wbsim::config::MIB;
-use oslab_wbsim::settings::{Assignment, configure};
+use oslab_wbsim::sets::{Assignment, configure};
 use oslab_wbsim::{Config, simulate};
 
 use super::write_latency::latency_stats;

@@ -16,11 +16,13 @@ pub mod bounds;
 pub mod config;
 pub mod engine;
 pub mod kernel;
+pub mod keys;
 pub mod outcome;
 pub mod policy;
 pub mod profile;
 pub mod rules;
 pub mod scenario;
+pub mod sets;
 pub mod settings;
 pub mod validate;
 

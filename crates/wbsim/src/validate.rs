@@ -5,7 +5,7 @@
 
 use crate::bounds::{FIELDS, MAX_WRITERS, WRITER_FIELDS};
 use crate::config::Config;
-use crate::settings::KEYS;
+use crate::keys::KEYS;
 
 /// Why a scenario cannot be simulated: the field (its path in a scenario file,
 /// `writers[1].class.normal.nice`) and what is wrong with its value.

@@ -19,6 +19,10 @@ use oslab_sys::journal::{Undo, with_global};
 
 static LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/liboslab_wcall.so"));
 
+/// The file name of the interposer cdylib: of the copy written here, and of the
+/// library oslab looks for beside its binary first.
+pub const PRELOAD_NAME: &str = "liboslab_wcall.so";
+
 /// The interposer's path, written on the first call; the reason when it cannot be.
 pub fn path() -> Result<PathBuf, String> {
     static WRITTEN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
@@ -128,7 +132,7 @@ fn write_into(
         |e: std::io::Error| format!("cannot write the interposer into {}: {e}", dir.display());
     // mkdtemp made it 0700: governed programs of other users must reach the file
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).map_err(fail)?;
-    let path = dir.join(crate::launch::PRELOAD_NAME);
+    let path = dir.join(PRELOAD_NAME);
     let mut f = std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)

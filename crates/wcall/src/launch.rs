@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// The file name of the interposer cdylib.
-pub const PRELOAD_NAME: &str = "liboslab_wcall.so";
+use crate::embedded::{self, PRELOAD_NAME};
+
 /// Overrides where the interposer is looked for.
 pub const ENV_LIB: &str = "OSLAB_WCALL_LIB";
 
@@ -32,7 +32,7 @@ pub fn preload_path() -> Result<PathBuf, String> {
     ];
     match candidates.iter().flatten().find_map(|p| trusted(p).ok()) {
         Some(p) => Ok(p),
-        None => crate::embedded::path().map_err(|e| {
+        None => embedded::path().map_err(|e| {
             format!(
                 "the interposer {PRELOAD_NAME} is not next to {} and its copy inside oslab could not be written: {e}",
                 exe.display()

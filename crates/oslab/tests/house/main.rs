@@ -1,5 +1,6 @@
 //! The workspace checks its own shape: no file of product code over 500 code lines, no
-//! import circle between files of different folders, every repository path the docs
+//! import circle between files of different folders nor between the files of one
+//! folder (its mod.rs aside), every repository path the docs
 //! name exists in a clone, and every crate takes the workspace's lints (`lints.rs`:
 //! functions over 80 code lines are clippy's `too_many_lines`, switched on for every
 //! crate in the root Cargo.toml, its threshold in clippy.toml, never allowed in
@@ -132,6 +133,27 @@ fn circles(edges: &[BTreeSet<usize>]) -> Vec<Vec<usize>> {
     s.found
 }
 
+/// A circle in words: the crate, its size and each import that ties it.
+fn described(name: &str, krate: &Crate, edges: &[BTreeSet<usize>], circle: &[usize]) -> String {
+    let members: BTreeSet<usize> = circle.iter().copied().collect();
+    let mut ties = Vec::new();
+    for &from in circle {
+        for to in edges[from].intersection(&members) {
+            ties.push(format!(
+                "    {} -> {}",
+                shown(&krate.modules[from].file),
+                shown(&krate.modules[*to].file)
+            ));
+        }
+    }
+    ties.sort();
+    format!(
+        "{name}: a circle of {} files\n{}",
+        circle.len(),
+        ties.join("\n")
+    )
+}
+
 #[test]
 fn no_import_circle_runs_between_files_of_different_folders() {
     let mut bad = Vec::new();
@@ -141,32 +163,56 @@ fn no_import_circle_runs_between_files_of_different_folders() {
             (0..krate.modules.len()).map(|m| index.imports(m)).collect();
         for circle in circles(&edges) {
             let folders: BTreeSet<PathBuf> = circle.iter().map(|&m| krate.folder(m)).collect();
-            if folders.len() < 2 {
-                continue; // files of one folder that share their work
+            if folders.len() >= 2 {
+                bad.push(described(&name, &krate, &edges, &circle));
             }
-            let members: BTreeSet<usize> = circle.iter().copied().collect();
-            let mut ties = Vec::new();
-            for &from in &circle {
-                for to in edges[from].intersection(&members) {
-                    ties.push(format!(
-                        "    {} -> {}",
-                        shown(&krate.modules[from].file),
-                        shown(&krate.modules[*to].file)
-                    ));
-                }
-            }
-            ties.sort();
-            bad.push(format!(
-                "{name}: a circle of {} files\n{}",
-                circle.len(),
-                ties.join("\n")
-            ));
         }
     }
     assert!(
         bad.is_empty(),
         "import circles between folders (move what both sides use to a module neither \
          imports back):\n{}",
+        bad.join("\n")
+    );
+}
+
+/// The file that declares a folder's modules (lib.rs, main.rs, a mod.rs, or a file
+/// with a folder of children): the folder's face, which names its files' shared
+/// types and hands their work on, so imports between it and them run both ways.
+fn is_face(krate: &Crate, m: usize) -> bool {
+    let module = &krate.modules[m];
+    !module.children.is_empty()
+        || module
+            .file
+            .file_name()
+            .is_some_and(|n| n == "lib.rs" || n == "main.rs" || n == "mod.rs")
+}
+
+/// The imports between files that are no folder's face.
+fn imports_beside(krate: &Crate) -> Vec<BTreeSet<usize>> {
+    let index = Index::new(krate);
+    (0..krate.modules.len())
+        .map(|m| {
+            let mut to = index.imports(m);
+            to.retain(|&t| !is_face(krate, m) && !is_face(krate, t));
+            to
+        })
+        .collect()
+}
+
+#[test]
+fn imports_between_the_files_of_one_folder_run_one_way() {
+    let mut bad = Vec::new();
+    for (name, krate) in crates() {
+        let edges = imports_beside(&krate);
+        for circle in circles(&edges) {
+            bad.push(described(&name, &krate, &edges, &circle));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "import circles between files beside each other (move what both use to a file of \
+         its own that both import, e.g. the figures the judging and the claims read):\n{}",
         bad.join("\n")
     );
 }
@@ -206,6 +252,55 @@ fn the_circle_finder_sees_a_circle_through_a_re_export() {
     assert_eq!(
         names,
         [PathBuf::from("a/one.rs"), PathBuf::from("b/mod.rs")]
+    );
+}
+
+#[test]
+fn a_circle_beside_the_face_is_seen_and_the_face_is_not_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path();
+    std::fs::create_dir_all(src.join("a")).unwrap();
+    std::fs::write(src.join("lib.rs"), "mod a;\nmod c;\n").unwrap();
+    // the face and its files import each other: no circle
+    std::fs::write(
+        src.join("a/mod.rs"),
+        "mod one;\nmod two;\npub struct Raw;\npub use one::judge;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        src.join("a/one.rs"),
+        "use super::Raw;\nuse super::two::claims;\npub fn judge(r: Raw) { claims(r) }\npub fn median() {}\n",
+    )
+    .unwrap();
+    // two.rs takes a helper back from one.rs: the circle
+    std::fs::write(
+        src.join("a/two.rs"),
+        "use super::Raw;\npub fn claims(_: Raw) { super::one::median() }\n",
+    )
+    .unwrap();
+    // a file beside lib.rs that only imports one way
+    std::fs::write(
+        src.join("c.rs"),
+        "pub fn f() { crate::a::judge(crate::a::Raw) }\n",
+    )
+    .unwrap();
+    let krate = Crate::read(&src.join("lib.rs"));
+    let found = circles(&imports_beside(&krate));
+    assert_eq!(found.len(), 1, "{:?}", found);
+    let mut names: Vec<PathBuf> = found[0]
+        .iter()
+        .map(|&m| {
+            krate.modules[m]
+                .file
+                .strip_prefix(src)
+                .unwrap()
+                .to_path_buf()
+        })
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [PathBuf::from("a/one.rs"), PathBuf::from("a/two.rs")]
     );
 }
 

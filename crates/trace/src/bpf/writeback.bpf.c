@@ -160,6 +160,7 @@ struct {
 	__type(value, struct ev_flush);
 } passes SEC(".maps");
 
+#include "blocked.h"
 #include "call_span.h"
 #include "syscall_calls.h"
 #include "offcpu.h"

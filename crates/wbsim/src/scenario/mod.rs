@@ -366,8 +366,8 @@ class = { rt = { priority = 55 } }
     fn settings_apply() {
         let c = find("testbed-fig2").unwrap().config;
         let set = |a: &str| {
-            crate::settings::parse_sets(&[a.to_string()])
-                .and_then(|sets| crate::settings::configure(&c, &sets))
+            crate::sets::parse_sets(&[a.to_string()])
+                .and_then(|sets| crate::sets::configure(&c, &sets))
         };
         assert_eq!(
             set("bandwidth=10MiB/s").unwrap().device.bandwidth_bytes_s,

@@ -247,7 +247,7 @@ proptest! {
     fn settings_of_any_text_never_panic(
         key in prop_oneof![
             proptest::sample::select(
-                crate::settings::KEYS.iter().map(|k| k.setting.name()).collect::<Vec<_>>()
+                crate::keys::KEYS.iter().map(|k| k.setting.name()).collect::<Vec<_>>()
             ).prop_map(String::from),
             ".{0,12}",
         ],
@@ -255,8 +255,8 @@ proptest! {
     ) {
         let base = find("testbed-fig2").unwrap().config;
         let _ = parse_bytes(&v);
-        let set = crate::settings::parse_sets(&[format!("{key}={v}")]);
-        if let Ok(c) = set.and_then(|sets| crate::settings::configure(&base, &sets)) {
+        let set = crate::sets::parse_sets(&[format!("{key}={v}")]);
+        if let Ok(c) = set.and_then(|sets| crate::sets::configure(&base, &sets)) {
             validate(&c).map_err(|e| TestCaseError::fail(e.to_string()))?;
         }
     }

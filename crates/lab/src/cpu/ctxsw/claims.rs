@@ -2,10 +2,11 @@
 
 use oslab_model::{Claim, Environment};
 
-use super::judge::{cpus_of, median};
+use super::cpu_mask::cpus_of;
 use super::modes::{Modes, Spread};
 use super::{CellRaw, Raw};
 use oslab_harness::check::{Check, Condition, Outcome, Rule};
+use oslab_stats::median;
 
 const PINNING: Check = Check {
     id: "pinning-cheaper",

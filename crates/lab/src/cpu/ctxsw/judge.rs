@@ -3,29 +3,14 @@
 
 use oslab_model::{Axis, Environment, Plot, Scale, Series, SeriesStyle};
 
+use super::cpu_mask::cpus_of;
 use super::modes::Spread;
 use super::{CellRaw, Plan, Raw};
 use oslab_harness::{Output, finding, measurement};
+use oslab_stats::median;
 
 /// Steal above this share of CPU time during a cell makes it suspect.
 const STEAL_NOTE: f64 = 0.05;
-
-pub fn median(v: &[f64]) -> Option<f64> {
-    oslab_stats::median(v)
-}
-
-/// "0,1" for a CPU mask, "?" when empty.
-pub fn cpus_of(mask: u64) -> String {
-    let v: Vec<String> = (0..64)
-        .filter(|i| mask & (1 << i) != 0)
-        .map(|i| i.to_string())
-        .collect();
-    if v.is_empty() {
-        "?".into()
-    } else {
-        v.join(",")
-    }
-}
 
 pub(super) fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let mut out = Output::default();

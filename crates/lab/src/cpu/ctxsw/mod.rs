@@ -61,6 +61,7 @@
 //! docs/ctxsw.md.
 
 mod claims;
+mod cpu_mask;
 mod judge;
 pub mod kernel_count;
 mod measure;

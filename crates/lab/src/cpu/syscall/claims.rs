@@ -2,7 +2,7 @@
 //! costs tens of ns.
 
 use super::Raw;
-use super::judge::Calls;
+use super::calls::Calls;
 use oslab_harness::check::{Check, Condition, Rule};
 
 /// The material's "tens to ~100 ns per call" (section 5, 2006-2013 Xeons): tens

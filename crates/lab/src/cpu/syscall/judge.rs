@@ -2,6 +2,7 @@
 
 use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 
+use super::calls::Calls;
 use super::claims::{cost_claim, mode_switch_claim};
 use super::{PROBES, Plan, Raw, WARMUP_ROUNDS};
 use crate::cpu::common::timing::{MIN_BATCH_NS, subtract};
@@ -9,31 +10,6 @@ use oslab_harness::{Output, finding, measurement};
 
 pub(super) fn median(v: &[f64]) -> f64 {
     oslab_stats::median(v).unwrap_or(f64::NAN)
-}
-
-/// Counts of calls and switches the claims and findings use.
-pub(super) struct Calls {
-    pub(super) syscalls: u64,
-    pub(super) all: u64,
-    pub(super) switches_per_million: f64,
-}
-
-impl Calls {
-    pub(super) fn of(raw: &Raw) -> Calls {
-        let calls_of = |names: &[&str]| -> u64 {
-            raw.probes
-                .iter()
-                .filter(|p| names.contains(&p.name.as_str()))
-                .map(|p| p.batch * p.ns_per_call.len() as u64)
-                .sum()
-        };
-        let all = calls_of(&["loop", "gettid", "getppid", "clock_gettime_vdso"]);
-        Calls {
-            syscalls: calls_of(&["gettid", "getppid"]),
-            all,
-            switches_per_million: raw.voluntary_switches as f64 * 1e6 / all.max(1) as f64,
-        }
-    }
 }
 
 pub(super) fn judge(plan: &Plan, raw: &Raw, seed: u64) -> Output {

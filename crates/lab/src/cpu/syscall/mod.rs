@@ -28,6 +28,7 @@
 //! References: syscall(2), gettid(2), vdso(7), getrusage(2);
 //! Documentation/admin-guide/hw-vuln/; material section 5.
 
+mod calls;
 mod claims;
 mod judge;
 mod measure;

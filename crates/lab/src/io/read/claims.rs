@@ -5,7 +5,7 @@ use oslab_model::Claim;
 use oslab_units::human_bytes;
 
 use super::Raw;
-use super::judge::{Figures, MIB};
+use super::figures::{Figures, MIB};
 use oslab_harness::check::{Check, Condition, Rule};
 
 pub(super) const WARM_FASTER: Check = Check {

@@ -32,6 +32,7 @@
 //! 1.117 s, warm 0.134 s (../shared/spec/material.md).
 
 mod claims;
+mod figures;
 mod judge;
 mod measure;
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use oslab_model::{Claim, Environment};
 use oslab_units::human_bytes;
 
-use super::judge::{BIG, CellFigures, Probes, cell_figures, disk_flags, opt_bytes};
+use super::figures::{BIG, CellFigures, Probes, cell_figures, disk_flags, opt_bytes};
 use super::{Mode, Raw};
 use oslab_harness::check::{Check, Condition, Rule};
 

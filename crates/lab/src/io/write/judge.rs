@@ -5,51 +5,11 @@ use oslab_model::{Axis, Environment, Finding, Measurement, Plot, Scale, Series, 
 use oslab_units::human_bytes;
 
 use super::claims::{buffered_faster, device_later};
+use super::figures::{BIG, CellFigures, Probes, cell_figures, disk_flags, opt_bytes, probes};
 use super::{Cell, Mode, Plan, Raw, bs_label};
 use oslab_harness::sampler;
 use oslab_harness::{Output, finding, measurement};
 use oslab_services::disk_probe::mb_s;
-
-/// The block size both claims compare at.
-pub(super) const BIG: u64 = 1 << 20;
-
-fn med(v: &[f64]) -> f64 {
-    oslab_stats::median(v).unwrap_or(f64::NAN)
-}
-
-/// The medians of one cell.
-pub(super) struct CellFigures {
-    pub(super) write_rate: f64,
-    pub(super) synced_rate: f64,
-    /// Device bytes during / after the calls over the bytes written.
-    pub(super) during: f64,
-    pub(super) after: f64,
-    pub(super) during_bytes: f64,
-    pub(super) after_bytes: f64,
-    pub(super) dirty: Option<f64>,
-    pub(super) writeback: Option<f64>,
-}
-
-pub(super) fn cell_figures(c: &Cell) -> CellFigures {
-    let col = |f: fn(&super::WriteRun) -> f64| -> Vec<f64> { c.runs.iter().map(f).collect() };
-    let bytes = c.runs[0].bytes as f64;
-    let during_bytes = med(&col(|r| r.dev_during as f64));
-    let after_bytes = med(&col(|r| r.dev_after as f64));
-    let opt = |v: Vec<Option<u64>>| -> Option<f64> {
-        let v: Option<Vec<f64>> = v.into_iter().map(|x| x.map(|x| x as f64)).collect();
-        v.and_then(|v| oslab_stats::median(&v))
-    };
-    CellFigures {
-        write_rate: med(&col(|r| mb_s(r.bytes, r.write_s))),
-        synced_rate: med(&col(|r| mb_s(r.bytes, r.write_s + r.sync_s.unwrap_or(0.0)))),
-        during: during_bytes / bytes,
-        after: after_bytes / bytes,
-        during_bytes,
-        after_bytes,
-        dirty: opt(c.runs.iter().map(|r| r.dirty_after).collect()),
-        writeback: opt(c.runs.iter().map(|r| r.writeback_after).collect()),
-    }
-}
 
 fn mode_of(name: &str) -> Mode {
     match name {
@@ -57,10 +17,6 @@ fn mode_of(name: &str) -> Mode {
         "dsync" => Mode::Dsync,
         _ => Mode::Buffered,
     }
-}
-
-pub(super) fn opt_bytes(v: Option<f64>) -> String {
-    v.map_or_else(|| "unknown".into(), |b| human_bytes(b.max(0.0) as u64))
 }
 
 /// The measurements and findings of one cell.
@@ -141,30 +97,6 @@ fn cell_outputs(
     (m, findings)
 }
 
-/// The probes' figures: ns per fresh page, ns per page again, the MB/s of new pages
-/// that first cost allows, the overwrite rate.
-pub(super) struct Probes {
-    pub(super) touch_new_ns: f64,
-    pub(super) touch_again_ns: f64,
-    pub(super) page_limit_mb_s: f64,
-    pub(super) overwrite_mb_s: f64,
-}
-
-fn probes(raw: &Raw) -> Probes {
-    let pages = (raw.touch.bytes / raw.page_bytes.max(1)).max(1) as f64;
-    let touch_new_ns = raw.touch.first_ns as f64 / pages;
-    Probes {
-        touch_new_ns,
-        touch_again_ns: raw.touch.again_ns as f64 / pages,
-        page_limit_mb_s: if touch_new_ns > 0.0 {
-            raw.page_bytes as f64 / touch_new_ns * 1e9 / 1e6
-        } else {
-            f64::NAN
-        },
-        overwrite_mb_s: mb_s(raw.overwrite.bytes, raw.overwrite.secs),
-    }
-}
-
 pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let mut out = Output::default();
     let device = raw.device().unwrap_or("the device");
@@ -237,21 +169,6 @@ fn probe_findings(p: &Probes) -> Vec<Finding> {
             "buffered overwrite of pages already in the page cache",
         ),
     ]
-}
-
-/// The device's write cache and rotational flags: read during the run, else as the
-/// environment recorded them for the same disk.
-pub(super) fn disk_flags(raw: &Raw, env: &Environment) -> (Option<String>, Option<bool>) {
-    let Some(d) = &raw.disk else {
-        return (None, None);
-    };
-    let recorded = env.machine.block_devices.iter().find(|b| b.name == d.disk);
-    (
-        d.write_cache
-            .clone()
-            .or_else(|| recorded.and_then(|b| b.write_cache.clone())),
-        d.rotational.or_else(|| recorded.and_then(|b| b.rotational)),
-    )
 }
 
 /// Under free page reporting the order of the buffered writes matters.

@@ -36,6 +36,7 @@
 //! (../shared/spec/material.md).
 
 mod claims;
+mod figures;
 mod judge;
 mod measure;
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! state each simulation started from, so a reader can see what was an input.
 
 use super::Raw;
-use super::judge::Group;
+use super::groups::Group;
 use oslab_services::page_costs::costs;
 
 const MIB: f64 = (1u64 << 20) as f64;

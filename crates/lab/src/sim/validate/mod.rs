@@ -39,6 +39,7 @@
 mod cell;
 pub mod configs;
 pub mod figures;
+pub mod groups;
 pub mod judge;
 mod judge_notes;
 mod measure;

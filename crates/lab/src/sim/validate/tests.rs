@@ -7,7 +7,8 @@ use oslab_wbsim::policy::Policy;
 
 use super::configs::config_for;
 use super::figures::Fig;
-use super::judge::{groups, judge};
+use super::groups::groups;
+use super::judge::judge;
 use super::{CellRaw, IoCounts, PageCosts, Plan, Raw, SettingRaw, Spec};
 use oslab_services::cells::record::{Cell, Scenario, WriterRaw};
 use oslab_services::cells::sim_config::Seed;

@@ -4,7 +4,7 @@ use oslab_model::Claim;
 use oslab_stats::sawtooth::Sawtooth;
 use oslab_units::human_bytes;
 
-use super::judge::{bandwidth_for_chunk, implied_chunk_mib};
+use super::chunk::{bandwidth_for_chunk, implied_chunk_mib};
 use super::{MIB, Plan};
 use oslab_harness::check::{Check, Condition, Outcome, Rule};
 use oslab_services::dirty_rules::Prediction;

@@ -1,20 +1,15 @@
 //! wb.background's findings and plots from the sawtooth.
 
 use oslab_model::trace::FlushReason;
-use oslab_stats::sawtooth::Sawtooth;
 use oslab_units::human_bytes;
 
+use super::chunk::implied_chunk_mib;
 use super::claims::{SAWTOOTH, falls_to_zero, sawtooth_why};
 use super::{MIB, Plan};
 use oslab_harness::{Output, finding};
 use oslab_services::dirty_rules::{self};
 use oslab_services::sawtooth::{Rules, SawRaw, matches_prediction, output, sawtooth_of};
 use oslab_services::sawtooth::{flusher, model};
-
-/// The chunk each flush wrote: the median period times the writer's rate, MiB.
-pub(super) fn implied_chunk_mib(plan: &Plan, saw: &Sawtooth) -> Option<f64> {
-    saw.period.map(|p| p * plan.rate as f64 / MIB)
-}
 
 pub(super) fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
     let hard = plan.hard();
@@ -98,11 +93,4 @@ pub(super) fn judge(plan: &Plan, raw: &SawRaw, seed: u64) -> Output {
     };
     model::add_check(&mut out, plan.rate, plan.duration, sysctls, &saw);
     out
-}
-
-/// The write bandwidth estimates (MiB/s) for which the rule gives chunks of
-/// `chunk_mib` (a multiple of 4): round_down(bw / 2 + 4, 4) = chunk.
-pub(super) fn bandwidth_for_chunk(chunk_mib: f64) -> (f64, f64) {
-    let c = (chunk_mib / 4.0).round().max(1.0) * 4.0;
-    (2.0 * (c - 4.0), 2.0 * c)
 }

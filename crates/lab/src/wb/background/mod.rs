@@ -18,6 +18,7 @@
 //! (writeback_chunk_size, wb_check_background_flush); material section 4, seed 001,
 //! experiment A (../shared/spec/material.md); ../shared/spec/writeback-kernel.md.
 
+mod chunk;
 mod claims;
 mod judge;
 mod measure;

@@ -1,4 +1,5 @@
-use super::judge::{bandwidth_for_chunk, judge};
+use super::chunk::bandwidth_for_chunk;
+use super::judge::judge;
 use super::*;
 use oslab_model::Claim;
 use oslab_model::Verdict;

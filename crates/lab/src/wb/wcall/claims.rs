@@ -9,7 +9,7 @@ use oslab_units::human_bytes;
 use oslab_wbsim::policy::Policy;
 
 use super::cell_checks::{judge_all, judge_any, left_out, load_text};
-use super::judge::Matrix;
+use super::matrix::{Matrix, meets_latency_target};
 use super::{Plan, Raw};
 use oslab_harness::check::{Check, Condition, Rule, figure};
 use oslab_services::cells::record::{Cell, Scenario};
@@ -363,7 +363,7 @@ fn latency_context(
     let runs_ok = (0..m.runs)
         .filter(|run| {
             cells.iter().filter(|(c, _)| c.run == *run).all(|(c, _)| {
-                alone_p99.is_some_and(|a| super::meets_latency_target(a, &c.first().latency_ms))
+                alone_p99.is_some_and(|a| meets_latency_target(a, &c.first().latency_ms))
             })
         })
         .count();

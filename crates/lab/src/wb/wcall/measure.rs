@@ -12,6 +12,7 @@ use oslab_wbsim::policy::Policy;
 use oslab_wcall::cli::GovernorPolicy;
 use oslab_wcall::rendezvous::GovernorName;
 
+use super::run_env::Env;
 use super::writers::{Launched, WriterKind, WriterPlan, check_content, writers_for};
 use super::{FirstTouch, META, Plan, Raw};
 use crate::wb::common::limits::{BACKGROUND, HARD};
@@ -21,20 +22,8 @@ use oslab_harness::{Context, LabError};
 use oslab_services::cells::record::{Cell, Scenario, Start, WriterRaw};
 use oslab_services::daemon::Daemon;
 use oslab_services::knobs::Knobs;
-use oslab_services::testbed::{Testbed, down_for_run, unavailable, up_for_run};
+use oslab_services::testbed::{down_for_run, unavailable, up_for_run};
 use oslab_services::timed_writer::{self, WriterTrace};
-
-/// What every cell of one run shares.
-pub struct Env<'a> {
-    pub tb: &'a Testbed,
-    pub machine: &'a oslab_model::machine::MachineInfo,
-    /// oslab itself, which runs the daemon and `wcall run`.
-    pub exe: PathBuf,
-    /// The paced writer, built for this run.
-    pub paced: PathBuf,
-    pub scratch: PathBuf,
-    pub plan: &'a Plan,
-}
 
 fn start_daemon(e: &Env, policy: GovernorPolicy, cell: &str) -> Result<Daemon, LabError> {
     let name = format!("wb-wcall-{}-{cell}", std::process::id());

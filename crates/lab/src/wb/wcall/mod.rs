@@ -51,10 +51,12 @@ pub mod cell_checks;
 pub mod claims;
 pub mod intact;
 pub mod judge;
+pub mod matrix;
 pub mod measure;
 pub mod plots;
 pub mod poll;
 pub mod predict;
+pub mod run_env;
 #[cfg(test)]
 // a synthetic matrix judged reads best as one story per claim
 #[allow(clippy::too_many_lines)]
@@ -71,7 +73,7 @@ use oslab_harness::{Experiment, Measured, Planner};
 use oslab_services::cells::record::{Cell, SCENARIO_NAMES, START_NAMES, Scenario, Start};
 use oslab_services::cells::settings::{BANDWIDTH, POLICY_CHOICE, RUNS, WRITES};
 
-pub use judge::meets_latency_target;
+pub use matrix::meets_latency_target;
 
 pub struct WbWcall;
 

@@ -6,7 +6,7 @@
 use oslab_model::{Axis, Plot, Scale, Series, SeriesStyle};
 use oslab_wbsim::policy::Policy;
 
-use super::judge::Matrix;
+use super::matrix::Matrix;
 use super::predict::Predicted;
 use oslab_services::cells::record::{Cell, GroupPoll, POLICIES, Scenario};
 use oslab_services::timed_writer::{WriterTrace, mib};

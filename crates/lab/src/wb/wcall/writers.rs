@@ -12,7 +12,7 @@ use std::process::{Child, Command, Stdio};
 use oslab_trace::TraceOutcome;
 
 use super::Plan;
-use super::measure::Env;
+use super::run_env::Env;
 use oslab_harness::LabError;
 use oslab_services::cells::record::{CHUNK, Content, PERIOD_MS, Scenario};
 use oslab_services::timed_writer::WriterTrace;

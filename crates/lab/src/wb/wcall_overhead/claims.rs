@@ -2,8 +2,8 @@
 
 use oslab_model::Environment;
 
-use super::judge::expected_writes;
-use super::{Plan, Raw};
+use super::Raw;
+use super::figures::{Figures, shown};
 use oslab_harness::check::{Check, Condition, Rule};
 
 /// The claim's bound: well under a microsecond.
@@ -18,12 +18,13 @@ pub(super) const OVERHEAD: Check = Check {
 
 /// The claim: the overhead below a microsecond and every write counted; the
 /// "why" from the clocksource and the load the run saw.
-pub(super) fn claim(plan: &Plan, raw: &Raw, env: &Environment) -> oslab_model::Claim {
-    let med = |v: &[f64]| oslab_stats::median(v);
-    let (plain, governed) = (med(&raw.plain_ns), med(&raw.governed_ns));
-    let overhead = plain.zip(governed).map(|(p, g)| g - p);
-    let shown = |v: Option<f64>| v.map_or("none".to_string(), |x| format!("{x:.1}"));
-    let expected = expected_writes(plan, raw);
+pub(super) fn claim(f: &Figures, raw: &Raw, env: &Environment) -> oslab_model::Claim {
+    let &Figures {
+        plain,
+        governed,
+        overhead,
+        expected,
+    } = f;
     let counted = raw.writes_counted;
     let conditions = [
         Condition::from_option(

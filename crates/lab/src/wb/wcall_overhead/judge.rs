@@ -3,22 +3,20 @@
 use oslab_model::Environment;
 
 use super::claims::claim;
+use super::figures::{Figures, shown};
 use super::{Plan, Raw};
 use oslab_harness::{Output, finding, measurement};
 
-/// The writes the children made, timed and untimed.
-pub(super) fn expected_writes(plan: &Plan, raw: &Raw) -> u64 {
-    plan.samples as u64 * (plan.batches as u64 * plan.per_batch + raw.warmup_calls)
-}
-
 pub(super) fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
-    let med = |v: &[f64]| oslab_stats::median(v);
-    let (plain, governed) = (med(&raw.plain_ns), med(&raw.governed_ns));
-    let overhead = plain.zip(governed).map(|(p, g)| g - p);
-    let shown = |v: Option<f64>| v.map_or("none".to_string(), |x| format!("{x:.1}"));
-    let expected = expected_writes(plan, raw);
+    let f = Figures::of(plan, raw);
+    let Figures {
+        plain,
+        governed,
+        overhead,
+        expected,
+    } = f;
     let counted = raw.writes_counted;
-    let claim = claim(plan, raw, env);
+    let claim = claim(&f, raw, env);
     let mut out = Output {
         measurements: vec![
             measurement(

@@ -25,6 +25,7 @@
 //! ../shared/spec/material.md.
 
 mod claims;
+mod figures;
 mod judge;
 mod measure;
 #[cfg(test)]

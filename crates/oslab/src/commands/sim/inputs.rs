@@ -8,7 +8,7 @@ use oslab_model::Mode;
 use oslab_sys::infile;
 use oslab_wbsim::profile::{MachineProfile, PROFILE_VERSION};
 use oslab_wbsim::scenario::{self, Scenario, parse_bytes};
-use oslab_wbsim::{Config, Policy, settings};
+use oslab_wbsim::{Config, Policy, sets};
 
 use crate::failure::Failure;
 
@@ -154,8 +154,8 @@ pub fn configured(
         })?;
         machine = Some(p.describe(&path.display().to_string()));
     }
-    let mut c = settings::parse_sets(raw)
-        .and_then(|sets| settings::configure(&base, &sets))
+    let mut c = sets::parse_sets(raw)
+        .and_then(|assigned| sets::configure(&base, &assigned))
         .map_err(|e| Failure::usage(format!("--set {e}")))?;
     if start.from_boot {
         c.start = oslab_wbsim::config::Start::Given;

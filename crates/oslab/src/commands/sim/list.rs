@@ -1,7 +1,7 @@
 //! `oslab sim list`: the built-in scenarios, or the settings `--set` can change.
 
 use clap::Args;
-use oslab_wbsim::{bounds, scenario, settings};
+use oslab_wbsim::{bounds, keys, scenario};
 
 use crate::failure::CmdResult;
 use crate::output::print;
@@ -35,7 +35,7 @@ pub fn run(a: SimListArgs) -> CmdResult {
 
 /// `oslab sim list --settings`: every `--set` key, from its declaration.
 fn list_settings() -> CmdResult {
-    let rows: Vec<Vec<String>> = settings::KEYS
+    let rows: Vec<Vec<String>> = keys::KEYS
         .iter()
         .map(|k| {
             let s = k.setting;

@@ -128,7 +128,7 @@ fn matrix() -> Raw {
 }
 
 fn plan_of(raw: &Raw) -> Plan {
-    let (scenarios, policies) = judge::Matrix::new(&raw.cells).present();
+    let (scenarios, policies) = super::matrix::Matrix::new(&raw.cells).present();
     Plan {
         bandwidth: 40 * MIB,
         writes: 100,
