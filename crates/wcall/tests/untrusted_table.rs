@@ -136,9 +136,11 @@ fn a_lying_process_table_gets_nothing_counted_moved_or_opened() {
         uid: oslab_sys::process::uid(),
         pidfd: None,
     };
+    // it asks for no group (a process of root's asking for rt-high gets it since
+    // joiners' requests count: `Lineage::of_joiner`), so its scheduling decides
     let req_honest = Request {
         ask: Ask::Member,
-        group: 0,
+        group: oslab_wcall::shm::AUTO,
         pid: 0,
     };
     assert!(matches!(
