@@ -7,9 +7,10 @@
 //! (an overlay, so /etc and /var are writable) and starts systemd with
 //! oslab-guest.target, which wants basic.target and the check unit, none of the
 //! host's services. The check unit runs scripts/systemd-guest/job, which
-//! installs oslab, its interposer, dist/systemd/oslab-wcall.service, the
-//! PostgreSQL drop-in and (for the cluster it makes) dist/postgresql/environment
-//! as docs/wcall.md ("As a service") says, and then: `systemctl start oslab-wcall.service` returns with
+//! installs oslab, its interposer (written out by `oslab wcall interposer
+//! --write`), dist/systemd/oslab-wcall.service, the PostgreSQL drop-in and (for
+//! the cluster it makes) dist/postgresql/environment as docs/wcall.md ("As a
+//! service") says, and then: `systemctl start oslab-wcall.service` returns with
 //! the governor answering (Type=notify), its group cgroups inside its own
 //! (delegated) unit, itself in a leaf there, their io weights set; a program
 //! `oslab wcall run --group normal` starts in a scope of its own (no service) is
@@ -87,9 +88,8 @@ fn systemd_starts_the_shipped_units_and_governs_postgresql_in_place() {
     let job = dir.join("job");
     let repo = guests::repo().canonicalize().unwrap();
     let mut script = format!(
-        "export OSLAB={} PRELOAD={} REPO={}\n",
+        "export OSLAB={} REPO={}\n",
         env!("CARGO_BIN_EXE_oslab"),
-        common::preload_lib().display(),
         repo.display()
     );
     script += &std::fs::read_to_string(repo.join("scripts/systemd-guest/job")).unwrap();

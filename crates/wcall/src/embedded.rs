@@ -19,6 +19,11 @@ use oslab_sys::journal::{Undo, with_global};
 
 static LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/liboslab_wcall.so"));
 
+/// The interposer's bytes, as carried (what `oslab wcall interposer` installs).
+pub fn bytes() -> &'static [u8] {
+    LIB
+}
+
 /// The interposer's path, written on the first call; the reason when it cannot be.
 pub fn path() -> Result<PathBuf, String> {
     static WRITTEN: OnceLock<Result<PathBuf, String>> = OnceLock::new();
