@@ -21,6 +21,7 @@
 pub mod blockdev;
 pub mod cgroup_controllers;
 pub mod cgroup_names;
+pub mod cgroup_place;
 pub mod chase;
 pub mod child_group;
 pub mod clock;

@@ -36,21 +36,5 @@ pub fn fuzz_config(cases: u32) -> Config {
 /// Marks a folder delegated as systemd does for `Delegate=yes` (user.delegate=1),
 /// for tests of the rules that ask for it.
 pub fn mark_delegated(dir: &std::path::Path) -> std::io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(std::io::Error::other)?;
-    // SAFETY: NUL-terminated path and name, a one-byte value of its length.
-    let rc = unsafe {
-        libc::setxattr(
-            c.as_ptr(),
-            c"user.delegate".as_ptr(),
-            b"1".as_ptr().cast(),
-            1,
-            0,
-        )
-    };
-    if rc == 0 {
-        Ok(())
-    } else {
-        Err(std::io::Error::last_os_error())
-    }
+    crate::cgroup_place::set_delegate(dir, c"user.delegate")
 }

@@ -25,7 +25,7 @@ use std::sync::Mutex;
 
 use crate::facts::{self, Ids};
 use crate::registry::{Governed, Launcher, Lineage, Registry};
-use crate::services::{InService, ServiceRule};
+use crate::services::InService;
 use crate::shm::wire::{Ask, Request};
 use crate::shm::{AUTO, BoardMap, GROUPS, OwnMap, monotonic_ns};
 use crate::trust::{Budget, Member, Refusal, pidfd_open, valid_pid};
@@ -217,7 +217,7 @@ fn join(
     if let Some((i, _)) = reg.by_pid(pid) {
         reg.retire(i, board.board());
     }
-    let in_service = service_of(pid, &reg.services, budget);
+    let in_service = service_of(pid, &reg, budget);
     let found = reg.lineage_from(&ancestors, ids.uid());
     let joiner = Lineage::of_joiner(found, ids.uid(), reg.coordinator_uid, asked);
     let lineage = given_by_service(joiner, &in_service);
@@ -262,7 +262,7 @@ fn launched(
         ));
     };
     let m = crate::family::verify_launched(child, &l.member, &l.ids, budget).map_err(refusal)?;
-    let in_service = service_of(child, &reg.services, budget);
+    let in_service = service_of(child, &reg, budget);
     let (lineage, uid) = (given_by_service(l.lineage, &in_service), l.ids.uid());
     if reg.by_pid(child).is_some() {
         return Err(no("the process is governed already"));
@@ -296,12 +296,12 @@ fn launched(
 
 /// Where `pid` runs as far as systemd services go (`crate::services`); nothing
 /// where its cgroup file cannot be read.
-fn service_of(pid: u32, rules: &[ServiceRule], budget: &mut Budget) -> InService {
+fn service_of(pid: u32, reg: &Registry, budget: &mut Budget) -> InService {
     budget
         .read(&format!("/proc/{pid}/cgroup"), 4096)
         .ok()
         .and_then(|b| String::from_utf8(b).ok())
-        .map(|text| InService::of(&text, rules))
+        .map(|text| InService::of(&text, &reg.services, reg.groups_at.as_deref()))
         .unwrap_or_default()
 }
 

@@ -4,19 +4,19 @@
 //! beside the per-file cachestat() figures the policy uses, and, on cgroup v2, so
 //! the kernel itself can treat the groups differently (io.weight, memory.high).
 //!
-//! Where they go: on v1 under the coordinator's own memory cgroup. On v2 a cgroup
-//! that holds processes cannot give controllers to children ("no internal
-//! processes"), so the groups go under the coordinator's own cgroup only when it
-//! already delegates `memory` to its children, else beside it, under its parent
-//! (processes moved there leave limits set on the coordinator's own cgroup, not
-//! those of the parent). Never directly under the root of the hierarchy, which
-//! could lift a container's limit, unless the coordinator itself is in the root
-//! cgroup (a machine without systemd, a kernel matrix guest), where a move lifts
-//! nothing: there it turns memory and io on for the root's children first, as
-//! systemd does for its slices, journaled and turned off again when it stops.
-//! Named after the coordinator's pid, journaled,
-//! and removed when the governor stops, on Ctrl-C, or by `oslab restore`; what is
-//! set inside them goes with them.
+//! Where they go: on v1 under the coordinator's own memory cgroup. On v2 where
+//! `oslab_sys::cgroup_place` allows oslab cgroups of its own: under the root when
+//! the coordinator runs in the root cgroup (memory and io turned on for the
+//! root's children first, as systemd does for its slices); inside its own cgroup
+//! when that is delegated to it (systemd's `Delegate=yes`, as
+//! dist/systemd/oslab-wcall.service has), after the coordinator moved into the
+//! leaf `oslab-wcall-PID-home` there; or beside it in a delegated parent that
+//! gives memory to its children (a testbed's cgroup). Elsewhere (a service
+//! manager's tree that was not delegated) none are made, and the governor runs
+//! without them, saying why. Named after the coordinator's pid, journaled, and
+//! removed when the governor stops, on Ctrl-C, or by `oslab restore`; what is set
+//! inside them goes with them. Before they go, every process in them is moved
+//! back where it came from (`crate::placer`).
 //!
 //! On v1 nothing is limited: a v1 memory cgroup has no dirty limit of its own and
 //! v1 blkio cannot tell which cgroup dirtied a page. On v2 with cgroup writeback,
@@ -26,12 +26,21 @@
 
 use std::path::{Path, PathBuf};
 
-use oslab_sys::cgroup_controllers::{give_to_children, not_given, words};
+use oslab_sys::cgroup_controllers::words;
+use oslab_sys::cgroup_place::{self, Needs, Placement};
 use oslab_sys::fsread::Root;
-use oslab_sys::journal::{Undo, with_global};
+use oslab_sys::journal::with_global;
 use oslab_sys::parse::memcg::{self, Version};
 
+use crate::placer::{Placer, Returner};
 use crate::shm::{GROUP_NAMES, GROUPS};
+
+/// The groups need memory (their dirty counts, their dirty limits); io gives
+/// them their weights where it is offered.
+const NEEDS: Needs = Needs {
+    required: &["memory"],
+    wanted: &["io"],
+};
 
 /// What to set on the group cgroups beyond placement (cgroup v2 only).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,6 +65,8 @@ impl CgroupLimits {
 
 pub struct GroupCgroups {
     version: Version,
+    /// The mount point of the hierarchy they are in.
+    mount: PathBuf,
     base: PathBuf,
     /// What was set, one line each ("rt-high io.weight default 400"), and what could
     /// not be and why.
@@ -63,119 +74,69 @@ pub struct GroupCgroups {
     not_applied: Vec<String>,
     /// Journal entries to undo at the end, newest last.
     seqs: Vec<u64>,
-    placer: Option<Placer>,
+    placer: Placer,
 }
 
-/// Moves processes into cgroups on a thread of its own. A write to cgroup.procs
-/// waits for an RCU grace period whenever the kernel's threadgroup lock has gone
-/// back to its slow mode (7.5 ms here for the first move after a pause), and a
-/// coordinator pass must not wait that long.
-struct Placer {
-    tx: Option<std::sync::mpsc::Sender<(PathBuf, u32)>>,
-    handle: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Placer {
-    fn start() -> Option<Placer> {
-        let (tx, rx) = std::sync::mpsc::channel::<(PathBuf, u32)>();
-        let handle = std::thread::Builder::new()
-            .name("wcall-placer".into())
-            .spawn(move || {
-                for (procs, pid) in rx {
-                    // a process gone in between is no error; it is simply not placed
-                    let _ = std::fs::write(procs, pid.to_string());
-                }
-            })
-            .ok()?;
-        Some(Placer {
-            tx: Some(tx),
-            handle: Some(handle),
-        })
-    }
-
-    /// Waits for the moves asked for so far.
-    fn stop(&mut self) {
-        self.tx.take();
-        if let Some(h) = self.handle.take() {
-            let _ = h.join();
-        }
-    }
-}
-
-/// The folder of a coordinator's cgroups, under `parent`.
-fn base_dir(parent: &Path, coordinator_pid: u32) -> PathBuf {
-    parent.join(format!("oslab-wcall-{coordinator_pid}"))
-}
-
-/// Where a coordinator in cgroup `own` of a v2 hierarchy mounted at `root` puts
-/// its groups: under `own` when it gives `memory` to its children, else under its
-/// parent when that does (and is not the root), else why neither works.
-pub fn v2_parent(own: &Path, root: &Path) -> Result<PathBuf, String> {
-    let gives_memory = |dir: &Path| {
-        words(&dir.join("cgroup.subtree_control"))
-            .iter()
-            .any(|c| c == "memory")
-    };
-    if gives_memory(own) {
-        return Ok(own.to_path_buf());
-    }
-    match own.parent() {
-        Some(up) if up != root && up.starts_with(root) && gives_memory(up) => Ok(up.to_path_buf()),
-        _ => Err(format!(
-            "the memory controller is not enabled for the children of {} or of its parent (below the root)",
-            own.display()
-        )),
-    }
-}
-
-/// Turns memory and io on for the children of the root cgroup `root` where the
-/// hierarchy has them and they are off; journaled, so they go off again.
-fn turn_on_for_children(root: &Path) -> Result<Vec<u64>, String> {
-    let mut seqs = Vec::new();
-    let r = give_to_children(root, &not_given(root, &["memory", "io"]), &mut |d, u| {
-        let s = with_global(|j| j.record(d, u))?;
-        seqs.push(s);
-        Ok(s)
-    });
-    if let Err(e) = r {
-        for s in seqs.into_iter().rev() {
-            let _ = with_global(|j| j.undo(s));
-        }
-        return Err(e.to_string());
-    }
-    Ok(seqs)
+/// The name of a coordinator's folder of cgroups.
+fn base_name(coordinator_pid: u32) -> String {
+    format!("oslab-wcall-{coordinator_pid}")
 }
 
 impl GroupCgroups {
     /// Creates one cgroup per group where this process's memory cgroup allows it.
-    /// The error says why not (no memory controller, v2 without it delegated, no
-    /// permission).
+    /// The error says why not (no memory controller, v2 in a cgroup not
+    /// delegated to oslab, no permission), naming the fix.
     pub fn create(limits: &CgroupLimits) -> Result<GroupCgroups, String> {
         let (version, own) = memcg::own_cgroup(&Root::live())
             .ok_or("no memory cgroup controller is mounted for this process")?;
-        let mut root_seqs = Vec::new();
-        let parent = match version {
-            Version::V1 => own.clone(),
-            Version::V2 => {
-                let root = memcg::read_memory_mounts(&Root::live())
-                    .ok_or("cannot read /proc/self/mounts")?
-                    .1
-                    .ok_or("no cgroup2 mount found")?;
-                if own == root {
-                    root_seqs = turn_on_for_children(&root)?;
-                    root
-                } else {
-                    v2_parent(&own, &root)?
-                }
+        let (v1, v2) =
+            memcg::read_memory_mounts(&Root::live()).ok_or("cannot read /proc/self/mounts")?;
+        let pid = std::process::id();
+        match version {
+            Version::V1 => {
+                let mount = v1.ok_or("no cgroup v1 memory mount found")?;
+                Self::create_at(version, &mount, &own, &own, pid, limits)
             }
-        };
-        match Self::create_at(version, &parent, &own, std::process::id(), limits) {
+            Version::V2 => {
+                let root = v2.ok_or("no cgroup2 mount found")?;
+                let at = cgroup_place::placement(&own, &root, &NEEDS)?;
+                Self::create_placed(&at, &root, pid, limits)
+            }
+        }
+    }
+
+    /// The groups at a v2 placement: its steps first (the leaf the coordinator
+    /// moves into, the controllers turned on), undone again if a later one fails.
+    fn create_placed(
+        at: &Placement,
+        root: &Path,
+        pid: u32,
+        limits: &CgroupLimits,
+    ) -> Result<GroupCgroups, String> {
+        // controllers of the root are the machine's: the machine-wide lock
+        let shared = at.parent == root;
+        let mut seqs = Vec::new();
+        let prepared = cgroup_place::prepare(at, &base_name(pid), &mut |d, u| {
+            let s = with_global(|j| {
+                if shared {
+                    j.record(d, u)
+                } else {
+                    j.record_private(d, u)
+                }
+            })?;
+            seqs.push(s);
+            Ok(s)
+        });
+        let made = prepared
+            .map_err(|e| e.to_string())
+            .and_then(|home| Self::create_at(Version::V2, root, &at.parent, &home, pid, limits));
+        match made {
             Ok(mut me) => {
-                me.seqs.splice(0..0, root_seqs);
+                me.seqs.splice(0..0, seqs);
                 Ok(me)
             }
             Err(e) => {
-                for seq in root_seqs.into_iter().rev() {
+                for seq in seqs.into_iter().rev() {
                     let _ = with_global(|j| j.undo(seq));
                 }
                 Err(e)
@@ -183,43 +144,39 @@ impl GroupCgroups {
         }
     }
 
-    /// Creates `parent/oslab-wcall-PID/{rt-high,rt-low,normal}`; processes left in
-    /// them at the end go back to `home`. On v2 the controllers `parent` gives its
-    /// children are passed on to the groups, and `limits` are set.
+    /// Creates `parent/oslab-wcall-PID/{rt-high,rt-low,normal}` in the hierarchy
+    /// mounted at `mount`; processes left in them after each was moved back
+    /// where it came from go to `home` (by the journal: also on `oslab restore`).
+    /// On v2 the controllers `parent` gives its children are passed on to the
+    /// groups, and `limits` are set.
     pub fn create_at(
         version: Version,
+        mount: &Path,
         parent: &Path,
         home: &Path,
         pid: u32,
         limits: &CgroupLimits,
     ) -> Result<GroupCgroups, String> {
-        let base = base_dir(parent, pid);
+        let base = parent.join(base_name(pid));
         let mut me = GroupCgroups {
             version,
+            mount: mount.to_path_buf(),
             base: base.clone(),
             applied: Vec::new(),
             not_applied: Vec::new(),
             seqs: Vec::new(),
-            placer: Placer::start(),
+            placer: Placer::start(version, mount.to_path_buf(), base.clone()),
         };
-        let dirs = std::iter::once(base.clone()).chain(GROUP_NAMES.iter().map(|g| base.join(g)));
         let mut io = false;
-        for (k, dir) in dirs.enumerate() {
-            let seq = with_global(|j| {
-                j.record_private(
-                    format!("create cgroup {}", dir.display()),
-                    Undo::RemoveCgroup {
-                        path: dir.clone(),
-                        // a v2 parent that gives controllers to its children may
-                        // hold no process, so stragglers go home
-                        parent: home.to_path_buf(),
-                    },
-                )
-            })
-            .map_err(|e| e.to_string())?;
-            me.seqs.push(seq);
-            std::fs::create_dir(&dir)
-                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        for (k, dir) in me.dirs().into_iter().enumerate() {
+            let seq = cgroup_place::make_cgroup(&dir, home, &mut |d, u| {
+                with_global(|j| j.record_private(d, u))
+            });
+            match seq {
+                Ok(seq) => me.seqs.push(seq),
+                // recorded, not made: undone with the rest (nothing to remove)
+                Err(e) => return Err(format!("cannot create {}: {e}", dir.display())),
+            }
             if k == 0 && version == Version::V2 {
                 io = me.pass_controllers_on(parent)?;
             }
@@ -231,6 +188,22 @@ impl GroupCgroups {
                 .push("memory.high is a cgroup v2 control; this memory cgroup is v1".into());
         }
         Ok(me)
+    }
+
+    /// The base, then each group's cgroup.
+    fn dirs(&self) -> Vec<PathBuf> {
+        std::iter::once(self.base.clone())
+            .chain(GROUP_NAMES.iter().map(|g| self.base.join(g)))
+            .collect()
+    }
+
+    /// What moves every process in the groups back out where it came from, for
+    /// a way out that drops nothing (a signal: `oslab_sys::journal::finish_global`
+    /// removes the groups then); once called, nothing more is placed.
+    pub fn returner(&self) -> impl Fn() -> Vec<String> + Send + Sync + 'static {
+        let r: Returner = self.placer.returner();
+        let dirs = self.dirs();
+        move || r.return_all(&dirs)
     }
 
     /// Enables, for the groups, the controllers `parent` gives the base (memory
@@ -310,14 +283,7 @@ impl GroupCgroups {
     /// Moves a process (its threads with it) into its group's cgroup soon, without
     /// waiting; children it starts afterwards are born there.
     pub fn place(&self, pid: u32, group: usize) {
-        let procs = self.dir(group).join("cgroup.procs");
-        match self.placer.as_ref().and_then(|p| p.tx.as_ref()) {
-            Some(tx) if tx.send((procs.clone(), pid)).is_ok() => {}
-            // no thread could be started: move it here
-            _ => {
-                let _ = std::fs::write(procs, pid.to_string());
-            }
-        }
+        self.placer.place(self.dir(group).join("cgroup.procs"), pid);
     }
 
     /// Each group's dirty and writeback bytes as its cgroup's memory.stat counts
@@ -335,6 +301,12 @@ impl GroupCgroups {
         &self.base
     }
 
+    /// Their folder as a path of the v2 hierarchy (as /proc/PID/cgroup names
+    /// cgroups); None on v1.
+    pub fn hierarchy_path(&self) -> Option<String> {
+        hierarchy_path(self.version, &self.base, &self.mount)
+    }
+
     /// What was set on the groups, one line each.
     pub fn applied(&self) -> &[String] {
         &self.applied
@@ -346,12 +318,14 @@ impl GroupCgroups {
     }
 }
 
-/// Dropping moves every process out and removes the cgroups (through the journal).
+/// Dropping moves every process back where it came from and removes the
+/// cgroups (through the journal).
 impl Drop for GroupCgroups {
     fn drop(&mut self) {
-        if let Some(p) = &mut self.placer {
-            p.stop();
-        }
+        self.placer.stop();
+        // a governor that stops says where they went (`service::Governor::return_placed`);
+        // what is left to move here, nobody asked about
+        let _ = (self.returner())();
         for seq in self.seqs.drain(..).rev() {
             let _ = with_global(|j| j.undo(seq));
         }
@@ -383,35 +357,55 @@ fn dirty_writeback_of(dir: &Path, version: Version) -> Option<(u64, u64)> {
     memcg::dirty_writeback(&stat, version)
 }
 
+/// `base` of the hierarchy mounted at `mount` as /proc/PID/cgroup names it, on v2.
+fn hierarchy_path(version: Version, base: &Path, mount: &Path) -> Option<String> {
+    let rel = base.strip_prefix(mount).ok()?;
+    (version == Version::V2).then(|| format!("/{}", rel.display()))
+}
+
+/// The group cgroups of the coordinator `pid` (its /proc entry under `root`),
+/// when it made them: beside it or, where it moved into a leaf of its own
+/// cgroup, beside that leaf.
+fn groups_of(root: &Root, coordinator_pid: u32) -> Option<(Version, PathBuf)> {
+    memcg::cgroup_dirs(root, &coordinator_pid.to_string())
+        .into_iter()
+        .find_map(|(version, own)| {
+            [own.as_path(), own.parent().unwrap_or(&own)]
+                .into_iter()
+                .map(|p| p.join(base_name(coordinator_pid)))
+                .find(|b| b.is_dir())
+                .map(|b| (version, b))
+        })
+}
+
+/// The group cgroups of the coordinator `pid` as a path of the v2 hierarchy
+/// (see [`GroupCgroups::hierarchy_path`]).
+pub fn hierarchy_path_of(root: &Root, coordinator_pid: u32) -> Option<String> {
+    let (version, base) = groups_of(root, coordinator_pid)?;
+    let mount = memcg::read_memory_mounts(root)?.1?;
+    hierarchy_path(version, &base, &mount)
+}
+
 /// Each group's usage from the cgroups of the coordinator `pid` (its /proc entry
 /// under `root`), when it made them; read by anyone (`oslab wcall status`).
 pub fn usage_of(root: &Root, coordinator_pid: u32) -> Option<Vec<GroupUsage>> {
-    for (version, own) in memcg::cgroup_dirs(root, &coordinator_pid.to_string()) {
-        let Some(base) = [own.as_path(), own.parent().unwrap_or(&own)]
-            .into_iter()
-            .map(|p| base_dir(p, coordinator_pid))
-            .find(|b| b.is_dir())
-        else {
-            continue;
-        };
-        return GROUP_NAMES
-            .iter()
-            .map(|g| {
-                let dir = base.join(g);
-                let (dirty, writeback) = dirty_writeback_of(&dir, version)?;
-                let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
-                Some(GroupUsage {
-                    dirty,
-                    writeback,
-                    memory_high: read("memory.high").and_then(|t| t.trim().parse().ok()),
-                    io_weight: read("io.weight")
-                        .or_else(|| read("io.bfq.weight"))
-                        .and_then(|t| default_weight(&t)),
-                })
+    let (version, base) = groups_of(root, coordinator_pid)?;
+    GROUP_NAMES
+        .iter()
+        .map(|g| {
+            let dir = base.join(g);
+            let (dirty, writeback) = dirty_writeback_of(&dir, version)?;
+            let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
+            Some(GroupUsage {
+                dirty,
+                writeback,
+                memory_high: read("memory.high").and_then(|t| t.trim().parse().ok()),
+                io_weight: read("io.weight")
+                    .or_else(|| read("io.bfq.weight"))
+                    .and_then(|t| default_weight(&t)),
             })
-            .collect();
-    }
-    None
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -23,6 +23,11 @@ static LIB: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/liboslab_wcall.so"
 /// library oslab looks for beside its binary first.
 pub const PRELOAD_NAME: &str = "liboslab_wcall.so";
 
+/// The interposer's bytes, as carried (what `oslab wcall interposer` installs).
+pub fn bytes() -> &'static [u8] {
+    LIB
+}
+
 /// The interposer's path, written on the first call; the reason when it cannot be.
 pub fn path() -> Result<PathBuf, String> {
     static WRITTEN: OnceLock<Result<PathBuf, String>> = OnceLock::new();

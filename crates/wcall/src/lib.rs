@@ -15,6 +15,7 @@ pub mod guard;
 pub mod launch;
 pub mod listener;
 pub mod monitor;
+pub mod placer;
 pub mod pusher;
 pub mod quota;
 pub mod reaper;

@@ -132,6 +132,9 @@ pub struct Registry {
     pub coordinator_uid: u32,
     /// The groups root gave system services (`--service`).
     pub services: Vec<crate::services::ServiceRule>,
+    /// The governor's group cgroups, as a path of the v2 hierarchy, where it
+    /// made them there (`crate::services::service_outside`).
+    pub groups_at: Option<String>,
 }
 
 /// The board's slots: a user's server may run many processes, and root keeps a
@@ -156,6 +159,7 @@ impl Registry {
             launchers: Vec::new(),
             coordinator_uid,
             services: Vec::new(),
+            groups_at: None,
         }
     }
 

@@ -27,8 +27,13 @@ pub struct Governor {
     stop: Arc<AtomicBool>,
     handle: Option<std::thread::JoinHandle<Coordinator>>,
     cgroups: CgroupUse,
+    /// Moves the processes placed in the group cgroups back out (see
+    /// `crate::placer`), where there are group cgroups.
+    returner: Option<Returner>,
     monitor: Result<(), String>,
 }
+
+type Returner = Arc<dyn Fn() -> Vec<String> + Send + Sync>;
 
 /// Whether governed processes are placed in memory cgroups, and where or why not.
 #[derive(Debug, Clone, PartialEq)]
@@ -140,6 +145,41 @@ fn raise_descriptor_limit() {
     oslab_sys::process::raise_open_files_limit(held as u64 + 4096);
 }
 
+/// The group cgroups where asked and possible, handed to the coordinator; what
+/// moves their processes back out.
+fn use_cgroups(
+    o: &Options,
+    coordinator: &mut Coordinator,
+    registry: &Mutex<Registry>,
+) -> (CgroupUse, Option<Returner>) {
+    if !o.cgroups {
+        return (CgroupUse::NotAsked, None);
+    }
+    if !oslab_sys::process::is_root() {
+        return (CgroupUse::Unavailable("needs root".into()), None);
+    }
+    match crate::cgroups::GroupCgroups::create(&o.cgroup_limits) {
+        Ok(c) => {
+            let used = CgroupUse::Placed {
+                base: c.base().to_path_buf(),
+                version: match c.version() {
+                    oslab_sys::parse::memcg::Version::V1 => "v1".into(),
+                    oslab_sys::parse::memcg::Version::V2 => "v2".into(),
+                },
+                applied: c.applied().to_vec(),
+                not_applied: c.not_applied().to_vec(),
+            };
+            let returner: Returner = Arc::new(c.returner());
+            if let Ok(mut reg) = registry.lock() {
+                reg.groups_at = c.hierarchy_path();
+            }
+            coordinator.use_cgroups(c);
+            (used, Some(returner))
+        }
+        Err(why) => (CgroupUse::Unavailable(why), None),
+    }
+}
+
 impl Governor {
     /// Starts a governor named `name` (a file name: see `rendezvous::check_name`),
     /// listening on its socket in this user's folder.
@@ -164,28 +204,7 @@ impl Governor {
             o.tuning,
         );
         let monitor = kernel.map(|m| coordinator.use_kernel_monitor(m));
-        let cgroups = if !o.cgroups {
-            CgroupUse::NotAsked
-        } else if !oslab_sys::process::is_root() {
-            CgroupUse::Unavailable("needs root".into())
-        } else {
-            match crate::cgroups::GroupCgroups::create(&o.cgroup_limits) {
-                Ok(c) => {
-                    let used = CgroupUse::Placed {
-                        base: c.base().to_path_buf(),
-                        version: match c.version() {
-                            oslab_sys::parse::memcg::Version::V1 => "v1".into(),
-                            oslab_sys::parse::memcg::Version::V2 => "v2".into(),
-                        },
-                        applied: c.applied().to_vec(),
-                        not_applied: c.not_applied().to_vec(),
-                    };
-                    coordinator.use_cgroups(c);
-                    used
-                }
-                Err(why) => CgroupUse::Unavailable(why),
-            }
-        };
+        let (cgroups, returner) = use_cgroups(&o, &mut coordinator, &registry);
         coordinator.tick();
         let listener = Listener::start(
             &socket,
@@ -222,6 +241,7 @@ impl Governor {
             stop,
             handle: Some(handle),
             cgroups,
+            returner,
             monitor,
         })
     }
@@ -248,6 +268,15 @@ impl Governor {
         format!(
             "{seen}; this kernel has no cachestat() (it came in 6.5): {instead}; the sync guard's own write back and the recycling of written-back pages find their pages by cachestat() too, so both are off"
         )
+    }
+
+    /// Stops placing processes in the group cgroups and moves those in them back
+    /// where they came from; one line for each process moved (nothing without
+    /// group cgroups). Callable from any thread, a signal's way out included:
+    /// under systemd what is left in the daemon's unit when it exits is killed.
+    pub fn returner(&self) -> impl Fn() -> Vec<String> + Send + 'static {
+        let r = self.returner.clone();
+        move || r.as_ref().map(|f| f()).unwrap_or_default()
     }
 
     /// Whether governed processes go into memory cgroups.

@@ -99,6 +99,19 @@ pub fn any_service(path: &str) -> Option<&str> {
     path.split('/').find(|c| c.ends_with(".service"))
 }
 
+/// The service whose cgroup a process at `path` must stay in, unless the path
+/// is in the governor's own group cgroups (`groups`: their folder, as a path of
+/// the hierarchy). Under systemd those are inside the daemon's unit, but a
+/// process there was placed from outside every service (or was born to one
+/// that was), and goes back out when the governor stops.
+pub fn service_outside<'a>(path: &'a str, groups: Option<&str>) -> Option<&'a str> {
+    let placed = groups.is_some_and(|g| {
+        path.strip_prefix(g)
+            .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+    });
+    if placed { None } else { any_service(path) }
+}
+
 /// The system service the path belongs to: `/system.slice`, then only slices,
 /// then the unit (then anything a delegated unit made inside it).
 pub fn system_service(path: &str) -> Option<&str> {
@@ -118,7 +131,10 @@ pub struct InService {
 }
 
 impl InService {
-    pub fn of(cgroup_file: &str, rules: &[ServiceRule]) -> InService {
+    /// Where the process whose /proc/PID/cgroup is `cgroup_file` runs, under
+    /// `rules`, the governor's group cgroups being `groups` (see
+    /// [`service_outside`]).
+    pub fn of(cgroup_file: &str, rules: &[ServiceRule], groups: Option<&str>) -> InService {
         let Some(path) = manager_path(cgroup_file) else {
             return InService::default();
         };
@@ -126,7 +142,7 @@ impl InService {
             .and_then(|unit| rules.iter().find(|r| r.matches(unit)))
             .map(|r| r.group);
         InService {
-            unit: any_service(path).map(str::to_string),
+            unit: service_outside(path, groups).map(str::to_string),
             given,
         }
     }
@@ -178,32 +194,62 @@ mod tests {
     fn only_a_system_service_is_given_its_group() {
         let v2 = "0::/system.slice/system-postgresql.slice/postgresql@15-main.service\n";
         assert_eq!(
-            InService::of(v2, &rules()),
+            InService::of(v2, &rules(), None),
             InService {
                 unit: Some("postgresql@15-main.service".into()),
                 given: Some(0)
             }
         );
         let hybrid = "9:name=systemd:/system.slice/backup.service\n4:memory:/x\n0::/\n";
-        assert_eq!(InService::of(hybrid, &rules()).given, Some(2));
+        assert_eq!(InService::of(hybrid, &rules(), None).given, Some(2));
         // a user's manager, and a delegated subtree, make look-alike cgroups
         for path in [
             "0::/user.slice/user-1000.slice/user@1000.service/app.slice/postgresql@15-main.service",
             "0::/delegated/system.slice/postgresql@15-main.service",
             "0::/system.slice/bob.service/system.slice/postgresql@15-main.service",
         ] {
-            let s = InService::of(path, &rules());
+            let s = InService::of(path, &rules(), None);
             assert_eq!(s.given, None, "{path}");
             assert!(s.unit.is_some(), "{path} stays where it is");
         }
         assert_eq!(
-            InService::of("0::/\n4:memory:/\n", &rules()),
+            InService::of("0::/\n4:memory:/\n", &rules(), None),
             InService::default()
         );
         assert_eq!(
-            InService::of("0::/user.slice/user-1000.slice/session-3.scope\n", &rules()),
+            InService::of(
+                "0::/user.slice/user-1000.slice/session-3.scope\n",
+                &rules(),
+                None
+            ),
             InService::default(),
             "a login session is no service"
         );
+    }
+
+    #[test]
+    fn a_process_in_the_governors_own_groups_is_in_no_service() {
+        let groups = Some("/system.slice/oslab-wcall.service/oslab-wcall-40");
+        let placed = "0::/system.slice/oslab-wcall.service/oslab-wcall-40/normal\n";
+        assert_eq!(
+            InService::of(placed, &rules(), groups),
+            InService::default()
+        );
+        assert_eq!(
+            InService::of(placed, &rules(), None).unit.as_deref(),
+            Some("oslab-wcall.service"),
+            "without the governor's word it is in the daemon's unit"
+        );
+        // the daemon's own leaf, and another governor's groups, are in the unit
+        for path in [
+            "0::/system.slice/oslab-wcall.service/oslab-wcall-40-home\n",
+            "0::/system.slice/oslab-wcall.service/oslab-wcall-4/normal\n",
+        ] {
+            assert_eq!(
+                InService::of(path, &rules(), groups).unit.as_deref(),
+                Some("oslab-wcall.service"),
+                "{path}"
+            );
+        }
     }
 }

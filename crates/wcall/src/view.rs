@@ -23,13 +23,15 @@ pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
     let mut groups = group_views(t);
     let kernel = h.monitor.load(Ordering::Relaxed) == crate::shm::board::MONITOR_KERNEL;
     let mut processes = Vec::new();
+    let groups_at = crate::trust::valid_pid(coordinator_pid)
+        .and_then(|pid| crate::cgroups::hierarchy_path_of(&oslab_sys::fsread::Root::live(), pid));
     for p in &t.members {
         let pid = p.pid.load(Ordering::Acquire);
         if pid == 0 {
             continue;
         }
         let g = group_index(p.group.load(Ordering::Relaxed));
-        processes.push(proc_view(p, pid, g, kernel));
+        processes.push(proc_view(p, pid, g, kernel, groups_at.as_deref()));
         let v = &mut groups[g];
         v.processes += 1;
         v.held_ms += p.held_ns.load(Ordering::Relaxed) as f64 / 1e6;
@@ -150,8 +152,9 @@ fn add_memcg_usage(groups: &mut [GroupView], coordinator_pid: u32) {
     }
 }
 
-/// The systemd service `pid` runs in, read as its exe is (never waited for).
-fn service_of(pid: u32) -> Option<String> {
+/// The systemd service `pid` runs in, read as its exe is (never waited for);
+/// none in the governor's own group cgroups (`groups_at`).
+fn service_of(pid: u32, groups_at: Option<&str>) -> Option<String> {
     let pid = crate::trust::valid_pid(pid)?;
     let file = format!("/proc/{pid}/cgroup");
     let text = crate::slowproc::read_of(pid, crate::slowproc::DEADLINE, move || {
@@ -159,10 +162,16 @@ fn service_of(pid: u32) -> Option<String> {
     })
     .flatten()?;
     let path = crate::services::manager_path(&text)?;
-    crate::services::any_service(path).map(str::to_string)
+    crate::services::service_outside(path, groups_at).map(str::to_string)
 }
 
-fn proc_view(p: &MemberSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
+fn proc_view(
+    p: &MemberSlot,
+    pid: u32,
+    g: usize,
+    kernel: bool,
+    groups_at: Option<&str>,
+) -> ProcView {
     let bytes = p.bytes.load(Ordering::Relaxed);
     let dirtied = kernel.then(|| p.kernel_dirtied.load(Ordering::Relaxed));
     ProcView {
@@ -180,7 +189,7 @@ fn proc_view(p: &MemberSlot, pid: u32, g: usize, kernel: bool) -> ProcView {
                 .flatten()
             })
             .map(|e| e.display().to_string()),
-        service: service_of(pid),
+        service: service_of(pid, groups_at),
         holdable: p.holdable.load(Ordering::Relaxed) != 0,
         writes: p.writes.load(Ordering::Relaxed),
         bytes,

@@ -14,7 +14,6 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::os::unix::process::CommandExt;
-use std::path::Path;
 use std::process::Stdio;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
@@ -25,18 +24,11 @@ use oslab_wbsim::policy::Policy;
 use oslab_wcall::admission::{Granted, Peer, admit};
 use oslab_wcall::cgroups::{CgroupLimits, GroupCgroups};
 use oslab_wcall::coordinator::{Coordinator, WCALL_BLOCK_NS};
+use oslab_wcall::placer::procs_of;
 use oslab_wcall::registry::Registry;
 use oslab_wcall::shm::own::{FILE_FREE, FILE_READY};
 use oslab_wcall::shm::wire::{Ask, Request};
 use oslab_wcall::shm::{BoardMap, NORMAL, Own, OwnMap, RT_HIGH};
-
-fn procs_in(dir: &Path) -> Vec<u32> {
-    std::fs::read_to_string(dir.join("cgroup.procs"))
-        .unwrap_or_default()
-        .split_whitespace()
-        .filter_map(|p| p.parse().ok())
-        .collect()
-}
 
 /// Writes a file slot claiming that the process writes `file` through `fd`.
 fn claim_file(own: &Own, slot: usize, fd: u32, file: &File) {
@@ -58,6 +50,7 @@ fn a_lying_process_table_gets_nothing_counted_moved_or_opened() {
     let me = std::process::id();
     let groups = GroupCgroups::create_at(
         Version::V1,
+        tree.path(),
         tree.path(),
         tree.path(),
         me,
@@ -190,15 +183,15 @@ fn a_lying_process_table_gets_nothing_counted_moved_or_opened() {
     // the coordinator hands cgroup moves to its placer thread (a move waits for an
     // RCU grace period): wait for the honest move to land
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while procs_in(&normal_dir).is_empty() && std::time::Instant::now() < deadline {
+    while procs_of(&normal_dir).is_empty() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     assert_eq!(
-        procs_in(&rt_high_dir),
+        procs_of(&rt_high_dir),
         Vec::<u32>::new(),
         "nothing moved there"
     );
-    let moved = procs_in(&normal_dir);
+    let moved = procs_of(&normal_dir);
     assert!(moved.contains(&honest.id()), "{moved:?}");
     assert!(
         !moved.contains(&victim.id()) && !moved.contains(&me),

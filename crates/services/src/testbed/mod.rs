@@ -159,7 +159,7 @@ pub fn unavailable() -> Option<String> {
 }
 
 /// The v1 throttle where it is mounted, else where a v2 cap can go, else why neither.
-fn v1_or_v2() -> Result<Option<iomax::Placement>, String> {
+fn v1_or_v2() -> Result<Option<oslab_sys::cgroup_place::Placement>, String> {
     if Path::new(THROTTLE_FILE).exists() {
         return Ok(None);
     }

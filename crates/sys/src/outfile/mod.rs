@@ -97,8 +97,59 @@ pub fn write_whole(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
         Place::Stream { folder, name, item } => {
             Ok(open_special(folder.fd.as_fd(), &name, &item.st)?.write_all(bytes)?)
         }
-        Place::File { folder, name } => replace(folder.fd.as_fd(), &name, bytes),
+        Place::File { folder, name } => replace(folder.fd.as_fd(), &name, bytes, None),
     }
+}
+
+/// Where [`install`] would write `path` (the path without links), or why it
+/// would not: checked before any work.
+pub fn check_install(path: &Path) -> Result<PathBuf, OutputError> {
+    let (folder, name) = install_place(path)?;
+    Ok(folder
+        .path
+        .join(std::ffi::OsStr::from_bytes(name.as_bytes())))
+}
+
+/// Installs `bytes` as the file `path`, one that other programs load or run as
+/// it is (a library; root's programs among them): a regular file or a free name
+/// only (a device, FIFO or descriptor is refused), replaced whole and atomically
+/// as [`write_whole`] does, but owned by this process's user with exactly
+/// `mode` (whoever owned what stood there, whatever the umask), and only in a
+/// folder nobody but root or the caller could change afterwards: every folder
+/// from `/` down theirs and writable by others only when sticky, the rule the
+/// dynamic loader's paths are held to (`chase::chain::stable_folder`).
+pub fn install(path: &Path, bytes: &[u8], mode: u32) -> Result<(), OutputError> {
+    let (folder, name) = install_place(path)?;
+    replace(folder.fd.as_fd(), &name, bytes, Some(mode))
+}
+
+/// The folder held open and the name an installed file goes to.
+fn install_place(path: &Path) -> Result<(chase::Held, CString), OutputError> {
+    let only = "a file to install goes only where a regular file or nothing is";
+    let (folder, name) = match place(path)? {
+        Place::File { folder, name } => (folder, name),
+        Place::Stream { item, .. } => {
+            return Err(OutputError(format!(
+                "{} is a device or FIFO; {only}",
+                item.path.display()
+            )));
+        }
+        Place::Descriptor(fd) => {
+            return Err(OutputError(format!("it names descriptor {fd}; {only}")));
+        }
+    };
+    chase::chain::stable_folder(
+        &folder.path,
+        &trusted_owners(),
+        chase::chain::LastFolder::MaySticky,
+    )
+    .map_err(|e| {
+        OutputError(format!(
+            "{}; whoever could change that folder could change the installed file",
+            e.0
+        ))
+    })?;
+    Ok((folder, name))
 }
 
 /// Opens the output `path` to write into as things come (JSON lines): a regular
@@ -163,8 +214,14 @@ fn open_special(
 }
 
 /// Replaces the regular file (or free name) `name` in `dir` with `bytes`,
-/// atomically.
-fn replace(dir: BorrowedFd<'_>, name: &CString, bytes: &[u8]) -> Result<(), OutputError> {
+/// atomically: with `mode` exactly, this process's own, where given; else a file
+/// that was there keeps its owner and mode.
+fn replace(
+    dir: BorrowedFd<'_>,
+    name: &CString,
+    bytes: &[u8],
+    mode: Option<u32>,
+) -> Result<(), OutputError> {
     let old = at::stat_in(dir, name)?;
     match old.as_ref().map(at::kind) {
         None | Some(libc::S_IFREG) => {}
@@ -172,12 +229,18 @@ fn replace(dir: BorrowedFd<'_>, name: &CString, bytes: &[u8]) -> Result<(), Outp
     }
     // a new file gets the mode any new file would (umask applied); a file that
     // exists is written privately and given its own mode back before the rename
-    let mode = if old.is_some() { 0o600 } else { 0o666 };
-    let (tmp, mut f) = tempname::private_file_at(dir, ".oslab-", mode)?;
+    let made = if old.is_some() || mode.is_some() {
+        0o600
+    } else {
+        0o666
+    };
+    let (tmp, mut f) = tempname::private_file_at(dir, ".oslab-", made)?;
     let written = (|| -> std::io::Result<()> {
         f.write_all(bytes)?;
-        if let Some(old) = &old {
-            at::take_owner_and_mode(&f, old)?;
+        match (mode, &old) {
+            (Some(m), _) => f.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(m))?,
+            (None, Some(old)) => at::take_owner_and_mode(&f, old)?,
+            (None, None) => {}
         }
         f.sync_all()?;
         at::rename_in(dir, &tmp, name)

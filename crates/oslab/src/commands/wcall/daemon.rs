@@ -80,6 +80,7 @@ pub fn run(a: WcallDaemonArgs) -> CmdResult {
             break;
         }
     }
+    super::governor::say_returned(&g.returner()());
     let s = g.finish();
     eprint!("{}", oslab_report::wcall::summary(&s));
     Ok(0)

@@ -91,5 +91,16 @@ pub fn start(name: &str, o: Options) -> Result<Governor, Failure> {
     let g = Governor::start(name, o)
         .map_err(|e| Failure::runtime(format!("cannot start the governor: {e}")))?;
     crate::guard::on_interrupt(g.releaser());
+    // before the journal removes the group cgroups: what is left in them would
+    // go to the governor's own cgroup, which systemd kills with the unit
+    let returner = g.returner();
+    crate::guard::on_interrupt(move || say_returned(&returner()));
     Ok(g)
+}
+
+/// The processes moved back out of the group cgroups, one line each.
+pub fn say_returned(lines: &[String]) {
+    for l in lines {
+        eprintln!("oslab wcall: {l}");
+    }
 }

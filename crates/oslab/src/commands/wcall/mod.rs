@@ -4,6 +4,7 @@ mod attach;
 mod bench_writes;
 mod daemon;
 mod governor;
+mod interposer;
 mod run;
 mod status;
 mod writer;
@@ -25,6 +26,9 @@ pub enum WcallCommand {
     Status(status::WcallStatusArgs),
     /// Govern a process that is already running (explains why this mechanism cannot)
     Attach(attach::WcallAttachArgs),
+    /// Install the interposer this binary carries (liboslab_wcall.so), for
+    /// services that preload it by path (dist/systemd)
+    Interposer(interposer::WcallInterposerArgs),
     /// One writer process for `sim validate`'s real cells (prints its trace as JSON)
     #[command(hide = true)]
     Writer(WcallWriterArgs),
@@ -39,6 +43,7 @@ pub fn run(c: WcallCommand) -> CmdResult {
         WcallCommand::Daemon(a) => daemon::run(a),
         WcallCommand::Status(a) => status::run(a),
         WcallCommand::Attach(a) => attach::run(a),
+        WcallCommand::Interposer(a) => interposer::run(a),
         WcallCommand::Writer(a) => writer::run(a),
         WcallCommand::BenchWrites(a) => bench_writes::run(a),
     }
