@@ -17,7 +17,8 @@ pub const ENV_LIB: &str = "OSLAB_WCALL_LIB";
 /// loaded into programs that may run as root, so a library is taken only where
 /// nobody but root or this user could change what the path names
 /// ([`trusted`]); `$OSLAB_WCALL_LIB` that fails the rule is refused, a library
-/// beside the binary that fails it is passed over for the embedded copy.
+/// beside the binary that fails it, or is not the copy this binary carries, is
+/// passed over for the embedded copy.
 pub fn preload_path() -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(ENV_LIB) {
         let p = PathBuf::from(p);
@@ -30,7 +31,7 @@ pub fn preload_path() -> Result<PathBuf, String> {
         Some(dir.join("deps").join(PRELOAD_NAME)),
         dir.parent().map(|up| up.join(PRELOAD_NAME)),
     ];
-    match candidates.iter().flatten().find_map(|p| trusted(p).ok()) {
+    match candidates.iter().flatten().find_map(|p| of_this_build(p)) {
         Some(p) => Ok(p),
         None => embedded::path().map_err(|e| {
             format!(
@@ -39,6 +40,19 @@ pub fn preload_path() -> Result<PathBuf, String> {
             )
         }),
     }
+}
+
+/// A library beside the binary, when it may be loaded ([`trusted`]) and is the
+/// interposer this binary carries, byte for byte. A library of another build
+/// (left beside a binary rebuilt alone, or copied in) may read the governor's
+/// board in another layout: its programs would refuse to join and write
+/// ungoverned, so the carried copy is used instead.
+fn of_this_build(path: &Path) -> Option<PathBuf> {
+    let p = trusted(path).ok()?;
+    let carried = embedded::bytes();
+    let same = std::fs::metadata(&p).is_ok_and(|m| m.len() == carried.len() as u64)
+        && std::fs::read(&p).is_ok_and(|b| b == carried);
+    same.then_some(p)
 }
 
 /// The path (without links) of a library that may be loaded into the programs
@@ -138,6 +152,27 @@ mod tests {
     fn programs_resolve_from_path() {
         assert!(resolve("sh").is_some());
         assert!(resolve("surely-no-such-program-here").is_none());
+    }
+
+    #[test]
+    fn a_library_beside_the_binary_is_loaded_only_when_it_is_the_one_carried() {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join(PRELOAD_NAME);
+        // an interposer of another build: the same name, other bytes
+        let mut other = embedded::bytes().to_vec();
+        let middle = other.len() / 2;
+        other[middle] ^= 0xff;
+        std::fs::write(&lib, &other).unwrap();
+        assert!(trusted(&lib).is_ok());
+        assert_eq!(of_this_build(&lib), None, "another build's library");
+        std::fs::write(&lib, &other[..other.len() - 1]).unwrap();
+        assert_eq!(of_this_build(&lib), None, "a shorter one");
+        std::fs::write(&lib, embedded::bytes()).unwrap();
+        assert_eq!(
+            of_this_build(&lib),
+            Some(lib.canonicalize().unwrap()),
+            "the carried copy"
+        );
     }
 
     #[test]
