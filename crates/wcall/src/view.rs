@@ -76,8 +76,9 @@ pub fn snapshot_of(t: &Board, now_ns: u64, coordinator_pid: u32) -> Snapshot {
     }
 }
 
-/// The sync guard as the board says.
-fn guard_view(h: &crate::shm::board::Header, now_ns: u64) -> oslab_model::governor::GuardView {
+/// The sync guard as the board says (also read alone, every 100 ms, by
+/// wb.database to keep the governor's choices over a cell).
+pub fn guard_view(h: &crate::shm::board::Header, now_ns: u64) -> oslab_model::governor::GuardView {
     let ago = |ns: u64| (ns > 0).then(|| now_ns.saturating_sub(ns) as f64 / 1e9);
     let bytes = h.guard_bytes.load(Ordering::Relaxed);
     let setting = h.guard_setting.load(Ordering::Relaxed);

@@ -159,6 +159,8 @@ pub fn judge(plan: &Plan, raw: &Raw) -> Output {
             out.notes.push(note);
         }
     }
+    out.notes
+        .extend(modes(raw).filter_map(|m| guard_note(raw, m)));
     if let Some(f) = governed_alone(raw) {
         out.findings.push(f);
     }
@@ -502,5 +504,28 @@ fn vanilla(raw: &Raw) -> Claim {
         } else {
             "the copy did not fill the device's queue in this run".into()
         }
+    })
+}
+
+/// The sync guard as the governor chose it in each of `mode`'s cells (when it
+/// acted, at what size, from what bandwidth); None for cells with no record.
+fn guard_note(raw: &Raw, mode: Mode) -> Option<String> {
+    let runs: Vec<String> = cells(raw, mode)
+        .iter()
+        .filter(|c| !c.guard.is_empty())
+        .map(|c| {
+            format!(
+                "run {}: {}",
+                c.run + 1,
+                super::guard_log::describe(&c.guard)
+            )
+        })
+        .collect();
+    (!runs.is_empty()).then(|| {
+        format!(
+            "the sync guard as the governor chose it, {}: {}",
+            mode.name(),
+            runs.join("; ")
+        )
     })
 }

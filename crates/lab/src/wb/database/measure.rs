@@ -13,6 +13,7 @@ use oslab_wcall::rendezvous::GovernorName;
 use oslab_model::machine::MachineInfo;
 
 use super::account::{TRACED_FROM, account};
+use super::guard_log;
 use super::server::{self, Cluster, Running};
 use super::{BACKGROUND, CellRaw, DIRTY, DataCheck, Mode, Plan, Raw};
 use oslab_harness::kernel_trace::KernelTrace;
@@ -198,17 +199,11 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
         None
     };
     let prefix = e.logs.join(format!("pgbench-{tag}"));
-    let bench = e.cluster.pgbench(&[
-        "-N".into(),
-        "-c".into(),
-        "2".into(),
-        "-j".into(),
-        "2".into(),
-        "-T".into(),
-        format!("{}", e.plan.duration.round() as u64),
-        "--log".into(),
-        format!("--log-prefix={}", prefix.display()),
-    ]);
+    let board = daemon
+        .as_ref()
+        .and_then(|d| d.board.as_ref())
+        .map(|b| b.board());
+    let (bench, watched) = guard_log::while_running(board, start_ns, || pgbench(e, &prefix));
     if let Some(dd) = dd.as_mut() {
         oslab_sys::process::signal_process(dd.id(), oslab_sys::signals::TERM).ok();
         let _ = dd.wait();
@@ -224,6 +219,11 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
     let copy_intact = dd.map(|_| all_zeros(&copy));
     let _ = std::fs::remove_file(&copy);
     let data = check_data(e.cluster, &before, copy_intact)?;
+    if daemon.is_some() && !watched.rt_high_governed {
+        return Err(LabError::Failed(format!(
+            "{tag}: no process of the server joined the governor's rt-high group, so the cell did not measure the governor (a governed program says why on its stderr, in the server's log)"
+        )));
+    }
     drop(server);
     drop(daemon);
     Ok(CellRaw {
@@ -237,6 +237,7 @@ fn cell(e: &Env, run: u64, mode: Mode) -> Result<CellRaw, LabError> {
         data,
         steal_pct,
         kernel: Some(account),
+        guard: watched.changes,
     })
 }
 
@@ -256,6 +257,22 @@ fn check_data(c: &Cluster, before: &str, copy_intact: Option<bool>) -> Result<Da
         )?,
         copy_intact,
     })
+}
+
+/// `pgbench -N -c 2 -j 2` for the cell's duration, logging each transaction
+/// under `prefix`; its output.
+fn pgbench(e: &Env, prefix: &Path) -> Result<String, LabError> {
+    e.cluster.pgbench(&[
+        "-N".into(),
+        "-c".into(),
+        "2".into(),
+        "-j".into(),
+        "2".into(),
+        "-T".into(),
+        format!("{}", e.plan.duration.round() as u64),
+        "--log".into(),
+        format!("--log-prefix={}", prefix.display()),
+    ])
 }
 
 /// pgbench's "number of transactions actually processed: N".

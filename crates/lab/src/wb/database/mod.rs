@@ -40,6 +40,7 @@
 //! documentation (the per-transaction log's third field is the latency in µs).
 
 mod account;
+pub mod guard_log;
 mod judge;
 mod measure;
 mod server;
@@ -197,6 +198,10 @@ pub struct CellRaw {
     /// runs recorded before it was kept).
     #[serde(default)]
     pub kernel: Option<account::Account>,
+    /// The sync guard as the governor chose it while pgbench ran (governed
+    /// cells; empty in the others and in runs recorded before it was kept).
+    #[serde(default)]
+    pub guard: Vec<guard_log::GuardChange>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

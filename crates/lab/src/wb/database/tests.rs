@@ -35,6 +35,7 @@ fn cell(mode: Mode, counts: Vec<(u64, u64)>, copy_mib: u64, device_mib: u64) -> 
         data: data(n),
         steal_pct: 0.0,
         kernel: None,
+        guard: Vec::new(),
     }
 }
 
@@ -403,5 +404,54 @@ fn the_governor_alone_is_a_finding_of_its_own() {
         !out.measurements
             .iter()
             .any(|m| m.name == "governed-alone.copy_rate")
+    );
+}
+
+#[test]
+fn the_result_says_when_the_governor_turned_the_guard_on_and_off_and_how_large() {
+    use super::guard_log::GuardChange;
+    let mut r = raw();
+    r.cells[2].guard = vec![
+        GuardChange {
+            at_s: 0.0,
+            bytes: None,
+            bandwidth_bytes_s: None,
+        },
+        GuardChange {
+            at_s: 0.5,
+            bytes: Some(2 << 20),
+            bandwidth_bytes_s: None,
+        },
+        GuardChange {
+            at_s: 59.5,
+            bytes: None,
+            bandwidth_bytes_s: Some(40 << 20),
+        },
+    ];
+    let out = judge(&plan(), &r);
+    let note = out
+        .notes
+        .iter()
+        .find(|n| n.starts_with("the sync guard as the governor chose it, governed:"))
+        .expect("a note on the guard");
+    assert!(
+        note.ends_with(
+            "run 1: on at 0.5 s, off at 59.5 s; 2.0 MiB (median 2.0), its first size: no bandwidth measured"
+        ),
+        "{note}"
+    );
+    // cells with no record (the ungoverned ones, older raw files) get no note
+    assert_eq!(
+        out.notes
+            .iter()
+            .filter(|n| n.starts_with("the sync guard"))
+            .count(),
+        1
+    );
+    assert!(
+        judge(&plan(), &raw())
+            .notes
+            .iter()
+            .all(|n| !n.starts_with("the sync guard"))
     );
 }
