@@ -336,7 +336,8 @@ fn ready(dir: &str) -> bool {
 /// its changes (the testbed's mount, its loop device) before it exits, while the
 /// server (its own user's, its data on that testbed) still holds the file system.
 /// The server must still go when oslab does, and the mount and the loop device
-/// with it.
+/// with it. While it runs, the postmaster is oslab's child (adopted when pg_ctl
+/// exited), so its time is counted as the experiment's.
 #[test]
 fn an_interrupted_database_run_leaves_no_server_mount_or_loop_device() {
     if !common::is_root() {
@@ -405,6 +406,23 @@ fn an_interrupted_database_run_leaves_no_server_mount_or_loop_device() {
         }
     }
     let _leftover = Leftover(pid, testbed.clone());
+    // pg_ctl exits once the server is up; the postmaster is then oslab's, not
+    // init's, so its CPU time counts as the experiment's, not other programs'
+    let parent = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|s| {
+                s.rsplit(") ")
+                    .next()?
+                    .split(' ')
+                    .nth(1)?
+                    .parse::<u32>()
+                    .ok()
+            })
+    };
+    wait_for("the postmaster adopted by oslab once pg_ctl exited", || {
+        (parent() == Some(run.id())).then_some(())
+    });
     std::thread::sleep(Duration::from_secs(1));
     // SAFETY: a signal to the process group of the child this test started and
     // has not reaped

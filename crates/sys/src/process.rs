@@ -229,6 +229,58 @@ pub fn become_subreaper() -> SysResult<()> {
     Ok(())
 }
 
+/// While held, this process adopts what its descendants orphan
+/// (PR_SET_CHILD_SUBREAPER), as a service manager does: a daemon an experiment
+/// starts (a server whose pg_ctl exits once it is up) stays its descendant, so
+/// its CPU and I/O are the experiment's, not "other programs'". Dropped, the
+/// setting is what it was. oslab waits for the children it spawns by their
+/// pids, so an adopted one is reaped by its pid too ([`reap_adopted`]).
+pub struct AdoptsOrphans {
+    was: bool,
+}
+
+impl AdoptsOrphans {
+    pub fn new() -> SysResult<AdoptsOrphans> {
+        let mut was: libc::c_int = 0;
+        // SAFETY: prctl reading the setting into a local int.
+        if unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int) } != 0 {
+            return Err(SysError::last_os("prctl(PR_GET_CHILD_SUBREAPER)"));
+        }
+        become_subreaper()?;
+        Ok(AdoptsOrphans { was: was != 0 })
+    }
+}
+
+impl Drop for AdoptsOrphans {
+    fn drop(&mut self) {
+        if !self.was {
+            // SAFETY: prctl with integer arguments.
+            unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0) };
+        }
+    }
+}
+
+/// Reaps the process `pid` started at `start` (clock ticks since boot) if it is
+/// this process's child (adopted while an [`AdoptsOrphans`] was held) and has
+/// exited or exits within `patience`; true when reaped. The start time keeps a
+/// pid reused since from being taken for it.
+pub fn reap_adopted(root: &Root, pid: u32, start: u64, patience: std::time::Duration) -> bool {
+    if start_time(root, pid) != Some(start) {
+        return false;
+    }
+    let deadline = std::time::Instant::now() + patience;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid on one pid without blocking; status into a local.
+        match unsafe { libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG) } {
+            0 if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            r => return r > 0,
+        }
+    }
+}
+
 /// Reaps any of this process's children that have exited (waitpid WNOHANG).
 pub fn reap_exited_children() {
     // SAFETY: waitpid on any child without blocking; status into a local.
@@ -320,6 +372,57 @@ mod tests {
     fn raw_calls_answer() {
         assert!(raw_gettid() > 0);
         assert_eq!(raw_getppid(), unsafe { libc::getppid() } as i64);
+    }
+
+    /// A shell that starts `sleep` in the background and exits at once; the
+    /// sleep's pid.
+    fn orphan_a_sleep() -> u32 {
+        let out = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 >/dev/null 2>&1 & echo $!"])
+            .output()
+            .expect("sh runs");
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+
+    #[test]
+    fn a_daemon_started_while_orphans_are_adopted_stays_a_descendant_and_is_reaped_by_pid() {
+        let root = Root::live();
+        let me = std::process::id();
+        let is_mine = |pid: u32| {
+            let all = crate::parse::pidstat::read_all(&root);
+            crate::parse::pidstat::descendants(&all, me)
+                .iter()
+                .any(|(p, _)| *p == pid)
+        };
+        let adopted = {
+            let _held = AdoptsOrphans::new().unwrap();
+            let pid = orphan_a_sleep();
+            assert!(is_mine(pid), "the orphan is this process's child");
+            pid
+        };
+        let start = start_time(&root, adopted).unwrap();
+        // a pid reused since is not taken for it
+        assert!(!reap_adopted(
+            &root,
+            adopted,
+            start + 1,
+            std::time::Duration::ZERO
+        ));
+        signal_process(adopted, libc::SIGKILL).unwrap();
+        assert!(reap_adopted(
+            &root,
+            adopted,
+            start,
+            std::time::Duration::from_secs(5)
+        ));
+        assert_eq!(start_time(&root, adopted), None, "reaped: gone from /proc");
+        // once dropped, orphans go to init (or whoever adopted them before)
+        let mut was: libc::c_int = 1;
+        unsafe { libc::prctl(libc::PR_GET_CHILD_SUBREAPER, &mut was as *mut libc::c_int) };
+        assert_eq!(was, 0, "the setting is back");
+        let gone = orphan_a_sleep();
+        assert!(!is_mine(gone), "an orphan after the drop is not adopted");
+        let _ = signal_process(gone, libc::SIGKILL);
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use oslab_harness::LabError;
+use oslab_sys::process::{AdoptsOrphans, reap_adopted};
 
 /// `$1` the binaries, `$2` the data folder, `$3` the socket folder; standard input
 /// is oslab's pipe. TERM is ignored, and so are the signals a terminal sends its
@@ -39,7 +40,7 @@ started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 20; }
 pm=$(head -n 1 "$data/postmaster.pid")
 case $pm in ''|0*|*[!0-9]*) pm= ;; esac
 [ -n "$pm" ] && since=$(started "$pm")
-echo up
+echo "up ${pm:-0}"
 cat >/dev/null
 "$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 && exit 0
 [ -n "$pm" ] && [ -n "$since" ] || exit 1
@@ -247,9 +248,16 @@ impl Cluster {
 }
 
 /// A running server: stopped when dropped (its supervisor's pipe closes).
+/// oslab adopts the postmaster while it runs: pg_ctl exits once the server is
+/// up, which would hand the postmaster to init and its CPU time to "other
+/// programs" (`oslab_sys::process::AdoptsOrphans`); oslab reaps it once it
+/// stopped, so its time and its backends' count as the experiment's.
 pub struct Running {
     supervisor: Child,
     pipe: Option<ChildStdin>,
+    /// The postmaster's pid and start time.
+    postmaster: Option<(u32, u64)>,
+    _adopts: AdoptsOrphans,
 }
 
 impl Running {
@@ -259,6 +267,8 @@ impl Running {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
+        let adopts = AdoptsOrphans::new()
+            .map_err(|e| LabError::Failed(format!("cannot adopt the server's processes: {e}")))?;
         let mut child = oslab_sys::signals::child_of_oslab(
             &mut cmd,
             oslab_sys::signals::OnParentDeath::Terminate,
@@ -270,16 +280,23 @@ impl Running {
         let mut r = Running {
             supervisor: child,
             pipe,
+            postmaster: None,
+            _adopts: adopts,
         };
-        let mut word = [0u8; 3];
-        let up = out
-            .as_mut()
-            .is_some_and(|o| std::io::Read::read_exact(o, &mut word).is_ok() && &word == b"up\n");
-        if !up {
+        let mut line = String::new();
+        if let Some(o) = out.take() {
+            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(o), &mut line);
+        }
+        let Some(pid) = line
+            .strip_prefix("up ")
+            .and_then(|p| p.trim().parse::<u32>().ok())
+        else {
             return Err(LabError::Failed(
                 "PostgreSQL did not start (its log is server.log beside the data folder)".into(),
             ));
-        }
+        };
+        let root = oslab_sys::fsread::Root::live();
+        r.postmaster = oslab_sys::process::start_time(&root, pid).map(|t| (pid, t));
         r.pipe.as_mut().map(|p| p.flush());
         Ok(r)
     }
@@ -289,14 +306,22 @@ impl Drop for Running {
     fn drop(&mut self) {
         self.pipe.take();
         let deadline = Instant::now() + Duration::from_secs(90);
+        let mut ended = false;
         while Instant::now() < deadline {
             if let Ok(Some(_)) = self.supervisor.try_wait() {
-                return;
+                ended = true;
+                break;
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        let _ = self.supervisor.kill();
-        let _ = self.supervisor.wait();
+        if !ended {
+            let _ = self.supervisor.kill();
+            let _ = self.supervisor.wait();
+        }
+        if let Some((pid, start)) = self.postmaster {
+            let root = oslab_sys::fsread::Root::live();
+            reap_adopted(&root, pid, start, Duration::from_secs(10));
+        }
     }
 }
 
