@@ -81,6 +81,8 @@ pub struct Rate;
 pub struct Millis;
 /// A plain number, fractional or negative allowed: `0.5`, `-20`.
 pub struct Number;
+/// `auto` (held as 0: the program decides) or a size of at least 1 MiB.
+pub struct SizeOrAuto;
 
 impl Kind for Bytes {
     type Value = u64;
@@ -219,6 +221,29 @@ impl Kind for OneOf {
     }
     fn show(v: &&'static str) -> String {
         v.to_string()
+    }
+}
+
+impl Kind for SizeOrAuto {
+    type Value = u64;
+    fn label(_: &'static [&'static str]) -> String {
+        "auto or bytes".into()
+    }
+    fn parse(text: &str, _: &'static [&'static str]) -> Result<u64, String> {
+        if text == "auto" {
+            return Ok(0);
+        }
+        parse_human_size(text)
+            .ok()
+            .filter(|b| *b >= 1 << 20)
+            .ok_or_else(|| "use auto or a size of at least 1MiB such as 2MiB".into())
+    }
+    fn show(v: &u64) -> String {
+        if *v == 0 {
+            "auto".into()
+        } else {
+            human_bytes(*v)
+        }
     }
 }
 
@@ -405,6 +430,24 @@ mod tests {
         bounds: None,
         names: &["alone", "bulk", "rt"],
     };
+
+    #[test]
+    fn a_size_or_auto_reads_auto_as_zero_and_refuses_less_than_a_mebibyte() {
+        let s: Setting<SizeOrAuto> = Setting {
+            name: "sync_guard",
+            help: "",
+            quick: 0,
+            full: 0,
+            bounds: Some((0, 256 << 20)),
+            names: &[],
+        };
+        assert_eq!(s.parse("auto"), Ok(0));
+        assert_eq!(s.parse("2MiB"), Ok(2 << 20));
+        assert_eq!(SizeOrAuto::show(&0), "auto");
+        assert!(s.parse("512KiB").unwrap_err().contains("at least 1MiB"));
+        assert!(s.parse("0").is_err(), "0 is not how auto is asked for");
+        assert!(s.parse("1GiB").unwrap_err().contains("out of range"));
+    }
 
     #[test]
     fn parses_each_kind() {

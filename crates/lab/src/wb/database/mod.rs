@@ -48,7 +48,7 @@ mod server;
 use oslab_model::Environment;
 use serde::{Deserialize, Serialize};
 
-use crate::settings::{AnySetting, Count, Declared, Seconds, Setting};
+use crate::settings::{AnySetting, Count, Declared, Seconds, Setting, SizeOrAuto};
 use oslab_harness::{Context, LabError, Meta, Needs, Output};
 use oslab_harness::{Experiment, Measured, Planner};
 use oslab_services::cells::settings::BANDWIDTH;
@@ -95,7 +95,15 @@ static SCALE: Setting<Count> = Setting {
     bounds: Some((1, 1000)),
     names: &[],
 };
-static SETTINGS: [&dyn AnySetting; 4] = [&DURATION, &RUNS, &SCALE, &BANDWIDTH];
+static SYNC_GUARD: Setting<SizeOrAuto> = Setting {
+    name: "sync_guard",
+    help: "the governor's sync guard in the governed cells: auto (its default) or a fixed size, to compare",
+    quick: 0,
+    full: 0,
+    bounds: Some((0, 256 << 20)),
+    names: &[],
+};
+static SETTINGS: [&dyn AnySetting; 5] = [&DURATION, &RUNS, &SCALE, &BANDWIDTH, &SYNC_GUARD];
 
 /// dirty_bytes and dirty_background_bytes during the run.
 pub const DIRTY: u64 = 64 << 20;
@@ -232,7 +240,7 @@ impl Experiment for Database {
         Plan {
             duration: p.get(&DURATION),
             runs: p.get(&RUNS),
-            guard: None,
+            guard: Some(p.get(&SYNC_GUARD)).filter(|b| *b > 0),
             scale: p.get(&SCALE),
             bandwidth: p.get(&BANDWIDTH),
         }
