@@ -91,18 +91,18 @@ fn the_wait_run_delay_does_not_clock_may_move_to_the_cause_of_sleep_and_nothing_
     let syscalls = split(58485, 0, 28183, 2884, 8030);
     let functions = split(58406, 0, 32416, 3041, 3807);
     assert_eq!(
-        disagreements(&functions, &syscalls, 79, 0.05),
+        disagreements(&functions, &syscalls, 79_000, 0.05),
         Vec::<String>::new()
     );
     // more write-back wait with no run queue short: a different split
     let more_wait = split(58406, 0, 32416, 3041, 8030);
-    assert!(!disagreements(&more_wait, &syscalls, 79, 0.05).is_empty());
+    assert!(!disagreements(&more_wait, &syscalls, 79_000, 0.05).is_empty());
     // the run queue short with the time on the CPU instead
     let on_cpu = split(58406, 0, 28183, 2884, 3807);
-    assert!(!disagreements(&on_cpu, &syscalls, 79, 0.05).is_empty());
+    assert!(!disagreements(&on_cpu, &syscalls, 79_000, 0.05).is_empty());
     // more run queue than the wake-ups saw is never the clock's doing
     let more_runq = split(58406, 0, 23950, 2884, 12263);
-    assert!(!disagreements(&more_runq, &syscalls, 79, 0.05).is_empty());
+    assert!(!disagreements(&more_runq, &syscalls, 79_000, 0.05).is_empty());
 }
 
 #[test]

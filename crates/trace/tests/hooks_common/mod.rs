@@ -158,7 +158,8 @@ pub fn same_call<'a>(w: &WriteCall, among: &[&'a WriteCall]) -> Option<&'a Write
 /// an emulated CPU it lasts milliseconds (the interrupt's work before the
 /// switch); on hardware microseconds. So `a`'s run queue may be short of
 /// `b`'s, provided the causes of sleep (throttle, write-back wait, blocked)
-/// are over `b`'s by that same time, each side within `share`.
+/// are over `b`'s by that same time, within `share` (which cause took it is
+/// not checked).
 pub fn disagreements(a: &WriteCall, b: &WriteCall, outside: u64, share: f64) -> Vec<String> {
     const CAUSES: std::ops::Range<usize> = 1..4;
     const RUN_QUEUE: usize = 4;
@@ -183,7 +184,9 @@ pub fn disagreements(a: &WriteCall, b: &WriteCall, outside: u64, share: f64) -> 
             off.push(shown(i));
         }
     }
-    if (moved - unclocked).abs() > limit + outside as f64 {
+    // more in the causes than the run queue is short cannot be time outside
+    // the function, which only `b` counts
+    if moved - unclocked > limit || unclocked - moved > limit + outside as f64 {
         off.push(format!(
             "{:.3} ms more in the causes of sleep where the run queue is {:.3} ms short ({}, {})",
             moved / 1e6,

@@ -170,7 +170,7 @@ pub fn judge(plan: &Plan, raw: &Raw) -> Output {
         plan.duration,
         plan.scale,
         match plan.guard {
-            Some(g) => format!(" --sync-guard {}MiB", g >> 20),
+            Some(g) => format!(" --sync-guard {}", oslab_units::human_bytes(g).replace(' ', "")),
             None => " with its defaults (the sync guard auto)".into(),
         },
         raw.cells

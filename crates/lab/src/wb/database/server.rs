@@ -36,11 +36,11 @@ bin=$1; data=$2; sock=$3
   "$bin/pg_ctl" -D "$data" -m immediate -w stop >/dev/null 2>&1
   exit 1
 }
-started() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 20; }
+started() { sed -n 's/.*) //; /^[ZX]/d; p' "/proc/$1/stat" 2>/dev/null | cut -d ' ' -f 20; }
 pm=$(head -n 1 "$data/postmaster.pid")
 case $pm in ''|0*|*[!0-9]*) pm= ;; esac
 [ -n "$pm" ] && since=$(started "$pm")
-echo "up ${pm:-0}"
+echo up
 cat >/dev/null
 "$bin/pg_ctl" -D "$data" -m fast -w -t 60 stop >/dev/null 2>&1 && exit 0
 [ -n "$pm" ] && [ -n "$since" ] || exit 1
@@ -248,15 +248,14 @@ impl Cluster {
 }
 
 /// A running server: stopped when dropped (its supervisor's pipe closes).
-/// oslab adopts the postmaster while it runs: pg_ctl exits once the server is
-/// up, which would hand the postmaster to init and its CPU time to "other
-/// programs" (`oslab_sys::process::AdoptsOrphans`); oslab reaps it once it
-/// stopped, so its time and its backends' count as the experiment's.
+/// oslab adopts the server's processes while it runs: pg_ctl exits once the
+/// server is up, which would hand the postmaster to init and its CPU time to
+/// "other programs" (`oslab_sys::process::AdoptsOrphans`); once the
+/// supervisor is done, oslab reaps them, so their time and their backends'
+/// count as the experiment's.
 pub struct Running {
     supervisor: Child,
     pipe: Option<ChildStdin>,
-    /// The postmaster's pid and start time.
-    postmaster: Option<(u32, u64)>,
     _adopts: AdoptsOrphans,
 }
 
@@ -280,23 +279,17 @@ impl Running {
         let mut r = Running {
             supervisor: child,
             pipe,
-            postmaster: None,
             _adopts: adopts,
         };
-        let mut line = String::new();
-        if let Some(o) = out.take() {
-            let _ = std::io::BufRead::read_line(&mut std::io::BufReader::new(o), &mut line);
-        }
-        let Some(pid) = line
-            .strip_prefix("up ")
-            .and_then(|p| p.trim().parse::<u32>().ok())
-        else {
+        let mut word = [0u8; 3];
+        let up = out
+            .as_mut()
+            .is_some_and(|o| std::io::Read::read_exact(o, &mut word).is_ok() && &word == b"up\n");
+        if !up {
             return Err(LabError::Failed(
                 "PostgreSQL did not start (its log is server.log beside the data folder)".into(),
             ));
-        };
-        let root = oslab_sys::fsread::Root::live();
-        r.postmaster = oslab_sys::process::start_time(&root, pid).map(|t| (pid, t));
+        }
         r.pipe.as_mut().map(|p| p.flush());
         Ok(r)
     }
@@ -318,9 +311,16 @@ impl Drop for Running {
             let _ = self.supervisor.kill();
             let _ = self.supervisor.wait();
         }
-        if let Some((pid, start)) = self.postmaster {
+        // the supervisor stopped the server (or was killed): what oslab adopted
+        // of the server's user exits now, or is left to init when oslab goes
+        if let Some(server_user) = uid() {
             let root = oslab_sys::fsread::Root::live();
-            reap_adopted(&root, pid, start, Duration::from_secs(10));
+            reap_adopted(
+                &root,
+                server_user,
+                &[self.supervisor.id()],
+                Duration::from_secs(10),
+            );
         }
     }
 }
