@@ -5,6 +5,8 @@
 //! tested on a host without v2 controllers; `tests/wcall.rs` in the oslab crate
 //! covers placement on the live hierarchy.
 
+mod common;
+
 use std::path::Path;
 
 use oslab_sys::parse::memcg::Version;
@@ -113,11 +115,7 @@ fn v2_controls_on_a_cgroupfs_like_tree() {
     drop(cg);
     assert!(!base.exists());
     assert!(
-        std::fs::read_dir(journal.path()).unwrap().all(|e| !e
-            .unwrap()
-            .file_name()
-            .to_string_lossy()
-            .ends_with(".jsonl")),
+        common::no_journal_in(journal.path()),
         "no journal left behind"
     );
 }

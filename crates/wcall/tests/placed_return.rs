@@ -8,6 +8,8 @@
 // 80 lines.
 #![allow(clippy::too_many_lines)]
 
+mod common;
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -148,11 +150,7 @@ fn a_placed_process_goes_back_where_it_came_from_when_the_governor_stops() {
     drop(groups);
     assert!(!base.exists(), "the groups are removed");
     assert!(
-        std::fs::read_dir(journal.path()).unwrap().all(|e| !e
-            .unwrap()
-            .file_name()
-            .to_string_lossy()
-            .ends_with(".jsonl")),
+        common::no_journal_in(journal.path()),
         "no journal left behind"
     );
     drop(cleanup);

@@ -1,6 +1,6 @@
 //! A governor's listener served on a thread of the test, as `oslab wcall
 //! daemon` serves it (the real loop and the real answers), and clients that play
-//! other users from threads of their own.
+//! other users from threads of their own; and what a test checks it left behind.
 
 #![allow(dead_code)]
 
@@ -149,4 +149,12 @@ pub fn as_user<T: Send + 'static>(
 
 pub fn is_root() -> bool {
     oslab_sys::process::is_root()
+}
+
+/// Whether the journal folder `dir` holds no journal (`*.jsonl`): every change
+/// the test made was undone.
+pub fn no_journal_in(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".jsonl"))
 }
