@@ -524,6 +524,7 @@ mod tests {
             pages,
             avg_write_bw: 0,
             write_bw: 0,
+            dirty_ratelimit: 0,
         };
         let ps = [
             p(0, 10, 100),

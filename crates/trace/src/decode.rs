@@ -23,7 +23,7 @@ pub const SIZES: [(u32, usize); 9] = [
     (EV_WRITE, 200),
     (EV_PAUSE, 184),
     (EV_BANDWIDTH, 104),
-    (EV_FLUSH, 96),
+    (EV_FLUSH, 104),
     (EV_OFFCPU, 240),
     (EV_LIMITS, 32),
     (EV_SWITCH, 48),
@@ -211,6 +211,7 @@ fn flush(f: &mut Fields, ts: u64) -> Event {
     let pages = f.u64();
     let avg_write_bw = f.u64();
     let write_bw = f.u64();
+    let dirty_ratelimit = f.u64();
     let reason = FlushReason::from_kernel(f.u32());
     Event::Flush(FlushPass {
         start_ns,
@@ -221,6 +222,7 @@ fn flush(f: &mut Fields, ts: u64) -> Event {
         pages,
         avg_write_bw,
         write_bw,
+        dirty_ratelimit,
     })
 }
 
@@ -452,7 +454,7 @@ mod tests {
 
     #[test]
     fn a_flush_pass_names_its_device_and_reason() {
-        let mut v = header(EV_FLUSH, 96);
+        let mut v = header(EV_FLUSH, 104);
         push64(&mut v, 3);
         let mut name = [0u8; 32];
         name[..3].copy_from_slice(b"7:0");
@@ -461,6 +463,7 @@ mod tests {
         push64(&mut v, 1024);
         push64(&mut v, 2560);
         push64(&mut v, 2600);
+        push64(&mut v, 900);
         push32(&mut v, 3);
         push32(&mut v, 0);
         let Some(Event::Flush(f)) = decode(&v) else {
@@ -470,6 +473,7 @@ mod tests {
         assert_eq!(f.reason, FlushReason::Periodic);
         assert_eq!((f.start_ns, f.end_ns, f.pages), (4000, 5000, 1024));
         assert_eq!((f.avg_write_bw, f.write_bw), (2560, 2600));
+        assert_eq!(f.dirty_ratelimit, 900);
     }
 
     proptest! {

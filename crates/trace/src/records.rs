@@ -143,6 +143,12 @@ pub struct FlushPass {
     pub avg_write_bw: u64,
     #[serde(default)]
     pub write_bw: u64,
+    /// The device's dirty_ratelimit when the pass began, pages per second:
+    /// only a throttled writer moves it (bdi_dirty_ratelimit fires then only),
+    /// so on an idle device this is where it shows what the next throttled
+    /// writer starts from. 0 in records from before it was kept.
+    #[serde(default)]
+    pub dirty_ratelimit: u64,
 }
 
 /// A blocked stretch of a watched call not explained by throttling or write

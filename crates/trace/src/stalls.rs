@@ -283,6 +283,7 @@ mod tests {
             pages: 256,
             avg_write_bw: 0,
             write_bw: 0,
+            dirty_ratelimit: 0,
         }];
         let iv = Interval {
             start_ns: 0,

@@ -203,6 +203,7 @@ mod tests {
             pages: 256,
             avg_write_bw: 0,
             write_bw: 0,
+            dirty_ratelimit: 0,
         };
         let ev = trace_events(&[], &[], &[offcpu], &[flush], &[], 250, 4096);
         assert_eq!(ev.len(), 2);

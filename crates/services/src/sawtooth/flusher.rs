@@ -77,6 +77,7 @@ pub fn simulated_flush(out: &Outcome, reason: FlushReason, limit: u64) -> Option
                 pages: f.pages,
                 avg_write_bw: (f.avg_write_bw / page as f64) as u64,
                 write_bw: 0,
+                dirty_ratelimit: 0,
             }
         })
         .collect();

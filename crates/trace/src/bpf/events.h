@@ -114,7 +114,9 @@ struct ev_bandwidth {
 };
 
 /* One pass of the flusher (writeback_start to writeback_written), with the
- * device's bandwidth estimates when it began (they size its chunks). */
+ * device's estimates when it began: the bandwidths size its chunks, and
+ * dirty_ratelimit, which only a throttled writer moves, is what the next one
+ * starts from (the one place an idle device shows it). */
 struct ev_flush {
 	struct ev_header h;
 	u64 bdi_id;
@@ -123,6 +125,7 @@ struct ev_flush {
 	u64 pages;
 	u64 avg_write_bw;
 	u64 write_bw;
+	u64 dirty_ratelimit;
 	u32 reason;
 	u32 pad;
 };
@@ -183,7 +186,7 @@ _Static_assert(sizeof(struct ev_file) == 48, "ev_file");
 _Static_assert(sizeof(struct ev_write) == 200, "ev_write");
 _Static_assert(sizeof(struct ev_pause) == 184, "ev_pause");
 _Static_assert(sizeof(struct ev_bandwidth) == 104, "ev_bandwidth");
-_Static_assert(sizeof(struct ev_flush) == 96, "ev_flush");
+_Static_assert(sizeof(struct ev_flush) == 104, "ev_flush");
 _Static_assert(sizeof(struct ev_offcpu) == 240, "ev_offcpu");
 _Static_assert(sizeof(struct ev_limits) == 32, "ev_limits");
 _Static_assert(sizeof(struct ev_switch) == 48, "ev_switch");

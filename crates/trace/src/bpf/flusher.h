@@ -32,6 +32,7 @@ int BPF_PROG(on_pass_start, struct bdi_writeback *wb, struct wb_writeback_work *
 	f.pages = BPF_CORE_READ(work, nr_pages);
 	f.avg_write_bw = BPF_CORE_READ(wb, avg_write_bandwidth);
 	f.write_bw = BPF_CORE_READ(wb, write_bandwidth);
+	f.dirty_ratelimit = BPF_CORE_READ(wb, dirty_ratelimit);
 	bpf_map_update_elem(&passes, &key, &f, BPF_ANY);
 	return 0;
 }
@@ -53,6 +54,7 @@ int BPF_PROG(on_pass_end, struct bdi_writeback *wb, struct wb_writeback_work *wo
 		e->pages = f->pages - BPF_CORE_READ(work, nr_pages);
 		e->avg_write_bw = f->avg_write_bw;
 		e->write_bw = f->write_bw;
+		e->dirty_ratelimit = f->dirty_ratelimit;
 		e->reason = BPF_CORE_READ(work, reason);
 		e->pad = 0;
 		bpf_ringbuf_submit(e, BPF_RB_NO_WAKEUP);

@@ -8,21 +8,25 @@
 //! nr_dirty_background_threshold), the dirty sysctls, the device's bdi settings
 //! (/sys/class/bdi/MAJ:MIN: min/max ratio, strict_limit) and, where debugfs is
 //! mounted, its write_bandwidth (BdiWriteBandwidth). avg_write_bandwidth, which
-//! sizes the flusher's chunk, is in no file: [`probe`] writes one page in a
-//! scratch folder on the device and syncs its file system, so that the flusher
-//! makes one pass, and the writeback tracepoints (eBPF) read both bandwidths as
-//! the pass begins, before the page moves them. dirty_ratelimit moves only
-//! while a writer is throttled (bdi_dirty_ratelimit fires then only): an idle
-//! device shows it nowhere, so it is taken from a throttled writer's record
-//! during the probe when there is one, else from the steady state of the
-//! scenario's writers ([`Estimate`] says which, per figure).
+//! sizes the flusher's chunk, and dirty_ratelimit, where the next throttled
+//! writer starts, are in no file: [`probe`] writes one page in a scratch folder
+//! on the device and syncs its file system, so that the flusher makes one pass,
+//! and the writeback tracepoints (eBPF) read all three off the device's
+//! bdi_writeback as the pass begins, before the page moves them.
+//! dirty_ratelimit moves only while a writer is throttled (bdi_dirty_ratelimit
+//! fires then only), so the tracepoints of the estimator never show it on an
+//! idle device; the pass does. A throttled writer during the probe shows a newer
+//! one, taken instead. A kernel whose trace says nothing of the pass leaves an
+//! estimate to the steady state of the scenario's writers ([`Estimate`] says
+//! which, per figure).
 //!
 //! How far off: the traced bandwidths are the kernel's own words at the pass's
 //! start. The probe's page then refreshes them once, a BANDWIDTH_INTERVAL
 //! (200 ms) after its write back ends: the three-second blend keeps
 //! (period - elapsed) / period of the old write_bandwidth, so it falls by about
 //! 5 % (elapsed 50 of 1024 ticks at HZ 250) and avg_write_bandwidth by at most
-//! an eighth of its gap to it. A write of another program's to the device
+//! an eighth of its gap to it. dirty_ratelimit does not move: nobody is
+//! throttled by one page. A write of another program's to the device
 //! between the read and the run moves them further. Without root (no tracing,
 //! no debugfs) nothing is read: the simulation says so and starts from the
 //! steady state.
@@ -57,7 +61,7 @@ impl Source {
         match self {
             Source::Traced => "traced around a probe write",
             Source::Debugfs => "debugfs",
-            Source::Steady => "not shown on an idle device: the steady state's",
+            Source::Steady => "not read: the steady state's",
         }
     }
 }

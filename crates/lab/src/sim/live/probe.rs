@@ -1,10 +1,10 @@
 //! The probe that shows the kernel's estimates for an idle device: one page
 //! written in a scratch folder on it and its file system synced, so that the
 //! device's flusher makes one pass; the writeback tracepoints read
-//! write_bandwidth and avg_write_bandwidth off the device's bdi_writeback as
-//! the pass begins (writeback_start), before the page's own completion moves
-//! them. A throttled writer elsewhere on the device during the probe also
-//! shows its dirty_ratelimit (bdi_dirty_ratelimit).
+//! write_bandwidth, avg_write_bandwidth and dirty_ratelimit off the device's
+//! bdi_writeback as the pass begins (writeback_start), before the page's own
+//! completion moves them. A throttled writer elsewhere on the device during the
+//! probe shows a newer dirty_ratelimit (bdi_dirty_ratelimit), taken instead.
 
 use std::io::Write;
 use std::path::Path;
@@ -47,7 +47,10 @@ fn write_and_sync(dir: &Path) -> Result<(), String> {
 }
 
 /// The first flusher pass on `bdi` in `c` (its estimates as it began), and the
-/// last dirty_ratelimit a throttled writer on it showed; bytes per second.
+/// last dirty_ratelimit a throttled writer on it showed, else the pass's;
+/// bytes per second. A pass recorded without its dirty_ratelimit (0: a record
+/// from before it was kept; the kernel never lets it fall under a page a
+/// second) shows none.
 pub fn estimates_of(c: &Captured, bdi: &str) -> Option<Traced> {
     let page = c.page_size.max(1) as f64;
     let pass = c.flushes.iter().find(|f| f.bdi == bdi)?;
@@ -56,7 +59,9 @@ pub fn estimates_of(c: &Captured, bdi: &str) -> Option<Traced> {
         .iter()
         .rev()
         .find(|b| b.bdi == bdi)
-        .map(|b| b.dirty_ratelimit as f64 * page);
+        .map(|b| b.dirty_ratelimit)
+        .or((pass.dirty_ratelimit > 0).then_some(pass.dirty_ratelimit))
+        .map(|pages| pages as f64 * page);
     Some(Traced {
         write_bw: Some(pass.write_bw as f64 * page),
         avg_write_bw: Some(pass.avg_write_bw as f64 * page),

@@ -1,5 +1,6 @@
 use std::path::Path;
 
+use oslab_model::trace::Bandwidth;
 use oslab_model::trace::FlushReason;
 use oslab_sys::fsread::Root;
 use oslab_trace::analysis::Captured;
@@ -75,6 +76,7 @@ fn pass(bdi: &str, write_bw: u64, avg_write_bw: u64) -> FlushPass {
         pages: 1,
         avg_write_bw,
         write_bw,
+        dirty_ratelimit: 0,
     }
 }
 
@@ -94,9 +96,43 @@ fn the_probe_takes_the_device_s_first_pass_as_it_began() {
     let page = c.page_size as f64;
     assert_eq!(t.write_bw, Some(5120.0 * page));
     assert_eq!(t.avg_write_bw, Some(3072.0 * page));
-    // no throttled writer during the probe: no dirty_ratelimit
+    // a pass recorded without its dirty_ratelimit and no throttled writer
+    // during the probe: none
     assert_eq!(t.dirty_ratelimit, None);
     assert!(estimates_of(&c, "8:0").is_none());
+}
+
+fn throttled(bdi: &str, dirty_ratelimit: u64) -> Bandwidth {
+    Bandwidth {
+        ts_ns: 5,
+        bdi_id: 2,
+        bdi: bdi.into(),
+        write_bw: 0,
+        avg_write_bw: 0,
+        dirty_rate: 0,
+        dirty_ratelimit,
+        task_ratelimit: 0,
+        balanced_dirty_ratelimit: 0,
+    }
+}
+
+#[test]
+fn an_idle_device_shows_its_dirty_ratelimit_at_the_pass_and_a_throttled_writer_a_newer_one() {
+    let mut ours = pass("253:0", 5120, 3072);
+    ours.dirty_ratelimit = 2048;
+    let mut c = Captured {
+        flushes: vec![ours],
+        ..Captured::default()
+    };
+    let page = c.page_size as f64;
+    let t = estimates_of(&c, "253:0").unwrap();
+    assert_eq!(t.dirty_ratelimit, Some(2048.0 * page));
+    // a throttled writer on the device during the probe says more recently
+    c.bandwidth.push(throttled("253:0", 1500));
+    // another device's record says nothing of ours
+    c.bandwidth.push(throttled("7:0", 9));
+    let t = estimates_of(&c, "253:0").unwrap();
+    assert_eq!(t.dirty_ratelimit, Some(1500.0 * page));
 }
 
 #[test]
@@ -164,6 +200,10 @@ fn a_probe_on_a_real_disk_reads_the_kernel_s_estimates() {
     assert_eq!(s.write_bw.source, Source::Traced);
     assert_eq!(s.avg_write_bw.source, Source::Traced);
     assert!(s.traced.write_bw.unwrap() > 0.0 && s.traced.avg_write_bw.unwrap() > 0.0);
+    // the pass shows dirty_ratelimit too, idle device or not (at least a page a
+    // second, as the kernel keeps it)
+    assert_eq!(s.dirty_ratelimit.source, Source::Traced);
+    assert!(s.dirty_ratelimit.bytes_s.unwrap() >= 4096.0, "{s:?}");
     assert_eq!(probes(), before, "the probe's scratch folder is gone");
 }
 

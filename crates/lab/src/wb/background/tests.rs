@@ -91,6 +91,7 @@ fn traced(mut raw: SawRaw, passes: u64, chunk_mib: u64, bw_mib_s: u64) -> SawRaw
             pages: chunk_mib * 256,
             avg_write_bw: bw_mib_s * 256,
             write_bw: bw_mib_s * 256,
+            dirty_ratelimit: 0,
         })
         .collect();
     raw.kernel = oslab_trace::TraceOutcome::Traced(Box::new(Captured {
