@@ -29,6 +29,15 @@ const BLIND: Check = Check {
     source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the blind prediction's targets)",
 };
 
+/// The sawtooth cells from the live state read just before each run: what a
+/// user's `oslab sim run --live` starts from.
+const LIVE: Check = Check {
+    id: "sim-predicts-sawtooth-live",
+    tolerates: &oslab_harness::interference::TIMES,
+    text: "The simulator predicts one writer's Dirty sawtooth from the live state read just before each run (the kernel's estimates as `oslab sim run --live` reads them, nothing else of the run): at least 95 % of the sawtooth figures (peak, trough, period) of every cell within target",
+    source: "docs/sim-scenarios.md, \"Validation: oslab sim validate\" (the live column)",
+};
+
 const SWEEP: Check = Check {
     id: "sim-predicts-sweep",
     tolerates: &oslab_harness::interference::TIMES,
@@ -232,6 +241,9 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let saw = super::sawtooth_cells::judge::judge(&raw.sawtooth, hz, plan.sawtooth_cycles, restore);
     out.findings.extend(saw_findings(&saw));
     out.claims.push(blind_claim(&everything, &saw.blind));
+    if !saw.live.is_empty() {
+        out.claims.push(live_claim(&saw.live));
+    }
     out.claims.push(claim(&PREDICTS, &main, "testbed"));
     if raw.settings.iter().any(|s| s.spec.name != "main") {
         out.claims.push(claim(&SWEEP, &sweep, "sweep"));
@@ -272,8 +284,10 @@ fn saw_findings(saw: &SawVerdicts) -> Vec<oslab_model::Finding> {
     let mut out = Vec::new();
     for (prefix, judged) in [
         ("blind.", &saw.blind),
+        ("live.", &saw.live),
         ("", &saw.seeded),
         ("blind.", &saw.flush_blind),
+        ("live.", &saw.flush_live),
         ("", &saw.flush_seeded),
     ] {
         out.extend(judged.iter().map(|j| saw_finding(prefix, j)));
@@ -376,6 +390,36 @@ fn blind_claim(groups: &[&Group], saw: &[SawJudged]) -> oslab_model::Claim {
             (_, true) => "every blind prediction fell inside the real runs' range or within the target of their median".into(),
             (true, false) => format!("within the share; missed: {}", misses.join("; ")),
             (false, false) => format!("missed: {}", misses.join("; ")),
+        },
+    )
+}
+
+/// The share of the sawtooth figures within target from the live state; each
+/// miss named.
+fn live_claim(live: &[SawJudged]) -> oslab_model::Claim {
+    let held = live.iter().filter(|j| j.holds()).count();
+    let share = held as f64 / live.len() as f64;
+    let misses: Vec<String> = live
+        .iter()
+        .filter(|j| !j.holds())
+        .map(|j| j.miss_text("live."))
+        .collect();
+    let condition = Condition::new(
+        "the share of sawtooth figures within target, from the live state",
+        "",
+        Rule::AtLeast(0.95),
+        share,
+    );
+    LIVE.judge(
+        &[condition],
+        &format!(
+            "{held} of {} figures over {} cells",
+            live.len(),
+            super::sawtooth_cells::judge::cells(live)
+        ),
+        |_| match misses.is_empty() {
+            true => "every prediction from the live state fell inside the real runs' range or within the target of their median".into(),
+            false => format!("missed: {}", misses.join("; ")),
         },
     )
 }

@@ -122,6 +122,14 @@ static SAWTOOTH_DEVICES: Setting<Choices> = Setting {
     bounds: None,
     names: sawtooth_cells::DEVICE_NAMES,
 };
+static SAWTOOTH_FAST: Setting<Choices> = Setting {
+    name: "sawtooth_fast",
+    help: "the fast-disk cells on the root disk, periodic write back off: 4MiB/s under background 24 MiB, 6MiB/s under 48 MiB, 8MiB/s under 96 MiB (quick: 6MiB/s alone); they run where the root disk's cells do",
+    quick: Vec::new(),
+    full: Vec::new(),
+    bounds: None,
+    names: sawtooth_cells::FAST_NAMES,
+};
 static SAWTOOTH_RUNS: Setting<Count> = Setting {
     name: "sawtooth_runs",
     help: "runs of every sawtooth cell",
@@ -151,7 +159,7 @@ static SWEEP_WRITES: Setting<Count> = Setting {
     names: &[],
 };
 // the testbed's cap, the runs and the policies are wb.wcall's own
-static SETTINGS: [&dyn AnySetting; 11] = [
+static SETTINGS: [&dyn AnySetting; 12] = [
     &BANDWIDTH,
     &WRITES,
     &RUNS,
@@ -162,6 +170,7 @@ static SETTINGS: [&dyn AnySetting; 11] = [
     &SAWTOOTH,
     &SAWTOOTH_WRITERS,
     &SAWTOOTH_DEVICES,
+    &SAWTOOTH_FAST,
     &SAWTOOTH_RUNS,
 ];
 
@@ -238,24 +247,38 @@ impl Plan {
 pub use oslab_services::page_costs::PageCosts;
 use sawtooth_cells::{SawCell, SawDevice, SawDeviceRaw};
 
+/// The writers `chosen` names, `names[i]` naming `writers[i]`.
+fn named(chosen: &[&str], names: &[&str], writers: &[(u64, u64)]) -> Vec<(u64, u64)> {
+    chosen
+        .iter()
+        .filter_map(|n| Some(writers[names.iter().position(|w| w == n)?]))
+        .collect()
+}
+
 fn sawtooth_plan(p: &mut Planner) -> Vec<SawCell> {
     if !p.get(&SAWTOOTH) {
         return Vec::new();
     }
-    let writers: Vec<(u64, u64)> = p
-        .choices_quick(&SAWTOOTH_WRITERS, &["5MiB/s"])
-        .iter()
-        .filter_map(|n| {
-            let i = sawtooth_cells::WRITER_NAMES.iter().position(|w| w == n)?;
-            Some(sawtooth_cells::WRITERS[i])
-        })
-        .collect();
+    let writers = named(
+        &p.choices_quick(&SAWTOOTH_WRITERS, &["5MiB/s"]),
+        sawtooth_cells::WRITER_NAMES,
+        &sawtooth_cells::WRITERS,
+    );
     let devices: Vec<SawDevice> = p
         .choices(&SAWTOOTH_DEVICES)
         .iter()
         .filter_map(|n| SawDevice::parse(n))
         .collect();
-    SawCell::matrix(&devices, &writers)
+    let fast = named(
+        &p.choices_quick(&SAWTOOTH_FAST, &["6MiB/s"]),
+        sawtooth_cells::FAST_NAMES,
+        &sawtooth_cells::FAST_WRITERS,
+    );
+    let mut cells = SawCell::matrix(&devices, &writers);
+    if devices.contains(&SawDevice::Root) {
+        cells.extend(SawCell::fast(&fast));
+    }
+    cells
 }
 
 /// The machine's write back over a cell, for the other devices' share.

@@ -209,6 +209,22 @@ pub fn seeded_config(dev: &SawDeviceRaw, cell: &SawCell, hz: u64, run: &SawRaw) 
     Some(cfg)
 }
 
+/// The column a user's `oslab sim run --live` gives: `cell` simulated from the
+/// live state read just before the run (the kernel's estimates as the probe's
+/// flusher pass showed them, the steady state's for any it did not), from a
+/// clean cache.
+pub fn live_config(
+    dev: &SawDeviceRaw,
+    cell: &SawCell,
+    hz: u64,
+    live: &crate::sim::live::LiveState,
+) -> Config {
+    let mut cfg = blind_config(dev, cell, hz);
+    cfg.start = Start::Live;
+    cfg.initial = live.initial();
+    cfg
+}
+
 /// One figure of one cell, blind or seeded: its verdict, or None where the real
 /// runs show the figure and the simulation does not (a miss).
 #[derive(Debug, Clone)]
@@ -340,18 +356,32 @@ pub const MAX_RUNS: usize = 120;
 pub struct SawVerdicts {
     pub blind: Vec<SawJudged>,
     pub seeded: Vec<SawJudged>,
-    /// The flusher's figures, blind and seeded: reported, not in the claim.
+    /// From the live state read before each run (runs that have one).
+    pub live: Vec<SawJudged>,
+    /// The flusher's figures, blind, seeded and live: reported, not in the claim.
     pub flush_blind: Vec<SawJudged>,
     pub flush_seeded: Vec<SawJudged>,
+    pub flush_live: Vec<SawJudged>,
     pub empty: Vec<String>,
 }
 
 impl SawVerdicts {
-    /// How the cells fared blind and from the kernel's carried estimates.
+    /// How the cells fared blind, from the live state and from the kernel's
+    /// carried estimates.
     pub fn note(&self) -> String {
         let held = |v: &[SawJudged]| v.iter().filter(|j| j.holds()).count();
+        // runs recorded before the live state was read have no live column
+        let live = if self.live.is_empty() {
+            String::new()
+        } else {
+            format!(
+                " {} of {} from the live state read just before each run (what `sim run --live` starts from; the live.saw.* findings);",
+                held(&self.live),
+                self.live.len()
+            )
+        };
         format!(
-            "the sawtooth cells: {} of {} figures within target blind; {} of {} when each run is simulated from the write bandwidth estimates the kernel carried into it (its first traced flusher pass; the saw.* findings), which is how far the model's flusher and estimator follow the kernel's once they start from the same state",
+            "the sawtooth cells: {} of {} figures within target blind;{live} {} of {} when each run is simulated from the write bandwidth estimates the kernel carried into it (its first traced flusher pass; the saw.* findings), which is how far the model's flusher and estimator follow the kernel's once they start from the same state",
             held(&self.blind),
             self.blind.len(),
             held(&self.seeded),
@@ -383,8 +413,13 @@ impl SawVerdicts {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        let live = if self.flush_live.is_empty() {
+            String::new()
+        } else {
+            format!("; from the live state: {}", per(&self.flush_live))
+        };
         format!(
-            "the flusher on the sawtooth cells' devices, the model's background episodes (passes less than 100 ms apart: MiB each, seconds between) and its write bandwidth estimate when they began (avg_write_bandwidth) beside the kernel's writeback_start/writeback_written trace (the *.flush_* findings, reported, not in the claim): within 10 % of the real median or inside the real runs' range, blind: {}; from the kernel's carried estimates: {}",
+            "the flusher on the sawtooth cells' devices, the model's background episodes (passes less than 100 ms apart: MiB each, seconds between) and its write bandwidth estimate when they began (avg_write_bandwidth) beside the kernel's writeback_start/writeback_written trace (the *.flush_* findings, reported, not in the claim): within 10 % of the real median or inside the real runs' range, blind: {}{live}; from the kernel's carried estimates: {}",
             per(&self.flush_blind),
             per(&self.flush_seeded)
         )
@@ -511,11 +546,39 @@ fn judge_cell(
         .filter_map(|r| seeded_config(dev, &cell, hz, r))
         .map(|c| run_as_measured(&c, &cell, cycles, Restore::NOTHING).0)
         .collect();
-    if !seeded.is_empty() {
-        let saw: Vec<Sawtooth> = seeded.iter().map(|p| p.saw.clone()).collect();
-        out.seeded.extend(compare(cell, &real, &saw));
-        let flush: Vec<Option<KernelFlush>> = seeded.iter().map(|p| p.flush.clone()).collect();
-        out.flush_seeded
-            .extend(compare_flush(cell, &real_flush, &flush));
+    let column = (cell, real.as_slice(), real_flush.as_slice());
+    add_column(column, &seeded, &mut out.seeded, &mut out.flush_seeded);
+    let live: Vec<Predicted> = dev
+        .runs
+        .iter()
+        .filter(|r| r.cell == cell)
+        .filter_map(|r| r.live.as_ref())
+        .map(|l| {
+            run_as_measured(
+                &live_config(dev, &cell, hz, l),
+                &cell,
+                cycles,
+                Restore::NOTHING,
+            )
+            .0
+        })
+        .collect();
+    add_column(column, &live, &mut out.live, &mut out.flush_live);
+}
+
+/// One column's predictions of a cell (`(cell, real sawtooth, real flusher)`)
+/// compared into its sawtooth and flusher verdicts; none where it has none.
+fn add_column(
+    (cell, real, real_flush): (SawCell, &[Sawtooth], &[Option<KernelFlush>]),
+    predicted: &[Predicted],
+    saw_out: &mut Vec<SawJudged>,
+    flush_out: &mut Vec<SawJudged>,
+) {
+    if predicted.is_empty() {
+        return;
     }
+    let saw: Vec<Sawtooth> = predicted.iter().map(|p| p.saw.clone()).collect();
+    saw_out.extend(compare(cell, real, &saw));
+    let flush: Vec<Option<KernelFlush>> = predicted.iter().map(|p| p.flush.clone()).collect();
+    flush_out.extend(compare_flush(cell, real_flush, &flush));
 }

@@ -1,6 +1,7 @@
 //! Running the sawtooth cells: per device its probe (the testbed's own, or a
 //! direct-I/O write of the root disk), then every run of every cell, runs
-//! interleaved so that no cell gets all of one stretch of the machine's day.
+//! interleaved so that no cell gets all of one stretch of the machine's day,
+//! each after a read of the device's live state (`sim::live`).
 
 use std::path::Path;
 
@@ -30,12 +31,20 @@ fn run_cells(
                 cell.label(),
                 cell.duration_s()
             ));
+            // what `sim run --live` would start from, read as the run is about to
+            // begin (before its sysctls: the estimates do not depend on them)
+            let (live, live_not_read) = match crate::sim::live::read(base) {
+                Ok(l) => (Some(l), None),
+                Err(why) => (None, Some(why)),
+            };
             let saw =
                 run_sawtooth_in(ctx, base, ID, &cell.knobs(), cell.rate, cell.length(cycles))?;
             out.push(SawRunRaw {
                 cell: *cell,
                 run,
                 saw,
+                live,
+                live_not_read,
             });
             *done += 1;
             ctx.progress.fraction(*done as f64 / total as f64);
