@@ -68,7 +68,7 @@ fn the_blind_headline_holds_and_names_each_miss() {
         "{note}"
     );
     // recorded before the live state was read before each run: no live column
-    assert!(r.claim("sim-predicts-sawtooth-live").is_none());
+    assert!(r.claim("sim-predicts-testbed-live").is_none());
     assert!(!r.findings.iter().any(|f| f.name.starts_with("live.")));
     // the seeded contested claim is a diagnosis beside it: from the kernel's
     // carried estimates the model has the tail too (60 ms, real 52-113)

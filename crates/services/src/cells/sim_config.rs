@@ -34,6 +34,10 @@ pub enum Seed<'a> {
     /// its measured bandwidth, the limits, the machine's page costs) and no other
     /// disk's write back; [`simulate_blind`] starts from their steady state.
     Blind,
+    /// What a user's `oslab sim run --live` starts from: the kernel's estimates
+    /// read from the machine just before the cell (None: not shown, the steady
+    /// state's), no other disk's write back, a clean cache.
+    Live(Initial),
 }
 
 /// The kernel's estimates as the simulator starts from them.
@@ -106,6 +110,7 @@ impl TestbedSpec {
                     ..Initial::default()
                 },
             ),
+            Seed::Live(initial) => (0.0, initial),
         }
     }
 
@@ -123,6 +128,7 @@ impl TestbedSpec {
         let start = match seed {
             Seed::Carried(_) => Start::Given,
             Seed::Blind => Start::Steady,
+            Seed::Live(_) => Start::Live,
         };
         Config {
             sysctls: Sysctls {

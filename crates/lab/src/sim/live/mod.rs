@@ -200,6 +200,24 @@ impl LiveState {
     }
 }
 
+/// A live state whose probe traced `bandwidths` (write_bandwidth,
+/// avg_write_bandwidth, dirty_ratelimit, bytes per second) on `bdi`, with
+/// nothing read from the files: what the judges' tests start from.
+#[cfg(test)]
+pub(crate) fn traced_for_tests(bdi: &str, bandwidths: (f64, f64, Option<f64>)) -> LiveState {
+    let (write_bw, avg_write_bw, dirty_ratelimit) = bandwidths;
+    LiveState::new(
+        "test".into(),
+        bdi.into(),
+        FileState::default(),
+        Ok(Traced {
+            write_bw: Some(write_bw),
+            avg_write_bw: Some(avg_write_bw),
+            dirty_ratelimit,
+        }),
+    )
+}
+
 /// Why a live start was not read: one sentence for the result.
 pub fn refused(why: &str) -> String {
     format!("the live state was not read ({why}); started from the steady state of the writers")

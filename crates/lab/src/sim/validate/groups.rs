@@ -13,12 +13,14 @@ use oslab_services::cells::record::Scenario;
 use oslab_services::cells::sim_config::{Seed, simulate_blind};
 use oslab_services::cells::traced::{Traced, traced};
 
-/// One cell simulated twice: from the state the kernel carried into it, and
-/// blind (from a description of the workload alone).
+/// One cell simulated from the state the kernel carried into it, blind (from a
+/// description of the workload alone), and from the live state read before it
+/// where one was.
 pub struct Simulated {
     pub real: Figures,
     pub predicted: Figures,
     pub blind: Figures,
+    pub live: Option<Figures>,
     pub outcome: Outcome,
     pub traced: Option<Traced>,
 }
@@ -30,10 +32,22 @@ pub fn simulate_cell(s: &SettingRaw, i: usize, hz: u64, kernel: Kernel) -> Simul
     let cfg = config_for(s, c, s.spec.writes, hz, kernel, Seed::Carried(t.as_ref()));
     let outcome = simulate(&cfg);
     let blind = simulate_blind(config_for(s, c, s.spec.writes, hz, kernel, Seed::Blind));
+    let live = c.live.as_ref().map(|l| {
+        let seed = Seed::Live(l.initial());
+        figures::simulated(&simulate(&config_for(
+            s,
+            c,
+            s.spec.writes,
+            hz,
+            kernel,
+            seed,
+        )))
+    });
     Simulated {
         real: figures::real(&c.cell, t.as_ref()),
         predicted: figures::simulated(&outcome),
         blind: figures::simulated(&blind),
+        live,
         outcome,
         traced: t,
     }
@@ -56,6 +70,27 @@ impl Group<'_> {
     /// The real runs against the blind simulations.
     pub fn compared_blind(&self, fig: Fig) -> Compared {
         self.against(fig, |c| &c.blind)
+    }
+
+    /// The real runs against the simulations from the live state read before
+    /// each (the runs that have one).
+    pub fn compared_live(&self, fig: Fig) -> Compared {
+        let real = self
+            .cells
+            .iter()
+            .filter(|(_, c)| c.live.is_some())
+            .filter_map(|(_, c)| c.real.get(fig))
+            .collect();
+        let predicted = self
+            .cells
+            .iter()
+            .filter_map(|(_, c)| c.live.as_ref()?.get(fig))
+            .collect();
+        Compared {
+            fig,
+            real,
+            predicted,
+        }
     }
 
     fn against(&self, fig: Fig, side: impl Fn(&Simulated) -> &Figures) -> Compared {

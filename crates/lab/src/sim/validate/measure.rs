@@ -51,8 +51,19 @@ fn run_setting(
                         s.name(),
                         p.name()
                     ));
+                    // what `sim run --live` would start from, read as the cell
+                    // is about to begin
+                    let (live, live_not_read) = match crate::sim::live::read(&tb.mount) {
+                        Ok(l) => (Some(l), None),
+                        Err(why) => (None, Some(why)),
+                    };
                     let (cell, io) = run_cell(&bench, p, s, spec.writes, run)?;
-                    cells.push(CellRaw { cell, io });
+                    cells.push(CellRaw {
+                        cell,
+                        io,
+                        live,
+                        live_not_read,
+                    });
                     *done += 1;
                     ctx.progress.fraction(*done as f64 / total as f64);
                 }

@@ -308,6 +308,13 @@ impl IoCounts {
 pub struct CellRaw {
     pub cell: Cell,
     pub io: IoCounts,
+    /// The testbed's live state read just before the cell (`oslab sim run
+    /// --live`'s read); None in runs recorded before it was read, or where it
+    /// could not be (`live_not_read`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live: Option<crate::sim::live::LiveState>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub live_not_read: Option<String>,
 }
 
 /// One setting as it ran.

@@ -50,6 +50,11 @@ fn setting(cells: Vec<CellRaw>) -> SettingRaw {
 /// A cell whose writers and poller saw exactly what the simulator predicts for
 /// `policy`, latencies scaled by `slower`.
 fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
+    modelled_from(policy, slower, Seed::Carried(None))
+}
+
+/// The same, simulated from `seed`.
+fn modelled_from(policy: Policy, slower: f64, seed: Seed) -> CellRaw {
     let empty = CellRaw {
         cell: Cell {
             policy,
@@ -64,6 +69,8 @@ fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
             coordinator_killed_at_s: None,
         },
         io: IoCounts::default(),
+        live: None,
+        live_not_read: None,
     };
     let mut cfg = config_for(
         &setting(Vec::new()),
@@ -71,7 +78,7 @@ fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
         150,
         250,
         Kernel::default(),
-        Seed::Carried(None),
+        seed,
     );
     // long enough for every write; the judge simulates up to the last one
     cfg.duration_s = 60.0;
@@ -105,6 +112,8 @@ fn modelled_cell(policy: Policy, slower: f64) -> CellRaw {
     CellRaw {
         cell,
         io: IoCounts::default(),
+        live: None,
+        live_not_read: None,
     }
 }
 
@@ -166,6 +175,57 @@ fn a_kernel_that_behaves_like_the_model_meets_every_target() {
             .contains("capped at 40 MiB/s (loop device capped by the cgroup v1 blkio throttle;")),
         "the slow device's kind is said: {:?}",
         out.notes
+    );
+}
+
+/// The live column: a cell whose kernel behaved as the model does from the
+/// live state read before it is predicted exactly from that state, its
+/// findings named live.*, and the live claim holds; a cell with no live state
+/// read has no live figures, and a run where none was read has no live claim.
+#[test]
+fn a_kernel_that_behaves_like_the_model_from_the_live_state_holds_the_live_claim() {
+    let mib = (1u64 << 20) as f64;
+    let live =
+        crate::sim::live::traced_for_tests("7:0", (30.0 * mib, 30.0 * mib, Some(80.0 * mib)));
+    let mut read_before = modelled_from(Policy::Vanilla, 1.0, Seed::Live(live.initial()));
+    read_before.live = Some(live);
+    let mut not_read = modelled_cell(Policy::WcallFair, 1.0);
+    not_read.live_not_read = Some("reading the kernel's estimates needs root".into());
+    let out = judge(&plan(), &raw(vec![read_before, not_read]), &env());
+    let claim = out
+        .claims
+        .iter()
+        .find(|c| c.id == "sim-predicts-testbed-live")
+        .expect("the live claim");
+    assert_eq!(claim.verdict, oslab_model::Verdict::Holds, "{}", claim.why);
+    let p99 = out
+        .findings
+        .iter()
+        .find(|f| f.name == "live.rt45x2.vanilla.p99_ms")
+        .unwrap();
+    assert_eq!(p99.value, 0.0, "{}", p99.detail);
+    assert!(
+        !out.findings
+            .iter()
+            .any(|f| f.name.starts_with("live.rt45x2.wcall-fair"))
+    );
+
+    let none_read = judge(
+        &plan(),
+        &raw(vec![modelled_cell(Policy::Vanilla, 1.0)]),
+        &env(),
+    );
+    assert!(
+        !none_read
+            .claims
+            .iter()
+            .any(|c| c.id == "sim-predicts-testbed-live")
+    );
+    assert!(
+        !none_read
+            .findings
+            .iter()
+            .any(|f| f.name.starts_with("live."))
     );
 }
 

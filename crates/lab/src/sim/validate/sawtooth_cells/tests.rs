@@ -144,23 +144,13 @@ fn only_the_issues_cells_are_known_and_a_hostile_cell_cannot_overflow() {
 /// figures, and a run with no live state read gives that column nothing.
 #[test]
 fn the_live_column_starts_each_run_from_the_state_read_before_it() {
-    use crate::sim::live::{FileState, LiveState, Traced};
     use oslab_services::sawtooth::KernelPoll;
     use oslab_services::timed_writer::Poll;
     use oslab_wbsim::config::Start;
     let mibf = MIB as f64;
     let c = cell(SawDevice::Root, 6, 48, false);
     let mut dev = device(None, 1874.0 * mibf);
-    let live = LiveState::new(
-        "vda".into(),
-        "253:0".into(),
-        FileState::default(),
-        Ok(Traced {
-            write_bw: Some(12.0 * mibf),
-            avg_write_bw: Some(12.0 * mibf),
-            dirty_ratelimit: None,
-        }),
-    );
+    let live = crate::sim::live::traced_for_tests("253:0", (12.0 * mibf, 12.0 * mibf, None));
     let cfg = super::judge::live_config(&dev, &c, 250, &live);
     assert_eq!(cfg.start, Start::Live);
     let sim = model::simulated_run(&cfg);
