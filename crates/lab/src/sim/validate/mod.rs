@@ -26,7 +26,10 @@
 //! sawtooth cells of a device as one simulated session in the order they ran,
 //! [`sawtooth_cells::judge::blind_chain`]). The
 //! blind figures make the first claim (at least 95 % of the targeted figures
-//! within target, every miss named); the seeded ones stay as a diagnosis.
+//! within target, every miss named); the seeded ones stay as a diagnosis. Each
+//! cell and sawtooth run is preceded by a read of its device's live state
+//! (`sim::live`, what `oslab sim run --live` starts from), and simulated again
+//! from it: the live column and its claim.
 //!
 //! Pitfalls: the kernel carries its estimates (write bandwidth, dirty_ratelimit)
 //! from one cell to the next, so a cell depends on the one before; other programs
@@ -71,10 +74,12 @@ static META: Meta = Meta {
         free_disk_bytes: 0,
     },
     // measured 2026-11-26: quick 4.6 min, full 42 min (29 of them sawtooth cells,
-    // 13 contested with the sweep); full estimated at 28 min since the sawtooth
-    // runs stop after five periods, the sweep is opt-in and the cells are 500 writes
+    // 13 contested with the sweep); full 28 min once the sawtooth runs stopped
+    // after five periods, the sweep went opt-in and the cells to 500 writes; 33
+    // min on 2026-12-08 with the three fast-disk cells and a live read before
+    // every run
     quick_s: 280.0,
-    full_s: 1700.0,
+    full_s: 2000.0,
     // a long real run that `oslab sim validate` starts; `all` leaves it out
     internal: true,
     full_lab_only: false,
