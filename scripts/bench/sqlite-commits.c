@@ -2,7 +2,10 @@
  * connection to DB in WAL mode with synchronous=FULL, commit one transaction of
  * one 1 KiB insert after another for SECONDS. Each commit's latency (from BEGIN
  * IMMEDIATE to the end of COMMIT, so waiting for the other writer's lock counts,
- * as it would for an application, which retries on SQLITE_BUSY) is written to LOG, one number of µs a line.
+ * as it would for an application, which retries on SQLITE_BUSY) is written to LOG,
+ * a line a commit: its µs, then the µs of them spent getting the write lock
+ * (BEGIN IMMEDIATE: SQLite's busy handler sleeping while the other writer holds
+ * it, no file call of this thread's).
  * Prints the commits made. `check DB` prints the rows in the table and SQLite's
  * integrity_check. Not part of oslab: a program of the kind a user runs, on the
  * system's libsqlite3, to put under the governor.
@@ -25,6 +28,7 @@ struct worker {
   long commits;
   long cap;
   unsigned *latency_us;
+  unsigned *lock_us;
   const char *error;
 };
 
@@ -73,6 +77,7 @@ static void *work(void *arg) {
       w->error = kept(db);
       break;
     }
+    double locked = now_s();
     sqlite3_bind_int(insert, 1, w->id);
     sqlite3_bind_blob(insert, 2, payload, PAYLOAD, SQLITE_STATIC);
     if (sqlite3_step(insert) != SQLITE_DONE || sqlite3_exec(db, "COMMIT", 0, 0, 0) != SQLITE_OK) {
@@ -83,11 +88,13 @@ static void *work(void *arg) {
     if (w->commits == w->cap) {
       w->cap = w->cap ? w->cap * 2 : 65536;
       w->latency_us = realloc(w->latency_us, w->cap * sizeof *w->latency_us);
-      if (!w->latency_us) {
+      w->lock_us = realloc(w->lock_us, w->cap * sizeof *w->lock_us);
+      if (!w->latency_us || !w->lock_us) {
         w->error = "out of memory";
         break;
       }
     }
+    w->lock_us[w->commits] = (unsigned)((locked - t0) * 1e6 + 0.5);
     w->latency_us[w->commits++] = (unsigned)((now_s() - t0) * 1e6 + 0.5);
   }
   sqlite3_finalize(insert);
@@ -157,7 +164,7 @@ int main(int argc, char **argv) {
   }
   for (int i = 0; i < THREADS; i++)
     for (long j = 0; j < w[i].commits; j++)
-      fprintf(log, "%u\n", w[i].latency_us[j]);
+      fprintf(log, "%u %u\n", w[i].latency_us[j], w[i].lock_us[j]);
   fclose(log);
   printf("commits %ld\n", commits);
   return failed;
