@@ -87,9 +87,14 @@ static void *work(void *arg) {
     sqlite3_reset(insert);
     if (w->commits == w->cap) {
       w->cap = w->cap ? w->cap * 2 : 65536;
-      w->latency_us = realloc(w->latency_us, w->cap * sizeof *w->latency_us);
-      w->lock_us = realloc(w->lock_us, w->cap * sizeof *w->lock_us);
-      if (!w->latency_us || !w->lock_us) {
+      /* on failure the old arrays stay whole: main still prints what was made */
+      unsigned *latency = realloc(w->latency_us, w->cap * sizeof *w->latency_us);
+      if (latency)
+        w->latency_us = latency;
+      unsigned *lock = latency ? realloc(w->lock_us, w->cap * sizeof *w->lock_us) : 0;
+      if (lock)
+        w->lock_us = lock;
+      if (!latency || !lock) {
         w->error = "out of memory";
         break;
       }

@@ -37,6 +37,13 @@ fn from_the_live_state_the_model_holds_every_cell_but_one_figure() {
         "{}",
         live.why
     );
+    assert!(
+        r.notes
+            .iter()
+            .any(|n| n.contains("was read before 72 of 72 runs")),
+        "{:?}",
+        r.notes
+    );
     // every fast-disk cell's sawtooth within target from the live state
     for c in FAST {
         for f in ["peak_mib", "trough_mib", "period_s"] {

@@ -240,6 +240,25 @@ pub static WRITER_FIELDS: &[Field<WriterCfg>] = &[
     },
 ];
 
+/// `i` with every estimate outside its bound dropped (None: not known, as if
+/// the kernel had not shown it). The engine takes its start through this, so an
+/// estimate read from a machine or a raw file (untrusted, judged again by
+/// `oslab judge`) can never reach the estimator's arithmetic out of range,
+/// whichever path built the configuration (the engine's `initial_wb` takes
+/// every start through it); `validate` tells a user instead.
+pub fn initial_within_bounds(i: crate::config::Initial) -> crate::config::Initial {
+    let rate = |v: Option<f64>| v.filter(|&b| within_whole(&INITIAL_RATE, b).is_ok());
+    crate::config::Initial {
+        write_bw_bytes_s: rate(i.write_bw_bytes_s),
+        avg_write_bw_bytes_s: rate(i.avg_write_bw_bytes_s),
+        dirty_ratelimit_bytes_s: rate(i.dirty_ratelimit_bytes_s),
+        dirty_limit_bytes: i
+            .dirty_limit_bytes
+            .filter(|v| within(&DIRTY_LIMIT, v).is_ok()),
+        wb_share: i.wb_share.filter(|v| within(&WB_SHARE, v).is_ok()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +280,30 @@ mod tests {
                 .unwrap_err()
                 .contains("not a number")
         );
+    }
+
+    #[test]
+    fn an_estimate_out_of_its_bound_is_dropped_and_one_within_kept() {
+        let i = crate::config::Initial {
+            write_bw_bytes_s: Some(1e30),
+            avg_write_bw_bytes_s: Some(f64::NAN),
+            dirty_ratelimit_bytes_s: Some(80.0 * 1048576.0),
+            dirty_limit_bytes: Some(u64::MAX),
+            wb_share: Some(2.0),
+        };
+        let b = initial_within_bounds(i);
+        assert_eq!(b.write_bw_bytes_s, None);
+        assert_eq!(b.avg_write_bw_bytes_s, None);
+        assert_eq!(b.dirty_ratelimit_bytes_s, Some(80.0 * 1048576.0));
+        assert_eq!(b.dirty_limit_bytes, None);
+        assert_eq!(b.wb_share, None);
+        // and a simulation handed them (a raw file's, say) runs: in a test
+        // build an estimate of 1e30 B/s would overflow the estimator
+        let mut cfg = crate::Config::new(crate::RuleSet::Linux6, 1 << 30, Vec::new(), 2.0, 1);
+        cfg.initial = i;
+        cfg.start = crate::config::Start::Given;
+        let out = crate::simulate(&cfg);
+        assert!(out.start.write_bw > 0.0 && out.start.write_bw < 1e20);
     }
 
     #[test]

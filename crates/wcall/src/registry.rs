@@ -395,7 +395,9 @@ mod tests {
             .iter()
             .position(|l| l.ids.uid() == 65534)
             .unwrap();
-        reg.launchers[dead].member = Member::confirmed(99, None);
+        // a pid past the kernel's PID_MAX_LIMIT (4,194,304): no process has it,
+        // whatever runs on the machine (a low pid such as 99 may well be alive)
+        reg.launchers[dead].member = Member::confirmed(4_194_305, None);
         assert!(!reg.launchers[dead].member.alive());
         assert_eq!(reg.add_launcher(launcher(5000, 65534, NORMAL)), Ok(()));
     }

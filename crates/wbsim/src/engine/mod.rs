@@ -258,10 +258,12 @@ fn group_map(cfg: &Config) -> (Vec<String>, Vec<usize>) {
 pub const INIT_BW_PAGES: u64 = (100 << 20) / PAGE;
 
 /// The device's state at the start: the configured estimates, else the kernel's
-/// for a device it has just registered (INIT_BW).
+/// for a device it has just registered (INIT_BW). Every start passes here, so an
+/// estimate out of its bound (a raw file's, a machine's) is dropped here once
+/// for all paths (`bounds::initial_within_bounds`).
 fn initial_wb(cfg: &Config, normal: Thresholds) -> Wb {
     let page_rate = |b: f64| (b / PAGE as f64).round().max(1.0) as u64;
-    let i = &cfg.initial;
+    let i = &crate::bounds::initial_within_bounds(cfg.initial);
     let avg = i.avg_write_bw_bytes_s.map_or(INIT_BW_PAGES, page_rate);
     let mut est = Estimator::at(
         avg,

@@ -241,8 +241,17 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     let saw = super::sawtooth_cells::judge::judge(&raw.sawtooth, hz, plan.sawtooth_cycles, restore);
     out.findings.extend(saw_findings(&saw));
     out.claims.push(blind_claim(&everything, &saw.blind));
-    if let Some(c) = share_claim(&LIVE_COLUMN, &everything, &saw.live) {
-        out.claims.push(c);
+    let reads = LiveReads::of(raw);
+    match share_claim(&LIVE_COLUMN, &everything, &saw.live) {
+        Some(c) => out.claims.push(c),
+        None => {
+            if let Some(why) = &reads.first_refusal {
+                out.claims.push(LIVE.not_judged(
+                    "95 % of the targeted figures within target",
+                    format!("the live state was read before no run: {why}"),
+                ));
+            }
+        }
     }
     out.claims.push(claim(&PREDICTS, &main, "testbed"));
     if raw.settings.iter().any(|s| s.spec.name != "main") {
@@ -251,7 +260,74 @@ pub fn judge(plan: &Plan, raw: &Raw, env: &Environment) -> Output {
     out.notes = super::judge_notes::notes(raw, &all, hz);
     out.notes.push(blind_note(&all));
     out.notes.extend(saw_notes(&saw, &raw.sawtooth));
+    out.notes.extend(reads.note());
     out
+}
+
+/// How the live reads before the runs went: read, not read (and why), or read
+/// without the probe's flusher pass (its estimates then the steady state's).
+#[derive(Debug, Default)]
+struct LiveReads {
+    read: usize,
+    not_read: usize,
+    first_refusal: Option<String>,
+    /// Read, but with no traced avg_write_bandwidth.
+    untraced: usize,
+}
+
+impl LiveReads {
+    fn of(raw: &Raw) -> LiveReads {
+        let mut r = LiveReads::default();
+        let runs = raw
+            .settings
+            .iter()
+            .flat_map(|s| &s.cells)
+            .map(|c| (&c.live, &c.live_not_read))
+            .chain(
+                raw.sawtooth
+                    .iter()
+                    .flat_map(|d| &d.runs)
+                    .map(|r| (&r.live, &r.live_not_read)),
+            );
+        for (live, not_read) in runs {
+            match (live, not_read) {
+                (Some(l), _) => {
+                    r.read += 1;
+                    if l.avg_write_bw.source != crate::sim::live::Source::Traced {
+                        r.untraced += 1;
+                    }
+                }
+                (None, Some(why)) => {
+                    r.not_read += 1;
+                    r.first_refusal.get_or_insert_with(|| why.clone());
+                }
+                (None, None) => {}
+            }
+        }
+        r
+    }
+
+    /// None where no run was meant to be read (raw files from before).
+    fn note(&self) -> Option<String> {
+        if self.read + self.not_read == 0 {
+            return None;
+        }
+        let mut s = format!(
+            "the live state (what `sim run --live` starts from) was read before {} of {} runs",
+            self.read,
+            self.read + self.not_read
+        );
+        if let Some(why) = &self.first_refusal {
+            s += &format!("; not before {} ({why})", self.not_read);
+        }
+        if self.untraced > 0 {
+            s += &format!(
+                "; in {} the probe's flusher pass was not seen, so the steady state stood in for the estimates it did not show",
+                self.untraced
+            );
+        }
+        Some(s)
+    }
 }
 
 /// A group's findings, seeded then blind, and its plots where it ran contested

@@ -97,7 +97,7 @@ static SCENARIO_CHOICE: Setting<Choices> = Setting {
 };
 static SWEEP: Setting<Flag> = Setting {
     name: "sweep",
-    help: "also run the contested workloads at 10 and 80 MiB/s and at dirty_bytes 32 and 256 MiB, one run each (about 5 minutes more; off by default so that a full run stays within 30 minutes)",
+    help: "also run the contested workloads at 10 and 80 MiB/s and at dirty_bytes 32 and 256 MiB, one run each (about 5 minutes more; off by default so that a full run stays within 40 minutes)",
     quick: false,
     full: false,
     bounds: None,
@@ -145,7 +145,7 @@ static SAWTOOTH_RUNS: Setting<Count> = Setting {
 };
 
 /// The contested cells' length: wb.wcall's 700 writes in full would take the
-/// full run past 30 minutes beside the sawtooth cells.
+/// full run past 40 minutes beside the sawtooth cells.
 static WRITES: Setting<Count> = Setting {
     name: "writes",
     help: "writes of the RT-55 writer per contested cell",

@@ -210,23 +210,45 @@ fn a_kernel_that_behaves_like_the_model_from_the_live_state_holds_the_live_claim
             .any(|f| f.name.starts_with("live.rt45x2.wcall-fair"))
     );
 
-    let none_read = judge(
+    assert!(
+        out.notes
+            .iter()
+            .any(|n| n.contains("was read before 1 of 2 runs; not before 1 (reading")),
+        "{:?}",
+        out.notes
+    );
+
+    // a raw file from before the live reads: no live claim, no note
+    let before = judge(
         &plan(),
         &raw(vec![modelled_cell(Policy::Vanilla, 1.0)]),
         &env(),
     );
     assert!(
-        !none_read
+        !before
             .claims
             .iter()
             .any(|c| c.id == "sim-predicts-testbed-live")
     );
-    assert!(
-        !none_read
-            .findings
-            .iter()
-            .any(|f| f.name.starts_with("live."))
+    assert!(!before.findings.iter().any(|f| f.name.starts_with("live.")));
+    assert!(!before.notes.iter().any(|n| n.contains("the live state")));
+
+    // a run where no read succeeded says so in the claim, not by its absence
+    let mut refused = modelled_cell(Policy::Vanilla, 1.0);
+    refused.live_not_read = Some("reading the kernel's estimates needs root".into());
+    let none_read = judge(&plan(), &raw(vec![refused]), &env());
+    let claim = none_read
+        .claims
+        .iter()
+        .find(|c| c.id == "sim-predicts-testbed-live")
+        .expect("the live claim, not judged");
+    assert_eq!(
+        claim.verdict,
+        oslab_model::Verdict::NotJudged,
+        "{}",
+        claim.why
     );
+    assert!(claim.why.contains("needs root"), "{}", claim.why);
 }
 
 #[test]

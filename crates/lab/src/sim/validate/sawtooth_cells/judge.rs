@@ -345,9 +345,11 @@ fn judged(
         .collect()
 }
 
-/// The most runs of one device sim.validate records (12 cells, 10 runs each):
-/// a raw file is untrusted, and each run costs up to three simulations (the
-/// run, again cut at its stop, and its end flush).
+/// The most runs of one device sim.validate records (at most 9 cells on one
+/// device, 10 runs each, with room):
+/// a raw file is untrusted, and each run costs up to seven simulations (the
+/// blind run, again cut at its stop, and its end flush; the same run from the
+/// carried state and from the live state, each whole and cut).
 pub const MAX_RUNS: usize = 120;
 
 /// The sawtooth cells judged: blind (the headline) and seeded (the diagnosis),
@@ -548,21 +550,29 @@ fn judge_cell(
         .collect();
     let column = (cell, real.as_slice(), real_flush.as_slice());
     add_column(column, &seeded, &mut out.seeded, &mut out.flush_seeded);
-    let live: Vec<Predicted> = dev
+    // the live column against the runs that had their state read
+    let read: Vec<&super::SawRunRaw> = dev
         .runs
         .iter()
-        .filter(|r| r.cell == cell)
+        .filter(|r| r.cell == cell && r.live.is_some())
+        .collect();
+    let live: Vec<Predicted> = read
+        .iter()
         .filter_map(|r| r.live.as_ref())
         .map(|l| {
-            run_as_measured(
-                &live_config(dev, &cell, hz, l),
-                &cell,
-                cycles,
-                Restore::NOTHING,
-            )
-            .0
+            let cfg = live_config(dev, &cell, hz, l);
+            run_as_measured(&cfg, &cell, cycles, Restore::NOTHING).0
         })
         .collect();
+    let real_read: Vec<Sawtooth> = read
+        .iter()
+        .map(|r| sawtooth_of(&r.saw, cell.rate))
+        .collect();
+    let flush_read: Vec<Option<KernelFlush>> = read
+        .iter()
+        .map(|r| kernel_flush(&r.saw, FlushReason::Background, HARD_LIMIT))
+        .collect();
+    let column = (cell, real_read.as_slice(), flush_read.as_slice());
     add_column(column, &live, &mut out.live, &mut out.flush_live);
 }
 
