@@ -29,6 +29,7 @@ use crate::outcome::{Outcome, Sample, WriterResult};
 use crate::rules::{Thresholds, thresholds};
 
 pub use crate::outcome::{PauseRecord, RatelimitRecord};
+pub use steady::given_from_live;
 
 /// Longest single pause of balance_dirty_pages() (MAX_PAUSE, HZ/5).
 pub const MAX_PAUSE_NS: u64 = 200 * MS;

@@ -119,13 +119,22 @@ pub fn completed(cfg: &Config, live: Initial) -> Initial {
     }
 }
 
+/// `cfg` (a live start) as the run it simulates: from `cfg.initial` completed
+/// from the steady state, a given start. A caller that needs the run's figures
+/// and not the record of when the writers would settle (a judge) simulates this
+/// and saves that second search.
+pub fn given_from_live(cfg: &Config) -> Config {
+    let mut run = cfg.clone();
+    run.start = Start::Given;
+    run.initial = completed(cfg, cfg.initial);
+    run
+}
+
 /// The run of `cfg` from the kernel's estimates read just before it
 /// (`cfg.initial`, completed from the steady state), with nothing dirty; its
 /// record says how long the writers would take to settle from there.
 pub fn run_from_live_state(cfg: &Config) -> Outcome {
-    let mut run = cfg.clone();
-    run.start = Start::Given;
-    run.initial = completed(cfg, cfg.initial);
+    let run = given_from_live(cfg);
     let mut out = crate::engine::run_from_given(&run);
     let onward = steady_state(&run);
     out.start = StartRecord {

@@ -34,14 +34,9 @@ pub fn simulate_cell(s: &SettingRaw, i: usize, hz: u64, kernel: Kernel) -> Simul
     let blind = simulate_blind(config_for(s, c, s.spec.writes, hz, kernel, Seed::Blind));
     let live = c.live.as_ref().map(|l| {
         let seed = Seed::Live(l.initial());
-        figures::simulated(&simulate(&config_for(
-            s,
-            c,
-            s.spec.writes,
-            hz,
-            kernel,
-            seed,
-        )))
+        let cfg = config_for(s, c, s.spec.writes, hz, kernel, seed);
+        // the run `simulate` makes of a live start, without its settle search
+        figures::simulated(&simulate(&oslab_wbsim::engine::given_from_live(&cfg)))
     });
     Simulated {
         real: figures::real(&c.cell, t.as_ref()),

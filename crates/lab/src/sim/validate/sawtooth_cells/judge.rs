@@ -222,7 +222,9 @@ pub fn live_config(
     let mut cfg = blind_config(dev, cell, hz);
     cfg.start = Start::Live;
     cfg.initial = live.initial();
-    cfg
+    // the same run `simulate` makes of it, without the search for when the
+    // writers would settle, which only the user's record reads
+    oslab_wbsim::engine::given_from_live(&cfg)
 }
 
 /// One figure of one cell, blind or seeded: its verdict, or None where the real

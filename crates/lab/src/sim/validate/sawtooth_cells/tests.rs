@@ -152,7 +152,7 @@ fn the_live_column_starts_each_run_from_the_state_read_before_it() {
     let mut dev = device(None, 1874.0 * mibf);
     let live = crate::sim::live::traced_for_tests("253:0", (12.0 * mibf, 12.0 * mibf, None));
     let cfg = super::judge::live_config(&dev, &c, 250, &live);
-    assert_eq!(cfg.start, Start::Live);
+    assert_eq!(cfg.start, Start::Given);
     let sim = model::simulated_run(&cfg);
     let drop = sim.y.windows(2).position(|w| w[1] < w[0] - 1.0).unwrap();
     let first_trough = sim.y[drop..]
